@@ -1,0 +1,40 @@
+//! `multiverse`: benchmarks, comparisons and the multi-session script shell.
+
+mod bench;
+mod shell;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Multiverse: an in-memory multi-version transaction engine, its protocols,
+/// and the instruments to compare them.
+#[derive(Parser)]
+#[command(name = "multiverse", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one protocol on one workload and print (or write) the result.
+    Bench(bench::BenchArgs),
+    /// Run a multi-session script against table test(id, value).
+    Shell(shell::ShellArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        None => bench::default_comparison(),
+        Some(Cmd::Bench(a)) => bench::run(a),
+        Some(Cmd::Shell(a)) => shell::run(a),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("multiverse: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

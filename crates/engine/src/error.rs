@@ -1,0 +1,141 @@
+//! Typed errors. Every failure a user can cause has its own variant with a
+//! one-line message; transient concurrency-control aborts carry an
+//! [`AbortReason`] and can be retried.
+
+use std::fmt;
+
+/// Why a transaction was aborted. Counted per database (see
+/// [`crate::Stats::aborts_by_reason`]); the names are stable and appear in the
+/// benchmark JSON and the shell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum AbortReason {
+    /// First-writer-wins: the version to update was already updated by another
+    /// transaction (Hekaton section 2.6), or a concurrent insert of the same key.
+    WriteConflict = 0,
+    /// A version read is no longer visible as of the end timestamp (section 3.2).
+    ReadValidation = 1,
+    /// Repeating a scan at the end timestamp found a new version (section 3.2).
+    Phantom = 2,
+    /// A transaction this one depended on aborted (cascading abort, section 2.7).
+    CommitDependency = 3,
+    /// The user called `abort`, or dropped the transaction while it was active.
+    User = 4,
+}
+
+impl AbortReason {
+    /// All reasons, in a fixed order.
+    pub const ALL: [AbortReason; 5] = [
+        AbortReason::WriteConflict,
+        AbortReason::ReadValidation,
+        AbortReason::Phantom,
+        AbortReason::CommitDependency,
+        AbortReason::User,
+    ];
+    /// Number of reasons.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// Stable kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AbortReason::WriteConflict => "write-conflict",
+            AbortReason::ReadValidation => "read-validation",
+            AbortReason::Phantom => "phantom",
+            AbortReason::CommitDependency => "commit-dependency",
+            AbortReason::User => "user",
+        }
+    }
+
+    /// True for aborts a retry may cure (everything but a user abort).
+    pub fn is_transient(self) -> bool {
+        !matches!(self, AbortReason::User)
+    }
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every error the engine returns.
+#[allow(missing_docs)] // field names (len, max, protocol, isolation) say it all
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The transaction was aborted by this operation; it is rolled back.
+    Aborted(AbortReason),
+    /// The transaction had already ended (aborted for the given reason, or
+    /// committed when `None`); no further operations are accepted.
+    TransactionClosed(Option<AbortReason>),
+    /// No table of that name or id.
+    UnknownTable(String),
+    /// No index of that name (or number) on the table.
+    UnknownIndex(String),
+    /// A table of that name exists already.
+    TableExists(String),
+    /// `insert` of a key that already has a visible row.
+    DuplicateKey,
+    /// `update` or `delete` of a key that has no visible row.
+    KeyNotFound,
+    /// A value longer than [`crate::Options::max_value_size`].
+    ValueTooLarge { len: usize, max: usize },
+    /// A key longer than [`crate::KEY_MAX`].
+    KeyTooLarge { len: usize, max: usize },
+    /// The protocol does not offer the requested isolation level.
+    InvalidIsolation { protocol: String, isolation: String },
+    /// A protocol name or option that this build does not implement.
+    UnsupportedProtocol(String),
+    /// More concurrently open transactions than the transaction table holds.
+    TooManyTransactions(usize),
+    /// A name that does not parse (protocol, isolation level, ...).
+    Parse(String),
+    /// Invalid schema or options.
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// The abort reason if this error is (or reports) an abort.
+    pub fn abort_reason(&self) -> Option<AbortReason> {
+        match self {
+            Error::Aborted(r) => Some(*r),
+            Error::TransactionClosed(r) => *r,
+            _ => None,
+        }
+    }
+    /// True when retrying the whole transaction may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Aborted(r) if r.is_transient())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Aborted(r) => write!(f, "transaction aborted ({r})"),
+            Error::TransactionClosed(Some(r)) => write!(f, "transaction already aborted ({r})"),
+            Error::TransactionClosed(None) => write!(f, "transaction already committed"),
+            Error::UnknownTable(t) => write!(f, "unknown table '{t}'"),
+            Error::UnknownIndex(i) => write!(f, "unknown index '{i}'"),
+            Error::TableExists(t) => write!(f, "table '{t}' already exists"),
+            Error::DuplicateKey => write!(f, "duplicate key"),
+            Error::KeyNotFound => write!(f, "key not found"),
+            Error::ValueTooLarge { len, max } => {
+                write!(f, "value of {len} bytes is larger than the limit of {max} bytes")
+            }
+            Error::KeyTooLarge { len, max } => {
+                write!(f, "key of {len} bytes is larger than the limit of {max} bytes")
+            }
+            Error::InvalidIsolation { protocol, isolation } => {
+                write!(f, "protocol '{protocol}' does not offer isolation level '{isolation}'")
+            }
+            Error::UnsupportedProtocol(p) => write!(f, "protocol '{p}' is not available"),
+            Error::TooManyTransactions(n) => {
+                write!(f, "too many open transactions (the limit is {n})")
+            }
+            Error::Parse(s) => write!(f, "{s}"),
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,122 @@
+//! The lock-free hash index (Hekaton section 2.1).
+//!
+//! A fixed array of buckets, each an atomic pointer to the first version of
+//! its chain. Versions are prepended with a CAS on the bucket; a lookup walks
+//! the chain and checks key and visibility of every version. The bucket count
+//! is fixed when the index is created (the next power of two at or above the
+//! declared capacity); chains grow gracefully past it, they just get longer.
+
+use super::Stripes;
+use crate::storage::version::Version;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// A hash index over the versions of one table; `link` is the version link it owns.
+pub struct HashIndex {
+    buckets: Box<[AtomicPtr<Version>]>,
+    mask: u64,
+    link: usize,
+    stripes: Stripes,
+}
+
+impl HashIndex {
+    /// An index with at least `capacity` buckets (rounded up to a power of two).
+    pub fn new(capacity: usize, link: usize) -> HashIndex {
+        let n = capacity.max(16).next_power_of_two();
+        HashIndex {
+            buckets: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            mask: n as u64 - 1,
+            link,
+            stripes: Stripes::new(),
+        }
+    }
+
+    /// Number of buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    #[inline]
+    fn bucket(&self, hash: u64) -> &AtomicPtr<Version> {
+        &self.buckets[(hash & self.mask) as usize]
+    }
+
+    /// First version of the chain for `hash` (null if empty).
+    #[inline]
+    pub fn head(&self, hash: u64) -> *mut Version {
+        // Acquire: pairs with the Release CAS in `insert`, so the version's
+        // fields written before publication are visible.
+        self.bucket(hash).load(Ordering::Acquire)
+    }
+
+    /// First version of bucket number `b` (for full scans).
+    #[inline]
+    pub fn head_of_bucket(&self, b: usize) -> *mut Version {
+        // Acquire: as in `head`.
+        self.buckets[b].load(Ordering::Acquire)
+    }
+
+    /// The version after `v` in this index's chain.
+    #[inline]
+    pub fn next(&self, v: &Version) -> *mut Version {
+        // Acquire: the successor was published by a Release CAS/store.
+        v.link(self.link).load(Ordering::Acquire)
+    }
+
+    /// Publishes `v` at the head of its bucket chain.
+    ///
+    /// # Safety
+    /// `v` is a live version not yet linked into this index.
+    pub unsafe fn insert(&self, v: *mut Version, hash: u64) {
+        let b = self.bucket(hash);
+        // SAFETY: `v` is live and still private to the caller for this link.
+        let link = unsafe { (*v).link(self.link) };
+        let mut head = b.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: `v` is not yet reachable; the Release CAS publishes it.
+            link.store(head, Ordering::Relaxed);
+            // Release on success: readers that Acquire the bucket see the
+            // initialised version and its link. Relaxed on failure: we only
+            // retry with the fresher head.
+            match b.compare_exchange_weak(head, v, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Removes `v` from its chain; returns false if it was not found.
+    ///
+    /// # Safety
+    /// `v` is live (the caller holds an epoch guard) and linked under `hash`.
+    /// The caller frees it only after an epoch has passed.
+    pub unsafe fn unlink(&self, v: *mut Version, hash: u64) -> bool {
+        // Lock by bucket number, so every unlinker of this chain takes the same stripe.
+        let _g = self.stripes.lock(hash & self.mask);
+        let b = self.bucket(hash);
+        // SAFETY: `v` is live per the contract.
+        let succ = unsafe { (*v).link(self.link).load(Ordering::Acquire) };
+        // Fast path: `v` is the head. Release: readers that see `succ` through
+        // the bucket must see its contents (already published, but keep the chain
+        // ordering uniform). Acquire on failure: we walk from the new head.
+        if b.compare_exchange(v, succ, Ordering::Release, Ordering::Acquire).is_ok() {
+            return true;
+        }
+        // Walk to the predecessor. Only unlinkers (serialised by the stripe
+        // lock) change links of published versions, so the predecessor's link
+        // cannot change under us; inserts only replace the bucket head.
+        let mut prev = b.load(Ordering::Acquire);
+        while !prev.is_null() {
+            // SAFETY: chain members are alive while we hold the epoch guard.
+            let pl = unsafe { (*prev).link(self.link) };
+            let cur = pl.load(Ordering::Acquire);
+            if cur == v {
+                // Release: publish the bypass to concurrent readers.
+                pl.store(succ, Ordering::Release);
+                return true;
+            }
+            prev = cur;
+        }
+        false
+    }
+}

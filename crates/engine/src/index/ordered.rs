@@ -1,0 +1,183 @@
+//! The ordered index: a concurrent skip list (crossbeam-skiplist) mapping an
+//! index key to a [`Slot`], the head of the chain of versions carrying that
+//! key (linked through the index's version link, as the hash index does).
+//!
+//! Entries are keyed by `(key, pk)`: for the primary index `pk` is empty; for
+//! a non-unique secondary index it is the row's primary key, which makes every
+//! entry unique and keeps equal secondary keys adjacent.
+//!
+//! A slot whose chain becomes empty is retired by garbage collection: the
+//! unlinker, holding the chain's stripe lock, swaps the null head for the
+//! `DEAD` marker and removes the entry. An inserter that finds `DEAD` waits for
+//! the removal and inserts a fresh entry, so no version is ever published
+//! into a slot that has left the map.
+
+use super::Stripes;
+use crate::key::Key;
+use crate::storage::version::Version;
+use crossbeam_skiplist::SkipMap;
+use std::ops::Bound;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// An entry key: (index key, primary key or empty).
+pub type IKey = (Key, Key);
+
+/// Marks a retired slot (never a valid version address: versions are 8-aligned).
+const DEAD: *mut Version = 1 as *mut Version;
+
+/// Head of the version chain of one index key.
+pub struct Slot {
+    head: AtomicPtr<Version>,
+}
+
+impl Slot {
+    /// First version of the chain (null if empty or retired).
+    #[inline]
+    pub fn head(&self) -> *mut Version {
+        // Acquire: pairs with the Release CAS in `insert`.
+        let h = self.head.load(Ordering::Acquire);
+        if h == DEAD {
+            ptr::null_mut()
+        } else {
+            h
+        }
+    }
+}
+
+/// An ordered index over the versions of one table.
+pub struct OrderedIndex {
+    map: SkipMap<IKey, Slot>,
+    link: usize,
+    stripes: Stripes,
+}
+
+fn ikey_hash(k: &IKey) -> u64 {
+    k.0.hash64() ^ k.1.hash64().rotate_left(17)
+}
+
+impl OrderedIndex {
+    /// An empty index owning version link `link`.
+    pub fn new(link: usize) -> OrderedIndex {
+        OrderedIndex { map: SkipMap::new(), link, stripes: Stripes::new() }
+    }
+
+    /// Number of entries (distinct index keys with a chain).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when no entry exists.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The version after `v` in this index's chain.
+    #[inline]
+    pub fn next(&self, v: &Version) -> *mut Version {
+        // Acquire: the successor was published by a Release CAS/store.
+        v.link(self.link).load(Ordering::Acquire)
+    }
+
+    /// Head of the chain for exactly `k` (null if none).
+    pub fn head(&self, k: &IKey) -> *mut Version {
+        self.map.get(k).map_or(ptr::null_mut(), |e| e.value().head())
+    }
+
+    /// Calls `f(key, head)` for every entry with `lo <= key.0` (per `lo`) in key
+    /// order, until `f` returns false or the key passes `hi`.
+    pub fn range(&self, lo: Bound<&Key>, hi: Bound<&Key>, mut f: impl FnMut(&IKey, *mut Version) -> bool) {
+        let start = match lo {
+            Bound::Included(k) | Bound::Excluded(k) => Bound::Included((*k, Key::EMPTY)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        for e in self.map.range((start, Bound::Unbounded)) {
+            let k = e.key();
+            if let Bound::Excluded(l) = lo {
+                if k.0 == *l {
+                    continue;
+                }
+            }
+            let past = match hi {
+                Bound::Included(h) => k.0 > *h,
+                Bound::Excluded(h) => k.0 >= *h,
+                Bound::Unbounded => false,
+            };
+            if past || !f(k, e.value().head()) {
+                return;
+            }
+        }
+    }
+
+    /// Publishes `v` at the head of the chain for `k`.
+    ///
+    /// # Safety
+    /// `v` is a live version not yet linked into this index.
+    pub unsafe fn insert(&self, v: *mut Version, k: IKey) {
+        // SAFETY: `v` is live and this link is still private to the caller.
+        let link = unsafe { (*v).link(self.link) };
+        loop {
+            let e = self.map.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) });
+            let slot = e.value();
+            let mut head = slot.head.load(Ordering::Relaxed);
+            loop {
+                if head == DEAD {
+                    break; // retired: wait for its removal, then use a fresh entry
+                }
+                // Relaxed: `v` is unreachable until the Release CAS below.
+                link.store(head, Ordering::Relaxed);
+                // Release: publish `v` with its contents. Relaxed on failure: retry.
+                match slot.head.compare_exchange_weak(head, v, Ordering::Release, Ordering::Relaxed) {
+                    Ok(_) => return,
+                    Err(h) => head = h,
+                }
+            }
+            drop(e);
+            std::thread::yield_now();
+        }
+    }
+
+    /// Removes `v` from the chain of `k`, retiring the entry if the chain empties.
+    ///
+    /// # Safety
+    /// `v` is live (caller holds an epoch guard) and linked under `k`; it is
+    /// freed only after an epoch has passed.
+    pub unsafe fn unlink(&self, v: *mut Version, k: &IKey) -> bool {
+        let _g = self.stripes.lock(ikey_hash(k));
+        let Some(e) = self.map.get(k) else { return false };
+        let slot = e.value();
+        // SAFETY: `v` is live per the contract.
+        let succ = unsafe { (*v).link(self.link).load(Ordering::Acquire) };
+        let mut found = false;
+        // Release: publish the bypass; Acquire on failure: walk from the fresh head.
+        if slot.head.compare_exchange(v, succ, Ordering::Release, Ordering::Acquire).is_ok() {
+            found = true;
+        } else {
+            let mut prev = slot.head.load(Ordering::Acquire);
+            while !prev.is_null() && prev != DEAD {
+                // SAFETY: chain members stay alive under the caller's epoch guard.
+                let pl = unsafe { (*prev).link(self.link) };
+                let cur = pl.load(Ordering::Acquire);
+                if cur == v {
+                    // Release: publish the bypass to readers.
+                    pl.store(succ, Ordering::Release);
+                    found = true;
+                    break;
+                }
+                prev = cur;
+            }
+        }
+        // AcqRel: retiring must not race an insert's CAS on the same head word.
+        if slot.head.compare_exchange(ptr::null_mut(), DEAD, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            e.remove();
+        }
+        found
+    }
+
+    /// Calls `f` on every chain head (used when dropping the database).
+    pub fn for_each_head(&self, mut f: impl FnMut(*mut Version)) {
+        for e in self.map.iter() {
+            f(e.value().head());
+        }
+    }
+}

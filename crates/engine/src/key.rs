@@ -1,0 +1,261 @@
+//! Keys: small, inline, byte-ordered.
+//!
+//! A [`Key`] holds up to [`KEY_MAX`] bytes inline (no heap allocation), compares
+//! lexicographically by its bytes, and is `Copy`. Composite keys (warehouse,
+//! district, order) are built with [`KeyBuilder`], which writes each part
+//! big-endian so that byte order equals the tuple's natural order; that makes
+//! range scans over a prefix (all orders of one district) work on the ordered
+//! index.
+
+use crate::Error;
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// Most bytes a key may hold.
+pub const KEY_MAX: usize = 32;
+
+/// An inline key of up to [`KEY_MAX`] bytes, ordered by its bytes.
+#[derive(Clone, Copy)]
+pub struct Key {
+    bytes: [u8; KEY_MAX],
+    len: u8,
+}
+
+impl Key {
+    /// The empty key: sorts before every other key.
+    pub const EMPTY: Key = Key { bytes: [0; KEY_MAX], len: 0 };
+
+    /// An 8-byte big-endian key, the common case for integer primary keys.
+    #[inline]
+    pub fn from_u64(k: u64) -> Key {
+        let mut bytes = [0u8; KEY_MAX];
+        bytes[..8].copy_from_slice(&k.to_be_bytes());
+        Key { bytes, len: 8 }
+    }
+
+    /// A key from raw bytes; fails with [`Error::KeyTooLarge`] beyond [`KEY_MAX`].
+    pub fn from_bytes(b: &[u8]) -> Result<Key, Error> {
+        if b.len() > KEY_MAX {
+            return Err(Error::KeyTooLarge { len: b.len(), max: KEY_MAX });
+        }
+        let mut bytes = [0u8; KEY_MAX];
+        bytes[..b.len()].copy_from_slice(b);
+        Ok(Key { bytes, len: b.len() as u8 })
+    }
+
+    /// Starts a composite key.
+    pub fn builder() -> KeyBuilder {
+        KeyBuilder { key: Key::EMPTY, overflow: false }
+    }
+
+    /// The key's bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Number of bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True for the empty key.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads the first 8 bytes back as the big-endian integer of [`Key::from_u64`];
+    /// `None` if the key is shorter.
+    pub fn to_u64(&self) -> Option<u64> {
+        (self.len >= 8).then(|| u64::from_be_bytes(self.bytes[..8].try_into().unwrap()))
+    }
+
+    /// Reads the big-endian u64 at byte offset `at` of a composite key.
+    pub fn u64_at(&self, at: usize) -> Option<u64> {
+        self.as_bytes().get(at..at + 8).map(|b| u64::from_be_bytes(b.try_into().unwrap()))
+    }
+
+    /// Reads the big-endian u32 at byte offset `at` of a composite key.
+    pub fn u32_at(&self, at: usize) -> Option<u32> {
+        self.as_bytes().get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().unwrap()))
+    }
+
+    /// A 64-bit hash of the key (used by hash indexes). The unused tail is
+    /// zero, so hashing the four fixed words is both fast and canonical.
+    #[inline]
+    pub fn hash64(&self) -> u64 {
+        let mut h = (self.len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for i in 0..KEY_MAX / 8 {
+            let w = u64::from_le_bytes(self.bytes[i * 8..i * 8 + 8].try_into().unwrap());
+            h = (h ^ w).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+            h ^= h >> 32;
+        }
+        h ^ (h >> 29)
+    }
+
+    /// The smallest key strictly greater than every key that starts with `self`
+    /// (for prefix range scans); `None` when no such key fits.
+    pub fn prefix_end(&self) -> Option<Key> {
+        let mut k = *self;
+        while k.len > 0 {
+            let i = k.len as usize - 1;
+            if k.bytes[i] < 0xFF {
+                k.bytes[i] += 1;
+                return Some(k);
+            }
+            k.bytes[i] = 0;
+            k.len -= 1;
+        }
+        None
+    }
+}
+
+impl PartialEq for Key {
+    #[inline]
+    fn eq(&self, other: &Key) -> bool {
+        self.len == other.len && self.bytes == other.bytes
+    }
+}
+impl Eq for Key {}
+
+impl Ord for Key {
+    #[inline]
+    fn cmp(&self, other: &Key) -> Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+impl PartialOrd for Key {
+    #[inline]
+    fn partial_cmp(&self, other: &Key) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash64());
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.len == 8 {
+            return write!(f, "Key({})", self.to_u64().unwrap());
+        }
+        write!(f, "Key(")?;
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl From<u64> for Key {
+    #[inline]
+    fn from(k: u64) -> Key {
+        Key::from_u64(k)
+    }
+}
+
+/// Builds a composite key part by part; every integer is written big-endian.
+#[derive(Clone, Copy)]
+pub struct KeyBuilder {
+    key: Key,
+    overflow: bool,
+}
+
+impl KeyBuilder {
+    fn push(mut self, b: &[u8]) -> Self {
+        let at = self.key.len as usize;
+        if at + b.len() > KEY_MAX {
+            self.overflow = true;
+            return self;
+        }
+        self.key.bytes[at..at + b.len()].copy_from_slice(b);
+        self.key.len += b.len() as u8;
+        self
+    }
+    /// Appends a `u8`.
+    pub fn u8(self, v: u8) -> Self {
+        self.push(&[v])
+    }
+    /// Appends a big-endian `u16`.
+    pub fn u16(self, v: u16) -> Self {
+        self.push(&v.to_be_bytes())
+    }
+    /// Appends a big-endian `u32`.
+    pub fn u32(self, v: u32) -> Self {
+        self.push(&v.to_be_bytes())
+    }
+    /// Appends a big-endian `u64`.
+    pub fn u64(self, v: u64) -> Self {
+        self.push(&v.to_be_bytes())
+    }
+    /// Appends raw bytes.
+    pub fn bytes(self, b: &[u8]) -> Self {
+        self.push(b)
+    }
+    /// Appends a string padded with zero bytes (or cut) to exactly `width` bytes,
+    /// so that later parts stay aligned and ordering follows the string.
+    pub fn str_fixed(self, s: &str, width: usize) -> Self {
+        let mut out = self;
+        let b = s.as_bytes();
+        let n = b.len().min(width);
+        out = out.push(&b[..n]);
+        for _ in n..width {
+            out = out.push(&[0]);
+        }
+        out
+    }
+    /// The key; fails with [`Error::KeyTooLarge`] if the parts overflowed.
+    pub fn build(self) -> Result<Key, Error> {
+        if self.overflow {
+            return Err(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX });
+        }
+        Ok(self.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_keys_order_numerically() {
+        let mut keys: Vec<Key> = [5u64, 300, 1, 70000, 2].iter().map(|&k| Key::from(k)).collect();
+        keys.sort();
+        let back: Vec<u64> = keys.iter().map(|k| k.to_u64().unwrap()).collect();
+        assert_eq!(back, vec![1, 2, 5, 300, 70000]);
+    }
+
+    #[test]
+    fn composite_keys_order_as_tuples() {
+        let k = |w: u32, d: u32, o: u64| Key::builder().u32(w).u32(d).u64(o).build().unwrap();
+        assert!(k(1, 2, 100) < k(1, 3, 0));
+        assert!(k(1, 2, 5) < k(1, 2, 6));
+        let prefix = Key::builder().u32(1).u32(2).build().unwrap();
+        let end = prefix.prefix_end().unwrap();
+        assert!(prefix <= k(1, 2, u64::MAX) && k(1, 2, u64::MAX) < end);
+        assert!(k(1, 3, 0) >= end);
+        assert_eq!(k(7, 8, 9).u64_at(8), Some(9));
+    }
+
+    #[test]
+    fn too_long_keys_are_refused() {
+        assert!(Key::from_bytes(&[1u8; 33]).is_err());
+        assert!(Key::builder().u64(1).u64(2).u64(3).u64(4).u8(5).build().is_err());
+        assert!(Key::from_bytes(&[1u8; 32]).is_ok());
+    }
+
+    #[test]
+    fn equal_keys_hash_equal() {
+        let a = Key::from_bytes(b"abc").unwrap();
+        let b = Key::builder().bytes(b"abc").build().unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.hash64(), b.hash64());
+        assert_ne!(Key::from(1).hash64(), Key::from(2).hash64());
+    }
+}

@@ -1,0 +1,558 @@
+//! # Multiverse
+//!
+//! An embeddable, in-memory, multi-version transaction engine. This crate
+//! implements the storage engine of Larson et al., *High-Performance
+//! Concurrency Control Mechanisms for Main-Memory Databases* (VLDB 2011,
+//! "Hekaton"): versions with 64-bit Begin and End words changed by
+//! compare-and-swap, the visibility rules of Tables 1 and 2, commit
+//! dependencies, and the optimistic scheme MV/O (section 3) at read committed,
+//! snapshot, repeatable read and serializable.
+//!
+//! ```
+//! use multiverse::{Database, Isolation, Key, Options, TableSpec};
+//!
+//! let db = Database::new(Options::default()).unwrap();
+//! let accounts = db.create_table(TableSpec::hash("accounts", 1024)).unwrap();
+//! db.run(Isolation::Serializable, |t| {
+//!     t.insert(accounts, Key::from(1), &100u64.to_le_bytes())?;
+//!     t.insert(accounts, Key::from(2), &50u64.to_le_bytes())
+//! })
+//! .unwrap();
+//!
+//! let mut t = db.begin(Isolation::Snapshot).unwrap();
+//! let v = t.get(accounts, &Key::from(1)).unwrap().unwrap();
+//! assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), 100);
+//! t.commit().unwrap();
+//! ```
+//!
+//! Layout: [`storage`] (versions, tables), [`index`] (hash and ordered
+//! indexes), [`txn`] (transaction table, visibility, commit dependencies),
+//! [`protocol`] (one module per protocol), [`gc`] (version reclamation).
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod gc;
+pub mod index;
+pub mod key;
+pub mod protocol;
+pub mod storage;
+pub mod txn;
+
+pub use error::{AbortReason, Error};
+pub use key::{Key, KeyBuilder, KEY_MAX};
+pub use protocol::mv_occ::{CommitInfo, Transaction};
+pub use storage::table::{IndexKind, KeyFn, TableSpec};
+pub use txn::Filter;
+
+use crossbeam_utils::CachePadded;
+use gc::Gc;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+use storage::table::Table;
+use txn::table::TxnTable;
+
+/// Result type of the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Most tables a database can hold.
+pub const MAX_TABLES: usize = 256;
+
+/// Concurrency-control protocols. Only those implemented in this build are
+/// accepted by [`Database::new`]; the others parse (so the command can name
+/// them) and are refused with [`Error::UnsupportedProtocol`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// Hekaton optimistic multi-versioning (MV/O), section 3.
+    MvOcc,
+    /// Hekaton pessimistic multi-versioning (MV/L), section 4.
+    MvLock,
+    /// Hekaton MV/O and MV/L side by side, chosen per transaction.
+    MvMixed,
+    /// Single-version locking (Hekaton section 5).
+    OneVLock,
+    /// Silo OCC.
+    Silo,
+    /// Ordered two-phase locking (BOHM's baseline).
+    TwoPlOrdered,
+    /// Serial safety net over read committed or snapshot isolation.
+    Ssn,
+    /// Serializable snapshot isolation.
+    Ssi,
+    /// BOHM.
+    Bohm,
+    /// POMVCC.
+    Pomvcc,
+}
+
+impl Protocol {
+    /// All protocol names, in the order of DESIGN.md.
+    pub const ALL: [Protocol; 10] = [
+        Protocol::MvOcc,
+        Protocol::MvLock,
+        Protocol::MvMixed,
+        Protocol::OneVLock,
+        Protocol::Silo,
+        Protocol::TwoPlOrdered,
+        Protocol::Ssn,
+        Protocol::Ssi,
+        Protocol::Bohm,
+        Protocol::Pomvcc,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::MvOcc => "mv-occ",
+            Protocol::MvLock => "mv-lock",
+            Protocol::MvMixed => "mv-mixed",
+            Protocol::OneVLock => "1v-lock",
+            Protocol::Silo => "silo",
+            Protocol::TwoPlOrdered => "2pl-ordered",
+            Protocol::Ssn => "ssn",
+            Protocol::Ssi => "ssi",
+            Protocol::Bohm => "bohm",
+            Protocol::Pomvcc => "pomvcc",
+        }
+    }
+
+    /// True if this build implements the protocol.
+    pub fn is_available(self) -> bool {
+        matches!(self, Protocol::MvOcc)
+    }
+
+    /// The isolation levels the protocol offers, weakest first.
+    pub fn isolation_levels(self) -> &'static [Isolation] {
+        match self {
+            Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL,
+            _ => &[Isolation::Serializable],
+        }
+    }
+
+    /// The strongest level offered (the default of `begin` in the shell).
+    pub fn strongest(self) -> Isolation {
+        *self.isolation_levels().last().expect("every protocol offers a level")
+    }
+
+    /// The protocols this build implements.
+    pub fn available() -> impl Iterator<Item = Protocol> {
+        Self::ALL.into_iter().filter(|p| p.is_available())
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Protocol::ALL.iter().map(|p| p.name()).collect();
+            Error::Parse(format!("unknown protocol '{s}' (expected one of: {})", names.join(", ")))
+        })
+    }
+}
+
+/// Isolation levels (Hekaton section 2 and 3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Isolation {
+    /// Every read sees the latest committed version at the time of the read.
+    ReadCommitted,
+    /// Every read sees the snapshot as of the transaction's begin.
+    Snapshot,
+    /// Snapshot reads plus read validation (no phantom protection).
+    RepeatableRead,
+    /// Read validation plus phantom detection: serializable.
+    Serializable,
+}
+
+impl Isolation {
+    /// All levels, weakest first.
+    pub const ALL: [Isolation; 4] =
+        [Isolation::ReadCommitted, Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read-committed",
+            Isolation::Snapshot => "snapshot",
+            Isolation::RepeatableRead => "repeatable-read",
+            Isolation::Serializable => "serializable",
+        }
+    }
+}
+
+impl fmt::Display for Isolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Isolation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Isolation> {
+        match s {
+            "read-committed" | "rc" => Ok(Isolation::ReadCommitted),
+            "snapshot" | "si" => Ok(Isolation::Snapshot),
+            "repeatable-read" | "rr" => Ok(Isolation::RepeatableRead),
+            "serializable" | "ser" => Ok(Isolation::Serializable),
+            _ => Err(Error::Parse(format!(
+                "unknown isolation level '{s}' (expected read-committed, snapshot, repeatable-read or serializable)"
+            ))),
+        }
+    }
+}
+
+/// Database options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The concurrency-control protocol.
+    pub protocol: Protocol,
+    /// Most transactions open at once (at most 4096).
+    pub max_transactions: usize,
+    /// Largest value accepted, in bytes.
+    pub max_value_size: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { protocol: Protocol::MvOcc, max_transactions: 1024, max_value_size: 1 << 20 }
+    }
+}
+
+/// A table handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TableId(pub(crate) u32);
+
+/// An index handle: a table and one of its indexes (0 is the primary index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IndexId {
+    pub(crate) table: u32,
+    pub(crate) index: u8,
+}
+
+impl IndexId {
+    /// The table this index belongs to.
+    pub fn table(self) -> TableId {
+        TableId(self.table)
+    }
+}
+
+/// Keys a transaction declares it will read and write, for protocols that
+/// must know them before execution (BOHM, ordered 2PL). MV/O ignores it.
+#[derive(Clone, Debug, Default)]
+pub struct AccessSet {
+    /// Records to be read.
+    pub reads: Vec<(TableId, Key)>,
+    /// Records to be written (inserted, updated or deleted).
+    pub writes: Vec<(TableId, Key)>,
+}
+
+/// Options for one transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct TxnOptions<'a> {
+    /// Isolation level.
+    pub isolation: Isolation,
+    /// Promise to only read: reads are not tracked, and writes are refused.
+    pub read_only: bool,
+    /// Optional access declaration.
+    pub access: Option<&'a AccessSet>,
+}
+
+impl TxnOptions<'_> {
+    /// Options for a read-write transaction at `isolation`.
+    pub fn new(isolation: Isolation) -> TxnOptions<'static> {
+        TxnOptions { isolation, read_only: false, access: None }
+    }
+}
+
+/// How [`Database::run`] retries transient aborts.
+#[derive(Clone, Copy, Debug)]
+pub struct RetryPolicy {
+    /// Attempts in all (the first try included).
+    pub max_attempts: u32,
+    /// First backoff; doubles per retry up to `max_backoff`.
+    pub initial_backoff: Duration,
+    /// Longest backoff.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 100,
+            initial_backoff: Duration::from_micros(1),
+            max_backoff: Duration::from_millis(5),
+        }
+    }
+}
+
+/// Counters of a database since it was opened.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Committed transactions.
+    pub committed: u64,
+    /// Aborted transactions, by reason (indexed like [`AbortReason::ALL`]).
+    pub aborts: [u64; AbortReason::COUNT],
+    /// Versions allocated and not yet reclaimed.
+    pub versions_alive: u64,
+    /// Versions waiting in the garbage queues.
+    pub garbage_pending: u64,
+    /// Transactions open now.
+    pub open_transactions: u64,
+}
+
+impl Stats {
+    /// Total aborts.
+    pub fn aborted(&self) -> u64 {
+        self.aborts.iter().sum()
+    }
+    /// (reason, count) pairs.
+    pub fn aborts_by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
+        AbortReason::ALL.into_iter().zip(self.aborts.iter().copied())
+    }
+}
+
+/// An in-memory database.
+pub struct Database {
+    pub(crate) opts: Options,
+    /// The global timestamp counter (section 2.4). Holds the next even stamp.
+    pub(crate) clock: CachePadded<AtomicU64>,
+    pub(crate) txns: TxnTable,
+    tables: Box<[OnceLock<Table>]>,
+    names: Mutex<HashMap<String, u32>>,
+    pub(crate) gc: Gc,
+    /// Versions reclaimed by `collect_garbage` (transactions count their own per slot).
+    pub(crate) versions_freed: CachePadded<AtomicU64>,
+}
+
+impl Database {
+    /// Opens an empty in-memory database.
+    pub fn new(opts: Options) -> Result<Database> {
+        if !opts.protocol.is_available() {
+            return Err(Error::UnsupportedProtocol(opts.protocol.name().to_string()));
+        }
+        if opts.max_transactions == 0 || opts.max_transactions > txn::table::MAX_SLOTS {
+            return Err(Error::InvalidArgument(format!(
+                "max_transactions must be between 1 and {}",
+                txn::table::MAX_SLOTS
+            )));
+        }
+        if opts.max_value_size > u32::MAX as usize {
+            return Err(Error::InvalidArgument("max_value_size must fit in 32 bits".into()));
+        }
+        Ok(Database {
+            txns: TxnTable::new(opts.max_transactions),
+            opts,
+            clock: CachePadded::new(AtomicU64::new(2)),
+            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+            names: Mutex::new(HashMap::new()),
+            gc: Gc::new(),
+            versions_freed: CachePadded::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The protocol in use.
+    pub fn protocol(&self) -> Protocol {
+        self.opts.protocol
+    }
+
+    /// Creates a table.
+    pub fn create_table(&self, spec: TableSpec) -> Result<TableId> {
+        let mut names = self.names.lock();
+        if names.contains_key(&spec.name) {
+            return Err(Error::TableExists(spec.name.clone()));
+        }
+        let id = names.len() as u32;
+        if id as usize >= MAX_TABLES {
+            return Err(Error::InvalidArgument(format!("a database holds at most {MAX_TABLES} tables")));
+        }
+        let t = Table::new(id, &spec)?;
+        if self.tables[id as usize].set(t).is_err() {
+            unreachable!("table ids are handed out under the names lock");
+        }
+        names.insert(spec.name.clone(), id);
+        Ok(TableId(id))
+    }
+
+    /// Looks a table up by name.
+    pub fn table(&self, name: &str) -> Result<TableId> {
+        self.names.lock().get(name).map(|&i| TableId(i)).ok_or_else(|| Error::UnknownTable(name.to_string()))
+    }
+
+    /// The names of all tables, in creation order.
+    pub fn table_names(&self) -> Vec<String> {
+        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
+        v.sort();
+        v.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// Looks an index of a table up by name (`"primary"` is the primary index).
+    pub fn index(&self, table: TableId, name: &str) -> Result<IndexId> {
+        let t = self.table_ref(table)?;
+        t.indexes
+            .iter()
+            .position(|ix| ix.name == name)
+            .map(|i| IndexId { table: table.0, index: i as u8 })
+            .ok_or_else(|| Error::UnknownIndex(format!("{}.{name}", t.name)))
+    }
+
+    /// The primary index of a table.
+    pub fn primary(&self, table: TableId) -> IndexId {
+        IndexId { table: table.0, index: 0 }
+    }
+
+    #[inline]
+    pub(crate) fn table_ref(&self, t: TableId) -> Result<&Table> {
+        self.tables.get(t.0 as usize).and_then(|c| c.get()).ok_or_else(|| Error::UnknownTable(format!("#{}", t.0)))
+    }
+
+    #[inline]
+    pub(crate) fn table_by_id(&self, t: u32) -> &Table {
+        self.tables[t as usize].get().expect("tables referenced by versions exist")
+    }
+
+    /// Begins a transaction at `isolation`.
+    pub fn begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
+        self.begin_with(TxnOptions::new(isolation))
+    }
+
+    /// Begins a transaction with options.
+    pub fn begin_with(&self, o: TxnOptions<'_>) -> Result<Transaction<'_>> {
+        if !self.opts.protocol.isolation_levels().contains(&o.isolation) {
+            return Err(Error::InvalidIsolation {
+                protocol: self.opts.protocol.name().to_string(),
+                isolation: o.isolation.name().to_string(),
+            });
+        }
+        let (slot, id) = self.txns.open()?;
+        let s = self.txns.slot(slot);
+        // The begin timestamp is published in two steps for the GC watermark
+        // (see `TxnTable::min_active_begin`). SeqCst on the provisional store
+        // and on the fetch_add: either a concurrent watermark scan sees the
+        // provisional stamp (no larger than the real one), or our fetch_add
+        // follows the scan's clock read and returns a stamp >= its bound.
+        s.begin_ts.store(self.clock.load(Ordering::SeqCst), Ordering::SeqCst);
+        let begin_ts = self.clock.fetch_add(2, Ordering::SeqCst);
+        // Release: only raises the published value; readers need no more.
+        s.begin_ts.store(begin_ts, Ordering::Release);
+        Ok(Transaction::new(self, slot, id, begin_ts, o))
+    }
+
+    /// Runs `f` in a transaction at `isolation`, committing at the end and
+    /// retrying transient aborts with the default [`RetryPolicy`].
+    pub fn run<R>(&self, isolation: Isolation, f: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R> {
+        self.run_with(TxnOptions::new(isolation), RetryPolicy::default(), f)
+    }
+
+    /// Like [`Database::run`] with explicit options and retry policy. Returns
+    /// the last error when the attempts are exhausted; non-transient errors
+    /// (a duplicate key, say) are returned at once after rolling back.
+    pub fn run_with<R>(
+        &self,
+        o: TxnOptions<'_>,
+        policy: RetryPolicy,
+        mut f: impl FnMut(&mut Transaction<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let mut backoff = policy.initial_backoff;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut t = self.begin_with(o)?;
+            let r = match f(&mut t) {
+                Ok(r) => t.commit().map(|_| r),
+                Err(e) => {
+                    drop(t); // rolls back if still active
+                    Err(e)
+                }
+            };
+            match r {
+                Ok(r) => return Ok(r),
+                Err(e) if e.is_transient() && attempt < policy.max_attempts => {
+                    // Jittered exponential backoff, seeded cheaply per attempt.
+                    let jitter = (attempt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
+                    let d = backoff.as_nanos() as u64;
+                    std::thread::sleep(Duration::from_nanos(d / 2 + jitter % (d / 2 + 1)));
+                    backoff = (backoff * 2).min(policy.max_backoff);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Counters since the database was opened.
+    pub fn stats(&self) -> Stats {
+        let (committed, aborts, created, freed) = self.txns.totals();
+        // Relaxed: statistics only.
+        let freed = freed + self.versions_freed.load(Ordering::Relaxed);
+        Stats {
+            committed,
+            aborts,
+            versions_alive: created.saturating_sub(freed),
+            garbage_pending: self.gc.pending() as u64,
+            open_transactions: self.txns.open_count() as u64,
+        }
+    }
+
+    /// The GC watermark: no open or future transaction reads before it.
+    pub(crate) fn watermark(&self) -> u64 {
+        // SeqCst: the bound must be read before the slot scan (see TxnTable).
+        let bound = self.clock.load(Ordering::SeqCst);
+        self.txns.min_active_begin(bound)
+    }
+
+    /// Reclaims every version no open or future transaction can see; returns
+    /// how many were reclaimed. Garbage collection also runs cooperatively as
+    /// transactions commit, so calling this is never required.
+    pub fn collect_garbage(&self) -> usize {
+        let w = self.watermark();
+        let mut n = 0;
+        for s in 0..self.gc.shards() {
+            n += self.gc.collect(s, w, usize::MAX, |t| self.table_by_id(t));
+        }
+        // Relaxed: statistics only.
+        self.versions_freed.fetch_add(n as u64, Ordering::Relaxed);
+        n
+    }
+
+    /// The current value of the timestamp counter.
+    pub fn clock(&self) -> u64 {
+        // Relaxed: an informational snapshot.
+        self.clock.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        // No transaction can be open (they borrow the database). Every version
+        // still allocated is linked into its table's primary index, except
+        // those already unlinked and handed to the epoch collector.
+        for t in self.tables.iter().filter_map(|t| t.get()) {
+            let mut all = Vec::new();
+            t.for_each_version(|v| all.push(v));
+            for v in all {
+                // SAFETY: we have exclusive access; each linked version is
+                // reached exactly once through the primary index.
+                unsafe { storage::version::Version::free(v) };
+            }
+        }
+    }
+}
+
+// SAFETY: all shared state is atomics, locks, or immutable after publication.
+unsafe impl Sync for Database {}
+// SAFETY: as above.
+unsafe impl Send for Database {}

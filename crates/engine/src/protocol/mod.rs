@@ -1,0 +1,4 @@
+//! Concurrency-control protocols, one module per protocol, each naming the
+//! paper section it implements.
+
+pub mod mv_occ;

@@ -1,0 +1,754 @@
+//! MV/O: Hekaton's optimistic multi-version concurrency control
+//! (Larson et al., VLDB 2011, section 3; thesis section 4.4).
+//!
+//! A transaction goes through the phases of section 2.4:
+//!
+//! 1. **Begin**: take a begin timestamp, become Active.
+//! 2. **Normal processing** (section 3.1): reads check visibility (Tables 1
+//!    and 2, in [`crate::txn::visibility`]) as of the logical read time — the
+//!    current time under read committed, the begin timestamp otherwise.
+//!    Serializable and repeatable-read transactions record the versions they
+//!    read in their **ReadSet**; serializable ones record every scan in their
+//!    **ScanSet**. Updates and deletes check updatability and install the
+//!    transaction id in the old version's End word by compare-and-swap (the
+//!    write lock, first writer wins); new versions carry the id in their
+//!    Begin word and are linked into every index at once. Nothing blocks.
+//! 3. **Precommit**: take the end timestamp and become Preparing.
+//! 4. **Preparation** (section 3.2): read validation (every ReadSet version
+//!    still visible as of the end timestamp), phantom detection (repeat every
+//!    ScanSet scan as of the end timestamp and look for versions that came
+//!    into existence during the transaction's lifetime), then wait until
+//!    CommitDepCounter is zero or AbortNow is set. (Logging arrives with the
+//!    durability issue.) Then become Committed or Aborted.
+//! 5. **Postprocessing** (section 3.3): stamp the end timestamp into the new
+//!    versions' Begin and the old versions' End words — or, on abort, set the
+//!    new versions' Begin to infinity and reset the old versions' End words —
+//!    then report the outcome to the transactions in CommitDepSet, hand the
+//!    garbage to the collector, and terminate.
+//!
+//! Deliberate differences from the paper, all conservative or equivalent:
+//!
+//! * A point lookup of a unique primary key that finds a visible version
+//!   records only the version in the ReadSet, not a ScanSet entry: a new
+//!   version of that key can only appear after the one read has ended, which
+//!   read validation already catches. Lookups that find nothing, and all
+//!   secondary and range scans, are recorded in the ScanSet.
+//! * A transaction that reaches commit with an empty WriteSet is serialized at
+//!   its begin timestamp: all its reads were as of that time, so it needs no
+//!   end timestamp and no validation (only its commit dependencies are
+//!   awaited). Section 3.4 recommends exactly this for read-only transactions.
+//! * A ReadSet version whose End word holds this transaction's own id (it
+//!   read, then updated the version) passes validation: the write lock kept
+//!   anybody else from replacing it.
+//! * Between taking the end timestamp and publishing it, the state word reads
+//!   "Preparing, timestamp pending"; a reader that sees it spins for those
+//!   few instructions, so that no reader with a later read time can miss a
+//!   transaction that commits before it (the paper treats the two as one
+//!   atomic step).
+//! * Inserts enforce primary-key uniqueness: an insert fails with
+//!   `DuplicateKey` if the key has a visible row, and aborts with a write
+//!   conflict if another transaction inserted or changed the key concurrently
+//!   (checked before and again after linking the new version).
+
+use crate::error::AbortReason;
+use crate::gc::Garbage;
+use crate::key::Key;
+use crate::storage::table::Table;
+use crate::storage::version::{VPtr, Version};
+use crate::storage::word::{txn_word, Word, INFINITY};
+use crate::txn::table::{TxnSlot, TxnState};
+use crate::txn::visibility::{is_competing, updatable, visible_at, Me};
+use crate::txn::{Filter, ScanKind, ScanRecord, TxnLocal, WriteEntry};
+use crate::{Database, Error, IndexId, Isolation, Result, TableId, TxnOptions};
+use crossbeam_utils::Backoff;
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::ptr;
+use std::sync::atomic::Ordering;
+
+/// Garbage queue length at which a committing transaction also collects.
+const GC_THRESHOLD: usize = 128;
+
+/// What a successful commit reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// The transaction's position in the serialization order: its end
+    /// timestamp, or its begin timestamp for a transaction that wrote nothing.
+    pub commit_ts: u64,
+    /// Number of versions written (inserted, updated or deleted).
+    pub writes: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Active,
+    Aborted(AbortReason),
+}
+
+/// An open transaction. Dropping it while active aborts it.
+///
+/// Every operation is non-blocking; the only wait is inside [`commit`]
+/// (commit dependencies). After an operation returns [`Error::Aborted`] the
+/// transaction is rolled back and every later operation returns
+/// [`Error::TransactionClosed`].
+///
+/// [`commit`]: Transaction::commit
+pub struct Transaction<'db> {
+    db: &'db Database,
+    slot: u32,
+    id: u64,
+    /// The id as a Begin/End word.
+    word: u64,
+    begin_ts: u64,
+    isolation: Isolation,
+    read_only: bool,
+    /// ReadSet kept (repeatable read, serializable).
+    track_reads: bool,
+    /// ScanSet kept (serializable).
+    track_scans: bool,
+    status: Status,
+    /// Versions this transaction allocated (statistics).
+    created: u64,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl<'db> Transaction<'db> {
+    pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, o: TxnOptions<'_>) -> Self {
+        let iso = o.isolation;
+        Transaction {
+            db,
+            slot,
+            id,
+            word: txn_word(id),
+            begin_ts,
+            isolation: iso,
+            read_only: o.read_only,
+            track_reads: !o.read_only && iso >= Isolation::RepeatableRead,
+            track_scans: !o.read_only && iso == Isolation::Serializable,
+            status: Status::Active,
+            created: 0,
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The isolation level.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// The begin timestamp.
+    pub fn begin_ts(&self) -> u64 {
+        self.begin_ts
+    }
+
+    /// The transaction id (as stored in Begin/End words).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The reason this transaction was aborted, if it was.
+    pub fn abort_reason(&self) -> Option<AbortReason> {
+        match self.status {
+            Status::Aborted(r) => Some(r),
+            Status::Active => None,
+        }
+    }
+
+    #[inline]
+    fn slot(&self) -> &'db TxnSlot {
+        self.db.txns.slot(self.slot)
+    }
+
+    /// The transaction's sets.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    fn local(&self) -> &'db mut TxnLocal {
+        // SAFETY: the slot's `local` belongs to its current occupant, this
+        // transaction, which is neither `Sync` nor shared; every use is a short
+        // borrow that does not overlap another one or any user callback.
+        unsafe { &mut *self.slot().local.get() }
+    }
+
+    #[inline]
+    fn me(&self) -> Me<'db> {
+        Me { table: &self.db.txns, slot: self.slot, id: self.id }
+    }
+
+    /// The logical read time (section 3.4): now under read committed, the
+    /// begin timestamp otherwise.
+    #[inline]
+    fn read_time(&self) -> u64 {
+        if self.isolation == Isolation::ReadCommitted {
+            // SeqCst: a reader must not see a committer as Active after the
+            // committer's end timestamp was drawn below our read time (see the
+            // pending state in the module docs). Odd: never equals a stamp.
+            self.db.clock.load(Ordering::SeqCst) - 1
+        } else {
+            self.begin_ts
+        }
+    }
+
+    /// Checks the transaction may run an operation.
+    #[inline]
+    fn enter(&mut self) -> Result<()> {
+        if let Status::Aborted(r) = self.status {
+            return Err(Error::TransactionClosed(Some(r)));
+        }
+        // Acquire: pairs with the Release store of the aborting dependency.
+        if self.slot().abort_now.load(Ordering::Acquire) {
+            return Err(self.abort_with(AbortReason::CommitDependency));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
+        self.enter()?;
+        if self.read_only {
+            return Err(Error::InvalidArgument("write in a read-only transaction".into()));
+        }
+        if value_len > self.db.opts.max_value_size {
+            return Err(Error::ValueTooLarge { len: value_len, max: self.db.opts.max_value_size });
+        }
+        self.db.table_ref(table)
+    }
+
+    /// Finds the version of `key` visible at `rt` through the primary index.
+    #[inline]
+    fn find_visible(&self, t: &Table, key: &Key, rt: u64) -> *mut Version {
+        let me = self.me();
+        let mut found = ptr::null_mut();
+        t.indexes[0].for_each_eq(key, |v| {
+            if v.key == *key && visible_at(v, rt, &me).is_some() {
+                found = v as *const Version as *mut Version;
+                false
+            } else {
+                true
+            }
+        });
+        found
+    }
+
+    // ------------------------------------------------------------------
+    // Normal processing: reads and scans (section 3.1)
+    // ------------------------------------------------------------------
+
+    /// Reads the row with primary key `key` and passes its value to `f`.
+    /// No allocation: the value is borrowed for the duration of `f`.
+    #[inline]
+    pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.enter()?;
+        let t = self.db.table_ref(table)?;
+        let _guard = crossbeam_epoch::pin();
+        let rt = self.read_time();
+        let v = self.find_visible(t, key, rt);
+        if v.is_null() {
+            if self.track_scans {
+                self.local().scan_set.push(ScanRecord {
+                    table: table.0,
+                    index: 0,
+                    kind: ScanKind::Eq(*key),
+                    filter: None,
+                });
+            }
+            return Ok(None);
+        }
+        if self.track_reads {
+            self.local().read_set.push(VPtr(v));
+        }
+        // SAFETY: found under the epoch guard, which is still held.
+        Ok(Some(f(unsafe { &*v }.value())))
+    }
+
+    /// Reads the row with primary key `key` (copies the value).
+    pub fn get(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
+        self.get_with(table, key, |v| v.to_vec())
+    }
+
+    /// Calls `f(primary key, value)` for every visible row whose key in
+    /// `index` equals `key` (any index; secondary indexes may hold many rows
+    /// per key), until `f` returns false.
+    pub fn get_by(&mut self, index: IndexId, key: &Key, mut f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        self.enter()?;
+        let t = self.db.table_ref(TableId(index.table))?;
+        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        let _guard = crossbeam_epoch::pin();
+        let rt = self.read_time();
+        let me = self.me();
+        if self.track_scans {
+            self.local().scan_set.push(ScanRecord {
+                table: index.table,
+                index: index.index,
+                kind: ScanKind::Eq(*key),
+                filter: None,
+            });
+        }
+        let track = self.track_reads;
+        let reads = &mut self.local().read_set;
+        ix.for_each_eq(key, |v| {
+            if ix.matches(v, key) && visible_at(v, rt, &me).is_some() {
+                if track {
+                    reads.push(VPtr(v as *const Version as *mut Version));
+                }
+                return f(&v.key, v.value());
+            }
+            true
+        });
+        Ok(())
+    }
+
+    /// Calls `f(primary key, value)` for every visible row whose key in
+    /// `index` lies in `range` and that passes `filter`, until `f` returns
+    /// false. Ordered indexes deliver rows in key order; hash indexes can only
+    /// be scanned whole (in no particular order), filtered by `range`.
+    pub fn scan(
+        &mut self,
+        index: IndexId,
+        range: impl RangeBounds<Key>,
+        filter: Option<&Filter>,
+        mut f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        self.enter()?;
+        let t = self.db.table_ref(TableId(index.table))?;
+        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        let lo = range.start_bound().cloned();
+        let hi = range.end_bound().cloned();
+        let _guard = crossbeam_epoch::pin();
+        let rt = self.read_time();
+        let me = self.me();
+        if self.track_scans {
+            self.local().scan_set.push(ScanRecord {
+                table: index.table,
+                index: index.index,
+                kind: ScanKind::Range(lo, hi),
+                filter: filter.cloned(),
+            });
+        }
+        let track = self.track_reads;
+        let reads = &mut self.local().read_set;
+        let ordered = ix.is_ordered();
+        ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
+            // Check predicate (search predicate, then residual), then visibility.
+            if !ordered && !in_range(&ix.key_of(v), &lo, &hi) {
+                return true;
+            }
+            if let Some(p) = filter {
+                if !p(&v.key, v.value()) {
+                    return true;
+                }
+            }
+            if visible_at(v, rt, &me).is_some() {
+                if track {
+                    reads.push(VPtr(v as *const Version as *mut Version));
+                }
+                return f(&v.key, v.value());
+            }
+            true
+        });
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------
+    // Normal processing: writes (sections 2.6 and 3.1)
+    // ------------------------------------------------------------------
+
+    /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a
+    /// visible row (the transaction stays usable).
+    pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        let t = self.enter_write(table, value.len())?;
+        let _guard = crossbeam_epoch::pin();
+        let rt = self.read_time();
+        let me = self.me();
+        // Before linking: a visible row is a duplicate; a latest version we
+        // cannot see is a concurrent writer of this key.
+        let mut dup = false;
+        let mut conflict = false;
+        t.indexes[0].for_each_eq(&key, |v| {
+            if v.key != key {
+                return true;
+            }
+            if visible_at(v, rt, &me).is_some() {
+                dup = true;
+                return false;
+            }
+            conflict |= is_competing(v, &me);
+            !conflict
+        });
+        if dup {
+            return Err(Error::DuplicateKey);
+        }
+        if conflict {
+            return Err(self.abort_with(AbortReason::WriteConflict));
+        }
+        let nv = Version::alloc(key, t.indexes.len(), value, self.word).as_ptr();
+        self.created += 1;
+        // SAFETY: `nv` is fresh, initialised and unlinked.
+        unsafe { t.link_all(nv) };
+        self.local().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
+        // After linking: any competing version linked before ours is a
+        // concurrent insert we must not overtake (exactly one of two racing
+        // inserters sees the other, the later-linked one).
+        let mut behind = false;
+        t.indexes[0].for_each_eq(&key, |v| {
+            if ptr::eq(v, nv) {
+                behind = true;
+                return true;
+            }
+            if behind && v.key == key && (is_competing(v, &me) || visible_at(v, rt, &me).is_some()) {
+                conflict = true;
+                return false;
+            }
+            true
+        });
+        if conflict {
+            return Err(self.abort_with(AbortReason::WriteConflict));
+        }
+        Ok(())
+    }
+
+    /// Replaces the value of an existing row; fails with
+    /// [`Error::KeyNotFound`] if `key` has no visible row.
+    pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        let t = self.enter_write(table, value.len())?;
+        self.replace(t, table, key, Some(value))
+    }
+
+    /// Read-modify-write: `f(old, new)` fills `new` (empty on entry) from the
+    /// old value, and the new value replaces exactly the version `f` saw. Uses
+    /// a buffer owned by the transaction: no allocation in the steady state.
+    pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        let t = self.enter_write(table, 0)?;
+        let mut buf = std::mem::take(&mut self.local().scratch);
+        buf.clear();
+        let _guard = crossbeam_epoch::pin();
+        let rt = self.read_time();
+        let v = self.find_visible(t, key, rt);
+        let r = if v.is_null() {
+            self.not_found(table, key)
+        } else {
+            // SAFETY: found under the epoch guard, which is still held.
+            f(unsafe { &*v }.value(), &mut buf);
+            if buf.len() > self.db.opts.max_value_size {
+                Err(Error::ValueTooLarge { len: buf.len(), max: self.db.opts.max_value_size })
+            } else {
+                self.install(t, table, key, v, Some(&buf))
+            }
+        };
+        self.local().scratch = buf;
+        r
+    }
+
+    /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
+    pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
+        let t = self.enter_write(table, 0)?;
+        self.replace(t, table, key, None)
+    }
+
+    /// Inserts the row, or updates it if `key` has a visible row.
+    pub fn put(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        match self.update(table, &key, value) {
+            Err(Error::KeyNotFound) => self.insert(table, key, value),
+            r => r,
+        }
+    }
+
+    /// Update (`Some(value)`) or delete (`None`) of the visible version of `key`.
+    fn replace(&mut self, t: &Table, table: TableId, key: &Key, value: Option<&[u8]>) -> Result<()> {
+        let _guard = crossbeam_epoch::pin();
+        let rt = self.read_time();
+        let v = self.find_visible(t, key, rt);
+        if v.is_null() {
+            return self.not_found(table, key);
+        }
+        self.install(t, table, key, v, value)
+    }
+
+    /// An update or delete found no visible row.
+    fn not_found(&mut self, table: TableId, key: &Key) -> Result<()> {
+        if self.track_scans {
+            // Absence was read: a later insert of this key is a phantom.
+            self.local().scan_set.push(ScanRecord { table: table.0, index: 0, kind: ScanKind::Eq(*key), filter: None });
+        }
+        Err(Error::KeyNotFound)
+    }
+
+    /// Checks updatability of the visible version `v`, write-locks it, and
+    /// installs the new version (none for a delete). The caller is pinned.
+    fn install(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, value: Option<&[u8]>) -> Result<()> {
+        let me = self.me();
+        // SAFETY: found under the epoch guard; it cannot be reclaimed while
+        // we hold its write lock or are pinned.
+        let old = unsafe { &*v };
+        // Check updatability, then take the write lock: CAS our id into End.
+        loop {
+            let Some(expected) = updatable(old, &me) else {
+                return Err(self.abort_with(AbortReason::WriteConflict));
+            };
+            // AcqRel: acquire the End word's history (an aborted writer's
+            // reset), release our claim to readers that check the End word.
+            match old.end.compare_exchange(expected, self.word, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => {
+                    // Changed since we looked: retry only if it is still
+                    // updatable (an aborted writer reset it); otherwise another
+                    // writer got there first.
+                    if matches!(Word::decode(now), Word::Txn(_) | Word::Ts(INFINITY)) {
+                        continue;
+                    }
+                    return Err(self.abort_with(AbortReason::WriteConflict));
+                }
+            }
+        }
+        let new = match value {
+            Some(val) => {
+                let nv = Version::alloc(*key, t.indexes.len(), val, self.word).as_ptr();
+                self.created += 1;
+                // SAFETY: fresh, initialised, unlinked.
+                unsafe { t.link_all(nv) };
+                nv
+            }
+            None => ptr::null_mut(),
+        };
+        self.local().write_set.push(WriteEntry { table: table.0, old: v, new });
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------
+    // Commit: precommit, preparation, postprocessing (sections 3.2 and 3.3)
+    // ------------------------------------------------------------------
+
+    /// Commits. Waits only for commit dependencies. On failure the
+    /// transaction is rolled back and the error says why.
+    pub fn commit(mut self) -> Result<CommitInfo> {
+        self.enter()?;
+        let db = self.db;
+        let local = self.local();
+        if local.write_set.is_empty() {
+            // Nothing written: serialized at the begin timestamp (see module docs).
+            if !self.wait_for_dependencies() {
+                return Err(self.abort_with(AbortReason::CommitDependency));
+            }
+            self.terminate();
+            return Ok(CommitInfo { commit_ts: self.begin_ts, writes: 0 });
+        }
+
+        // Precommit: acquire the end timestamp and become Preparing.
+        // SeqCst on the pending store and the fetch_add: a reader that still
+        // sees us Active read its clock before we drew our end timestamp.
+        db.txns.set_pending(self.slot);
+        let end_ts = db.clock.fetch_add(2, Ordering::SeqCst);
+        db.txns.set_state(self.slot, TxnState::Preparing, end_ts);
+
+        // Preparation: validation, then wait for commit dependencies.
+        if self.isolation >= Isolation::RepeatableRead && !self.validate_reads(end_ts) {
+            return Err(self.abort_with(AbortReason::ReadValidation));
+        }
+        if self.isolation == Isolation::Serializable && !self.detect_phantoms(end_ts) {
+            return Err(self.abort_with(AbortReason::Phantom));
+        }
+        if !self.wait_for_dependencies() {
+            return Err(self.abort_with(AbortReason::CommitDependency));
+        }
+        db.txns.set_state(self.slot, TxnState::Committed, end_ts);
+
+        // Postprocessing: propagate the end timestamp.
+        let local = self.local();
+        for w in &local.write_set {
+            if !w.new.is_null() {
+                // SAFETY: our own version; alive until we hand it to the GC.
+                // Release: readers that see the stamp see the version's contents.
+                unsafe { &*w.new }.begin.store(end_ts, Ordering::Release);
+            }
+            if !w.old.is_null() {
+                // SAFETY: write-locked by us, so not reclaimable yet.
+                // Release: as above.
+                unsafe { &*w.old }.end.store(end_ts, Ordering::Release);
+            }
+        }
+        db.txns.report_outcome(self.slot, true);
+        let writes = local.write_set.len();
+        self.collect_garbage(local.write_set.iter().filter(|w| !w.old.is_null()).map(|w| Garbage {
+            ts: end_ts,
+            table: w.table,
+            v: VPtr(w.old),
+        }));
+        self.terminate();
+        Ok(CommitInfo { commit_ts: end_ts, writes })
+    }
+
+    /// Rolls the transaction back.
+    pub fn abort(mut self) {
+        if self.status == Status::Active {
+            self.abort_with(AbortReason::User);
+        }
+    }
+
+    /// Read validation (section 3.2): every version read must still be
+    /// visible as of the end timestamp.
+    fn validate_reads(&self, end_ts: u64) -> bool {
+        let me = self.me();
+        let _guard = crossbeam_epoch::pin();
+        self.local().read_set.iter().all(|&VPtr(v)| {
+            // SAFETY: a version we read is visible past our begin timestamp,
+            // so its End stamp exceeds the GC watermark while we are open.
+            let v = unsafe { &*v };
+            // Acquire: see the latest End word.
+            v.end.load(Ordering::Acquire) == self.word || visible_at(v, end_ts, &me).is_some()
+        })
+    }
+
+    /// Phantom detection (section 3.2): repeat every scan as of the end
+    /// timestamp; a version visible then whose begin timestamp falls inside
+    /// our lifetime is a phantom (Figure 3, V4).
+    fn detect_phantoms(&self, end_ts: u64) -> bool {
+        let me = self.me();
+        let _guard = crossbeam_epoch::pin();
+        for s in &self.local().scan_set {
+            let t = self.db.table_by_id(s.table);
+            let ix = &t.indexes[s.index as usize];
+            let mut phantom = false;
+            let mut check = |v: &Version| {
+                // Acquire: see the final Begin word.
+                if v.begin.load(Ordering::Acquire) == self.word {
+                    return true; // our own insert
+                }
+                if let Some(p) = &s.filter {
+                    if !p(&v.key, v.value()) {
+                        return true;
+                    }
+                }
+                if let Some(b) = visible_at(v, end_ts, &me) {
+                    if b > self.begin_ts {
+                        phantom = true;
+                        return false;
+                    }
+                }
+                true
+            };
+            match &s.kind {
+                ScanKind::Eq(k) => ix.for_each_eq(k, |v| !ix.matches(v, k) || check(v)),
+                ScanKind::Range(lo, hi) => {
+                    let ordered = ix.is_ordered();
+                    ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
+                        (!ordered && !in_range(&ix.key_of(v), lo, hi)) || check(v)
+                    })
+                }
+            }
+            if phantom {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Waits until CommitDepCounter is zero (true) or AbortNow is set (false).
+    fn wait_for_dependencies(&self) -> bool {
+        let s = self.slot();
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: pairs with the Release report of the dependency.
+            if s.abort_now.load(Ordering::Acquire) {
+                return false;
+            }
+            // Acquire: as above.
+            if s.dep_counter.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// Aborts: become Aborted, undo (section 3.3), report, terminate.
+    fn abort_with(&mut self, reason: AbortReason) -> Error {
+        debug_assert_eq!(self.status, Status::Active);
+        let db = self.db;
+        db.txns.set_state(self.slot, TxnState::Aborted, 0);
+        let local = self.local();
+        for w in local.write_set.iter().rev() {
+            if !w.new.is_null() {
+                // SAFETY: our own version, alive until handed to the GC.
+                // Release: a reader that sees INFINITY ignores the version.
+                unsafe { &*w.new }.begin.store(INFINITY, Ordering::Release);
+            }
+            if !w.old.is_null() {
+                // SAFETY: write-locked by us until this reset.
+                // Release on success; Relaxed on failure: another transaction
+                // already saw our abort and took the version over — leave it.
+                let _ =
+                    unsafe { &*w.old }.end.compare_exchange(self.word, INFINITY, Ordering::Release, Ordering::Relaxed);
+            }
+        }
+        db.txns.report_outcome(self.slot, false);
+        // New versions become garbage once every transaction open now is gone.
+        // Relaxed: any later value is conservative.
+        let now = db.clock.load(Ordering::Relaxed);
+        self.collect_garbage(local.write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
+            ts: now,
+            table: w.table,
+            v: VPtr(w.new),
+        }));
+        // Relaxed: statistics only.
+        self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
+        self.status = Status::Aborted(reason);
+        self.release();
+        Error::Aborted(reason)
+    }
+
+    /// Hands garbage to the collector and, when the queue is long, collects.
+    fn collect_garbage(&self, items: impl Iterator<Item = Garbage>) {
+        let db = self.db;
+        let shard = self.slot as usize;
+        let len = db.gc.push(shard, items);
+        if len >= GC_THRESHOLD {
+            let w = db.watermark();
+            let n = db.gc.collect(shard, w, GC_THRESHOLD / 2, |t| db.table_by_id(t));
+            // Relaxed: statistics only.
+            self.slot().freed.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn terminate(&mut self) {
+        // Relaxed: statistics only.
+        self.slot().committed.fetch_add(1, Ordering::Relaxed);
+        self.release();
+        // A committed transaction is consumed; mark it so Drop does nothing.
+        self.status = Status::Aborted(AbortReason::User);
+        self.slot = u32::MAX;
+    }
+
+    /// Clears the sets and gives the slot back (the transaction terminates).
+    fn release(&mut self) {
+        let s = self.slot();
+        // Relaxed: statistics only.
+        s.created.fetch_add(self.created, Ordering::Relaxed);
+        self.created = 0;
+        self.local().clear();
+        self.db.txns.close(self.slot);
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if self.status == Status::Active && self.slot != u32::MAX {
+            self.abort_with(AbortReason::User);
+        }
+    }
+}
+
+#[inline]
+fn in_range(k: &Key, lo: &Bound<Key>, hi: &Bound<Key>) -> bool {
+    (match lo {
+        Bound::Included(l) => k >= l,
+        Bound::Excluded(l) => k > l,
+        Bound::Unbounded => true,
+    }) && (match hi {
+        Bound::Included(h) => k <= h,
+        Bound::Excluded(h) => k < h,
+        Bound::Unbounded => true,
+    })
+}

@@ -1,0 +1,252 @@
+//! Tables: a primary index plus any number of secondary indexes, all over the
+//! same versions (every version is linked into every index, section 2.1).
+
+use crate::index::hash::HashIndex;
+use crate::index::ordered::{IKey, OrderedIndex};
+use crate::key::Key;
+use crate::storage::version::Version;
+use crate::Error;
+use std::ops::Bound;
+
+/// Derives a secondary-index key from a row's primary key and value. A plain
+/// function pointer: called on writes and on secondary lookups only.
+pub type KeyFn = fn(pk: &Key, value: &[u8]) -> Key;
+
+/// The kind of an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexKind {
+    /// Lock-free hash index with a fixed bucket array of at least `capacity`
+    /// buckets (equality lookups; full scans visit every bucket).
+    Hash {
+        /// Expected number of distinct keys.
+        capacity: usize,
+    },
+    /// Concurrent ordered index (equality lookups and range scans).
+    Ordered,
+}
+
+/// Declares a table: its name, primary index, and secondary indexes.
+#[derive(Clone, Debug)]
+pub struct TableSpec {
+    pub(crate) name: String,
+    pub(crate) primary: IndexKind,
+    pub(crate) secondary: Vec<(String, IndexKind, KeyFn)>,
+}
+
+impl TableSpec {
+    /// A table whose primary key lives in a hash index of `capacity` buckets.
+    pub fn hash(name: &str, capacity: usize) -> TableSpec {
+        TableSpec { name: name.to_string(), primary: IndexKind::Hash { capacity }, secondary: vec![] }
+    }
+    /// A table whose primary key lives in an ordered index.
+    pub fn ordered(name: &str) -> TableSpec {
+        TableSpec { name: name.to_string(), primary: IndexKind::Ordered, secondary: vec![] }
+    }
+    /// Adds a non-unique secondary index; `key` derives its key from a row.
+    pub fn secondary(mut self, name: &str, kind: IndexKind, key: KeyFn) -> TableSpec {
+        self.secondary.push((name.to_string(), kind, key));
+        self
+    }
+}
+
+pub(crate) enum IndexImpl {
+    Hash(HashIndex),
+    Ordered(OrderedIndex),
+}
+
+/// Walks one ordered-index chain; false if `f` asked to stop.
+#[inline]
+fn walk_chain<F: FnMut(&Version) -> bool>(o: &OrderedIndex, mut p: *mut Version, f: &mut F) -> bool {
+    while !p.is_null() {
+        // SAFETY: chain members are freed only after an epoch has passed, and
+        // every caller is pinned.
+        let v = unsafe { &*p };
+        if !f(v) {
+            return false;
+        }
+        p = o.next(v);
+    }
+    true
+}
+
+/// One index of a table.
+pub(crate) struct Index {
+    pub(crate) name: String,
+    pub(crate) imp: IndexImpl,
+    /// `None` for the primary index (keyed by the primary key).
+    pub(crate) key_fn: Option<KeyFn>,
+}
+
+impl Index {
+    /// The index key of a version in this index.
+    #[inline]
+    pub(crate) fn key_of(&self, v: &Version) -> Key {
+        match self.key_fn {
+            None => v.key,
+            Some(f) => f(&v.key, v.value()),
+        }
+    }
+
+    #[inline]
+    fn ikey(&self, v: &Version) -> IKey {
+        match self.key_fn {
+            None => (v.key, Key::EMPTY),
+            Some(f) => (f(&v.key, v.value()), v.key),
+        }
+    }
+
+    /// Calls `f` on every version whose key in this index may equal `k`
+    /// (exact for ordered indexes; hash chains also hold other keys, so the
+    /// caller re-checks with [`Index::matches`]) until `f` returns false.
+    ///
+    /// The caller holds an epoch guard for the whole walk.
+    #[inline]
+    pub(crate) fn for_each_eq(&self, k: &Key, mut f: impl FnMut(&Version) -> bool) {
+        match &self.imp {
+            IndexImpl::Hash(h) => {
+                let mut p = h.head(k.hash64());
+                while !p.is_null() {
+                    // SAFETY: chain members are freed only after an epoch has
+                    // passed, and the caller is pinned.
+                    let v = unsafe { &*p };
+                    if !f(v) {
+                        return;
+                    }
+                    p = h.next(v);
+                }
+            }
+            IndexImpl::Ordered(o) => {
+                if self.key_fn.is_none() {
+                    walk_chain(o, o.head(&(*k, Key::EMPTY)), &mut f);
+                } else {
+                    o.range(Bound::Included(k), Bound::Included(k), |_, h| walk_chain(o, h, &mut f));
+                }
+            }
+        }
+    }
+
+    /// True if `v`'s key in this index equals `k`.
+    #[inline]
+    pub(crate) fn matches(&self, v: &Version, k: &Key) -> bool {
+        match self.key_fn {
+            None => v.key == *k,
+            Some(f) => f(&v.key, v.value()) == *k,
+        }
+    }
+
+    /// Calls `f` on every version whose index key lies in the range, in key
+    /// order for ordered indexes and bucket order for hash indexes (which can
+    /// only be scanned whole: the range is then checked per version by the
+    /// caller via [`Index::key_of`]).
+    pub(crate) fn for_each_in(&self, lo: Bound<&Key>, hi: Bound<&Key>, mut f: impl FnMut(&Version) -> bool) {
+        match &self.imp {
+            IndexImpl::Hash(h) => {
+                for b in 0..h.buckets() {
+                    let mut p = h.head_of_bucket(b);
+                    while !p.is_null() {
+                        // SAFETY: as in `for_each_eq`.
+                        let v = unsafe { &*p };
+                        if !f(v) {
+                            return;
+                        }
+                        p = h.next(v);
+                    }
+                }
+            }
+            IndexImpl::Ordered(o) => o.range(lo, hi, |_, p| walk_chain(o, p, &mut f)),
+        }
+    }
+
+    /// True for indexes that deliver range scans in key order.
+    pub(crate) fn is_ordered(&self) -> bool {
+        matches!(self.imp, IndexImpl::Ordered(_))
+    }
+}
+
+/// A table: its indexes; index 0 is the primary index and holds every version.
+pub(crate) struct Table {
+    #[allow(dead_code)] // kept for debugging and the history recorder
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) indexes: Vec<Index>,
+}
+
+impl Table {
+    pub(crate) fn new(id: u32, spec: &TableSpec) -> Result<Table, Error> {
+        if spec.name.is_empty() {
+            return Err(Error::InvalidArgument("a table needs a name".into()));
+        }
+        if spec.secondary.len() + 1 > 16 {
+            return Err(Error::InvalidArgument("a table has at most 16 indexes".into()));
+        }
+        let make = |kind: IndexKind, link: usize| match kind {
+            IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link)),
+            IndexKind::Ordered => IndexImpl::Ordered(OrderedIndex::new(link)),
+        };
+        let mut indexes = vec![Index { name: "primary".into(), imp: make(spec.primary, 0), key_fn: None }];
+        for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {
+            if name == "primary" || spec.secondary[..i].iter().any(|s| &s.0 == name) {
+                return Err(Error::InvalidArgument(format!("duplicate index name '{name}'")));
+            }
+            indexes.push(Index { name: name.clone(), imp: make(*kind, i + 1), key_fn: Some(*f) });
+        }
+        Ok(Table { id, name: spec.name.clone(), indexes })
+    }
+
+    /// Links a new version into every index.
+    ///
+    /// # Safety
+    /// `v` is live, fully initialised, and not linked yet.
+    pub(crate) unsafe fn link_all(&self, v: *mut Version) {
+        // SAFETY: `v` is live per the contract.
+        let r = unsafe { &*v };
+        for ix in &self.indexes {
+            match &ix.imp {
+                // SAFETY: forwarded contract.
+                IndexImpl::Hash(h) => unsafe { h.insert(v, ix.key_of(r).hash64()) },
+                // SAFETY: forwarded contract.
+                IndexImpl::Ordered(o) => unsafe { o.insert(v, ix.ikey(r)) },
+            }
+        }
+    }
+
+    /// Unlinks a version from every index.
+    ///
+    /// # Safety
+    /// `v` is live and linked; the caller holds an epoch guard and frees `v`
+    /// only after the epoch has passed.
+    pub(crate) unsafe fn unlink_all(&self, v: *mut Version) {
+        // SAFETY: `v` is live per the contract.
+        let r = unsafe { &*v };
+        for ix in &self.indexes {
+            let found = match &ix.imp {
+                // SAFETY: forwarded contract.
+                IndexImpl::Hash(h) => unsafe { h.unlink(v, ix.key_of(r).hash64()) },
+                // SAFETY: forwarded contract.
+                IndexImpl::Ordered(o) => unsafe { o.unlink(v, &ix.ikey(r)) },
+            };
+            debug_assert!(found, "a version is linked into every index of its table");
+        }
+    }
+
+    /// Calls `f` on every version linked into the primary index.
+    pub(crate) fn for_each_version(&self, mut f: impl FnMut(*mut Version)) {
+        let ix = &self.indexes[0];
+        let mut walk = |mut p: *mut Version, next: &dyn Fn(&Version) -> *mut Version| {
+            while !p.is_null() {
+                // SAFETY: the caller guarantees exclusive or pinned access.
+                let nx = next(unsafe { &*p });
+                f(p);
+                p = nx;
+            }
+        };
+        match &ix.imp {
+            IndexImpl::Hash(h) => {
+                for b in 0..h.buckets() {
+                    walk(h.head_of_bucket(b), &|v| h.next(v));
+                }
+            }
+            IndexImpl::Ordered(o) => o.for_each_head(|p| walk(p, &|v| o.next(v))),
+        }
+    }
+}

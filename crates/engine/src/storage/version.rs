@@ -1,0 +1,156 @@
+//! Version records (Hekaton section 2.1, Figure 1).
+//!
+//! One allocation per version:
+//!
+//! ```text
+//! +-------------+-------------+----------------+-----+-----------+--------------------+-------------+
+//! | Begin (8 B) |  End (8 B)  | primary key    | n   | value len | link[0..n] (8 B ea) | value bytes |
+//! |  AtomicU64  |  AtomicU64  | (33 B, inline) | (1) |   (4 B)   | one per index       |             |
+//! +-------------+-------------+----------------+-----+-----------+--------------------+-------------+
+//! ```
+//!
+//! `link[i]` chains the version into index `i` of its table (the paper's "Hash
+//! ptr" field, one per index): every version is linked into every index. Key
+//! and value are immutable once the version is published; only Begin, End and
+//! the links change, and only by atomic operations.
+
+use super::word::INFINITY;
+use crate::key::Key;
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicU64};
+
+/// The fixed header of a version; links and value follow it in the same allocation.
+#[repr(C)]
+pub struct Version {
+    /// Start of the valid time: a timestamp or the creating transaction's id.
+    pub begin: AtomicU64,
+    /// End of the valid time: a timestamp (INFINITY if latest) or the id of
+    /// the transaction updating or deleting it (the write lock, section 2.6).
+    pub end: AtomicU64,
+    /// The row's primary key.
+    pub key: Key,
+    n_links: u8,
+    value_len: u32,
+}
+
+const HEADER: usize = std::mem::size_of::<Version>();
+const LINK: usize = std::mem::size_of::<AtomicPtr<Version>>();
+
+// The link array starts right after the header and must be pointer-aligned.
+const _: () = assert!(HEADER % std::mem::align_of::<AtomicPtr<Version>>() == 0);
+
+fn layout(n_links: usize, value_len: usize) -> Layout {
+    Layout::from_size_align(HEADER + n_links * LINK + value_len, 8).expect("version layout")
+}
+
+impl Version {
+    /// Allocates a version with the given Begin word, End = INFINITY and null
+    /// links. The caller owns it until it is published in an index.
+    pub fn alloc(key: Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
+        debug_assert!(n_links >= 1 && n_links <= u8::MAX as usize);
+        let lay = layout(n_links, value.len());
+        // SAFETY: the layout has non-zero size (the header alone is > 0).
+        let raw = unsafe { alloc(lay) } as *mut Version;
+        let Some(nn) = NonNull::new(raw) else { handle_alloc_error(lay) };
+        // SAFETY: `raw` points to a fresh allocation of `lay.size()` bytes with
+        // alignment 8; we initialise the header, every link and the value
+        // bytes, all of which lie inside it.
+        unsafe {
+            raw.write(Version {
+                begin: AtomicU64::new(begin),
+                end: AtomicU64::new(INFINITY),
+                key,
+                n_links: n_links as u8,
+                value_len: value.len() as u32,
+            });
+            let links = (raw as *mut u8).add(HEADER) as *mut AtomicPtr<Version>;
+            for i in 0..n_links {
+                links.add(i).write(AtomicPtr::new(ptr::null_mut()));
+            }
+            let val = (raw as *mut u8).add(HEADER + n_links * LINK);
+            ptr::copy_nonoverlapping(value.as_ptr(), val, value.len());
+        }
+        nn
+    }
+
+    /// Frees a version.
+    ///
+    /// # Safety
+    /// `v` came from [`Version::alloc`], is unreachable from every index and
+    /// no thread can still hold a reference (its epoch has passed, or the
+    /// database is being dropped).
+    pub unsafe fn free(v: *mut Version) {
+        // SAFETY: per the contract `v` is a live allocation made with this layout.
+        unsafe {
+            let lay = layout((*v).n_links as usize, (*v).value_len as usize);
+            dealloc(v as *mut u8, lay);
+        }
+    }
+
+    /// Index `i`'s chain pointer.
+    #[inline]
+    pub fn link(&self, i: usize) -> &AtomicPtr<Version> {
+        assert!(i < self.n_links as usize);
+        // SAFETY: the link array of `n_links` entries directly follows the
+        // header inside this allocation, and `i` is in bounds.
+        unsafe { &*((self as *const Version as *const u8).add(HEADER + i * LINK) as *const AtomicPtr<Version>) }
+    }
+
+    /// The row value (immutable after publication).
+    #[inline]
+    pub fn value(&self) -> &[u8] {
+        // SAFETY: `value_len` bytes follow the link array inside this
+        // allocation and were initialised by `alloc`; they are never written again.
+        unsafe {
+            std::slice::from_raw_parts(
+                (self as *const Version as *const u8).add(HEADER + self.n_links as usize * LINK),
+                self.value_len as usize,
+            )
+        }
+    }
+
+    /// Bytes this version occupies (for memory accounting).
+    pub fn footprint(&self) -> usize {
+        layout(self.n_links as usize, self.value_len as usize).size()
+    }
+}
+
+/// A raw version pointer that may cross threads inside the engine. Whoever
+/// dereferences it must hold an epoch guard or otherwise know it is alive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VPtr(pub *mut Version);
+
+// SAFETY: versions are shared between threads by design: all mutable fields are
+// atomics, and the rest is immutable after publication.
+unsafe impl Send for VPtr {}
+// SAFETY: as above.
+unsafe impl Sync for VPtr {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn alloc_layout_round_trips() {
+        let v = Version::alloc(Key::from(9), 3, b"hello world", 4);
+        // SAFETY: freshly allocated, unshared.
+        let r = unsafe { v.as_ref() };
+        assert_eq!(r.value(), b"hello world");
+        assert_eq!(r.key, Key::from(9));
+        assert_eq!(r.begin.load(Ordering::Relaxed), 4);
+        assert_eq!(r.end.load(Ordering::Relaxed), INFINITY);
+        for i in 0..3 {
+            assert!(r.link(i).load(Ordering::Relaxed).is_null());
+        }
+        // SAFETY: never published.
+        unsafe { Version::free(v.as_ptr()) };
+        let e = Version::alloc(Key::EMPTY, 1, b"", 0);
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(e.as_ref().value(), b"");
+            Version::free(e.as_ptr());
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! Transactions: the transaction table and its states, the visibility rules
+//! of Tables 1 and 2, commit dependencies, and the per-transaction sets.
+
+pub mod table;
+pub mod visibility;
+
+use crate::key::Key;
+use crate::storage::version::{VPtr, Version};
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// A residual scan predicate over (primary key, value). Shared (`Arc`) so a
+/// serializable transaction can keep it in its ScanSet without copying.
+pub type Filter = Arc<dyn Fn(&Key, &[u8]) -> bool + Send + Sync>;
+
+/// One WriteSet entry (section 3.1): the old version (null for an insert) and
+/// the new version (null for a delete).
+#[derive(Clone, Copy)]
+pub(crate) struct WriteEntry {
+    pub(crate) table: u32,
+    pub(crate) old: *mut Version,
+    pub(crate) new: *mut Version,
+}
+
+/// What part of an index a scan covered.
+#[derive(Clone)]
+pub(crate) enum ScanKind {
+    /// Equality on the index key (a point lookup is a scan of one key).
+    Eq(Key),
+    /// A key range (hash indexes: the whole table, filtered by range).
+    Range(Bound<Key>, Bound<Key>),
+}
+
+/// One ScanSet entry (section 3.1): enough to repeat the scan at validation.
+#[derive(Clone)]
+pub(crate) struct ScanRecord {
+    pub(crate) table: u32,
+    pub(crate) index: u8,
+    pub(crate) kind: ScanKind,
+    pub(crate) filter: Option<Filter>,
+}
+
+/// The sets of one transaction, kept in its transaction-table slot so their
+/// capacity is reused by the next occupant (no allocation per transaction in
+/// the steady state).
+#[derive(Default)]
+pub(crate) struct TxnLocal {
+    /// ReadSet: versions read (repeatable read and serializable).
+    pub(crate) read_set: Vec<VPtr>,
+    /// ScanSet: scans to repeat for phantom detection (serializable).
+    pub(crate) scan_set: Vec<ScanRecord>,
+    /// WriteSet: old/new version pairs.
+    pub(crate) write_set: Vec<WriteEntry>,
+    /// Scratch buffer for read-modify-write updates.
+    pub(crate) scratch: Vec<u8>,
+}
+
+impl TxnLocal {
+    pub(crate) fn clear(&mut self) {
+        self.read_set.clear();
+        self.scan_set.clear();
+        self.write_set.clear();
+    }
+}

@@ -1,0 +1,318 @@
+//! The transaction table (Hekaton section 2.4): one slot per open transaction,
+//! found from a transaction id without a search, with the state, end
+//! timestamp and commit-dependency variables of sections 2.7 and 3.
+//!
+//! A transaction id is `generation << 12 | slot`, so ids are unique over the
+//! life of the database and fit in the 54 bits MV/L allows. A slot whose `id`
+//! no longer matches means "terminated or not found" (Tables 1 and 2): the
+//! reader rereads the version word, which the terminated transaction has
+//! finalised.
+
+use crate::error::AbortReason;
+use crate::txn::TxnLocal;
+use crate::Error;
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Bits of a transaction id that name its slot.
+pub const SLOT_BITS: u32 = 12;
+/// Most slots a transaction table can have.
+pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
+const SLOT_MASK: u64 = (MAX_SLOTS as u64) - 1;
+
+/// Transaction states (Figure 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum TxnState {
+    /// Normal processing.
+    Active = 0,
+    /// Has its end timestamp; validating and waiting for dependencies.
+    Preparing = 1,
+    /// Committed; postprocessing may still be finalising its versions.
+    Committed = 2,
+    /// Aborted; postprocessing may still be undoing its versions.
+    Aborted = 3,
+}
+
+/// What a reader learns about another transaction from its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peek {
+    /// Active (no end timestamp yet).
+    Active,
+    /// Preparing with this end timestamp.
+    Preparing(u64),
+    /// Committed with this end timestamp.
+    Committed(u64),
+    /// Aborted.
+    Aborted,
+    /// Terminated or not found: reread the version word.
+    Gone,
+}
+
+/// The CommitDepSet of a transaction: ids of transactions that depend on it.
+/// `closed` is set once the owner has decided and reported its outcome; later
+/// registrations are refused and the registrant rereads the outcome itself.
+#[derive(Default)]
+pub(crate) struct DepSet {
+    closed: bool,
+    dependents: Vec<u64>,
+}
+
+/// One slot of the transaction table.
+pub(crate) struct TxnSlot {
+    /// Id of the occupant; 0 when free.
+    pub(crate) id: AtomicU64,
+    /// `end_ts << 2 | state`.
+    state: AtomicU64,
+    /// Begin timestamp of the occupant (u64::MAX when free): the GC watermark input.
+    pub(crate) begin_ts: AtomicU64,
+    /// CommitDepCounter: unresolved commit dependencies.
+    pub(crate) dep_counter: AtomicU32,
+    /// AbortNow: set by a transaction this one depended on when it aborted.
+    pub(crate) abort_now: AtomicBool,
+    /// CommitDepSet. Its mutex also fences slot reuse against late reports.
+    deps: Mutex<DepSet>,
+    /// Generation counter for ids (only the occupant touches it).
+    generation: AtomicU64,
+    /// Per-slot statistics, summed on demand (no shared counter per commit).
+    pub(crate) committed: AtomicU64,
+    pub(crate) aborts: [AtomicU64; AbortReason::COUNT],
+    /// Versions allocated and reclaimed by occupants of this slot.
+    pub(crate) created: AtomicU64,
+    pub(crate) freed: AtomicU64,
+    /// ReadSet, ScanSet, WriteSet: owned by the occupant only.
+    pub(crate) local: UnsafeCell<TxnLocal>,
+}
+
+/// The transaction table.
+pub(crate) struct TxnTable {
+    slots: Box<[CachePadded<TxnSlot>]>,
+    free: Mutex<Vec<u32>>,
+    /// Slots ever handed out: watermark scans stop here.
+    high_water: AtomicUsize,
+}
+
+// SAFETY: `local` is only touched by the slot's current occupant (a single
+// `Transaction`, which is not `Sync`); everything else is atomic or locked.
+unsafe impl Sync for TxnTable {}
+// SAFETY: as above.
+unsafe impl Send for TxnTable {}
+
+impl TxnTable {
+    pub(crate) fn new(n: usize) -> TxnTable {
+        let n = n.clamp(1, MAX_SLOTS);
+        let slots = (0..n)
+            .map(|_| {
+                CachePadded::new(TxnSlot {
+                    id: AtomicU64::new(0),
+                    state: AtomicU64::new(TxnState::Aborted as u64),
+                    begin_ts: AtomicU64::new(u64::MAX),
+                    dep_counter: AtomicU32::new(0),
+                    abort_now: AtomicBool::new(false),
+                    deps: Mutex::new(DepSet::default()),
+                    generation: AtomicU64::new(0),
+                    committed: AtomicU64::new(0),
+                    created: AtomicU64::new(0),
+                    freed: AtomicU64::new(0),
+                    aborts: Default::default(),
+                    local: UnsafeCell::new(TxnLocal::default()),
+                })
+            })
+            .collect();
+        TxnTable { slots, free: Mutex::new((0..n as u32).rev().collect()), high_water: AtomicUsize::new(0) }
+    }
+
+    #[inline]
+    pub(crate) fn slot(&self, i: u32) -> &TxnSlot {
+        &self.slots[i as usize]
+    }
+
+    /// Takes a free slot and makes it Active with a fresh id.
+    /// `begin` is called with the slot to publish the begin timestamp.
+    pub(crate) fn open(&self) -> Result<(u32, u64), Error> {
+        let Some(i) = self.free.lock().pop() else {
+            return Err(Error::TooManyTransactions(self.slots.len()));
+        };
+        // SeqCst: if a watermark scan misses this slot, this update comes after
+        // the scan's counter read in the single total order, and so does the
+        // begin timestamp this transaction draws later (see `min_active_begin`).
+        self.high_water.fetch_max(i as usize + 1, Ordering::SeqCst);
+        let s = self.slot(i);
+        // Relaxed: the generation is private to the occupant.
+        let gen = s.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = (gen << SLOT_BITS) | i as u64;
+        debug_assert!(id < 1 << 54);
+        {
+            let mut d = s.deps.lock();
+            d.closed = false;
+            d.dependents.clear();
+        }
+        // Relaxed: the Release store of `state` below orders these for readers.
+        s.dep_counter.store(0, Ordering::Relaxed);
+        s.abort_now.store(false, Ordering::Relaxed);
+        // Release (state, then id): a reader that Acquires the new id sees the
+        // new Active state, never the previous occupant's; a reader that
+        // Acquires the new state sees the old id already retired.
+        s.state.store(TxnState::Active as u64, Ordering::Release);
+        s.id.store(id, Ordering::Release);
+        Ok((i, id))
+    }
+
+    /// Terminates the occupant of slot `i` and frees the slot.
+    pub(crate) fn close(&self, i: u32) {
+        let s = self.slot(i);
+        // Release: the finalised version words (postprocessing) happen before
+        // readers can observe "gone" and reread them.
+        s.begin_ts.store(u64::MAX, Ordering::Release);
+        {
+            // Under the DepSet lock so a late commit-dependency report (which
+            // checks the id under this lock) never touches the next occupant.
+            let _d = s.deps.lock();
+            s.id.store(0, Ordering::Release);
+        }
+        self.free.lock().push(i);
+    }
+
+    /// Sets the state (and end timestamp) of the occupant of slot `i`.
+    #[inline]
+    pub(crate) fn set_state(&self, i: u32, st: TxnState, end_ts: u64) {
+        debug_assert!(end_ts < 1 << 62);
+        // Release: everything the transaction did before (e.g. installing its
+        // versions) is visible to whoever observes the new state.
+        self.slot(i).state.store(end_ts << 2 | st as u64, Ordering::Release);
+    }
+
+    /// Marks the occupant of slot `i` "Preparing, end timestamp pending"
+    /// (encoded as Preparing with timestamp 0) just before it draws its end
+    /// timestamp. SeqCst: a reader that does not see this store read its own
+    /// read time before our end timestamp was drawn (see `mv_occ`).
+    #[inline]
+    pub(crate) fn set_pending(&self, i: u32) {
+        self.slot(i).state.store(TxnState::Preparing as u64, Ordering::SeqCst);
+    }
+
+    /// State and end timestamp of transaction `id`, or `Gone`.
+    #[inline]
+    pub(crate) fn peek(&self, id: u64) -> Peek {
+        let Some(s) = self.slots.get((id & SLOT_MASK) as usize) else { return Peek::Gone };
+        // Acquire on all three loads: seqlock-style read. The state load
+        // cannot move before the first id check nor after the second.
+        let backoff = crossbeam_utils::Backoff::new();
+        let w = loop {
+            if s.id.load(Ordering::Acquire) != id {
+                return Peek::Gone;
+            }
+            // SeqCst: pairs with `set_pending` (and is a plain load on x86).
+            let w = s.state.load(Ordering::SeqCst);
+            if s.id.load(Ordering::Acquire) != id {
+                return Peek::Gone;
+            }
+            if w != TxnState::Preparing as u64 {
+                break w;
+            }
+            // Pending: the end timestamp is being drawn; a few instructions.
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        };
+        let ts = w >> 2;
+        match w & 3 {
+            0 => Peek::Active,
+            1 => Peek::Preparing(ts),
+            2 => Peek::Committed(ts),
+            _ => Peek::Aborted,
+        }
+    }
+
+    /// Registers a commit dependency of `me` (in slot `my_slot`) on `target`
+    /// (section 2.7). Returns false when `target` has already reported its
+    /// outcome or terminated; the caller then rereads the version word.
+    pub(crate) fn register_dependency(&self, my_slot: u32, me: u64, target: u64) -> bool {
+        let Some(t) = self.slots.get((target & SLOT_MASK) as usize) else { return false };
+        let mut d = t.deps.lock();
+        // Acquire: the id may only be trusted under the lock (see `close`).
+        if d.closed || t.id.load(Ordering::Acquire) != target {
+            return false;
+        }
+        // AcqRel: the increment must be visible before the target can report
+        // (it reports only after taking this same lock, which orders it anyway).
+        self.slot(my_slot).dep_counter.fetch_add(1, Ordering::AcqRel);
+        d.dependents.push(me);
+        true
+    }
+
+    /// Reports the outcome of the transaction in slot `i` to its dependents:
+    /// decrement their CommitDepCounter on commit, set AbortNow on abort.
+    pub(crate) fn report_outcome(&self, i: u32, committed: bool) {
+        let list = {
+            let mut d = self.slot(i).deps.lock();
+            d.closed = true;
+            std::mem::take(&mut d.dependents)
+        };
+        for dep in &list {
+            let s = &self.slots[(dep & SLOT_MASK) as usize];
+            let _g = s.deps.lock();
+            // Acquire: checked under the dependent's lock; a dependent not
+            // found has already aborted, and the report is dropped (section 2.7).
+            if s.id.load(Ordering::Acquire) != *dep {
+                continue;
+            }
+            if committed {
+                // Release: pairs with the Acquire load in the dependent's wait.
+                s.dep_counter.fetch_sub(1, Ordering::Release);
+            } else {
+                // Release: as above.
+                s.abort_now.store(true, Ordering::Release);
+            }
+        }
+        // Give the vector's capacity back for the next occupant.
+        let mut list = list;
+        list.clear();
+        let mut d = self.slot(i).deps.lock();
+        if d.dependents.capacity() < list.capacity() {
+            d.dependents = list;
+        }
+    }
+
+    /// Smallest begin timestamp of any open transaction, or `bound` if none is
+    /// smaller. `bound` must be a counter value read (SeqCst) before the scan.
+    pub(crate) fn min_active_begin(&self, bound: u64) -> u64 {
+        // SeqCst, after the caller's SeqCst read of `bound`: a slot beyond `hw`
+        // was opened after that read and will draw a begin timestamp >= bound.
+        let hw = self.high_water.load(Ordering::SeqCst).max(1).min(self.slots.len());
+        let mut m = bound;
+        for s in &self.slots[..hw] {
+            // SeqCst: pairs with the SeqCst provisional store in `begin`: either
+            // we see it (the provisional value is <= the real begin timestamp),
+            // or the transaction's later SeqCst fetch_add returns >= bound.
+            m = m.min(s.begin_ts.load(Ordering::SeqCst));
+        }
+        m
+    }
+
+    /// Sums per-slot statistics.
+    pub(crate) fn totals(&self) -> (u64, [u64; AbortReason::COUNT], u64, u64) {
+        let mut c = 0;
+        let (mut created, mut freed) = (0, 0);
+        let mut a = [0u64; AbortReason::COUNT];
+        for s in self.slots.iter() {
+            // Relaxed: statistics only.
+            c += s.committed.load(Ordering::Relaxed);
+            created += s.created.load(Ordering::Relaxed);
+            freed += s.freed.load(Ordering::Relaxed);
+            for (k, x) in a.iter_mut().enumerate() {
+                *x += s.aborts[k].load(Ordering::Relaxed);
+            }
+        }
+        (c, a, created, freed)
+    }
+
+    /// Number of open transactions.
+    pub(crate) fn open_count(&self) -> usize {
+        self.slots.len() - self.free.lock().len()
+    }
+}

@@ -1,0 +1,154 @@
+//! Version visibility (Hekaton section 2.5; thesis Tables 4.1–4.3) and
+//! updatability (section 2.6).
+//!
+//! A reader never blocks: when a Begin or End word holds the id of a
+//! Preparing transaction, the reader speculates and takes a commit dependency
+//! (section 2.7) instead of waiting.
+
+use crate::storage::version::Version;
+use crate::storage::word::{Word, INFINITY};
+use crate::txn::table::{Peek, TxnTable};
+use std::sync::atomic::Ordering;
+
+/// The transaction doing the check.
+pub(crate) struct Me<'a> {
+    pub(crate) table: &'a TxnTable,
+    pub(crate) slot: u32,
+    pub(crate) id: u64,
+}
+
+impl Me<'_> {
+    #[inline]
+    fn depend_on(&self, other: u64) -> bool {
+        self.table.register_dependency(self.slot, self.id, other)
+    }
+}
+
+/// Checks whether `v` is visible to `me` as of read time `rt`.
+///
+/// Returns the version's (possibly speculative) begin timestamp if visible —
+/// 0 for the reader's own uncommitted version — and `None` if not. Commit
+/// dependencies are registered as a side effect for speculative reads
+/// (Table 1, Preparing) and speculative ignores (Table 2, Preparing).
+#[inline]
+pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
+    'retry: loop {
+        // ---- Begin word (Table 1 / 4.2) ----
+        // Acquire: pairs with the Release stores of postprocessing, and with
+        // the publication of the version.
+        let (begin, speculative_on) = match Word::decode(v.begin.load(Ordering::Acquire)) {
+            Word::Ts(b) => {
+                // INFINITY marks a garbage version of an aborted transaction.
+                if b == INFINITY || b >= rt {
+                    return None;
+                }
+                (b, None)
+            }
+            Word::Txn(tb) if tb == me.id => (0, None), // own version: Begin counts as 0
+            Word::Txn(tb) => match me.table.peek(tb) {
+                Peek::Active => return None,   // uncommitted, not ours
+                Peek::Aborted => return None,  // garbage
+                Peek::Gone => continue 'retry, // TB finalised the word: reread
+                Peek::Committed(ts) => {
+                    if ts >= rt {
+                        return None;
+                    }
+                    (ts, None)
+                }
+                Peek::Preparing(ts) => {
+                    if ts >= rt {
+                        return None; // invisible whatever TB's outcome
+                    }
+                    (ts, Some(tb)) // speculative read, if the End test passes
+                }
+            },
+        };
+        // ---- End word (Table 2 / 4.3) ----
+        let visible = loop {
+            // Acquire: as above.
+            match Word::decode(v.end.load(Ordering::Acquire)) {
+                Word::Ts(e) => break rt < e,
+                Word::Txn(te) if te == me.id => break false, // we replaced or deleted it
+                Word::Txn(te) => match me.table.peek(te) {
+                    Peek::Active | Peek::Aborted => break true,
+                    Peek::Gone => continue,
+                    Peek::Committed(ts) => break rt < ts,
+                    Peek::Preparing(ts) => {
+                        if rt < ts {
+                            break true;
+                        }
+                        // Speculatively ignore V: we commit only if TE commits.
+                        if me.depend_on(te) {
+                            break false;
+                        }
+                        continue; // TE already decided: reread the End word
+                    }
+                },
+            }
+        };
+        if !visible {
+            return None;
+        }
+        if let Some(tb) = speculative_on {
+            // Speculative read: we commit only if TB commits.
+            if !me.depend_on(tb) {
+                continue 'retry; // TB already decided: start over
+            }
+        }
+        return Some(begin);
+    }
+}
+
+/// Whether the End word of a visible version allows an update (section 2.6):
+/// `Some(word)` to compare-and-swap against if it is INFINITY or names an
+/// aborted transaction; `None` on a write-write conflict.
+#[inline]
+pub(crate) fn updatable(v: &Version, me: &Me<'_>) -> Option<u64> {
+    loop {
+        // Acquire: we must see the End word's latest content before deciding.
+        let raw = v.end.load(Ordering::Acquire);
+        match Word::decode(raw) {
+            Word::Ts(INFINITY) => return Some(raw),
+            Word::Ts(_) => return None, // a historic version
+            Word::Txn(te) => match me.table.peek(te) {
+                Peek::Aborted => return Some(raw),
+                Peek::Gone => continue,
+                _ => return None, // first writer wins
+            },
+        }
+    }
+}
+
+/// True if `v` is the latest, not-yet-ended version of its key but was not
+/// visible to the caller: a concurrent insert or update that an insert of the
+/// same key must not overtake. Ignores garbage and the caller's own versions.
+pub(crate) fn is_competing(v: &Version, me: &Me<'_>) -> bool {
+    loop {
+        // Acquire: as in `visible_at`.
+        match Word::decode(v.begin.load(Ordering::Acquire)) {
+            Word::Ts(INFINITY) => return false,
+            Word::Ts(_) => {}
+            Word::Txn(tb) if tb == me.id => return false,
+            Word::Txn(tb) => match me.table.peek(tb) {
+                Peek::Aborted => return false,
+                Peek::Gone => continue,
+                _ => {}
+            },
+        }
+        break;
+    }
+    loop {
+        // Acquire: as in `visible_at`.
+        return match Word::decode(v.end.load(Ordering::Acquire)) {
+            Word::Ts(e) => e == INFINITY,
+            Word::Txn(te) if te == me.id => false,
+            Word::Txn(te) => match me.table.peek(te) {
+                Peek::Gone => continue,
+                Peek::Committed(_) => false,
+                // An aborted writer leaves the version latest; an active or
+                // preparing one is a concurrent writer of this key.
+                _ => true,
+            },
+        };
+    }
+}
