@@ -62,3 +62,6 @@ impl TxnLocal {
         self.write_set.clear();
     }
 }
+
+#[cfg(test)]
+mod visibility_tests;
