@@ -56,6 +56,22 @@ impl HashIndex {
         self.buckets[b].load(Ordering::Acquire)
     }
 
+    /// Starts loading the bucket of `hash` into the cache.
+    #[inline]
+    pub fn prefetch_bucket(&self, hash: u64) {
+        prefetch(self.bucket(hash) as *const AtomicPtr<Version> as *const u8);
+    }
+
+    /// Starts loading the first version of the chain of `hash` into the cache.
+    #[inline]
+    pub fn prefetch_head(&self, hash: u64) {
+        // Relaxed: a hint only; the pointer is never dereferenced here.
+        let h = self.bucket(hash).load(Ordering::Relaxed);
+        if !h.is_null() {
+            prefetch(h as *const u8);
+        }
+    }
+
     /// The version after `v` in this index's chain.
     #[inline]
     pub fn next(&self, v: &Version) -> *mut Version {
@@ -119,4 +135,17 @@ impl HashIndex {
         }
         false
     }
+}
+
+/// A cache prefetch hint; never faults, whatever the address.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint: it neither faults nor changes program state,
+    // whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }

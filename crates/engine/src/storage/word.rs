@@ -15,10 +15,10 @@
 //! pack its record lock (NoMoreReadLocks, ReadLockCount, WriteLock) next to
 //! them, exactly as section 4.1.1 of the paper lays out.
 //!
-//! Timestamps handed to transactions (begin and end timestamps) are even; a
-//! read-committed statement reads at the odd time just past the latest stamp
-//! handed out, so a read time never equals a commit time and the paper's
-//! strict test `Begin < RT < End` needs no tie-break.
+//! Timestamps handed to transactions (begin and end timestamps) are even and
+//! unique; read-committed reads use an odd read time past every stamp, so a
+//! read time never equals a commit time and the paper's strict test
+//! `Begin < RT < End` needs no tie-break.
 
 /// The flag bit: set when the word holds a transaction id.
 pub const TXN_FLAG: u64 = 1 << 63;

@@ -144,11 +144,6 @@ impl TxnTable {
         let gen = s.generation.fetch_add(1, Ordering::Relaxed) + 1;
         let id = (gen << SLOT_BITS) | i as u64;
         debug_assert!(id < 1 << 54);
-        {
-            let mut d = s.deps.lock();
-            d.closed = false;
-            d.dependents.clear();
-        }
         // Relaxed: the Release store of `state` below orders these for readers.
         s.dep_counter.store(0, Ordering::Relaxed);
         s.abort_now.store(false, Ordering::Relaxed);
@@ -169,7 +164,11 @@ impl TxnTable {
         {
             // Under the DepSet lock so a late commit-dependency report (which
             // checks the id under this lock) never touches the next occupant.
-            let _d = s.deps.lock();
+            // Reset the CommitDepSet for the next occupant here, so `open`
+            // needs no lock: registrants check the id (now 0) under this lock.
+            let mut d = s.deps.lock();
+            d.closed = false;
+            d.dependents.clear();
             s.id.store(0, Ordering::Release);
         }
         self.free.lock().push(i);
@@ -251,6 +250,9 @@ impl TxnTable {
         let list = {
             let mut d = self.slot(i).deps.lock();
             d.closed = true;
+            if d.dependents.is_empty() {
+                return; // the common case: nobody depends on us
+            }
             std::mem::take(&mut d.dependents)
         };
         for dep in &list {
@@ -268,13 +270,6 @@ impl TxnTable {
                 // Release: as above.
                 s.abort_now.store(true, Ordering::Release);
             }
-        }
-        // Give the vector's capacity back for the next occupant.
-        let mut list = list;
-        list.clear();
-        let mut d = self.slot(i).deps.lock();
-        if d.dependents.capacity() < list.capacity() {
-            d.dependents = list;
         }
     }
 
