@@ -1,10 +1,106 @@
-//! `multiverse shell`: the multi-session script shell.
+//! `multiverse shell`: the multi-session script shell (DESIGN.md, "The
+//! script shell"; user documentation in docs/SHELL.md).
+//!
+//! A script drives several sessions against one table
+//! `test(id integer key, value integer)`:
+//!
+//! ```text
+//! setup 1=10 2=20
+//! t1 begin snapshot
+//! t2 begin snapshot
+//! t1 get 1              # -> {1:10}
+//! t2 update 1 12
+//! t2 commit
+//! t1 get 1              # still {1:10}: t1 reads as of its begin
+//! ```
+//!
+//! Every session runs on its own thread and owns its transaction, so a
+//! command that has to wait does not stop the others. Each finished command
+//! prints `SESSION COMMAND ARGS -> RESULT`; the last line is the committed
+//! state, `final -> {1:12, 2:20}`.
+//!
+//! Modules: [`parse`] (script lines to commands), [`rows`] (the encoding of
+//! `test` and the printed form of rows), [`session`] (the session threads,
+//! which talk to the engine), [`driver`] (the ordering of the output).
+
+mod driver;
+mod parse;
+mod rows;
+mod session;
+
+use driver::Driver;
+use multiverse::Protocol;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Arguments of `multiverse shell`.
 #[derive(clap::Args)]
-pub struct ShellArgs {}
+pub struct ShellArgs {
+    /// Concurrency-control protocol.
+    #[arg(long, default_value = "mv-occ")]
+    protocol: String,
+
+    /// Script file; standard input when absent or "-".
+    script: Option<PathBuf>,
+
+    /// Milliseconds a command may take before it is reported as blocked.
+    #[arg(long, hide = true, default_value_t = 100)]
+    grace_ms: u64,
+}
 
 /// `multiverse shell`.
-pub fn run(_a: ShellArgs) -> Result<(), String> {
-    Err("shell: not yet implemented".into())
+pub fn run(a: ShellArgs) -> Result<(), String> {
+    let protocol = available_protocol(&a.protocol)?;
+    let (name, input) = open_script(a.script.as_deref())?;
+    let ctx = session::Context::open(protocol)?;
+    let mut driver = Driver::new(ctx, Duration::from_millis(a.grace_ms), io::stdout().lock());
+    let mut reader = input;
+    let mut seq = 0;
+    while let Some(line) = next_line(&mut reader).map_err(|e| format!("cannot read script {name}: {e}"))? {
+        driver.line(seq, &line).map_err(output_error)?;
+        seq += 1;
+    }
+    driver.finish().map_err(output_error)
+}
+
+/// Parses a protocol name and checks this build implements it.
+fn available_protocol(name: &str) -> Result<Protocol, String> {
+    let p: Protocol = name.parse().map_err(|e: multiverse::Error| e.to_string())?;
+    if !p.is_available() {
+        let names: Vec<&str> = Protocol::available().map(Protocol::name).collect();
+        return Err(format!("protocol '{p}' is not available in this build (available: {})", names.join(", ")));
+    }
+    Ok(p)
+}
+
+/// The script's display name and a reader over it.
+fn open_script(path: Option<&Path>) -> Result<(String, Box<dyn BufRead>), String> {
+    match path {
+        None => Ok(("from standard input".into(), Box::new(io::stdin().lock()))),
+        Some(p) if p.as_os_str() == "-" => Ok(("from standard input".into(), Box::new(io::stdin().lock()))),
+        Some(p) => {
+            let name = format!("'{}'", p.display());
+            let file = File::open(p).map_err(|e| format!("cannot read script {name}: {e}"))?;
+            Ok((name, Box::new(BufReader::new(file))))
+        }
+    }
+}
+
+/// The next line without its line ending; bytes that are not UTF-8 become
+/// U+FFFD (and the line is then reported as a bad line, not a failure).
+fn next_line(r: &mut dyn BufRead) -> io::Result<Option<String>> {
+    let mut buf = Vec::new();
+    if r.read_until(b'\n', &mut buf)? == 0 {
+        return Ok(None);
+    }
+    while matches!(buf.last(), Some(b'\n' | b'\r')) {
+        buf.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+fn output_error(e: io::Error) -> String {
+    format!("cannot write output: {e}")
 }

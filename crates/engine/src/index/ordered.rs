@@ -23,8 +23,9 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// An entry key: (index key, primary key or empty).
 pub type IKey = (Key, Key);
 
-/// Marks a retired slot (never a valid version address: versions are 8-aligned).
-const DEAD: *mut Version = 1 as *mut Version;
+/// Marks a retired slot: the dangling (aligned, non-null) address, which no
+/// allocation ever returns.
+const DEAD: *mut Version = ptr::dangling_mut();
 
 /// Head of the version chain of one index key.
 pub struct Slot {

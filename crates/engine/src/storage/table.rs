@@ -51,7 +51,7 @@ impl TableSpec {
 
 pub(crate) enum IndexImpl {
     Hash(HashIndex),
-    Ordered(OrderedIndex),
+    Ordered(Box<OrderedIndex>),
 }
 
 /// Walks one ordered-index chain; false if `f` asked to stop.
@@ -181,7 +181,7 @@ impl Table {
         }
         let make = |kind: IndexKind, link: usize| match kind {
             IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link)),
-            IndexKind::Ordered => IndexImpl::Ordered(OrderedIndex::new(link)),
+            IndexKind::Ordered => IndexImpl::Ordered(Box::new(OrderedIndex::new(link))),
         };
         let mut indexes = vec![Index { name: "primary".into(), imp: make(spec.primary, 0), key_fn: None }];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {

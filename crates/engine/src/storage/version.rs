@@ -38,7 +38,7 @@ const HEADER: usize = std::mem::size_of::<Version>();
 const LINK: usize = std::mem::size_of::<AtomicPtr<Version>>();
 
 // The link array starts right after the header and must be pointer-aligned.
-const _: () = assert!(HEADER % std::mem::align_of::<AtomicPtr<Version>>() == 0);
+const _: () = assert!(HEADER & (std::mem::align_of::<AtomicPtr<Version>>() - 1) == 0);
 
 fn layout(n_links: usize, value_len: usize) -> Layout {
     Layout::from_size_align(HEADER + n_links * LINK + value_len, 8).expect("version layout")

@@ -1,0 +1,194 @@
+//! The driver: feeds script lines to sessions in order and prints one line
+//! per finished command, at points that do not depend on thread timing.
+//!
+//! For each line the driver sends the command to its session and waits for
+//! the answer up to the grace period. An answer in time is printed at once;
+//! otherwise the driver prints `-> blocked` and the command stays pending.
+//! After every line the driver *settles*: if commands are pending it waits,
+//! again up to the grace period, until all of them have answered, then
+//! prints the answers that came in, in script order. So a command unblocked
+//! by line N (say, a commit that releases a lock) prints its result right
+//! after line N's own output, however the threads were scheduled. A command
+//! only comes out differently if it takes longer than the grace period for
+//! reasons of load alone.
+//!
+//! At the end of the script the driver closes every session (open
+//! transactions roll back), waits for pending commands, prints them in script
+//! order, then prints the committed state as `final -> {...}`.
+
+use super::parse::{parse_line, Command, Line};
+use super::session::{self, Context, Event, Request};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+use std::mem;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// How long the end of the script waits for sessions to finish.
+const END_WAIT: Duration = Duration::from_secs(10);
+
+/// A session as the driver sees it.
+struct Handle {
+    name: String,
+    /// `None` once the script has ended.
+    requests: Option<Sender<Request>>,
+    /// A command of this session is pending (printed `blocked`, or running).
+    busy: bool,
+}
+
+/// A command sent and not yet printed with its result.
+struct Pending {
+    session: usize,
+    echo: String,
+}
+
+/// Runs a script line by line (see the module docs).
+pub(crate) struct Driver<W: Write> {
+    ctx: Context,
+    grace: Duration,
+    out: W,
+    sessions: Vec<Handle>,
+    by_name: HashMap<String, usize>,
+    events_tx: Sender<Event>,
+    events: Receiver<Event>,
+    /// Commands sent and not yet printed with a result, by line number.
+    pending: BTreeMap<usize, Pending>,
+    /// Results received for pending commands, by line number.
+    done: BTreeMap<usize, String>,
+    /// Sessions that have exited.
+    exited: usize,
+}
+
+impl<W: Write> Driver<W> {
+    /// A driver writing to `out`, reporting commands as blocked after `grace`.
+    pub(crate) fn new(ctx: Context, grace: Duration, out: W) -> Driver<W> {
+        let (events_tx, events) = mpsc::channel();
+        Driver {
+            ctx,
+            grace,
+            out,
+            sessions: Vec::new(),
+            by_name: HashMap::new(),
+            events_tx,
+            events,
+            pending: BTreeMap::new(),
+            done: BTreeMap::new(),
+            exited: 0,
+        }
+    }
+
+    /// Processes script line number `seq`.
+    pub(crate) fn line(&mut self, seq: usize, text: &str) -> io::Result<()> {
+        match parse_line(text) {
+            Line::Empty => return Ok(()),
+            Line::Bad { echo, msg } => self.print(&echo, &format!("error: {msg}"))?,
+            Line::Command { session, echo, cmd } => self.submit(seq, &session, echo, cmd)?,
+        }
+        self.settle()
+    }
+
+    /// Ends the script: closes the sessions, prints what was still pending,
+    /// and the final committed state.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        for s in &mut self.sessions {
+            s.requests = None; // the session rolls back and exits
+        }
+        let all = self.sessions.len();
+        self.wait_until(Instant::now() + END_WAIT.max(self.grace), |d| d.exited == all);
+        self.print_done()?;
+        for p in mem::take(&mut self.pending).into_values() {
+            self.print(&p.echo, "blocked (still waiting at the end of the script)")?;
+        }
+        let state = self.ctx.committed_state();
+        self.print("final", &state)
+    }
+
+    /// Sends a command and prints its result, or `blocked` if it takes longer
+    /// than the grace period.
+    fn submit(&mut self, seq: usize, name: &str, echo: String, cmd: Command) -> io::Result<()> {
+        let idx = match self.session(name) {
+            Ok(i) => i,
+            Err(e) => return self.print(&echo, &format!("error: cannot start session {name}: {e}")),
+        };
+        let s = &mut self.sessions[idx];
+        if s.busy {
+            let msg = format!("error: session {} is still waiting for an earlier command", s.name);
+            return self.print(&echo, &msg);
+        }
+        let sent = match &s.requests {
+            Some(r) => r.send(Request { seq, cmd }).is_ok(),
+            None => false,
+        };
+        if !sent {
+            let msg = format!("error: session {} has stopped", s.name);
+            return self.print(&echo, &msg);
+        }
+        s.busy = true;
+        self.pending.insert(seq, Pending { session: idx, echo });
+        self.wait_until(Instant::now() + self.grace, |d| d.done.contains_key(&seq));
+        match self.done.remove(&seq) {
+            Some(result) => self.complete(seq, &result),
+            None => {
+                let echo = self.pending.get(&seq).map(|p| p.echo.clone()).unwrap_or_default();
+                self.print(&echo, "blocked")
+            }
+        }
+    }
+
+    /// Waits (up to the grace period) for every pending command, then prints
+    /// the results received, in script order.
+    fn settle(&mut self) -> io::Result<()> {
+        if self.pending.len() > self.done.len() {
+            self.wait_until(Instant::now() + self.grace, |d| d.pending.len() == d.done.len());
+        }
+        self.print_done()
+    }
+
+    fn print_done(&mut self) -> io::Result<()> {
+        for (seq, result) in mem::take(&mut self.done) {
+            self.complete(seq, &result)?;
+        }
+        Ok(())
+    }
+
+    /// Prints a pending command with its result; its session is free again.
+    fn complete(&mut self, seq: usize, result: &str) -> io::Result<()> {
+        match self.pending.remove(&seq) {
+            Some(p) => {
+                self.sessions[p.session].busy = false;
+                self.print(&p.echo, result)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Receives events until `enough` holds or `deadline` passes.
+    fn wait_until(&mut self, deadline: Instant, enough: impl Fn(&Self) -> bool) {
+        while !enough(self) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(Event::Done { seq, result }) => {
+                    self.done.insert(seq, result);
+                }
+                Ok(Event::Exited) => self.exited += 1,
+                Err(_) => break, // timed out (the driver holds a sender: never disconnected)
+            }
+        }
+    }
+
+    /// The index of session `name`, started on first use.
+    fn session(&mut self, name: &str) -> io::Result<usize> {
+        if let Some(&i) = self.by_name.get(name) {
+            return Ok(i);
+        }
+        let requests = session::spawn(name, self.ctx.clone(), self.events_tx.clone())?;
+        self.sessions.push(Handle { name: name.to_string(), requests: Some(requests), busy: false });
+        self.by_name.insert(name.to_string(), self.sessions.len() - 1);
+        Ok(self.sessions.len() - 1)
+    }
+
+    fn print(&mut self, echo: &str, result: &str) -> io::Result<()> {
+        writeln!(self.out, "{echo} -> {result}")?;
+        self.out.flush()
+    }
+}

@@ -1,0 +1,383 @@
+//! Tests of `multiverse shell`, run through the built binary: every example
+//! script in `examples/scripts` against its expected output, and the error
+//! handling, observer, abort and blocking behaviour of the shell.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const LEVELS: [&str; 4] = ["read-committed", "snapshot", "repeatable-read", "serializable"];
+const ANOMALIES: [&str; 5] = ["dirty-write", "lost-update", "read-skew", "write-skew", "phantom"];
+
+/// The grace period (ms) for scripts in which nothing should block: MV/O
+/// never waits, so a long grace costs nothing and keeps a loaded machine from
+/// turning a slow command into `blocked`.
+const GRACE_MS: &str = "2000";
+
+fn scripts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts")
+}
+
+/// Runs `multiverse shell ARGS`, feeding `stdin` to it.
+fn shell(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_multiverse"))
+        .arg("shell")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start multiverse");
+    child.stdin.take().expect("stdin is piped").write_all(stdin).expect("write the script");
+    child.wait_with_output().expect("run multiverse")
+}
+
+/// Runs a script given on standard input (with the long grace period unless
+/// `args` set one); checks it succeeded; returns stdout.
+fn run_script(script: &str, args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    if !args.contains(&"--grace-ms") {
+        all.extend(["--grace-ms", GRACE_MS]);
+    }
+    let out = shell(&all, script.as_bytes());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit status {:?}, stderr: {stderr}", out.status);
+    assert!(stderr.is_empty(), "unexpected stderr: {stderr}");
+    String::from_utf8(out.stdout).expect("output is UTF-8")
+}
+
+/// Checks `actual` equals `expected` line by line, saying where it differs.
+fn assert_lines(actual: &str, expected: &str) {
+    if actual == expected {
+        return;
+    }
+    let (a, e): (Vec<_>, Vec<_>) = (actual.lines().collect(), expected.lines().collect());
+    let at = a.iter().zip(&e).position(|(x, y)| x != y).unwrap_or(a.len().min(e.len()));
+    panic!(
+        "output differs at line {}:\n  expected: {:?}\n  actual:   {:?}\n--- whole output ---\n{actual}",
+        at + 1,
+        e.get(at),
+        a.get(at)
+    );
+}
+
+/// Fails with a one-line message on stderr and nothing on stdout.
+fn assert_fails(out: &Output, message: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure, stderr: {stderr}");
+    assert!(out.stdout.is_empty(), "unexpected stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "expected one line, got: {stderr}");
+    assert!(stderr.contains(message), "expected '{message}' in: {stderr}");
+}
+
+#[test]
+fn example_scripts_match_their_expected_output() {
+    let mut scripts: Vec<PathBuf> = fs::read_dir(scripts_dir())
+        .expect("examples/scripts exists")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "mvs"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() > ANOMALIES.len() * LEVELS.len(), "found only {} scripts", scripts.len());
+    let mut failures = Vec::new();
+    for script in &scripts {
+        let expected_path = script.with_extension("out");
+        let expected = fs::read_to_string(&expected_path)
+            .unwrap_or_else(|e| panic!("{}: expected output {}: {e}", script.display(), expected_path.display()));
+        let out = Command::new(env!("CARGO_BIN_EXE_multiverse"))
+            .args(["shell", "--grace-ms", GRACE_MS])
+            .arg(script)
+            .output()
+            .expect("run");
+        let actual = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || actual != expected {
+            failures.push(format!(
+                "{} (status {:?}):\n--- expected\n{expected}--- actual\n{actual}{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} scripts differ:\n{}", failures.len(), scripts.len(), failures.join("\n"));
+}
+
+#[test]
+fn every_anomaly_has_a_script_at_every_level() {
+    for anomaly in ANOMALIES {
+        for level in LEVELS {
+            let script = scripts_dir().join(format!("{anomaly}-{level}.mvs"));
+            assert!(script.is_file(), "missing {}", script.display());
+            let text = fs::read_to_string(&script).expect("readable");
+            assert!(text.contains(&format!("begin {level}")), "{} does not run at {level}", script.display());
+        }
+    }
+}
+
+#[test]
+fn reads_the_script_from_standard_input() {
+    let script = "setup 1=10\nt1 get 1\n";
+    let expected = "setup 1=10 -> ok\nt1 get 1 -> {1:10}\nfinal -> {1:10}\n";
+    assert_lines(&run_script(script, &[]), expected);
+    assert_lines(&run_script(script, &["-"]), expected);
+    assert_lines(&run_script(script, &["--protocol", "mv-occ", "-"]), expected);
+}
+
+#[test]
+fn bad_lines_print_an_error_and_the_script_goes_on() {
+    let script = "\
+t1 frobnicate 1
+t1 get x
+t1 begin sometimes
+t1
+t1 scan where value > 1
+t1 put 1 2 3
+setup 1
+t1 update 1 value * 2
+t1 put 1 2
+";
+    let expected = "\
+t1 frobnicate 1 -> error: unknown command 'frobnicate' (expected one of: begin, get, put, insert, update, delete, scan, commit, abort, sleep)
+t1 get x -> error: bad number 'x' (expected an integer)
+t1 begin sometimes -> error: unknown isolation level 'sometimes' (expected read-committed, snapshot, repeatable-read or serializable)
+t1 -> error: missing command
+t1 scan where value > 1 -> error: bad predicate 'value > 1' (expected 'value = N' or 'value % M = R')
+t1 put 1 2 3 -> error: unexpected '3'
+setup 1 -> error: expected K=V, found '1'
+t1 update 1 value * 2 -> error: bad value 'value * 2' (expected N, 'value + D' or 'value - D')
+t1 put 1 2 -> ok
+final -> {1:2}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_a_bad_line() {
+    let out = shell(&[], b"t1 put 1 \xff\nt1 put 2 2\n");
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).expect("output is UTF-8");
+    assert_lines(
+        &stdout,
+        "t1 put 1 \u{FFFD} -> error: bad number '\u{FFFD}' (expected an integer)\nt1 put 2 2 -> ok\nfinal -> {2:2}\n",
+    );
+}
+
+#[test]
+fn unknown_protocol_fails_with_one_line() {
+    assert_fails(&shell(&["--protocol", "nope"], b"t1 get 1\n"), "unknown protocol 'nope'");
+}
+
+#[test]
+fn unimplemented_protocol_fails_with_one_line() {
+    assert_fails(&shell(&["--protocol", "mv-lock"], b"t1 get 1\n"), "protocol 'mv-lock' is not available");
+}
+
+#[test]
+fn unreadable_script_fails_with_one_line() {
+    let missing = scripts_dir().join("no-such-script.mvs");
+    let path = missing.to_str().expect("UTF-8 path");
+    assert_fails(&shell(&[path], b""), "cannot read script");
+    assert_fails(&shell(&[scripts_dir().to_str().expect("UTF-8 path")], b""), "cannot read script");
+}
+
+#[test]
+fn observers_run_each_command_as_its_own_transaction() {
+    let script = "\
+setup 1=10
+t1 begin snapshot
+t1 update 1 11
+obs get 1
+obs put 2 20
+t1 scan
+t1 commit
+obs scan
+obs insert 2 21
+obs update 3 value + 1
+obs delete where value = 11
+obs scan
+";
+    let expected = "\
+setup 1=10 -> ok
+t1 begin snapshot -> ok
+t1 update 1 11 -> ok
+obs get 1 -> {1:10}
+obs put 2 20 -> ok
+t1 scan -> {1:11}
+t1 commit -> ok
+obs scan -> {1:11, 2:20}
+obs insert 2 21 -> error: duplicate key
+obs update 3 value + 1 -> error: key not found
+obs delete where value = 11 -> ok (1 row)
+obs scan -> {2:20}
+final -> {2:20}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+/// An observer's insert is a phantom for a serializable scan of the table.
+#[test]
+fn an_observer_insert_is_a_phantom_for_a_serializable_scan() {
+    let script = "setup 1=10\nt1 begin\nt1 update 1 11\nobs put 2 20\nt1 scan\nt1 commit\n";
+    let expected = "\
+setup 1=10 -> ok
+t1 begin -> ok
+t1 update 1 11 -> ok
+obs put 2 20 -> ok
+t1 scan -> {1:11}
+t1 commit -> aborted (phantom)
+final -> {1:10, 2:20}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+#[test]
+fn an_observer_can_be_aborted() {
+    let script = "setup 1=10\nt1 begin\nt1 update 1 11\nobs update 1 12\nobs get 1\nt1 commit\n";
+    let expected = "\
+setup 1=10 -> ok
+t1 begin -> ok
+t1 update 1 11 -> ok
+obs update 1 12 -> aborted (write-conflict)
+obs get 1 -> {1:10}
+t1 commit -> ok
+final -> {1:11}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+#[test]
+fn commands_after_an_abort_report_its_reason() {
+    let script = "\
+setup 1=10 2=20
+t1 begin serializable
+t2 begin serializable
+t1 get 1
+t2 update 1 11
+t2 commit
+t1 put 2 21
+t1 commit
+t1 get 1
+t1 begin snapshot
+t3 begin
+t4 begin
+t3 update 2 0
+t4 delete 2
+t4 get 1
+t4 update where value = 11 set value = 0
+t4 begin
+t4 abort
+t4 get 2
+t3 abort
+";
+    let expected = "\
+setup 1=10 2=20 -> ok
+t1 begin serializable -> ok
+t2 begin serializable -> ok
+t1 get 1 -> {1:10}
+t2 update 1 11 -> ok
+t2 commit -> ok
+t1 put 2 21 -> ok
+t1 commit -> aborted (read-validation)
+t1 get 1 -> {1:11}
+t1 begin snapshot -> ok
+t3 begin -> ok
+t4 begin -> ok
+t3 update 2 0 -> ok
+t4 delete 2 -> aborted (write-conflict)
+t4 get 1 -> aborted (write-conflict)
+t4 update where value = 11 set value = 0 -> aborted (write-conflict)
+t4 begin -> aborted (write-conflict)
+t4 abort -> ok
+t4 get 2 -> {2:20}
+t3 abort -> ok
+final -> {1:11, 2:20}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+#[test]
+fn user_errors_keep_the_transaction_open() {
+    let script = "\
+setup 1=10
+t1 begin
+t1 insert 1 5
+t1 update 2 5
+t1 delete 2
+t1 update 1 value + 9223372036854775807
+t1 update 1 value - 1
+t1 commit
+";
+    let expected = "\
+setup 1=10 -> ok
+t1 begin -> ok
+t1 insert 1 5 -> error: duplicate key
+t1 update 2 5 -> error: key not found
+t1 delete 2 -> error: key not found
+t1 update 1 value + 9223372036854775807 -> error: integer overflow (row 1 keeps its value)
+t1 update 1 value - 1 -> ok
+t1 commit -> ok
+final -> {1:9}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+#[test]
+fn session_control_errors() {
+    let script = "t1 commit\nt1 abort\nt1 begin\nt1 begin\nt1 commit\nsetup 1=1 1=2\n";
+    let expected = "\
+t1 commit -> error: no transaction is open
+t1 abort -> error: no transaction is open
+t1 begin -> ok
+t1 begin -> error: a transaction is already open (commit or abort it first)
+t1 commit -> ok
+setup 1=1 1=2 -> error: duplicate key
+final -> {}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+#[test]
+fn open_transactions_roll_back_at_the_end() {
+    let script = "setup 1=10\nt1 begin\nt1 put 2 20\nt1 delete 1\n";
+    let expected = "setup 1=10 -> ok\nt1 begin -> ok\nt1 put 2 20 -> ok\nt1 delete 1 -> ok\nfinal -> {1:10}\n";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+#[test]
+fn negative_keys_sort_before_positive_ones() {
+    let script = "setup 5=1 -3=2 0=3 -20=4\nt1 scan where value % 2 = 0\nt1 scan\n";
+    let expected = "\
+setup 5=1 -3=2 0=3 -20=4 -> ok
+t1 scan where value % 2 = 0 -> {-20:4, -3:2}
+t1 scan -> {-20:4, -3:2, 0:3, 5:1}
+final -> {-20:4, -3:2, 0:3, 5:1}
+";
+    assert_lines(&run_script(script, &[]), expected);
+}
+
+/// A command that outlasts the grace period prints `blocked`, and its result
+/// comes right after the line during which it finished.
+#[test]
+fn a_slow_command_is_blocked_then_reported() {
+    // Grace 1 s: `sleep 1300` is blocked, then finishes while the driver
+    // settles after that same line (it waits up to another second).
+    let script = "t1 sleep 1300\nt2 put 1 1\n";
+    let expected = "t1 sleep 1300 -> blocked\nt1 sleep 1300 -> ok\nt2 put 1 1 -> ok\nfinal -> {1:1}\n";
+    assert_lines(&run_script(script, &["--grace-ms", "1000"]), expected);
+}
+
+/// A session with a pending command refuses more; the pending command's
+/// result still comes before the final state.
+#[test]
+fn a_blocked_session_refuses_commands_until_it_finishes() {
+    let script = "t1 sleep 3000\nt2 put 1 1\nt1 get 1\n";
+    let expected = "\
+t1 sleep 3000 -> blocked
+t2 put 1 1 -> ok
+t1 get 1 -> error: session t1 is still waiting for an earlier command
+t1 sleep 3000 -> ok
+final -> {1:1}
+";
+    assert_lines(&run_script(script, &["--grace-ms", "100"]), expected);
+}
