@@ -33,6 +33,7 @@
 
 pub mod error;
 pub mod gc;
+pub mod history;
 pub mod index;
 pub mod key;
 pub mod protocol;
@@ -220,11 +221,14 @@ pub struct Options {
     pub max_transactions: usize,
     /// Largest value accepted, in bytes.
     pub max_value_size: usize,
+    /// Record every transaction's operations for the checker
+    /// ([`Database::take_history`]). Off by default.
+    pub record_history: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { protocol: Protocol::MvOcc, max_transactions: 1024, max_value_size: 1 << 20 }
+        Options { protocol: Protocol::MvOcc, max_transactions: 1024, max_value_size: 1 << 20, record_history: false }
     }
 }
 
@@ -332,6 +336,8 @@ pub struct Database {
     pub(crate) gc: Gc,
     /// Versions reclaimed by `collect_garbage` (transactions count their own per slot).
     pub(crate) versions_freed: CachePadded<AtomicU64>,
+    /// Finished transactions, when recording.
+    history: Mutex<Vec<history::TxnRecord>>,
 }
 
 impl Database {
@@ -357,6 +363,7 @@ impl Database {
             names: Mutex::new(HashMap::new()),
             gc: Gc::new(),
             versions_freed: CachePadded::new(AtomicU64::new(0)),
+            history: Mutex::new(Vec::new()),
         })
     }
 
@@ -526,6 +533,16 @@ impl Database {
         // Relaxed: statistics only.
         self.versions_freed.fetch_add(n as u64, Ordering::Relaxed);
         n
+    }
+
+    pub(crate) fn record(&self, r: history::TxnRecord) {
+        self.history.lock().push(r);
+    }
+
+    /// Takes the history recorded so far (empty unless
+    /// [`Options::record_history`] is on); recording goes on.
+    pub fn take_history(&self) -> history::History {
+        history::History { txns: std::mem::take(&mut *self.history.lock()) }
     }
 
     /// The current value of the timestamp counter.

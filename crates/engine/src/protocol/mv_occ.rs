@@ -52,6 +52,7 @@
 
 use crate::error::AbortReason;
 use crate::gc::Garbage;
+use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
 use crate::key::Key;
 use crate::storage::table::Table;
 use crate::storage::version::{VPtr, Version};
@@ -115,6 +116,8 @@ pub struct Transaction<'db> {
     status: Status,
     /// Versions this transaction allocated (statistics).
     created: u64,
+    /// History recording is on (see [`crate::history`]).
+    recording: bool,
     /// `Send` but not `Sync`: the sets in the slot are used without locks.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -134,6 +137,7 @@ impl<'db> Transaction<'db> {
             track_scans: !o.read_only && iso == Isolation::Serializable,
             status: Status::Active,
             created: 0,
+            recording: db.opts.record_history,
             _not_sync: PhantomData,
         }
     }
@@ -179,6 +183,26 @@ impl<'db> Transaction<'db> {
     #[inline]
     fn me(&self) -> Me<'db> {
         Me { table: &self.db.txns, slot: self.slot, id: self.id }
+    }
+
+    /// Appends an operation to the history buffer (recording only).
+    #[cold]
+    fn record(&self, op: Op) {
+        self.local().history.push(op);
+    }
+
+    /// Hands the finished transaction to the database's history.
+    #[cold]
+    fn record_end(&self, commit_ts: Option<u64>, outcome: Outcome) {
+        let ops = std::mem::take(&mut self.local().history);
+        self.db.record(TxnRecord {
+            id: self.id,
+            isolation: self.isolation,
+            begin_ts: self.begin_ts,
+            commit_ts,
+            outcome,
+            ops,
+        });
     }
 
     /// The logical read time (section 3.4): "now" under read committed, the
@@ -263,13 +287,20 @@ impl<'db> Transaction<'db> {
                     filter: None,
                 });
             }
+            if self.recording {
+                self.record(Op::Read { table: table.0, key: *key, version: None });
+            }
             return Ok(None);
         }
         if self.track_reads {
             self.local().read_set.push(VPtr(v));
         }
         // SAFETY: found under the epoch guard, which is still held.
-        Ok(Some(f(unsafe { &*v }.value())))
+        let v = unsafe { &*v };
+        if self.recording {
+            self.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(v), v.value().to_vec())) });
+        }
+        Ok(Some(f(v.value())))
     }
 
     /// Hints that the rows with these primary keys will be accessed soon.
@@ -315,16 +346,25 @@ impl<'db> Transaction<'db> {
             });
         }
         let track = self.track_reads;
+        let recording = self.recording;
+        let mut rows = Vec::new();
         let reads = &mut self.local().read_set;
         ix.for_each_eq(key, |v| {
             if ix.matches(v, key) && visible_at(v, rt, &me).is_some() {
                 if track {
                     reads.push(VPtr(v as *const Version as *mut Version));
                 }
+                if recording {
+                    rows.push((v.key, writer_of(v), v.value().to_vec()));
+                }
                 return f(&v.key, v.value());
             }
             true
         });
+        if recording {
+            let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
+            self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered: index.index != 0, rows });
+        }
         Ok(())
     }
 
@@ -357,6 +397,8 @@ impl<'db> Transaction<'db> {
             });
         }
         let track = self.track_reads;
+        let recording = self.recording;
+        let mut rows = Vec::new();
         let reads = &mut self.local().read_set;
         let ordered = ix.is_ordered();
         ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
@@ -373,10 +415,17 @@ impl<'db> Transaction<'db> {
                 if track {
                     reads.push(VPtr(v as *const Version as *mut Version));
                 }
+                if recording {
+                    rows.push((v.key, writer_of(v), v.value().to_vec()));
+                }
                 return f(&v.key, v.value());
             }
             true
         });
+        if recording {
+            let filtered = filter.is_some() || index.index != 0;
+            self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
+        }
         Ok(())
     }
 
@@ -418,6 +467,9 @@ impl<'db> Transaction<'db> {
         // SAFETY: `nv` is fresh, initialised and unlinked.
         unsafe { t.link_all(nv) };
         self.local().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
+        if self.recording {
+            self.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
+        }
         // After linking: any competing version linked before ours is a
         // concurrent insert we must not overtake (exactly one of two racing
         // inserters sees the other, the later-linked one).
@@ -545,6 +597,15 @@ impl<'db> Transaction<'db> {
             None => ptr::null_mut(),
         };
         self.local().write_set.push(WriteEntry { table: table.0, old: v, new });
+        if self.recording {
+            // An update or delete reads the version it replaces (Property 4.5).
+            self.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(old), old.value().to_vec())) });
+            let (kind, value) = match value {
+                Some(val) => (WriteKind::Update, val.to_vec()),
+                None => (WriteKind::Delete, Vec::new()),
+            };
+            self.record(Op::Write { table: table.0, key: *key, kind, value });
+        }
         Ok(())
     }
 
@@ -562,6 +623,9 @@ impl<'db> Transaction<'db> {
             // Nothing written: serialized at the begin timestamp (see module docs).
             if !self.wait_for_dependencies() {
                 return Err(self.abort_with(AbortReason::CommitDependency));
+            }
+            if self.recording {
+                self.record_end(Some(self.begin_ts), Outcome::Committed);
             }
             self.terminate();
             return Ok(CommitInfo { commit_ts: self.begin_ts, writes: 0 });
@@ -601,6 +665,9 @@ impl<'db> Transaction<'db> {
             }
         }
         db.txns.report_outcome(self.slot, true);
+        if self.recording {
+            self.record_end(Some(end_ts), Outcome::Committed);
+        }
         let writes = local.write_set.len();
         self.collect_garbage(local.write_set.iter().filter(|w| !w.old.is_null()).map(|w| Garbage {
             ts: end_ts,
@@ -728,6 +795,9 @@ impl<'db> Transaction<'db> {
             table: w.table,
             v: VPtr(w.new),
         }));
+        if self.recording {
+            self.record_end(None, Outcome::Aborted(reason));
+        }
         // Relaxed: statistics only.
         self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
         self.status = Status::Aborted(reason);
@@ -773,6 +843,15 @@ impl Drop for Transaction<'_> {
         if self.status == Status::Active && self.slot != u32::MAX {
             self.abort_with(AbortReason::User);
         }
+    }
+}
+
+/// The writer of a version, as the history names it (see [`crate::history`]).
+fn writer_of(v: &Version) -> Writer {
+    // Acquire: the word as finalised by postprocessing, if it already was.
+    match Word::decode(v.begin.load(Ordering::Acquire)) {
+        Word::Ts(b) => Writer::Committed(b),
+        Word::Txn(id) => Writer::Txn(id),
     }
 }
 

@@ -53,6 +53,8 @@ pub(crate) struct TxnLocal {
     pub(crate) write_set: Vec<WriteEntry>,
     /// Scratch buffer for read-modify-write updates.
     pub(crate) scratch: Vec<u8>,
+    /// Operations recorded for the history (recording only).
+    pub(crate) history: Vec<crate::history::Op>,
 }
 
 impl TxnLocal {
@@ -60,6 +62,7 @@ impl TxnLocal {
         self.read_set.clear();
         self.scan_set.clear();
         self.write_set.clear();
+        self.history.clear();
     }
 }
 

@@ -1,0 +1,118 @@
+//! History recording: what every transaction did, for the offline checker
+//! (crate `multiverse-check`).
+//!
+//! Switched on per database with [`crate::Options::record_history`]; off by
+//! default, when it costs one predictable branch per operation. When on, each
+//! transaction collects its operations in its own buffer and hands the
+//! finished [`TxnRecord`] to the database once, at commit or abort.
+//!
+//! A version is named by its writer ([`Writer`]): the engine stamps committed
+//! versions with the writer's end timestamp, which is unique to the writer,
+//! so `Writer::Committed(ts)` names the transaction whose `commit_ts` is `ts`
+//! (or, if no recorded transaction has it, a version that existed before
+//! recording began: the initial state). A version read before its writer
+//! finished is named by the writer's transaction id.
+
+use crate::error::AbortReason;
+use crate::key::Key;
+use crate::Isolation;
+use std::ops::Bound;
+
+/// The writer of a version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Writer {
+    /// Written by the transaction that committed with this end timestamp
+    /// (or part of the initial state if no recorded transaction did).
+    Committed(u64),
+    /// Written by the transaction with this id (seen before it finished).
+    Txn(u64),
+}
+
+/// How a row was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WriteKind {
+    /// A new row.
+    Insert,
+    /// A new version of an existing row.
+    Update,
+    /// The row's end.
+    Delete,
+}
+
+/// One operation of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// A point read through the primary index: the version returned (with its
+    /// value), or `None` when the key had no visible row.
+    Read {
+        /// Table number.
+        table: u32,
+        /// Primary key.
+        key: Key,
+        /// The version read and its value; `None` if nothing was visible.
+        version: Option<(Writer, Vec<u8>)>,
+    },
+    /// An insert, update or delete (the value is empty for a delete).
+    Write {
+        /// Table number.
+        table: u32,
+        /// Primary key.
+        key: Key,
+        /// What kind of write.
+        kind: WriteKind,
+        /// The new value.
+        value: Vec<u8>,
+    },
+    /// A scan of a key range of an index, with its result. `filtered` is true
+    /// when a residual predicate or a secondary index was used, so the key
+    /// range alone does not describe which rows the scan could match.
+    Scan {
+        /// Table number.
+        table: u32,
+        /// Index number (0 is the primary index).
+        index: u8,
+        /// Lower bound of the range (on the index key).
+        lo: Bound<Key>,
+        /// Upper bound of the range (on the index key).
+        hi: Bound<Key>,
+        /// A residual predicate or a secondary index was involved.
+        filtered: bool,
+        /// Rows returned: primary key, writer of the version, value.
+        rows: Vec<(Key, Writer, Vec<u8>)>,
+    },
+}
+
+/// How a transaction ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Committed.
+    Committed,
+    /// Aborted, and why.
+    Aborted(AbortReason),
+}
+
+/// One transaction of a history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnRecord {
+    /// Transaction id (unique within the database).
+    pub id: u64,
+    /// Isolation level.
+    pub isolation: Isolation,
+    /// Begin timestamp.
+    pub begin_ts: u64,
+    /// Position in the serialization order claimed by the engine: the end
+    /// timestamp, or the begin timestamp for a committed transaction that
+    /// wrote nothing; `None` if it aborted before taking an end timestamp.
+    pub commit_ts: Option<u64>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Its operations in program order.
+    pub ops: Vec<Op>,
+}
+
+/// A recorded history: transactions in the order they finished.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    /// The transactions.
+    pub txns: Vec<TxnRecord>,
+}
