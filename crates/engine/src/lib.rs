@@ -224,11 +224,33 @@ pub struct Options {
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
+    /// Deliberately broken concurrency control, for testing that the checker
+    /// catches what it must. Never set outside tests.
+    #[doc(hidden)]
+    pub faults: Faults,
+}
+
+/// Switches that break the protocol on purpose (tests only): the checker
+/// suite sets them to prove that it detects the resulting anomalies.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    /// Skip read validation and phantom detection (section 3.2).
+    pub skip_validation: bool,
+    /// Ignore first-writer-wins: update a version another transaction has
+    /// already write-locked or replaced (section 2.6).
+    pub skip_write_conflicts: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { protocol: Protocol::MvOcc, max_transactions: 1024, max_value_size: 1 << 20, record_history: false }
+        Options {
+            protocol: Protocol::MvOcc,
+            max_transactions: 1024,
+            max_value_size: 1 << 20,
+            record_history: false,
+            faults: Faults::default(),
+        }
     }
 }
 

@@ -569,6 +569,12 @@ impl<'db> Transaction<'db> {
         // Check updatability, then take the write lock: CAS our id into End.
         loop {
             let Some(expected) = updatable(old, &me) else {
+                if self.db.opts.faults.skip_write_conflicts {
+                    // Fault injection: steal the write lock (lost updates follow).
+                    // Release: as for a successful claim.
+                    old.end.store(self.word, Ordering::Release);
+                    break;
+                }
                 return Err(self.abort_with(AbortReason::WriteConflict));
             };
             // AcqRel: acquire the End word's history (an aborted writer's
@@ -639,10 +645,11 @@ impl<'db> Transaction<'db> {
         db.txns.set_state(self.slot, TxnState::Preparing, end_ts);
 
         // Preparation: validation, then wait for commit dependencies.
-        if self.isolation >= Isolation::RepeatableRead && !self.validate_reads(end_ts) {
+        let validate = !db.opts.faults.skip_validation;
+        if validate && self.isolation >= Isolation::RepeatableRead && !self.validate_reads(end_ts) {
             return Err(self.abort_with(AbortReason::ReadValidation));
         }
-        if self.isolation == Isolation::Serializable && !self.detect_phantoms(end_ts) {
+        if validate && self.isolation == Isolation::Serializable && !self.detect_phantoms(end_ts) {
             return Err(self.abort_with(AbortReason::Phantom));
         }
         if !self.wait_for_dependencies() {
