@@ -68,10 +68,6 @@ use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-/// The read time of read-committed reads: later than any timestamp (which
-/// are even and far below it), earlier than INFINITY.
-const RC_READ_TIME: u64 = INFINITY - 2;
-
 /// Garbage queue length at which a committing transaction also collects.
 const GC_THRESHOLD: usize = 128;
 
@@ -205,19 +201,22 @@ impl<'db> Transaction<'db> {
         });
     }
 
-    /// The logical read time (section 3.4): "now" under read committed, the
+    /// The logical read time (section 3.4): now under read committed, the
     /// begin timestamp otherwise.
     ///
-    /// Read committed reads at [`RC_READ_TIME`], a time after every stamp the
-    /// clock will ever hand out, instead of loading the shared clock on every
-    /// read. The outcome is the same as reading at the current clock value:
-    /// every Committed or Preparing transaction already holds a stamp below
-    /// "now", and an Active one holds none, so Tables 1 and 2 give the same
-    /// answer for both read times; only the contended clock load is saved.
+    /// "Now" must be a real clock reading, not "the end of time": a read walks
+    /// a key's versions one after the other, and a writer seen Active on the
+    /// new version may commit before the walk reaches the old one. Against a
+    /// clock reading that writer's end timestamp is necessarily later (see the
+    /// pending state), so the old version stays visible; against "the end of
+    /// time" both versions would be skipped.
     #[inline]
     fn read_time(&self) -> u64 {
         if self.isolation == Isolation::ReadCommitted {
-            RC_READ_TIME
+            // SeqCst: pairs with `set_pending` and the end-timestamp fetch_add
+            // (a writer we still see Active draws a later stamp). Odd: never
+            // equals a stamp.
+            self.db.clock.load(Ordering::SeqCst) - 1
         } else {
             self.begin_ts
         }
@@ -443,20 +442,24 @@ impl<'db> Transaction<'db> {
         let me = self.me();
         // Before linking: a visible row is a duplicate; a latest version we
         // cannot see is a concurrent writer of this key.
-        let mut dup = false;
+        let mut dup = ptr::null_mut();
         let mut conflict = false;
         t.indexes[0].for_each_eq(&key, |v| {
             if v.key != key {
                 return true;
             }
             if visible_at(v, rt, &me).is_some() {
-                dup = true;
+                dup = v as *const Version as *mut Version;
                 return false;
             }
             conflict |= is_competing(v, &me);
             !conflict
         });
-        if dup {
+        if !dup.is_null() {
+            // The caller learnt that the row exists: a read to validate.
+            if self.track_reads {
+                self.local().read_set.push(VPtr(dup));
+            }
             return Err(Error::DuplicateKey);
         }
         if conflict {
@@ -794,9 +797,12 @@ impl<'db> Transaction<'db> {
             }
         }
         db.txns.report_outcome(self.slot, false);
-        // New versions become garbage once every transaction open now is gone.
-        // Relaxed: any later value is conservative.
-        let now = db.clock.load(Ordering::Relaxed);
+        // New versions become garbage once every transaction open now is gone:
+        // stamp them just below the clock, so that only transactions that
+        // began before now (begin stamps < now) hold them back.
+        // SeqCst: a transaction whose begin we do not order before this load
+        // draws a stamp >= now and can no longer reach the versions.
+        let now = db.clock.load(Ordering::SeqCst) - 1;
         self.collect_garbage(local.write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
             ts: now,
             table: w.table,

@@ -1,0 +1,255 @@
+//! Garbage collection (Hekaton VLDB 2011 sections 2.3 and 2.4, step 5): old
+//! versions are reclaimed once no open or future transaction can see them,
+//! and not before.
+
+use multiverse::*;
+
+const ROWS: u64 = 8;
+
+fn u(v: &[u8]) -> u64 {
+    u64::from_le_bytes(v.try_into().expect("8-byte value"))
+}
+
+fn open(spec: TableSpec) -> (Database, TableId) {
+    let db = Database::new(Options::default()).unwrap();
+    let t = db.create_table(spec).unwrap();
+    db.run(Isolation::Serializable, |x| {
+        for k in 0..ROWS {
+            x.insert(t, Key::from(k), &k.to_le_bytes())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    (db, t)
+}
+
+/// `n` single-row update transactions, round-robin over the rows.
+fn churn(db: &Database, t: TableId, n: u64, base: u64) {
+    for i in 0..n {
+        db.run(Isolation::Snapshot, |x| x.update(t, &Key::from(i % ROWS), &(base + i).to_le_bytes())).unwrap();
+    }
+}
+
+/// Draws a timestamp (a committed no-op transaction), moving the clock.
+fn advance_clock(db: &Database) {
+    db.run(Isolation::Snapshot, |_| Ok(())).unwrap();
+}
+
+fn snapshot_values(x: &mut Transaction<'_>, t: TableId) -> Vec<Option<u64>> {
+    (0..ROWS).map(|k| x.get(t, &Key::from(k)).unwrap().map(|v| u(&v))).collect()
+}
+
+/// After heavy churn, `collect_garbage` brings the live version count back to
+/// one version per row and empties the garbage queues.
+#[test]
+fn collect_garbage_after_churn_leaves_one_version_per_row() {
+    for spec in [TableSpec::hash("h", 16), TableSpec::ordered("o")] {
+        let (db, t) = open(spec);
+        churn(&db, t, 5_000, 1_000);
+        let before = db.stats();
+        assert!(before.versions_alive <= 5_000 + ROWS);
+        db.collect_garbage();
+        let s = db.stats();
+        assert_eq!(s.versions_alive, ROWS, "{s:?}");
+        assert_eq!(s.garbage_pending, 0);
+        // The table still reads right.
+        let mut x = db.begin(Isolation::Snapshot).unwrap();
+        let last: Vec<_> = (0..ROWS).map(|k| Some(1_000 + 5_000 - ROWS + k)).collect();
+        assert_eq!(snapshot_values(&mut x, t), last);
+    }
+}
+
+/// Cooperative collection (section 2.3: "handled cooperatively by all
+/// threads"): committing transactions collect on their own, so the number of
+/// live versions stays bounded during churn without any explicit call.
+#[test]
+fn cooperative_collection_bounds_versions_during_churn() {
+    let (db, t) = open(TableSpec::hash("h", 16));
+    churn(&db, t, 20_000, 0);
+    let s = db.stats();
+    assert!(s.versions_alive < 2_000, "no cooperative collection happened: {s:?}");
+}
+
+/// Deleted rows and the new versions of aborted transactions are garbage too.
+#[test]
+fn deletes_and_aborted_inserts_are_reclaimed() {
+    for spec in [TableSpec::hash("h", 16), TableSpec::ordered("o")] {
+        let (db, t) = open(spec);
+        for round in 0..200u64 {
+            db.run(Isolation::Serializable, |x| {
+                for k in 100..110 {
+                    x.insert(t, Key::from(k), &round.to_le_bytes())?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            db.run(Isolation::Serializable, |x| {
+                for k in 100..110 {
+                    x.delete(t, &Key::from(k))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            let mut x = db.begin(Isolation::Snapshot).unwrap();
+            x.insert(t, Key::from(500), b"never").unwrap();
+            x.update(t, &Key::from(0), b"never").unwrap();
+            x.abort();
+        }
+        db.collect_garbage();
+        // The last aborted transaction's two versions may wait for the clock
+        // to move (see `aborted_versions_reclaimable_before_the_clock_moves`).
+        assert!(db.stats().versions_alive <= ROWS + 2, "{:?}", db.stats());
+        advance_clock(&db);
+        db.collect_garbage();
+        let s = db.stats();
+        assert_eq!(s.versions_alive, ROWS, "{s:?}");
+        assert_eq!(s.garbage_pending, 0);
+        let mut x = db.begin(Isolation::Snapshot).unwrap();
+        let mut n = 0;
+        x.scan(db.primary(t), .., None, |_, _| {
+            n += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(n, ROWS);
+        assert_eq!(x.get(t, &Key::from(0)).unwrap().map(|v| u(&v)), Some(0));
+    }
+}
+
+/// A reader held open across churn still reads its snapshot exactly — also
+/// after explicit collections — because the versions it can see are kept
+/// while it is open; once it ends they are reclaimed.
+#[test]
+fn long_reader_keeps_its_snapshot_and_releases_it_when_done() {
+    for iso in [Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable] {
+        let (db, t) = open(TableSpec::hash("h", 16));
+        churn(&db, t, 100, 500);
+        let mut reader = db.begin(iso).unwrap();
+        let snap = snapshot_values(&mut reader, t);
+        assert!(snap.iter().all(|v| v.is_some()));
+        for round in 0..5 {
+            churn(&db, t, 1_000, 10_000 * (round + 1));
+            db.collect_garbage();
+            assert_eq!(snapshot_values(&mut reader, t), snap, "{iso}: the snapshot changed under the reader");
+            let mut n = 0;
+            reader
+                .scan(db.primary(t), .., None, |k, v| {
+                    assert_eq!(Some(u(v)), snap[k.to_u64().unwrap() as usize]);
+                    n += 1;
+                    true
+                })
+                .unwrap();
+            assert_eq!(n, ROWS);
+        }
+        let held = db.stats().versions_alive;
+        assert!(held >= 2 * ROWS, "{iso}: the reader's versions and the latest ones are both alive: {held}");
+        reader.commit().unwrap();
+        db.collect_garbage();
+        let s = db.stats();
+        assert_eq!(s.versions_alive, ROWS, "{iso}: released after the reader ended: {s:?}");
+    }
+}
+
+/// A serializable writer held open across churn validates against the
+/// versions it read: they must still exist (kept by the watermark) so that
+/// validation can see they were replaced, and it fails with ReadValidation.
+#[test]
+fn held_open_writer_validates_against_kept_versions() {
+    let (db, t) = open(TableSpec::ordered("o"));
+    let mut w = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(w.get(t, &Key::from(1)).unwrap().map(|v| u(&v)), Some(1));
+    churn(&db, t, 2_000, 100);
+    db.collect_garbage();
+    w.update(t, &Key::from(100), b"x").unwrap_err(); // absent: KeyNotFound, recorded as a scan
+    w.insert(t, Key::from(100), b"x").unwrap();
+    assert_eq!(w.commit(), Err(Error::Aborted(AbortReason::ReadValidation)));
+    advance_clock(&db);
+    db.collect_garbage();
+    assert_eq!(db.stats().versions_alive, ROWS);
+}
+
+/// Versions still needed by an open transaction are never reclaimed, while
+/// those that ended before the oldest open transaction began are (the oldest
+/// open begin timestamp is the watermark).
+#[test]
+fn watermark_follows_the_oldest_open_transaction() {
+    let (db, t) = open(TableSpec::hash("h", 16));
+    let mut old = db.begin(Isolation::Snapshot).unwrap();
+    let old_snap = snapshot_values(&mut old, t);
+    churn(&db, t, 800, 0);
+    db.collect_garbage();
+    let held = db.stats().versions_alive;
+    assert!(held >= 800 + ROWS, "the old transaction holds everything after its begin: {held}");
+    let mut young = db.begin(Isolation::Snapshot).unwrap();
+    let young_snap = snapshot_values(&mut young, t);
+    churn(&db, t, 800, 5_000);
+    db.collect_garbage();
+    assert!(db.stats().versions_alive >= 1_600 + ROWS, "both snapshots are held");
+    assert_eq!(snapshot_values(&mut old, t), old_snap);
+    old.commit().unwrap();
+    db.collect_garbage();
+    // Only the young snapshot's versions and later ones remain: the first
+    // churn's versions (all ended before the young transaction began,
+    // except the ones it sees) are gone.
+    let alive = db.stats().versions_alive;
+    assert!((800 + ROWS..=800 + 2 * ROWS).contains(&alive), "{alive}");
+    assert_eq!(snapshot_values(&mut young, t), young_snap);
+    young.commit().unwrap();
+    db.collect_garbage();
+    assert_eq!(db.stats().versions_alive, ROWS);
+}
+
+/// The stamp of an aborted transaction's garbage is the clock at its abort,
+/// and reclamation needs `stamp < watermark`; with no transaction open the
+/// watermark is the clock itself, so the garbage of the last abort cannot be
+/// reclaimed until some later transaction draws a timestamp, although no
+/// open or future transaction can see it (`collect_garbage` promises to
+/// reclaim "every version no open or future transaction can see").
+#[test]
+fn aborted_versions_reclaimable_before_the_clock_moves() {
+    let (db, t) = open(TableSpec::hash("h", 16));
+    let mut x = db.begin(Isolation::Snapshot).unwrap();
+    x.insert(t, Key::from(100), b"gone").unwrap();
+    x.update(t, &Key::from(0), b"gone").unwrap();
+    x.abort();
+    db.collect_garbage();
+    let s = db.stats();
+    assert_eq!(s.versions_alive, ROWS, "{s:?}");
+    assert_eq!(s.garbage_pending, 0, "{s:?}");
+}
+
+/// Secondary indexes: every version is linked into every index, and
+/// collection unlinks it from all of them (no stale entries are found
+/// through the secondary index afterwards).
+#[test]
+fn collection_unlinks_from_secondary_indexes() {
+    fn bucket(_pk: &Key, v: &[u8]) -> Key {
+        Key::from(u64::from_le_bytes(v.try_into().unwrap()) % 4)
+    }
+    for kind in [IndexKind::Hash { capacity: 16 }, IndexKind::Ordered] {
+        let db = Database::new(Options::default()).unwrap();
+        let t = db.create_table(TableSpec::hash("h", 16).secondary("mod4", kind, bucket)).unwrap();
+        let ix = db.index(t, "mod4").unwrap();
+        db.run(Isolation::Snapshot, |x| {
+            for k in 0..ROWS {
+                x.insert(t, Key::from(k), &k.to_le_bytes())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        churn(&db, t, 3_000, 7);
+        db.collect_garbage();
+        assert_eq!(db.stats().versions_alive, ROWS);
+        let mut x = db.begin(Isolation::Snapshot).unwrap();
+        let mut total = 0;
+        for b in 0..4u64 {
+            x.get_by(ix, &Key::from(b), |_, v| {
+                assert_eq!(u(v) % 4, b);
+                total += 1;
+                true
+            })
+            .unwrap();
+        }
+        assert_eq!(total, ROWS);
+    }
+}
