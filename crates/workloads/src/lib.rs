@@ -1,1 +1,273 @@
-pub fn _placeholder() {}
+//! Protocol-agnostic workloads for Multiverse.
+//!
+//! A workload is written once against the engine's public API (DESIGN.md,
+//! principle 1) and run unchanged by every protocol. It has three parts:
+//!
+//! * [`Workload`]: the schema and the initial data. [`Workload::load`] fills
+//!   one slice of the data set, so a harness can load in parallel.
+//! * [`Worker`]: one per thread. [`Worker::next_txn`] draws the inputs of the
+//!   next transaction (keys, values) from the worker's own random generator;
+//!   [`Worker::execute`] runs its body. A transient abort is retried with the
+//!   *same* inputs, as a real client would, so the body must not draw new ones.
+//! * [`run_txn`]: the retry loop that turns one [`Worker::next_txn`] into one
+//!   committed transaction and counts every abort by reason.
+//!
+//! Everything on the per-transaction path is statically dispatched: the body
+//! is generic over [`Txn`], the operations a workload may use, and the driver
+//! is generic over the worker. No `dyn` call and no allocation happens per
+//! record access or per transaction.
+//!
+//! Workloads that exist today: [`hekaton`] (section 5.1 of the Hekaton paper).
+//! Use [`KNOWN`] and [`check_name`] to validate a name given on a command line.
+
+#![warn(missing_docs)]
+
+pub mod hekaton;
+
+pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
+
+use multiverse::{AbortReason, AccessSet, Database, Error, Key, Result, TableId, Transaction, TxnOptions};
+use std::fmt;
+
+/// Names of the workloads this build knows, for `--workload`.
+pub const KNOWN: [&str; 1] = ["hekaton"];
+
+/// Checks a workload name; the error lists the known ones.
+pub fn check_name(name: &str) -> std::result::Result<&'static str, String> {
+    KNOWN
+        .iter()
+        .copied()
+        .find(|k| *k == name)
+        .ok_or_else(|| format!("unknown workload '{name}' (known workloads: {})", KNOWN.join(", ")))
+}
+
+/// Why a transaction body failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxnError {
+    /// The engine refused an operation: an abort (retried by [`run_txn`]
+    /// when transient) or an error.
+    Engine(Error),
+    /// The workload found a state that cannot happen (a row it never deletes
+    /// is missing, say): a bug in the engine or the workload. Never retried.
+    Invariant(String),
+}
+
+impl From<Error> for TxnError {
+    fn from(e: Error) -> TxnError {
+        TxnError::Engine(e)
+    }
+}
+
+impl fmt::Display for TxnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TxnError::Engine(e) => write!(f, "{e}"),
+            TxnError::Invariant(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for TxnError {}
+
+/// A workload parameter, reported with the results.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    /// An integer (rows, reads per transaction, ...).
+    Int(u64),
+    /// A name.
+    Str(String),
+    /// A switch.
+    Bool(bool),
+}
+
+/// The record operations a transaction body may use.
+///
+/// Workload bodies are generic over this trait, so the same code runs on any
+/// protocol's transaction type, monomorphized (no `dyn` call per access).
+pub trait Txn {
+    /// Reads the row with primary key `key` and passes its value to `f`
+    /// without copying it; `None` if the row does not exist.
+    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>>;
+    /// Replaces the value of an existing row.
+    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()>;
+    /// Inserts a new row.
+    fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()>;
+    /// Hints that the rows with these primary keys will be accessed soon
+    /// (lets their cache misses overlap). Does nothing by default.
+    #[inline]
+    fn prefetch(&self, table: TableId, keys: &[Key]) {
+        let _ = (table, keys);
+    }
+}
+
+impl Txn for Transaction<'_> {
+    #[inline]
+    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        Transaction::get_with(self, table, key, f)
+    }
+    #[inline]
+    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        Transaction::update(self, table, key, value)
+    }
+    #[inline]
+    fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        Transaction::insert(self, table, key, value)
+    }
+    #[inline]
+    fn prefetch(&self, table: TableId, keys: &[Key]) {
+        Transaction::prefetch(self, table, keys)
+    }
+}
+
+/// A workload: schema, initial data, and per-thread transaction generators.
+pub trait Workload: Sync {
+    /// The per-thread transaction generator.
+    type Worker<'w>: Worker
+    where
+        Self: 'w;
+
+    /// The workload's name (one of [`KNOWN`]).
+    fn name(&self) -> &'static str;
+
+    /// The parameters that define the run, for reports.
+    fn params(&self) -> Vec<(&'static str, Param)>;
+
+    /// Units of load work in all (rows, for progress reporting).
+    fn load_size(&self) -> u64;
+
+    /// Loads slice `part` of `parts` of the initial data. Slices are disjoint
+    /// and together cover the data set; they can be loaded concurrently.
+    /// `progress(n)` is called after each batch of `n` units.
+    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()>;
+
+    /// A worker for thread `thread`, with its own random generator seeded by `seed`.
+    fn worker(&self, thread: usize, seed: u64) -> Self::Worker<'_>;
+}
+
+/// Generates and runs the transactions of one thread.
+pub trait Worker: Send {
+    /// Draws the inputs of the next transaction.
+    fn next_txn(&mut self);
+
+    /// Runs the body of the current transaction (the inputs of the last
+    /// [`Worker::next_txn`]); may be called again after a transient abort.
+    fn execute<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError>;
+
+    /// Declares the records the current transaction will read and write, for
+    /// protocols that must know them before execution (BOHM, ordered 2PL).
+    /// Clears `access` first; its capacity is reused.
+    fn declare(&self, access: &mut AccessSet) {
+        access.reads.clear();
+        access.writes.clear();
+    }
+}
+
+/// Aborts counted by reason (indexed like [`AbortReason::ALL`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AbortCounts(pub [u64; AbortReason::COUNT]);
+
+impl AbortCounts {
+    /// Counts one abort.
+    #[inline]
+    pub fn add(&mut self, r: AbortReason) {
+        self.0[r as usize] += 1;
+    }
+    /// Total aborts.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    /// Adds another set of counts.
+    pub fn merge(&mut self, o: &AbortCounts) {
+        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
+            *a += b;
+        }
+    }
+    /// (reason, count) pairs in the order of [`AbortReason::ALL`].
+    pub fn by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
+        AbortReason::ALL.into_iter().zip(self.0.iter().copied())
+    }
+}
+
+/// Runs the worker's current transaction until it commits, retrying
+/// transient aborts (with the same inputs) and counting them in `aborts`.
+/// Returns the first non-transient error (a bug in the workload or bad
+/// options), after rolling the attempt back.
+///
+/// Between retries the thread spins for a short, growing time (then yields),
+/// so that under contention the winner of a write-write conflict can finish.
+#[inline]
+pub fn run_txn<W: Worker>(
+    db: &Database,
+    w: &mut W,
+    opts: TxnOptions<'_>,
+    aborts: &mut AbortCounts,
+) -> Result<(), TxnError> {
+    let mut spins = 0u32;
+    loop {
+        let mut t = db.begin_with(opts)?;
+        let r = match w.execute(&mut t) {
+            Ok(()) => t.commit().map(|_| ()).map_err(TxnError::Engine),
+            Err(e) => {
+                drop(t); // rolls back if still active
+                Err(e)
+            }
+        };
+        match r {
+            Ok(()) => return Ok(()),
+            Err(TxnError::Engine(e)) if e.is_transient() => {
+                aborts.add(e.abort_reason().expect("transient errors are aborts"));
+                backoff(&mut spins);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Spins 2^k times (k grows per retry, up to 2^10), then yields the CPU.
+#[cold]
+fn backoff(k: &mut u32) {
+    if *k <= 10 {
+        for _ in 0..(1u32 << *k) {
+            std::hint::spin_loop();
+        }
+        *k += 1;
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// Splits `0..n` into `parts` contiguous slices and returns slice `part`.
+pub fn split_range(n: u64, part: usize, parts: usize) -> std::ops::Range<u64> {
+    let parts = parts.max(1) as u64;
+    let part = part as u64;
+    let lo = n * part / parts;
+    let hi = n * (part + 1) / parts;
+    lo..hi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_range_covers_everything_once() {
+        for n in [0u64, 1, 7, 1000, 10_000_001] {
+            for parts in 1..6 {
+                let mut next = 0;
+                for p in 0..parts {
+                    let r = split_range(n, p, parts);
+                    assert_eq!(r.start, next);
+                    next = r.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert_eq!(check_name("hekaton"), Ok("hekaton"));
+        let e = check_name("tpcc").unwrap_err();
+        assert!(e.contains("unknown workload 'tpcc'") && e.contains("hekaton"), "{e}");
+    }
+}

@@ -1,15 +1,336 @@
-//! `multiverse bench` and the default comparison.
+//! `multiverse bench` and the default comparison (`multiverse` with no arguments).
+//!
+//! `bench` opens an in-memory database with the chosen protocol, creates and
+//! loads the workload's data in parallel (`--threads` loader threads), runs
+//! `--threads` workers for `--duration` seconds at `--isolation`, and prints a
+//! summary: throughput, aborts by reason, latency percentiles, load time,
+//! peak RSS and bytes per row. With `--json FILE` it also writes one JSON
+//! object with the fields of DESIGN.md ("Benchmark JSON") plus extras.
+//!
+//! The default comparison runs Hekaton MV/O at the four isolation levels on
+//! the section 5.1 workload (one load, reused by every level) and prints a
+//! table. Environment variables resize it for tests and quick looks:
+//! `MULTIVERSE_DEFAULT_ROWS` (default 1,000,000), `MULTIVERSE_DEFAULT_SECONDS`
+//! (per level, default 10) and `MULTIVERSE_DEFAULT_THREADS` (default 2).
+//!
+//! Progress bars appear only when stderr is a terminal. Every error is a
+//! one-line `Err(String)`.
+
+mod harness;
+mod report;
+mod sys;
+
+use harness::{LoadResult, RunConfig, RunResult};
+use multiverse::{Database, Isolation, Options, Protocol, Stats};
+use multiverse_workloads::{check_name, Hekaton, HekatonConfig, Workload};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default seed of the workers' random generators.
+const DEFAULT_SEED: u64 = 0x5EED_2011;
+/// Most worker threads accepted (transaction-table slots are 1024 by default).
+const MAX_THREADS: usize = 1024;
+/// Conservative estimate of resident bytes per Hekaton row (version record,
+/// allocator overhead, hash bucket), used to refuse loads that cannot fit.
+const EST_BYTES_PER_ROW: u64 = 128;
 
 /// Arguments of `multiverse bench`.
-#[derive(clap::Args)]
-pub struct BenchArgs {}
-
-/// `multiverse bench`.
-pub fn run(_a: BenchArgs) -> Result<(), String> {
-    Err("bench: not yet implemented".into())
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Concurrency-control protocol (mv-occ, mv-lock, mv-mixed, 1v-lock, silo, 2pl-ordered, ssn, ssi, bohm, pomvcc).
+    #[arg(long, default_value = "mv-occ", value_name = "P")]
+    protocol: String,
+    /// Workload to run (hekaton: section 5.1 of the Hekaton paper).
+    #[arg(long, default_value = "hekaton", value_name = "W")]
+    workload: String,
+    /// Isolation level: read-committed, snapshot, repeatable-read or serializable.
+    #[arg(long, default_value = "read-committed", value_name = "L")]
+    isolation: String,
+    /// Worker threads; loading uses the same number [default: number of CPUs].
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
+    /// Seconds to run (fractions allowed).
+    #[arg(long, default_value = "10", value_name = "S", value_parser = parse_seconds, allow_negative_numbers = true)]
+    duration: f64,
+    /// Also write the result as one JSON object to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// hekaton: reads per transaction (R).
+    #[arg(long, default_value_t = 10, value_name = "R")]
+    reads: u32,
+    /// hekaton: writes (updates) per transaction (W).
+    #[arg(long, default_value_t = 2, value_name = "W")]
+    writes: u32,
+    /// hekaton: rows in the table (N); accepts 10000000, 10_000_000, 10M, 500k.
+    #[arg(long, default_value = "10000000", value_name = "N", value_parser = parse_count)]
+    rows: u64,
+    /// hekaton: do not issue prefetch hints for a transaction's rows.
+    #[arg(long)]
+    no_prefetch: bool,
+    /// Seed of the workers' random generators.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
 }
 
-/// `multiverse` with no arguments.
+fn parse_threads(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("'{s}' is not a number of threads"))?;
+    if n == 0 || n > MAX_THREADS {
+        return Err(format!("must be between 1 and {MAX_THREADS}"));
+    }
+    Ok(n)
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let d: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
+        return Err("must be more than 0 and at most 86400 seconds".into());
+    }
+    Ok(d)
+}
+
+/// A count such as `10000000`, `10_000_000`, `10,000,000`, `10M` or `500k`.
+fn parse_count(s: &str) -> Result<u64, String> {
+    let t: String = s.trim().chars().filter(|c| *c != '_' && *c != ',').collect();
+    let (num, mul) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000),
+        Some('g' | 'G' | 'b' | 'B') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (&t[..], 1),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a count (try 1000000 or 1M)"))?;
+    n.checked_mul(mul).ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// Parses and checks a protocol name: it must exist and be built.
+fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    let p: Protocol = s.parse().map_err(|e: multiverse::Error| e.to_string())?;
+    if !p.is_available() {
+        let avail: Vec<_> = Protocol::available().map(|p| p.name()).collect();
+        return Err(format!("protocol '{p}' is not available in this build (available: {})", avail.join(", ")));
+    }
+    Ok(p)
+}
+
+/// Parses an isolation level and checks the protocol offers it.
+fn parse_isolation(s: &str, p: Protocol) -> Result<Isolation, String> {
+    let l: Isolation = s.parse().map_err(|e: multiverse::Error| e.to_string())?;
+    if !p.isolation_levels().contains(&l) {
+        let offered: Vec<_> = p.isolation_levels().iter().map(|l| l.name()).collect();
+        return Err(format!("protocol '{p}' does not offer isolation level '{l}' (it offers: {})", offered.join(", ")));
+    }
+    Ok(l)
+}
+
+/// Refuses a table that clearly cannot fit in memory (instead of dying in the allocator).
+fn check_memory(rows: u64) -> Result<(), String> {
+    let need = rows.saturating_mul(EST_BYTES_PER_ROW);
+    match sys::mem_available_bytes() {
+        Some(avail) if need > avail => Err(format!(
+            "--rows {} needs about {} of memory, but only {} is available",
+            report::int(rows),
+            report::bytes(need),
+            report::bytes(avail)
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn open_db(protocol: Protocol, threads: usize) -> Result<Database, String> {
+    let opts =
+        Options { protocol, max_transactions: threads.max(Options::default().max_transactions), ..Options::default() };
+    Database::new(opts).map_err(|e| e.to_string())
+}
+
+/// Everything one `bench` run measured, for the summary and the JSON record.
+pub(crate) struct Measurement {
+    pub protocol: Protocol,
+    pub isolation: Isolation,
+    pub workload: &'static str,
+    pub params: Vec<(&'static str, multiverse_workloads::Param)>,
+    pub threads: usize,
+    pub duration_requested: f64,
+    pub seed: u64,
+    pub load: LoadResult,
+    pub run: RunResult,
+    pub stats_end: Stats,
+    pub peak_rss: u64,
+}
+
+/// `multiverse bench`.
+pub fn run(a: BenchArgs) -> Result<(), String> {
+    let workload = check_name(&a.workload)?;
+    let protocol = parse_protocol(&a.protocol)?;
+    let isolation = parse_isolation(&a.isolation, protocol)?;
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let show = std::io::stderr().is_terminal();
+    let db = open_db(protocol, threads)?;
+    let rss_before = sys::rss_bytes();
+    let m = match workload {
+        "hekaton" => {
+            let cfg = HekatonConfig { rows: a.rows, reads: a.reads, writes: a.writes, prefetch: !a.no_prefetch };
+            cfg.validate()?;
+            check_memory(cfg.rows)?;
+            let w = Hekaton::setup(&db, cfg)?;
+            measure(&db, &w, protocol, isolation, threads, a.duration, a.seed, show, rss_before)?
+        }
+        other => unreachable!("check_name accepted '{other}' without a case here"),
+    };
+    print!("{}", report::summary(&m));
+    if let Some(path) = &a.json {
+        let rec = report::json(&m);
+        let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("cannot encode JSON: {e}"))?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    exit_without_drop(db);
+    Ok(())
+}
+
+/// Leaves a loaded database to the operating system instead of dropping it:
+/// the process is about to exit, and freeing ten million versions one by one
+/// (in hash-bucket order) takes seconds.
+fn exit_without_drop(db: Database) {
+    std::mem::forget(db);
+}
+
+/// Loads `w` and runs it once.
+#[allow(clippy::too_many_arguments)]
+fn measure<W: Workload>(
+    db: &Database,
+    w: &W,
+    protocol: Protocol,
+    isolation: Isolation,
+    threads: usize,
+    duration: f64,
+    seed: u64,
+    show: bool,
+    rss_before: u64,
+) -> Result<Measurement, String> {
+    let load = harness::load(db, w, threads, show, rss_before)?;
+    let cfg = RunConfig { threads, duration: Duration::from_secs_f64(duration), isolation, seed, show_progress: show };
+    let run = harness::run(db, w, cfg)?;
+    Ok(Measurement {
+        protocol,
+        isolation,
+        workload: w.name(),
+        params: w.params(),
+        threads,
+        duration_requested: duration,
+        seed,
+        load,
+        run,
+        stats_end: db.stats(),
+        peak_rss: sys::peak_rss_bytes(),
+    })
+}
+
+fn env_or<T: std::str::FromStr>(
+    name: &str,
+    default: T,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<T, String> {
+    match std::env::var(name) {
+        Ok(s) => parse(&s).map_err(|e| format!("{name}={s}: {e}")),
+        Err(_) => Ok(default),
+    }
+}
+
+/// `multiverse` with no arguments: MV/O at the four isolation levels on the
+/// Hekaton section 5.1 workload, one load reused by every level.
 pub fn default_comparison() -> Result<(), String> {
-    Err("not yet implemented".into())
+    let rows = env_or("MULTIVERSE_DEFAULT_ROWS", 1_000_000, parse_count)?;
+    let secs = env_or("MULTIVERSE_DEFAULT_SECONDS", 10.0, parse_seconds)?;
+    let threads = env_or("MULTIVERSE_DEFAULT_THREADS", 2, parse_threads)?;
+    let protocol = Protocol::MvOcc;
+    let cfg = HekatonConfig { rows, ..HekatonConfig::default() };
+    cfg.validate().map_err(|e| format!("MULTIVERSE_DEFAULT_ROWS: {e}"))?;
+    check_memory(rows)?;
+    let show = std::io::stderr().is_terminal();
+
+    println!(
+        "Multiverse default comparison: Hekaton MV/O at four isolation levels\n\
+         workload hekaton (section 5.1): R={} reads + W={} writes per transaction, N={} rows, \
+         {}, {secs} s per level",
+        cfg.reads,
+        cfg.writes,
+        report::int(rows),
+        report::threads(threads)
+    );
+    println!("(run `multiverse bench --help` for single runs, other sizes and JSON output)\n");
+
+    let db = open_db(protocol, threads)?;
+    let rss_before = sys::rss_bytes();
+    let w = Hekaton::setup(&db, cfg)?;
+    let load = harness::load(&db, &w, threads, show, rss_before)?;
+    println!(
+        "loaded {} rows in {:.2} s ({:.0} bytes/row); each level reuses them after a garbage collection\n",
+        report::int(load.rows),
+        load.elapsed.as_secs_f64(),
+        load.bytes_per_row()
+    );
+    // A short unmeasured warm-up, so the first level does not run on freshly
+    // loaded, never-updated memory while the others do not.
+    let warm = Duration::from_secs_f64((secs / 10.0).min(1.0));
+    let run_cfg = |isolation| RunConfig {
+        threads,
+        duration: Duration::from_secs_f64(secs),
+        isolation,
+        seed: DEFAULT_SEED,
+        show_progress: show,
+    };
+    harness::run(&db, &w, RunConfig { duration: warm, ..run_cfg(Isolation::ReadCommitted) })?;
+
+    println!("{}", report::comparison_header());
+    let mut rc_tps = None;
+    for level in Isolation::ALL {
+        db.collect_garbage();
+        let r = harness::run(&db, &w, run_cfg(level))?;
+        let base = *rc_tps.get_or_insert(r.throughput());
+        println!("{}", report::comparison_row(level, &r, base, threads));
+    }
+    println!();
+    println!(
+        "peak RSS {}, {} versions alive at the end; git commit {}",
+        report::bytes(sys::peak_rss_bytes()),
+        report::int(db.stats().versions_alive),
+        sys::GIT_COMMIT
+    );
+    println!(
+        "cpu: share of the run the workers were on a CPU; below 100% other processes competed, \
+         and the numbers are noisy"
+    );
+    println!(
+        "A plot of this comparison is not drawn yet (plots arrive with `multiverse compare`); \
+         the table above is its data."
+    );
+    exit_without_drop(db);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_parse() {
+        assert_eq!(parse_count("10000000"), Ok(10_000_000));
+        assert_eq!(parse_count("10_000_000"), Ok(10_000_000));
+        assert_eq!(parse_count("10M"), Ok(10_000_000));
+        assert_eq!(parse_count("500k"), Ok(500_000));
+        assert!(parse_count("ten").is_err());
+        assert!(parse_count("99999999999999999999").is_err());
+        assert!(parse_count("99999999999999G").is_err());
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert_eq!(parse_protocol("mv-occ"), Ok(Protocol::MvOcc));
+        assert!(parse_protocol("silo").unwrap_err().contains("not available"));
+        assert!(parse_protocol("nope").unwrap_err().contains("unknown protocol"));
+        assert_eq!(parse_isolation("snapshot", Protocol::MvOcc), Ok(Isolation::Snapshot));
+        assert!(parse_isolation("chaos", Protocol::MvOcc).unwrap_err().contains("unknown isolation"));
+        assert!(parse_isolation("snapshot", Protocol::Silo).unwrap_err().contains("does not offer"));
+        assert!(parse_seconds("0").is_err() && parse_seconds("nan").is_err() && parse_seconds("0.5").is_ok());
+        assert!(parse_threads("0").is_err() && parse_threads("2").is_ok());
+    }
 }

@@ -1,0 +1,270 @@
+//! The benchmark harness: parallel load, then a timed run of N worker threads.
+//!
+//! Generic over the workload ([`Workload`]), so the per-transaction loop is
+//! monomorphized: per transaction a worker draws its inputs, runs
+//! [`run_txn`] (which retries transient aborts and counts them by reason),
+//! takes one `Instant` and records one latency sample into its own
+//! histogram. Nothing is shared between workers on that path except the stop
+//! flag (read, never written until the end) and a per-worker progress cell
+//! on its own cache line, written every 256 transactions. Histograms and
+//! counters are merged once, after the run.
+
+use super::sys;
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use multiverse::{Database, Isolation, TxnOptions};
+use multiverse_workloads::{run_txn, AbortCounts, TxnError, Worker, Workload};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Highest latency the histograms track (longer samples are clamped): 60 s.
+const MAX_LATENCY_NS: u64 = 60_000_000_000;
+
+/// What loading measured.
+#[derive(Clone, Debug)]
+pub struct LoadResult {
+    /// Units loaded (rows).
+    pub rows: u64,
+    /// Wall time of the load.
+    pub elapsed: Duration,
+    /// Loader threads.
+    pub threads: usize,
+    /// Resident memory before the table was created and after the load.
+    pub rss_before: u64,
+    /// See `rss_before`.
+    pub rss_after: u64,
+}
+
+impl LoadResult {
+    /// Resident bytes added per row by creating and loading the table.
+    pub fn bytes_per_row(&self) -> f64 {
+        if self.rows == 0 {
+            return 0.0;
+        }
+        self.rss_after.saturating_sub(self.rss_before) as f64 / self.rows as f64
+    }
+}
+
+/// What a timed run measured.
+pub struct RunResult {
+    /// Committed transactions.
+    pub committed: u64,
+    /// Aborted attempts, by reason (each was retried).
+    pub aborts: AbortCounts,
+    /// Wall time from the start signal until every worker stopped.
+    pub elapsed: Duration,
+    /// Latency of every committed transaction (retries included), in ns.
+    pub latency_ns: Histogram<u64>,
+    /// Seconds the workers spent on a CPU, summed (0 if unknown).
+    pub cpu_s: f64,
+    /// Seconds the workers were runnable but waited for a CPU, summed: high
+    /// when other processes compete for the machine (0 if unknown).
+    pub cpu_wait_s: f64,
+}
+
+impl RunResult {
+    /// Committed transactions per second.
+    pub fn throughput(&self) -> f64 {
+        self.committed as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+    /// Latency at quantile `q`, in microseconds.
+    pub fn latency_us(&self, q: f64) -> f64 {
+        self.latency_ns.value_at_quantile(q) as f64 / 1000.0
+    }
+    /// Committed transactions per second of worker CPU time (less sensitive
+    /// to other processes on the machine than [`RunResult::throughput`]).
+    pub fn throughput_per_cpu(&self) -> f64 {
+        if self.cpu_s <= 0.0 {
+            return 0.0;
+        }
+        self.committed as f64 / self.cpu_s
+    }
+    /// Share of the run's thread-seconds the workers spent on a CPU.
+    pub fn cpu_share(&self, threads: usize) -> f64 {
+        self.cpu_s / (self.elapsed.as_secs_f64() * threads as f64).max(1e-9)
+    }
+    /// Largest latency, in microseconds.
+    pub fn latency_max_us(&self) -> f64 {
+        self.latency_ns.max() as f64 / 1000.0
+    }
+}
+
+/// A progress bar on stderr when it is a terminal, a hidden one otherwise.
+fn bar(show: bool, len: u64, template: &str) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
+/// Loads the workload's data with `threads` loader threads, each taking one
+/// contiguous slice (the workload batches many rows per transaction).
+pub fn load<W: Workload>(
+    db: &Database,
+    w: &W,
+    threads: usize,
+    show_progress: bool,
+    rss_before: u64,
+) -> Result<LoadResult, String> {
+    let total = w.load_size();
+    let pb = bar(show_progress, total, "load {bar:40} {human_pos}/{human_len} rows  eta {eta}");
+    let inc = |n: u64| pb.inc(n);
+    let start = Instant::now();
+    let results: Vec<multiverse::Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|i| s.spawn(move || w.load(db, i, threads, &inc))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    let elapsed = start.elapsed();
+    pb.finish_and_clear();
+    for r in results {
+        r.map_err(|e| format!("loading {} failed: {e}", w.name()))?;
+    }
+    Ok(LoadResult { rows: total, elapsed, threads, rss_before, rss_after: sys::rss_bytes() })
+}
+
+/// Settings of a timed run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunConfig {
+    /// Worker threads.
+    pub threads: usize,
+    /// How long to run.
+    pub duration: Duration,
+    /// Isolation level of every transaction.
+    pub isolation: Isolation,
+    /// Seed of the workers' random generators (each also mixes its thread number).
+    pub seed: u64,
+    /// Show a progress bar on stderr.
+    pub show_progress: bool,
+}
+
+/// A worker's progress counter, alone on its cache line.
+#[repr(align(128))]
+#[derive(Default)]
+struct Progress(AtomicU64);
+
+/// Runs `cfg.threads` workers for `cfg.duration`.
+pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResult, String> {
+    let threads = cfg.threads;
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let progress: Vec<Progress> = (0..threads).map(|_| Progress::default()).collect();
+    let ms = cfg.duration.as_millis().max(1) as u64;
+    let pb = bar(cfg.show_progress, ms, "run  {bar:40} {elapsed}/{msg}");
+    pb.set_message(format!("{:.0}s", cfg.duration.as_secs_f64()));
+
+    let (outcomes, elapsed) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let mut worker = w.worker(i, cfg.seed);
+                let (stop, barrier, cell) = (&stop, &barrier, &progress[i]);
+                s.spawn(move || {
+                    let r = worker_loop(db, &mut worker, cfg.isolation, stop, barrier, cell);
+                    if r.is_err() {
+                        // Relaxed: a hint; the others stop at their next check.
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let deadline = start + cfg.duration;
+        loop {
+            let now = Instant::now();
+            // Relaxed: set only by a failing worker; a late look costs one tick.
+            if now >= deadline || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(100)));
+            if !pb.is_hidden() {
+                pb.set_position(start.elapsed().as_millis() as u64);
+                // Relaxed: a progress estimate.
+                let done: u64 = progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum();
+                let tps = done as f64 / start.elapsed().as_secs_f64();
+                pb.set_message(format!("{:.0}s  {} txn/s", cfg.duration.as_secs_f64(), super::report::int(tps as u64)));
+            }
+        }
+        // Relaxed: workers poll it; the scope join orders everything after.
+        stop.store(true, Ordering::Relaxed);
+        let outcomes: Vec<_> =
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
+        (outcomes, start.elapsed())
+    });
+    pb.finish_and_clear();
+
+    let mut committed = 0;
+    let mut aborts = AbortCounts::default();
+    let mut latency_ns = new_histogram();
+    let (mut cpu_ns, mut wait_ns) = (0, 0);
+    for o in outcomes {
+        let o = o.map_err(|e| format!("{} transaction failed: {e}", w.name()))?;
+        committed += o.committed;
+        aborts.merge(&o.aborts);
+        latency_ns.add(&o.latency_ns).map_err(|e| format!("merging latency histograms: {e}"))?;
+        cpu_ns += o.cpu_ns;
+        wait_ns += o.wait_ns;
+    }
+    Ok(RunResult {
+        committed,
+        aborts,
+        elapsed,
+        latency_ns,
+        cpu_s: cpu_ns as f64 / 1e9,
+        cpu_wait_s: wait_ns as f64 / 1e9,
+    })
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds")
+}
+
+struct WorkerOutcome {
+    committed: u64,
+    aborts: AbortCounts,
+    latency_ns: Histogram<u64>,
+    cpu_ns: u64,
+    wait_ns: u64,
+}
+
+/// The per-thread loop: one `Instant` and one histogram record per
+/// committed transaction.
+fn worker_loop<K: Worker>(
+    db: &Database,
+    worker: &mut K,
+    isolation: Isolation,
+    stop: &AtomicBool,
+    barrier: &Barrier,
+    progress: &Progress,
+) -> Result<WorkerOutcome, TxnError> {
+    let opts = TxnOptions::new(isolation);
+    let mut hist = new_histogram();
+    let mut aborts = AbortCounts::default();
+    let mut committed = 0u64;
+    barrier.wait();
+    let cpu_start = sys::thread_cpu_ns();
+    let mut last = Instant::now();
+    // Relaxed: a stop request needs no ordering; it is seen within a transaction or two.
+    while !stop.load(Ordering::Relaxed) {
+        worker.next_txn();
+        run_txn(db, worker, opts, &mut aborts)?;
+        let now = Instant::now();
+        hist.saturating_record(now.duration_since(last).as_nanos() as u64);
+        last = now;
+        committed += 1;
+        if committed % 256 == 0 {
+            // Relaxed: read only by the progress bar.
+            progress.0.store(committed, Ordering::Relaxed);
+        }
+    }
+    let (cpu_ns, wait_ns) = match (cpu_start, sys::thread_cpu_ns()) {
+        (Some((c0, w0)), Some((c1, w1))) => (c1.saturating_sub(c0), w1.saturating_sub(w0)),
+        _ => (0, 0),
+    };
+    Ok(WorkerOutcome { committed, aborts, latency_ns: hist, cpu_ns, wait_ns })
+}

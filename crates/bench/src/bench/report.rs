@@ -1,0 +1,285 @@
+//! Human summaries, the comparison table, and the benchmark JSON record
+//! (DESIGN.md, "Benchmark JSON").
+
+use super::harness::RunResult;
+use super::{sys, Measurement};
+use multiverse::Isolation;
+use multiverse_workloads::{AbortCounts, Param};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt::Write;
+
+/// An integer with thousands separators: `12,345,678`.
+pub fn int(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `1 thread`, `2 threads`.
+pub fn threads(n: usize) -> String {
+    format!("{n} thread{}", if n == 1 { "" } else { "s" })
+}
+
+/// A byte count in binary units: `1.23 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
+fn param_text(p: &Param) -> String {
+    match p {
+        Param::Int(n) => n.to_string(),
+        Param::Str(s) => s.clone(),
+        Param::Bool(b) => b.to_string(),
+    }
+}
+
+/// `write-conflict 100, read-validation 23` (non-zero reasons only), or `none`.
+fn abort_text(a: &AbortCounts) -> String {
+    let parts: Vec<_> = a.by_reason().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} {}", int(n))).collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn abort_rate(r: &RunResult) -> f64 {
+    let attempts = r.committed + r.aborts.total();
+    if attempts == 0 {
+        0.0
+    } else {
+        100.0 * r.aborts.total() as f64 / attempts as f64
+    }
+}
+
+/// The multi-line summary printed after `bench`.
+pub fn summary(m: &Measurement) -> String {
+    let params: Vec<_> = m.params.iter().map(|(k, v)| format!("{k}={}", param_text(v))).collect();
+    let (l, r) = (&m.load, &m.run);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} / {} ({}) / {} / {}",
+        m.protocol,
+        m.workload,
+        params.join(" "),
+        m.isolation,
+        threads(m.threads)
+    );
+    let _ = writeln!(
+        s,
+        "  load       {} rows in {:.2} s ({} rows/s, {})",
+        int(l.rows),
+        l.elapsed.as_secs_f64(),
+        int((l.rows as f64 / l.elapsed.as_secs_f64().max(1e-9)) as u64),
+        threads(l.threads)
+    );
+    let _ = writeln!(
+        s,
+        "  run        {:.2} s: {} committed, {} txn/s",
+        r.elapsed.as_secs_f64(),
+        int(r.committed),
+        int(r.throughput() as u64)
+    );
+    let _ = writeln!(
+        s,
+        "  cpu        workers on a CPU {:.0}% of the run, waiting for one {:.1} s in all; {} txn per CPU-second",
+        100.0 * r.cpu_share(m.threads),
+        r.cpu_wait_s,
+        int(r.throughput_per_cpu() as u64)
+    );
+    let _ = writeln!(
+        s,
+        "  aborted    {} ({:.3}% of attempts, all retried): {}",
+        int(r.aborts.total()),
+        abort_rate(r),
+        abort_text(&r.aborts)
+    );
+    let _ = writeln!(
+        s,
+        "  latency    p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, max {:.1} us",
+        r.latency_us(0.50),
+        r.latency_us(0.90),
+        r.latency_us(0.99),
+        r.latency_max_us()
+    );
+    let _ = writeln!(
+        s,
+        "  memory     peak RSS {}, {:.1} bytes/row after load, {} versions alive at the end",
+        bytes(m.peak_rss),
+        l.bytes_per_row(),
+        int(m.stats_end.versions_alive)
+    );
+    let _ = writeln!(s, "  commit     {}", sys::GIT_COMMIT);
+    s
+}
+
+/// Header of the default comparison table.
+pub fn comparison_header() -> String {
+    format!(
+        "{:<16} {:>12} {:>9} {:>12} {:>8}  {:>8} {:>8} {:>6}\n{}",
+        "isolation",
+        "txn/s",
+        "vs RC",
+        "aborts",
+        "abort %",
+        "p50 us",
+        "p99 us",
+        "cpu",
+        "-".repeat(87)
+    )
+}
+
+/// One row of the default comparison table; `rc_tps` is read committed's
+/// throughput. The last column is the share of the run the workers were on a
+/// CPU: well below 100% means other processes competed for the machine.
+pub fn comparison_row(level: Isolation, r: &RunResult, rc_tps: f64, threads: usize) -> String {
+    let tps = r.throughput();
+    let drop = if level == Isolation::ReadCommitted || rc_tps <= 0.0 {
+        "-".to_string()
+    } else {
+        format!("{:+.1}%", 100.0 * (tps - rc_tps) / rc_tps)
+    };
+    format!(
+        "{:<16} {:>12} {:>9} {:>12} {:>7.3}%  {:>8.1} {:>8.1} {:>5.0}%",
+        level.name(),
+        int(tps as u64),
+        drop,
+        int(r.aborts.total()),
+        abort_rate(r),
+        r.latency_us(0.50),
+        r.latency_us(0.99),
+        100.0 * r.cpu_share(threads)
+    )
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Serialize)]
+pub struct Latency {
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+}
+
+/// One benchmark run as a JSON object: the stable DESIGN.md fields first,
+/// then extras.
+#[derive(Serialize)]
+pub struct Record {
+    protocol: String,
+    isolation: String,
+    workload: String,
+    params: Map<String, Value>,
+    threads: usize,
+    /// Measured wall time of the run.
+    duration_s: f64,
+    committed: u64,
+    aborted: u64,
+    aborts_by_reason: Map<String, Value>,
+    throughput_tps: f64,
+    latency_us: Latency,
+    peak_rss_bytes: u64,
+    versions_alive_end: u64,
+    git_commit: String,
+    // Extras.
+    duration_requested_s: f64,
+    seed: u64,
+    load_s: f64,
+    load_threads: usize,
+    load_rows: u64,
+    load_rows_per_s: f64,
+    bytes_per_row: f64,
+    rss_after_load_bytes: u64,
+    garbage_pending_end: u64,
+    cpus: usize,
+    /// Worker CPU time and time spent waiting for a CPU (other load on the machine).
+    cpu_s: f64,
+    cpu_wait_s: f64,
+    throughput_per_cpu_s: f64,
+}
+
+/// Builds the JSON record of a measurement.
+pub fn json(m: &Measurement) -> Record {
+    let (l, r) = (&m.load, &m.run);
+    let params = m
+        .params
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Param::Int(n) => Value::from(*n),
+                Param::Str(s) => Value::from(s.clone()),
+                Param::Bool(b) => Value::from(*b),
+            };
+            (k.to_string(), v)
+        })
+        .collect();
+    let aborts_by_reason = r.aborts.by_reason().map(|(k, n)| (k.name().to_string(), Value::from(n))).collect();
+    Record {
+        protocol: m.protocol.name().into(),
+        isolation: m.isolation.name().into(),
+        workload: m.workload.into(),
+        params,
+        threads: m.threads,
+        duration_s: r.elapsed.as_secs_f64(),
+        committed: r.committed,
+        aborted: r.aborts.total(),
+        aborts_by_reason,
+        throughput_tps: r.throughput(),
+        latency_us: Latency {
+            p50: r.latency_us(0.50),
+            p90: r.latency_us(0.90),
+            p99: r.latency_us(0.99),
+            max: r.latency_max_us(),
+        },
+        peak_rss_bytes: m.peak_rss,
+        versions_alive_end: m.stats_end.versions_alive,
+        git_commit: sys::GIT_COMMIT.into(),
+        duration_requested_s: m.duration_requested,
+        seed: m.seed,
+        load_s: l.elapsed.as_secs_f64(),
+        load_threads: l.threads,
+        load_rows: l.rows,
+        load_rows_per_s: l.rows as f64 / l.elapsed.as_secs_f64().max(1e-9),
+        bytes_per_row: l.bytes_per_row(),
+        rss_after_load_bytes: l.rss_after,
+        garbage_pending_end: m.stats_end.garbage_pending,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu_s: r.cpu_s,
+        cpu_wait_s: r.cpu_wait_s,
+        throughput_per_cpu_s: r.throughput_per_cpu(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_format() {
+        assert_eq!(int(0), "0");
+        assert_eq!(int(999), "999");
+        assert_eq!(int(1000), "1,000");
+        assert_eq!(int(12_345_678), "12,345,678");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(3 << 30), "3.00 GiB");
+    }
+}

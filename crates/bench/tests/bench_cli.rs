@@ -1,0 +1,188 @@
+//! `multiverse bench` and the default comparison, run as a user would: the
+//! real binary, tiny sizes, short durations.
+
+use std::process::{Command, Output};
+
+fn multiverse(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_multiverse"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("the multiverse binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `bench` with `args` (small and short unless they say otherwise)
+/// expecting failure; returns stderr.
+fn fails(args: &[&str]) -> String {
+    let mut all = vec!["bench"];
+    for (flag, small) in [("--rows", "1000"), ("--duration", "0.1")] {
+        if !args.contains(&flag) {
+            all.extend([flag, small]);
+        }
+    }
+    all.extend_from_slice(args);
+    let o = multiverse(&all, &[]);
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{args:?} should fail; stdout: {}", text(&o.stdout));
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    err
+}
+
+#[test]
+fn bad_arguments_give_clear_errors() {
+    let e = fails(&["--workload", "tpcz"]);
+    assert!(e.contains("unknown workload 'tpcz'") && e.contains("known workloads: hekaton"), "{e}");
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+
+    let e = fails(&["--protocol", "paxos"]);
+    assert!(e.contains("unknown protocol 'paxos'") && e.contains("mv-occ"), "{e}");
+
+    let e = fails(&["--protocol", "silo"]);
+    assert!(e.contains("protocol 'silo' is not available") && e.contains("available: mv-occ"), "{e}");
+
+    let e = fails(&["--isolation", "chaos"]);
+    assert!(e.contains("unknown isolation level 'chaos'"), "{e}");
+
+    let e = fails(&["--rows", "5", "--reads", "10"]);
+    assert!(e.contains("only 5"), "{e}");
+
+    let e = fails(&["--rows", "1000000000000"]);
+    assert!(e.contains("needs about") && e.contains("available"), "{e}");
+
+    // Syntax errors come from the argument parser, also on one line, exit 2.
+    for (args, word) in [
+        (&["--threads", "0"][..], "--threads"),
+        (&["--threads", "many"][..], "--threads"),
+        (&["--duration", "-1"][..], "must be more than 0"),
+        (&["--rows", "lots"][..], "--rows"),
+        (&["--frobnicate"][..], "--frobnicate"),
+    ] {
+        let e = fails(args);
+        assert!(e.contains(word) && e.starts_with("error:"), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn json_record_has_every_field() {
+    let dir = std::env::temp_dir().join(format!("multiverse-bench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.json");
+    let p = path.to_str().unwrap();
+    let args = [
+        "bench",
+        "--workload",
+        "hekaton",
+        "--rows",
+        "2000",
+        "--reads",
+        "4",
+        "--writes",
+        "2",
+        "--threads",
+        "2",
+        "--duration",
+        "0.3",
+        "--isolation",
+        "snapshot",
+        "--json",
+        p,
+    ];
+    let o = multiverse(&args, &[]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for word in ["txn/s", "latency", "p99", "peak RSS", "bytes/row", "load", "aborted"] {
+        assert!(out.contains(word), "summary lacks '{word}': {out}");
+    }
+
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let o = v.as_object().unwrap();
+    for f in [
+        "protocol",
+        "isolation",
+        "workload",
+        "params",
+        "threads",
+        "duration_s",
+        "committed",
+        "aborted",
+        "aborts_by_reason",
+        "throughput_tps",
+        "latency_us",
+        "peak_rss_bytes",
+        "versions_alive_end",
+        "git_commit",
+        "load_s",
+        "bytes_per_row",
+    ] {
+        assert!(o.contains_key(f), "missing field {f}: {v}");
+    }
+    assert_eq!(v["protocol"], "mv-occ");
+    assert_eq!(v["isolation"], "snapshot");
+    assert_eq!(v["workload"], "hekaton");
+    assert_eq!(v["params"]["rows"], 2000);
+    assert_eq!(v["params"]["reads"], 4);
+    assert_eq!(v["params"]["writes"], 2);
+    assert_eq!(v["threads"], 2);
+    assert!(v["duration_s"].as_f64().unwrap() >= 0.3);
+    let committed = v["committed"].as_u64().unwrap();
+    assert!(committed > 0);
+    let by_reason = v["aborts_by_reason"].as_object().unwrap();
+    assert!(by_reason.contains_key("write-conflict") && by_reason.contains_key("read-validation"));
+    let sum: u64 = by_reason.values().map(|n| n.as_u64().unwrap()).sum();
+    assert_eq!(sum, v["aborted"].as_u64().unwrap());
+    let tps = v["throughput_tps"].as_f64().unwrap();
+    assert!((tps - committed as f64 / v["duration_s"].as_f64().unwrap()).abs() < 1.0);
+    let lat = &v["latency_us"];
+    let (p50, p90, p99, max) = (
+        lat["p50"].as_f64().unwrap(),
+        lat["p90"].as_f64().unwrap(),
+        lat["p99"].as_f64().unwrap(),
+        lat["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max, "{lat}");
+    assert!(v["peak_rss_bytes"].as_u64().unwrap() > 1 << 20);
+    assert!(v["versions_alive_end"].as_u64().unwrap() >= 2000);
+    assert!(!v["git_commit"].as_str().unwrap().is_empty());
+    assert!(v["bytes_per_row"].as_f64().unwrap() >= 0.0);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn json_to_an_unwritable_path_is_an_error() {
+    let e = fails(&["--threads", "1", "--json", "/nonexistent-dir/x/run.json"]);
+    assert!(e.contains("cannot write /nonexistent-dir/x/run.json"), "{e}");
+}
+
+#[test]
+fn harness_overhead_run_with_empty_transactions() {
+    let o = multiverse(&["bench", "--rows", "10", "--reads", "0", "--writes", "0", "--duration", "0.2"], &[]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("reads=0 writes=0"));
+}
+
+#[test]
+fn default_comparison_prints_a_table_of_four_levels() {
+    // One thread: the comparison's shape, without timing-dependent contention.
+    let env = [
+        ("MULTIVERSE_DEFAULT_ROWS", "5000"),
+        ("MULTIVERSE_DEFAULT_SECONDS", "0.2"),
+        ("MULTIVERSE_DEFAULT_THREADS", "1"),
+    ];
+    let o = multiverse(&[], &env);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for level in ["read-committed", "snapshot", "repeatable-read", "serializable"] {
+        assert!(out.lines().any(|l| l.starts_with(level)), "no row for {level}: {out}");
+    }
+    assert!(out.contains("txn/s") && out.contains("vs RC") && out.contains("plot"), "{out}");
+    assert!(text(&o.stderr).is_empty(), "quiet when stderr is not a terminal: {}", text(&o.stderr));
+
+    let o = multiverse(&[], &[("MULTIVERSE_DEFAULT_SECONDS", "zero")]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("MULTIVERSE_DEFAULT_SECONDS"), "{}", text(&o.stderr));
+}
