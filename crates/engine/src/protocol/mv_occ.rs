@@ -253,7 +253,7 @@ impl<'db> Transaction<'db> {
         let me = self.me();
         let mut found = ptr::null_mut();
         t.indexes[0].for_each_eq(key, |v| {
-            if v.key == *key && visible_at(v, rt, &me).is_some() {
+            if v.key_eq(key) && visible_at(v, rt, &me).is_some() {
                 found = v as *const Version as *mut Version;
                 false
             } else {
@@ -354,9 +354,9 @@ impl<'db> Transaction<'db> {
                     reads.push(VPtr(v as *const Version as *mut Version));
                 }
                 if recording {
-                    rows.push((v.key, writer_of(v), v.value().to_vec()));
+                    rows.push((v.key(), writer_of(v), v.value().to_vec()));
                 }
-                return f(&v.key, v.value());
+                return f(&v.key(), v.value());
             }
             true
         });
@@ -406,7 +406,7 @@ impl<'db> Transaction<'db> {
                 return true;
             }
             if let Some(p) = filter {
-                if !p(&v.key, v.value()) {
+                if !p(&v.key(), v.value()) {
                     return true;
                 }
             }
@@ -415,9 +415,9 @@ impl<'db> Transaction<'db> {
                     reads.push(VPtr(v as *const Version as *mut Version));
                 }
                 if recording {
-                    rows.push((v.key, writer_of(v), v.value().to_vec()));
+                    rows.push((v.key(), writer_of(v), v.value().to_vec()));
                 }
-                return f(&v.key, v.value());
+                return f(&v.key(), v.value());
             }
             true
         });
@@ -445,7 +445,7 @@ impl<'db> Transaction<'db> {
         let mut dup = ptr::null_mut();
         let mut conflict = false;
         t.indexes[0].for_each_eq(&key, |v| {
-            if v.key != key {
+            if !v.key_eq(&key) {
                 return true;
             }
             if visible_at(v, rt, &me).is_some() {
@@ -482,7 +482,7 @@ impl<'db> Transaction<'db> {
                 behind = true;
                 return true;
             }
-            if behind && v.key == key && (is_competing(v, &me) || visible_at(v, rt, &me).is_some()) {
+            if behind && v.key_eq(&key) && (is_competing(v, &me) || visible_at(v, rt, &me).is_some()) {
                 conflict = true;
                 return false;
             }
@@ -727,7 +727,7 @@ impl<'db> Transaction<'db> {
                     return true; // our own insert
                 }
                 if let Some(p) = &s.filter {
-                    if !p(&v.key, v.value()) {
+                    if !p(&v.key(), v.value()) {
                         return true;
                     }
                 }

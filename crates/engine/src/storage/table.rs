@@ -82,16 +82,16 @@ impl Index {
     #[inline]
     pub(crate) fn key_of(&self, v: &Version) -> Key {
         match self.key_fn {
-            None => v.key,
-            Some(f) => f(&v.key, v.value()),
+            None => v.key(),
+            Some(f) => f(&v.key(), v.value()),
         }
     }
 
     #[inline]
     fn ikey(&self, v: &Version) -> IKey {
         match self.key_fn {
-            None => (v.key, Key::EMPTY),
-            Some(f) => (f(&v.key, v.value()), v.key),
+            None => (v.key(), Key::EMPTY),
+            Some(f) => (f(&v.key(), v.value()), v.key()),
         }
     }
 
@@ -129,8 +129,8 @@ impl Index {
     #[inline]
     pub(crate) fn matches(&self, v: &Version, k: &Key) -> bool {
         match self.key_fn {
-            None => v.key == *k,
-            Some(f) => f(&v.key, v.value()) == *k,
+            None => v.key_eq(k),
+            Some(f) => f(&v.key(), v.value()) == *k,
         }
     }
 

@@ -1,13 +1,18 @@
 //! Version records (Hekaton section 2.1, Figure 1).
 //!
-//! One allocation per version:
+//! One allocation per version, header first:
 //!
 //! ```text
-//! +-------------+-------------+----------------+-----+-----------+--------------------+-------------+
-//! | Begin (8 B) |  End (8 B)  | primary key    | n   | value len | link[0..n] (8 B ea) | value bytes |
-//! |  AtomicU64  |  AtomicU64  | (33 B, inline) | (1) |   (4 B)   | one per index       |             |
-//! +-------------+-------------+----------------+-----+-----------+--------------------+-------------+
+//!  0           8           16          20  21  22  24
+//! +-----------+-----------+-----------+---+---+---+---------------------+-----------+-------------+
+//! | Begin     | End       | value len | n | k | - | link[0..n] (8 B ea) | key bytes | value bytes |
+//! | AtomicU64 | AtomicU64 |   u32     |u8 |u8 |   | one per index       | (k bytes) |             |
+//! +-----------+-----------+-----------+---+---+---+---------------------+-----------+-------------+
 //! ```
+//!
+//! A row of the Hekaton workload (one index, 8-byte key, 24-byte payload) is
+//! exactly 64 bytes: one cache line, so reaching a row costs one miss for
+//! the version once its bucket is in cache.
 //!
 //! `link[i]` chains the version into index `i` of its table (the paper's "Hash
 //! ptr" field, one per index): every version is linked into every index. Key
@@ -28,10 +33,9 @@ pub struct Version {
     /// End of the valid time: a timestamp (INFINITY if latest) or the id of
     /// the transaction updating or deleting it (the write lock, section 2.6).
     pub end: AtomicU64,
-    /// The row's primary key.
-    pub key: Key,
-    n_links: u8,
     value_len: u32,
+    n_links: u8,
+    key_len: u8,
 }
 
 const HEADER: usize = std::mem::size_of::<Version>();
@@ -40,8 +44,8 @@ const LINK: usize = std::mem::size_of::<AtomicPtr<Version>>();
 // The link array starts right after the header and must be pointer-aligned.
 const _: () = assert!(HEADER & (std::mem::align_of::<AtomicPtr<Version>>() - 1) == 0);
 
-fn layout(n_links: usize, value_len: usize) -> Layout {
-    Layout::from_size_align(HEADER + n_links * LINK + value_len, 8).expect("version layout")
+fn layout(n_links: usize, key_len: usize, value_len: usize) -> Layout {
+    Layout::from_size_align(HEADER + n_links * LINK + key_len + value_len, 8).expect("version layout")
 }
 
 impl Version {
@@ -49,7 +53,8 @@ impl Version {
     /// links. The caller owns it until it is published in an index.
     pub fn alloc(key: Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
         debug_assert!(n_links >= 1 && n_links <= u8::MAX as usize);
-        let lay = layout(n_links, value.len());
+        let kb = key.as_bytes();
+        let lay = layout(n_links, kb.len(), value.len());
         // SAFETY: the layout has non-zero size (the header alone is > 0).
         let raw = unsafe { alloc(lay) } as *mut Version;
         let Some(nn) = NonNull::new(raw) else { handle_alloc_error(lay) };
@@ -60,16 +65,17 @@ impl Version {
             raw.write(Version {
                 begin: AtomicU64::new(begin),
                 end: AtomicU64::new(INFINITY),
-                key,
-                n_links: n_links as u8,
                 value_len: value.len() as u32,
+                n_links: n_links as u8,
+                key_len: kb.len() as u8,
             });
             let links = (raw as *mut u8).add(HEADER) as *mut AtomicPtr<Version>;
             for i in 0..n_links {
                 links.add(i).write(AtomicPtr::new(ptr::null_mut()));
             }
-            let val = (raw as *mut u8).add(HEADER + n_links * LINK);
-            ptr::copy_nonoverlapping(value.as_ptr(), val, value.len());
+            let kp = (raw as *mut u8).add(HEADER + n_links * LINK);
+            ptr::copy_nonoverlapping(kb.as_ptr(), kp, kb.len());
+            ptr::copy_nonoverlapping(value.as_ptr(), kp.add(kb.len()), value.len());
         }
         nn
     }
@@ -83,7 +89,7 @@ impl Version {
     pub unsafe fn free(v: *mut Version) {
         // SAFETY: per the contract `v` is a live allocation made with this layout.
         unsafe {
-            let lay = layout((*v).n_links as usize, (*v).value_len as usize);
+            let lay = layout((*v).n_links as usize, (*v).key_len as usize, (*v).value_len as usize);
             dealloc(v as *mut u8, lay);
         }
     }
@@ -97,14 +103,40 @@ impl Version {
         unsafe { &*((self as *const Version as *const u8).add(HEADER + i * LINK) as *const AtomicPtr<Version>) }
     }
 
-    /// The row value (immutable after publication).
+    /// The primary key's bytes (immutable after publication).
     #[inline]
-    pub fn value(&self) -> &[u8] {
-        // SAFETY: `value_len` bytes follow the link array inside this
+    pub fn key_bytes(&self) -> &[u8] {
+        // SAFETY: `key_len` bytes follow the link array inside this
         // allocation and were initialised by `alloc`; they are never written again.
         unsafe {
             std::slice::from_raw_parts(
                 (self as *const Version as *const u8).add(HEADER + self.n_links as usize * LINK),
+                self.key_len as usize,
+            )
+        }
+    }
+
+    /// The row's primary key.
+    #[inline]
+    pub fn key(&self) -> Key {
+        Key::from_bytes(self.key_bytes()).expect("stored keys fit")
+    }
+
+    /// True if the row's primary key is `k`.
+    #[inline]
+    pub fn key_eq(&self, k: &Key) -> bool {
+        self.key_bytes() == k.as_bytes()
+    }
+
+    /// The row value (immutable after publication).
+    #[inline]
+    pub fn value(&self) -> &[u8] {
+        // SAFETY: `value_len` bytes follow the key inside this allocation and
+        // were initialised by `alloc`; they are never written again.
+        unsafe {
+            std::slice::from_raw_parts(
+                (self as *const Version as *const u8)
+                    .add(HEADER + self.n_links as usize * LINK + self.key_len as usize),
                 self.value_len as usize,
             )
         }
@@ -112,7 +144,7 @@ impl Version {
 
     /// Bytes this version occupies (for memory accounting).
     pub fn footprint(&self) -> usize {
-        layout(self.n_links as usize, self.value_len as usize).size()
+        layout(self.n_links as usize, self.key_len as usize, self.value_len as usize).size()
     }
 }
 
@@ -138,7 +170,8 @@ mod tests {
         // SAFETY: freshly allocated, unshared.
         let r = unsafe { v.as_ref() };
         assert_eq!(r.value(), b"hello world");
-        assert_eq!(r.key, Key::from(9));
+        assert_eq!(r.key(), Key::from(9));
+        assert_eq!(std::mem::size_of::<Version>() + 8 + 8 + 24, 64, "a Hekaton row is one cache line");
         assert_eq!(r.begin.load(Ordering::Relaxed), 4);
         assert_eq!(r.end.load(Ordering::Relaxed), INFINITY);
         for i in 0..3 {

@@ -721,7 +721,7 @@ impl<'a> FakeWriter<'a> {
         let mut old = ptr::null_mut();
         t.indexes[0].for_each_eq(&key, |v| {
             let latest = v.end.load(Ordering::SeqCst) == INFINITY && v.begin.load(Ordering::SeqCst) != INFINITY;
-            if v.key == key && latest {
+            if v.key_eq(&key) && latest {
                 old = v as *const Version as *mut Version;
                 return false;
             }
