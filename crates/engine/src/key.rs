@@ -83,17 +83,10 @@ impl Key {
         self.as_bytes().get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().unwrap()))
     }
 
-    /// A 64-bit hash of the key (used by hash indexes). The unused tail is
-    /// zero, so hashing the four fixed words is both fast and canonical.
+    /// A 64-bit hash of the key (used by hash indexes).
     #[inline]
     pub fn hash64(&self) -> u64 {
-        let mut h = (self.len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        for i in 0..KEY_MAX / 8 {
-            let w = u64::from_le_bytes(self.bytes[i * 8..i * 8 + 8].try_into().unwrap());
-            h = (h ^ w).wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-            h ^= h >> 32;
-        }
-        h ^ (h >> 29)
+        hash_bytes(self.as_bytes())
     }
 
     /// The smallest key strictly greater than every key that starts with `self`
@@ -111,6 +104,51 @@ impl Key {
         }
         None
     }
+}
+
+/// The hash of a key given as bytes: equal to [`Key::hash64`] of the key
+/// with those bytes, without building it. Mixes one 8-byte word at a time
+/// (the last one zero-padded) and the length.
+#[inline]
+pub fn hash_bytes(b: &[u8]) -> u64 {
+    let mut h = (b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        h = mix(h, u64::from_le_bytes(c.try_into().unwrap()));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = mix(h, u64::from_le_bytes(w));
+    }
+    fmix64(h)
+}
+
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(0xFF51_AFD7_ED55_8CCD).rotate_left(31)
+}
+
+/// MurmurHash3's 64-bit finaliser: every input bit reaches every output bit,
+/// so the low bits that pick a bucket vary even for big-endian integer keys
+/// whose changing byte is read as the word's top byte.
+#[inline(always)]
+fn fmix64(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
+/// Byte-slice equality with a fast path for the common 8-byte key.
+#[inline(always)]
+pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() == 8 && b.len() == 8 {
+        return u64::from_ne_bytes(a.try_into().unwrap()) == u64::from_ne_bytes(b.try_into().unwrap());
+    }
+    a == b
 }
 
 impl PartialEq for Key {
@@ -248,6 +286,17 @@ mod tests {
         assert!(Key::from_bytes(&[1u8; 33]).is_err());
         assert!(Key::builder().u64(1).u64(2).u64(3).u64(4).u8(5).build().is_err());
         assert!(Key::from_bytes(&[1u8; 32]).is_ok());
+    }
+
+    #[test]
+    fn sequential_integer_keys_spread_over_low_bits() {
+        // The bucket is picked by the low bits: 4096 consecutive keys must
+        // land in (nearly) as many distinct buckets of a 4096-bucket table.
+        let mut seen = std::collections::HashSet::new();
+        for k in 0..4096u64 {
+            seen.insert(Key::from(k).hash64() & 4095);
+        }
+        assert!(seen.len() > 2400, "only {} distinct buckets", seen.len());
     }
 
     #[test]

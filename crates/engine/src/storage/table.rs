@@ -125,6 +125,15 @@ impl Index {
         }
     }
 
+    /// The hash of `v`'s key in this index (no key copy for the primary index).
+    #[inline]
+    pub(crate) fn hash_of(&self, v: &Version) -> u64 {
+        match self.key_fn {
+            None => crate::key::hash_bytes(v.key_bytes()),
+            Some(f) => f(&v.key(), v.value()).hash64(),
+        }
+    }
+
     /// True if `v`'s key in this index equals `k`.
     #[inline]
     pub(crate) fn matches(&self, v: &Version, k: &Key) -> bool {
@@ -203,7 +212,7 @@ impl Table {
         for ix in &self.indexes {
             match &ix.imp {
                 // SAFETY: forwarded contract.
-                IndexImpl::Hash(h) => unsafe { h.insert(v, ix.key_of(r).hash64()) },
+                IndexImpl::Hash(h) => unsafe { h.insert(v, ix.hash_of(r)) },
                 // SAFETY: forwarded contract.
                 IndexImpl::Ordered(o) => unsafe { o.insert(v, ix.ikey(r)) },
             }
@@ -221,7 +230,7 @@ impl Table {
         for ix in &self.indexes {
             let found = match &ix.imp {
                 // SAFETY: forwarded contract.
-                IndexImpl::Hash(h) => unsafe { h.unlink(v, ix.key_of(r).hash64()) },
+                IndexImpl::Hash(h) => unsafe { h.unlink(v, ix.hash_of(r)) },
                 // SAFETY: forwarded contract.
                 IndexImpl::Ordered(o) => unsafe { o.unlink(v, &ix.ikey(r)) },
             };

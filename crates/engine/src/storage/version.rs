@@ -125,7 +125,7 @@ impl Version {
     /// True if the row's primary key is `k`.
     #[inline]
     pub fn key_eq(&self, k: &Key) -> bool {
-        self.key_bytes() == k.as_bytes()
+        crate::key::bytes_eq(self.key_bytes(), k.as_bytes())
     }
 
     /// The row value (immutable after publication).
