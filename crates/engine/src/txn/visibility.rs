@@ -119,20 +119,24 @@ pub(crate) fn updatable(v: &Version, me: &Me<'_>) -> Option<u64> {
     }
 }
 
-/// True if `v` is the latest, not-yet-ended version of its key but was not
-/// visible to the caller: a concurrent insert or update that an insert of the
-/// same key must not overtake. Ignores garbage and the caller's own versions.
-pub(crate) fn is_competing(v: &Version, me: &Me<'_>) -> bool {
+/// True if `v` records a write of its key that an insert by the caller (at
+/// read time `rt`) must not overtake: a write still in flight by another
+/// transaction, or one committed after `rt` (first writer wins, section 2.6,
+/// applied to a key with no visible row), or the latest version itself.
+/// Garbage and the caller's own versions never compete.
+pub(crate) fn is_competing(v: &Version, rt: u64, me: &Me<'_>) -> bool {
     loop {
         // Acquire: as in `visible_at`.
         match Word::decode(v.begin.load(Ordering::Acquire)) {
             Word::Ts(INFINITY) => return false,
+            Word::Ts(b) if b > rt => return true, // created after our snapshot
             Word::Ts(_) => {}
             Word::Txn(tb) if tb == me.id => return false,
             Word::Txn(tb) => match me.table.peek(tb) {
                 Peek::Aborted => return false,
                 Peek::Gone => continue,
-                _ => {}
+                Peek::Committed(ts) if ts < rt => {}
+                _ => return true, // in flight, or committed after our snapshot
             },
         }
         break;
@@ -140,11 +144,12 @@ pub(crate) fn is_competing(v: &Version, me: &Me<'_>) -> bool {
     loop {
         // Acquire: as in `visible_at`.
         return match Word::decode(v.end.load(Ordering::Acquire)) {
-            Word::Ts(e) => e == INFINITY,
+            // Latest, or ended after our snapshot: a concurrent write.
+            Word::Ts(e) => e == INFINITY || e > rt,
             Word::Txn(te) if te == me.id => false,
             Word::Txn(te) => match me.table.peek(te) {
                 Peek::Gone => continue,
-                Peek::Committed(_) => false,
+                Peek::Committed(ts) => ts > rt,
                 // An aborted writer leaves the version latest; an active or
                 // preparing one is a concurrent writer of this key.
                 _ => true,

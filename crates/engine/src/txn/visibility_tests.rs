@@ -566,9 +566,11 @@ fn updatable_rereads_end_word_of_terminated_updater() {
     assert_eq!(with_late_store(&w.get().end, 15, || updatable(w.get(), &fx.me(t))), None);
 }
 
-/// `is_competing`: a latest version (End infinity, or an active/aborted
-/// updater) of another live or committed creator competes with an insert;
-/// garbage, own versions and ended versions do not.
+/// `is_competing` at read time 20: a latest version (End infinity, or an
+/// active/aborted updater) of another live or committed creator competes with
+/// an insert, and so does any write of the key committed after the read time
+/// (first writer wins under snapshot isolation); garbage, own versions and
+/// versions that ended before the read time do not.
 #[test]
 fn is_competing_cases() {
     let fx = Fx::new();
@@ -577,7 +579,7 @@ fn is_competing_cases() {
     fx.aborted(abrt);
     fx.preparing(prep, 15);
     let me = fx.me(t);
-    let c = |b: u64, e: u64| is_competing(V::new(b, e).get(), &me);
+    let c = |b: u64, e: u64| is_competing(V::new(b, e).get(), 20, &me);
     assert!(c(10, INFINITY), "committed latest version");
     assert!(!c(INFINITY, INFINITY), "garbage");
     assert!(!c(t.word(), INFINITY), "own insert");
@@ -585,7 +587,9 @@ fn is_competing_cases() {
     assert!(c(prep.word(), INFINITY), "concurrent preparing insert");
     assert!(c(comm.word(), INFINITY), "committed, not yet finalised");
     assert!(!c(abrt.word(), INFINITY), "aborted insert");
-    assert!(!c(10, 30), "ended");
+    assert!(!c(10, 18), "ended before the read time");
+    assert!(c(10, 30), "deleted after the read time: a concurrent write");
+    assert!(c(24, 30), "inserted and deleted after the read time");
     assert!(!c(10, comm.word()), "deleted by a committed transaction");
     assert!(c(10, active.word()), "being changed by an active transaction");
     assert!(c(10, prep.word()), "being changed by a preparing transaction");
