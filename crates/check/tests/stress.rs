@@ -1,0 +1,174 @@
+//! The randomized stress suite: for every (protocol, isolation level) pair
+//! this build offers, several threads run many short random transactions
+//! (reads, updates, read-modify-writes, inserts, deletes, range and full
+//! scans) over a small, hot key space with history recording on; the checker
+//! must find no anomaly forbidden at that level.
+//!
+//! And the checker must be able to fail: with MV/O's validation switched off
+//! (test-only fault), serializable runs must show a forbidden cycle; with
+//! first-writer-wins switched off, snapshot runs must show a lost update.
+//!
+//! Sizes are modest by default; `MULTIVERSE_STRESS=N` multiplies the number
+//! of transactions (e.g. 1000 for millions).
+
+use multiverse::{Database, Error, Faults, Filter, Isolation, Key, Options, Protocol, TableId, TableSpec};
+use multiverse_check::{check, Class, Report};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+
+const THREADS: u64 = 4;
+const KEYS: u64 = 12;
+const INITIAL: u64 = 8;
+
+fn stress_factor() -> u64 {
+    std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1)
+}
+
+struct Setup {
+    db: Database,
+    hash: TableId,
+    ordered: TableId,
+}
+
+fn setup(protocol: Protocol, faults: Faults) -> Setup {
+    let db = Database::new(Options { protocol, record_history: true, faults, ..Options::default() }).unwrap();
+    let hash = db.create_table(TableSpec::hash("h", 64)).unwrap();
+    let ordered = db.create_table(TableSpec::ordered("o")).unwrap();
+    db.run(Isolation::Serializable, |t| {
+        for k in 0..INITIAL {
+            t.insert(hash, Key::from(k), &value(99, k))?;
+            t.insert(ordered, Key::from(k), &value(99, k))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    Setup { db, hash, ordered }
+}
+
+/// A value unique to its write: the writer thread and a per-thread counter.
+fn value(thread: u64, seq: u64) -> [u8; 8] {
+    ((thread << 40) | seq).to_le_bytes()
+}
+
+/// What a random operation did to the transaction.
+enum Step {
+    Continue,
+    Aborted,
+}
+
+fn step(r: Result<(), Error>) -> Step {
+    match r {
+        Ok(()) | Err(Error::DuplicateKey) | Err(Error::KeyNotFound) => Step::Continue,
+        Err(e) if e.abort_reason().is_some() => Step::Aborted,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+/// One thread's share of random transactions.
+fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
+    let mut rng = SmallRng::seed_from_u64(thread * 7919 + iso as u64);
+    let mut seq = 0u64;
+    let even: Filter = Arc::new(|_k: &Key, v: &[u8]| v[0] % 2 == 0);
+    for _ in 0..txns {
+        let mut t = s.db.begin(iso).unwrap();
+        let ops = rng.gen_range(1..=5);
+        let mut aborted = false;
+        for _ in 0..ops {
+            let table = if rng.gen_bool(0.5) { s.hash } else { s.ordered };
+            let k = Key::from(rng.gen_range(0..KEYS));
+            seq += 1;
+            let v = value(thread, seq);
+            let r = match rng.gen_range(0..100) {
+                0..=34 => t.get(table, &k).map(|_| ()),
+                35..=54 => t.update(table, &k, &v),
+                55..=64 => t.update_with(table, &k, |_old, new| new.extend_from_slice(&v)),
+                65..=74 => t.insert(table, k, &v),
+                75..=84 => t.delete(table, &k),
+                85..=94 => {
+                    let lo = rng.gen_range(0..KEYS);
+                    let ix = s.db.primary(s.ordered);
+                    t.scan(ix, Key::from(lo)..Key::from(lo + 4), None, |_, _| true)
+                }
+                _ => {
+                    let ix = s.db.primary(s.hash);
+                    // A full scan; sometimes with a residual predicate.
+                    let f = rng.gen_bool(0.3).then_some(&even);
+                    t.scan(ix, .., f, |_, _| true)
+                }
+            };
+            if let Step::Aborted = step(r) {
+                aborted = true;
+                break;
+            }
+        }
+        if !aborted {
+            let _ = t.commit();
+        }
+    }
+}
+
+fn run(protocol: Protocol, iso: Isolation, faults: Faults, txns_per_thread: u64) -> Report {
+    let s = setup(protocol, faults);
+    std::thread::scope(|sc| {
+        for th in 0..THREADS {
+            let s = &s;
+            sc.spawn(move || worker(s, iso, th, txns_per_thread));
+        }
+    });
+    let history = s.db.take_history();
+    let report = check(&history, iso);
+    if !report.ok() {
+        if let Ok(dir) = std::env::var("MULTIVERSE_DUMP") {
+            let path = format!("{dir}/{protocol}-{iso}.history");
+            let f = std::fs::File::create(&path).unwrap();
+            multiverse_check::write_history(&history, std::io::BufWriter::new(f)).unwrap();
+        }
+    }
+    report
+}
+
+#[test]
+fn every_protocol_keeps_every_level_it_claims() {
+    let n = 250 * stress_factor();
+    for p in Protocol::available() {
+        for &iso in p.isolation_levels() {
+            let report = run(p, iso, Faults::default(), n);
+            if !report.ok() {
+                let forbidden: Vec<String> = report.forbidden().map(|a| a.to_string()).collect();
+                panic!("{p} at {iso}: {}\n{}", report.forbidden_count(), forbidden.join("\n"));
+            }
+            assert!(report.stats.committed as u64 > n, "{p} at {iso}: too few commits to mean anything\n{report}");
+        }
+    }
+}
+
+/// Runs until the checker reports a forbidden anomaly (or gives up).
+fn must_fail(iso: Isolation, faults: Faults, expect: &[Class]) -> Report {
+    for round in 0..20 {
+        let report = run(Protocol::MvOcc, iso, faults, 200 + 100 * round);
+        if !report.ok() {
+            let found: Vec<Class> = report.forbidden().map(|a| a.class).collect();
+            assert!(found.iter().any(|c| expect.contains(c)), "expected one of {expect:?}, found {found:?}:\n{report}");
+            return report;
+        }
+    }
+    panic!("the checker never caught the injected fault at {iso}");
+}
+
+#[test]
+fn without_validation_serializable_shows_cycles() {
+    let faults = Faults { skip_validation: true, ..Faults::default() };
+    must_fail(Isolation::Serializable, faults, &[Class::G2Item, Class::G2, Class::GSingle]);
+}
+
+#[test]
+fn without_first_writer_wins_snapshot_loses_updates() {
+    let faults = Faults { skip_write_conflicts: true, ..Faults::default() };
+    let report = must_fail(
+        Isolation::Snapshot,
+        faults,
+        &[Class::GSingle, Class::G0, Class::G1c, Class::SnapshotRead, Class::SnapshotWrite],
+    );
+    assert!(!report.ok());
+}
