@@ -1,6 +1,7 @@
 //! `multiverse`: benchmarks, comparisons and the multi-session script shell.
 
 mod bench;
+mod check;
 mod shell;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,8 @@ enum Cmd {
     Bench(bench::BenchArgs),
     /// Run a multi-session script against table test(id, value).
     Shell(shell::ShellArgs),
+    /// Check a recorded history (see `bench --history`) against an isolation level.
+    Check(check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         None => bench::default_comparison(),
         Some(Cmd::Bench(a)) => bench::run(a),
         Some(Cmd::Shell(a)) => shell::run(a),
+        Some(Cmd::Check(a)) => check::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

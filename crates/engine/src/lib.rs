@@ -360,6 +360,8 @@ pub struct Database {
     pub(crate) versions_freed: CachePadded<AtomicU64>,
     /// Finished transactions, when recording.
     history: Mutex<Vec<history::TxnRecord>>,
+    /// Whether transactions that begin now record their history.
+    recording: std::sync::atomic::AtomicBool,
 }
 
 impl Database {
@@ -379,6 +381,7 @@ impl Database {
         }
         Ok(Database {
             txns: TxnTable::new(opts.max_transactions),
+            recording: std::sync::atomic::AtomicBool::new(opts.record_history),
             opts,
             clock: CachePadded::new(AtomicU64::new(2)),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
@@ -559,6 +562,19 @@ impl Database {
 
     pub(crate) fn record(&self, r: history::TxnRecord) {
         self.history.lock().push(r);
+    }
+
+    /// Switches history recording on or off for transactions that begin
+    /// from now on (for example after loading, so the load is not recorded).
+    pub fn set_recording(&self, on: bool) {
+        // Relaxed: a switch read once per transaction; no data depends on it.
+        self.recording.store(on, Ordering::Relaxed);
+    }
+
+    /// True if transactions that begin now record their history.
+    pub fn is_recording(&self) -> bool {
+        // Relaxed: as above.
+        self.recording.load(Ordering::Relaxed)
     }
 
     /// Takes the history recorded so far (empty unless

@@ -71,6 +71,15 @@ pub struct BenchArgs {
     /// Seed of the workers' random generators.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
+    /// Record the run's history (after loading) and check it against the
+    /// isolation level at the end; exit non-zero on a violation. Recording
+    /// keeps every operation in memory: use short runs.
+    #[arg(long)]
+    verify: bool,
+    /// Record the run's history (after loading) and write it to FILE
+    /// (format: docs/HISTORY.md), for `multiverse check FILE`.
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
 }
 
 fn parse_threads(s: &str) -> Result<usize, String> {
@@ -172,7 +181,8 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             cfg.validate()?;
             check_memory(cfg.rows)?;
             let w = Hekaton::setup(&db, cfg)?;
-            measure(&db, &w, protocol, isolation, threads, a.duration, a.seed, show, rss_before)?
+            let record = a.verify || a.history.is_some();
+            measure(&db, &w, protocol, isolation, threads, a.duration, a.seed, show, rss_before, record)?
         }
         other => unreachable!("check_name accepted '{other}' without a case here"),
     };
@@ -182,8 +192,21 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
         let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("cannot encode JSON: {e}"))?;
         std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
+    let verdict = if a.verify || a.history.is_some() {
+        let history = db.take_history();
+        if let Some(path) = &a.history {
+            crate::check::write_file(&history, path)?;
+        }
+        if a.verify {
+            crate::check::verify(&history, isolation)
+        } else {
+            Ok(())
+        }
+    } else {
+        Ok(())
+    };
     exit_without_drop(db);
-    Ok(())
+    verdict
 }
 
 /// Leaves a loaded database to the operating system instead of dropping it:
@@ -205,8 +228,10 @@ fn measure<W: Workload>(
     seed: u64,
     show: bool,
     rss_before: u64,
+    record: bool,
 ) -> Result<Measurement, String> {
     let load = harness::load(db, w, threads, show, rss_before)?;
+    db.set_recording(record);
     let cfg = RunConfig { threads, duration: Duration::from_secs_f64(duration), isolation, seed, show_progress: show };
     let run = harness::run(db, w, cfg)?;
     Ok(Measurement {

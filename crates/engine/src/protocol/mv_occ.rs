@@ -133,7 +133,7 @@ impl<'db> Transaction<'db> {
             track_scans: !o.read_only && iso == Isolation::Serializable,
             status: Status::Active,
             created: 0,
-            recording: db.opts.record_history,
+            recording: db.is_recording(),
             _not_sync: PhantomData,
         }
     }

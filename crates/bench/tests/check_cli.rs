@@ -1,0 +1,81 @@
+//! `multiverse check` and `multiverse bench --verify/--history` from the outside.
+
+use std::process::Command;
+
+fn multiverse() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_multiverse"))
+}
+
+/// Write skew at serializable: T1 and T2 read both keys, each writes one.
+const WRITE_SKEW: &str = "multiverse-history 1
+txn 1 serializable begin=2 commit=4 committed
+  w 0 01 insert 01
+  w 0 02 insert 01
+txn 2 serializable begin=6 commit=10 committed
+  r 0 01 c:4 01
+  r 0 02 c:4 01
+  w 0 01 update 00
+txn 3 serializable begin=8 commit=12 committed
+  r 0 01 c:4 01
+  r 0 02 c:4 01
+  w 0 02 update 00
+";
+
+#[test]
+fn a_recorded_run_verifies_and_checks_clean() {
+    let dir = tempdir();
+    let hist = dir.join("run.history");
+    let out = multiverse()
+        .args(["bench", "--rows", "2000", "--duration", "0.3", "--threads", "2", "--isolation", "serializable"])
+        .args(["--reads", "4", "--writes", "2", "--verify", "--history"])
+        .arg(&hist)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("verify: serializable: OK"), "{stdout}");
+    let out = multiverse().arg("check").arg(&hist).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("serializable: OK"));
+}
+
+#[test]
+fn write_skew_fails_at_serializable_and_passes_at_snapshot() {
+    let dir = tempdir();
+    let hist = dir.join("skew.history");
+    std::fs::write(&hist, WRITE_SKEW).unwrap();
+    let out = multiverse().arg("check").arg(&hist).output().unwrap();
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("G2-item"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("violates serializable"));
+    let out = multiverse().arg("check").arg(&hist).args(["--isolation", "snapshot"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn bad_files_give_one_line_errors() {
+    let dir = tempdir();
+    let bad = dir.join("bad.history");
+    std::fs::write(&bad, "multiverse-history 1\ntxn x\n").unwrap();
+    for (args, needle) in [
+        (vec![bad.to_str().unwrap().to_string()], "line 2"),
+        (vec![dir.join("missing").to_str().unwrap().to_string()], "cannot open"),
+        (vec![bad.to_str().unwrap().to_string(), "--isolation".into(), "chaos".into()], "unknown isolation"),
+    ] {
+        let out = multiverse().arg("check").args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "multiverse-check-cli-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
