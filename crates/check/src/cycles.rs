@@ -12,17 +12,34 @@
 //! 4. **G2-item**: a cycle of ww, wr and item rw edges;
 //! 5. **G2**: any cycle (it involves a predicate anti-dependency).
 //!
-//! Since every isolation level forbids a set of classes closed under
-//! "more severe", the most severe class of a component decides whether the
-//! component is allowed. The example reported is classified by its own
-//! edges, so it is always truthful, even when a budget cut a search short.
+//! Whether a component is allowed depends on the claimed level, and the
+//! levels' forbidden sets are not nested along that order once predicate
+//! anti-dependencies count (snapshot forbids a cycle with one predicate
+//! anti-dependency but allows write skew; repeatable read the reverse). So
+//! each component is first searched for a cycle the claimed level forbids:
+//! G0/G1c at every level; at repeatable read, a cycle without predicate
+//! anti-dependencies (Hekaton's repeatable read is read stability only, so
+//! it allows a cycle that mixes item and predicate anti-dependencies, which
+//! Adya's PL-2.99 would forbid; we follow the paper); at snapshot, a cycle with exactly one anti-dependency (G-single); at
+//! serializable, any cycle. Only if there is none is the most severe allowed
+//! cycle reported, for information. The example reported is classified by
+//! its own edges, so it is always truthful, even when a budget cut a search
+//! short.
 
 use crate::graph::{Cycle, Dep, Edge, Graph, Search};
 use crate::model::{key_name, FxSet, Model};
 use crate::report::{Anomaly, Class, Findings, Stats};
+use multiverse::Isolation;
 
 /// Classifies every cyclic component of `g`, adding one anomaly per component.
-pub(crate) fn find_cycles(m: &Model<'_>, g: &Graph, search: &mut Search, found: &mut Findings, stats: &mut Stats) {
+pub(crate) fn find_cycles(
+    m: &Model<'_>,
+    g: &Graph,
+    search: &mut Search,
+    found: &mut Findings,
+    stats: &mut Stats,
+    claimed: Isolation,
+) {
     let all: Vec<u32> = (0..g.nodes() as u32).collect();
     let mut sccs = search.components(g, &all, |_, _| true);
     // Earliest transactions first, so that reports follow the history.
@@ -36,12 +53,22 @@ pub(crate) fn find_cycles(m: &Model<'_>, g: &Graph, search: &mut Search, found: 
     }
     for (c, nodes) in sccs.iter().enumerate() {
         let within = Within { comp: &comp, c: c as u32 };
-        match worst_cycle(g, search, &within, nodes) {
-            Some(mut cycle) => {
+        let cycle = match forbidden_cycle(g, search, &within, nodes, claimed) {
+            Some(c) => Some((class_of(&c), c)),
+            None => worst_cycle(g, search, &within, nodes).map(|c| {
+                // A cycle whose only anti-dependency is a predicate one is
+                // G-single and G2 at once; where G-single is forbidden the
+                // search above would have returned it, so here it is G2.
+                let class = class_of(&c);
+                (if class.forbidden_at(claimed) { Class::G2 } else { class }, c)
+            }),
+        };
+        match cycle {
+            Some((class, mut cycle)) => {
                 // Start the cycle at its smallest transaction id.
                 let first = (0..cycle.len()).min_by_key(|&i| m.txn(cycle[i].0).id).unwrap_or(0);
                 cycle.rotate_left(first);
-                found.add(class_of(&cycle), || cycle_anomaly(m, &cycle));
+                found.add(class, || cycle_anomaly(m, &cycle));
             }
             None => unreachable_component(m, nodes, found),
         }
@@ -78,6 +105,33 @@ pub(crate) fn class_of(cycle: &Cycle) -> Class {
     }
 }
 
+/// A short cycle of component `nodes` that the claimed level forbids, if any.
+fn forbidden_cycle(
+    g: &Graph,
+    search: &mut Search,
+    within: &Within<'_>,
+    nodes: &[u32],
+    claimed: Isolation,
+) -> Option<Cycle> {
+    for max in [Dep::Ww, Dep::Wr] {
+        if let Some(c) = cycle_in(g, search, nodes, |_, e| within.has(e) && e.dep <= max) {
+            return Some(c);
+        }
+    }
+    match claimed {
+        Isolation::ReadCommitted => None,
+        // Hekaton's repeatable read is read stability (section 3.4): every
+        // cycle without a predicate anti-dependency is forbidden, phantoms
+        // (predicate anti-dependencies) are not prevented.
+        Isolation::RepeatableRead => single_anti_item(g, search, within, nodes)
+            .or_else(|| cycle_in(g, search, nodes, |_, e| within.has(e) && e.dep <= Dep::Rw)),
+        Isolation::Snapshot => single_anti(g, search, within, nodes),
+        Isolation::Serializable => {
+            single_anti(g, search, within, nodes).or_else(|| cycle_in(g, search, nodes, |_, e| within.has(e)))
+        }
+    }
+}
+
 /// A short cycle of the most severe class found in the component `nodes`.
 fn worst_cycle(g: &Graph, search: &mut Search, within: &Within<'_>, nodes: &[u32]) -> Option<Cycle> {
     for max in [Dep::Ww, Dep::Wr] {
@@ -104,14 +158,30 @@ fn cycle_in(g: &Graph, search: &mut Search, nodes: &[u32], keep: impl Fn(u32, &E
     sub.iter().take(3).filter_map(|&s| search.cycle_through(g, s, &keep)).min_by_key(|c| c.len())
 }
 
+/// A cycle with exactly one anti-dependency, an item one.
+fn single_anti_item(g: &Graph, search: &mut Search, within: &Within<'_>, nodes: &[u32]) -> Option<Cycle> {
+    single_anti_where(g, search, within, nodes, |d| d == Dep::Rw)
+}
+
+/// A cycle with exactly one anti-dependency (item or predicate).
+fn single_anti(g: &Graph, search: &mut Search, within: &Within<'_>, nodes: &[u32]) -> Option<Cycle> {
+    single_anti_where(g, search, within, nodes, Dep::is_anti)
+}
+
 /// A cycle with exactly one anti-dependency: for each anti-dependency
 /// target `v`, a breadth-first search over ww/wr edges from `v` that stops
 /// at any source of an anti-dependency into `v`.
-fn single_anti(g: &Graph, search: &mut Search, within: &Within<'_>, nodes: &[u32]) -> Option<Cycle> {
+fn single_anti_where(
+    g: &Graph,
+    search: &mut Search,
+    within: &Within<'_>,
+    nodes: &[u32],
+    anti: impl Fn(Dep) -> bool,
+) -> Option<Cycle> {
     let mut antis: Vec<(u32, u32, Edge)> = Vec::new();
     for &u in nodes {
         for e in g.out(u) {
-            if e.dep.is_anti() && within.has(e) {
+            if anti(e.dep) && within.has(e) {
                 antis.push((e.to, u, *e));
             }
         }

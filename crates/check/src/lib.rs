@@ -82,6 +82,6 @@ pub fn check_with(history: &History, claimed: Isolation, limits: &Limits) -> Rep
         ..Stats::default()
     };
     let mut search = graph::Search::new(g.nodes(), limits.search_budget);
-    cycles::find_cycles(&m, &g, &mut search, &mut found, &mut stats);
+    cycles::find_cycles(&m, &g, &mut search, &mut found, &mut stats, claimed);
     found.into_report(claimed, stats)
 }
