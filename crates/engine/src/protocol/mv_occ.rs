@@ -344,23 +344,10 @@ impl<'db> Transaction<'db> {
                 filter: None,
             });
         }
-        let track = self.track_reads;
-        let recording = self.recording;
-        let mut rows = Vec::new();
-        let reads = &mut self.local().read_set;
-        ix.for_each_eq(key, |v| {
-            if ix.matches(v, key) && visible_at(v, rt, &me).is_some() {
-                if track {
-                    reads.push(VPtr(v as *const Version as *mut Version));
-                }
-                if recording {
-                    rows.push((v.key(), writer_of(v), v.value().to_vec()));
-                }
-                return f(&v.key(), v.value());
-            }
-            true
-        });
-        if recording {
+        let mut out = Delivery::new(self);
+        ix.for_each_eq(key, |v| !(ix.matches(v, key) && visible_at(v, rt, &me).is_some()) || out.deliver(v, &mut f));
+        let rows = out.rows;
+        if self.recording {
             let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
             self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered: index.index != 0, rows });
         }
@@ -395,10 +382,7 @@ impl<'db> Transaction<'db> {
                 filter: filter.cloned(),
             });
         }
-        let track = self.track_reads;
-        let recording = self.recording;
-        let mut rows = Vec::new();
-        let reads = &mut self.local().read_set;
+        let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
         ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
             // Check predicate (search predicate, then residual), then visibility.
@@ -410,18 +394,10 @@ impl<'db> Transaction<'db> {
                     return true;
                 }
             }
-            if visible_at(v, rt, &me).is_some() {
-                if track {
-                    reads.push(VPtr(v as *const Version as *mut Version));
-                }
-                if recording {
-                    rows.push((v.key(), writer_of(v), v.value().to_vec()));
-                }
-                return f(&v.key(), v.value());
-            }
-            true
+            visible_at(v, rt, &me).is_none() || out.deliver(v, &mut f)
         });
-        if recording {
+        let rows = out.rows;
+        if self.recording {
             let filtered = filter.is_some() || index.index != 0;
             self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
         }
@@ -859,6 +835,34 @@ impl Drop for Transaction<'_> {
         if self.status == Status::Active && self.slot != u32::MAX {
             self.abort_with(AbortReason::User);
         }
+    }
+}
+
+/// Hands the visible rows of a lookup or scan to the caller's function,
+/// adding them to the ReadSet (repeatable read and serializable) and to the
+/// recorded history (recording only).
+struct Delivery<'a> {
+    track: bool,
+    recording: bool,
+    reads: &'a mut Vec<VPtr>,
+    rows: Vec<(Key, Writer, Vec<u8>)>,
+}
+
+impl<'a> Delivery<'a> {
+    fn new(t: &Transaction<'a>) -> Delivery<'a> {
+        Delivery { track: t.track_reads, recording: t.recording, reads: &mut t.local().read_set, rows: Vec::new() }
+    }
+
+    /// Delivers `v`; returns what `f` returned (false stops the scan).
+    #[inline]
+    fn deliver(&mut self, v: &Version, f: &mut impl FnMut(&Key, &[u8]) -> bool) -> bool {
+        if self.track {
+            self.reads.push(VPtr(v as *const Version as *mut Version));
+        }
+        if self.recording {
+            self.rows.push((v.key(), writer_of(v), v.value().to_vec()));
+        }
+        f(&v.key(), v.value())
     }
 }
 
