@@ -58,7 +58,7 @@ use crate::storage::table::Table;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{txn_word, Word, INFINITY};
 use crate::txn::table::{TxnSlot, TxnState};
-use crate::txn::visibility::{is_competing, updatable, visible_at, Me};
+use crate::txn::visibility::{is_competing, updatable, visible_at, Me, NOW};
 use crate::txn::{Filter, ScanKind, ScanRecord, TxnLocal, WriteEntry};
 use crate::{Database, Error, IndexId, Isolation, Result, TableId, TxnOptions};
 use crossbeam_utils::Backoff;
@@ -178,7 +178,7 @@ impl<'db> Transaction<'db> {
 
     #[inline]
     fn me(&self) -> Me<'db> {
-        Me { table: &self.db.txns, slot: self.slot, id: self.id }
+        Me { table: &self.db.txns, slot: self.slot, id: self.id, clock: &self.db.clock, now: Cell::new(0) }
     }
 
     /// Appends an operation to the history buffer (recording only).
@@ -203,20 +203,24 @@ impl<'db> Transaction<'db> {
 
     /// The logical read time (section 3.4): now under read committed, the
     /// begin timestamp otherwise.
-    ///
-    /// "Now" must be a real clock reading, not "the end of time": a read walks
-    /// a key's versions one after the other, and a writer seen Active on the
-    /// new version may commit before the walk reaches the old one. Against a
-    /// clock reading that writer's end timestamp is necessarily later (see the
-    /// pending state), so the old version stays visible; against "the end of
-    /// time" both versions would be skipped.
     #[inline]
     fn read_time(&self) -> u64 {
         if self.isolation == Isolation::ReadCommitted {
-            // SeqCst: pairs with `set_pending` and the end-timestamp fetch_add
-            // (a writer we still see Active draws a later stamp). Odd: never
-            // equals a stamp.
+            // SeqCst: a reader must not see a committer as Active after the
+            // committer's end timestamp was drawn below our read time (see the
+            // pending state in the module docs). Odd: never equals a stamp.
             self.db.clock.load(Ordering::SeqCst) - 1
+        } else {
+            self.begin_ts
+        }
+    }
+
+    /// The read time of a point lookup: as [`Self::read_time`], except that
+    /// read committed uses the lazy [`NOW`] (see `find_visible`).
+    #[inline]
+    fn lookup_time(&self) -> u64 {
+        if self.isolation == Isolation::ReadCommitted {
+            NOW
         } else {
             self.begin_ts
         }
@@ -248,8 +252,25 @@ impl<'db> Transaction<'db> {
     }
 
     /// Finds the version of `key` visible at `rt` through the primary index.
+    ///
+    /// Under read committed `rt` is [`NOW`]: the shared clock is read only if
+    /// a version word holds a transaction id (see `visible_at`). A version
+    /// found that way was the latest committed one when it was checked, which
+    /// is all read committed asks. Finding nothing proves less: a newer
+    /// version may have been linked ahead of the chain position we started
+    /// from and committed before a clock reading taken during the walk. So
+    /// an empty lazy walk is repeated with a clock reading taken before it.
     #[inline]
     fn find_visible(&self, t: &Table, key: &Key, rt: u64) -> *mut Version {
+        let found = self.walk_visible(t, key, rt);
+        if found.is_null() && rt == NOW {
+            return self.walk_visible(t, key, self.read_time());
+        }
+        found
+    }
+
+    #[inline]
+    fn walk_visible(&self, t: &Table, key: &Key, rt: u64) -> *mut Version {
         let me = self.me();
         let mut found = ptr::null_mut();
         t.indexes[0].for_each_eq(key, |v| {
@@ -275,7 +296,7 @@ impl<'db> Transaction<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let t = self.db.table_ref(table)?;
-        let rt = self.read_time();
+        let rt = self.lookup_time();
         let v = self.find_visible(t, key, rt);
         if v.is_null() {
             if self.track_scans {
@@ -486,7 +507,7 @@ impl<'db> Transaction<'db> {
         let _guard = crossbeam_epoch::pin();
         let mut buf = std::mem::take(&mut self.local().scratch);
         buf.clear();
-        let rt = self.read_time();
+        let rt = self.lookup_time();
         let v = self.find_visible(t, key, rt);
         let r = if v.is_null() {
             self.not_found(table, key)
@@ -521,7 +542,7 @@ impl<'db> Transaction<'db> {
     fn replace(&mut self, t: &Table, table: TableId, key: &Key, value: Option<&[u8]>) -> Result<()> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let rt = self.read_time();
+        let rt = self.lookup_time();
         let v = self.find_visible(t, key, rt);
         if v.is_null() {
             return self.not_found(table, key);

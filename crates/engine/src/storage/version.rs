@@ -55,8 +55,10 @@ impl Version {
         debug_assert!(n_links >= 1 && n_links <= u8::MAX as usize);
         let kb = key.as_bytes();
         let lay = layout(n_links, kb.len(), value.len());
-        // SAFETY: the layout has non-zero size (the header alone is > 0).
-        let raw = unsafe { alloc(lay) } as *mut Version;
+        let raw = spare::take(lay).unwrap_or_else(|| {
+            // SAFETY: the layout has non-zero size (the header alone is > 0).
+            unsafe { alloc(lay) }
+        }) as *mut Version;
         let Some(nn) = NonNull::new(raw) else { handle_alloc_error(lay) };
         // SAFETY: `raw` points to a fresh allocation of `lay.size()` bytes with
         // alignment 8; we initialise the header, every link and the value
@@ -87,10 +89,13 @@ impl Version {
     /// no thread can still hold a reference (its epoch has passed, or the
     /// database is being dropped).
     pub unsafe fn free(v: *mut Version) {
-        // SAFETY: per the contract `v` is a live allocation made with this layout.
+        // SAFETY: per the contract `v` is a live allocation made with this
+        // layout, and nobody can reach it any more: its memory may be reused.
         unsafe {
             let lay = layout((*v).n_links as usize, (*v).key_len as usize, (*v).value_len as usize);
-            dealloc(v as *mut u8, lay);
+            if let Err(p) = spare::keep(v as *mut u8, lay) {
+                dealloc(p, lay);
+            }
         }
     }
 
@@ -148,6 +153,81 @@ impl Version {
     }
 }
 
+/// A per-thread cache of freed version blocks, by exact size.
+///
+/// Garbage collection frees old versions of random rows, scattered over the
+/// allocator's pages: handing each back, and taking a fresh block for every
+/// new version, touches a cold page header each time. The updater that
+/// collects garbage is usually the next to allocate, so it keeps a few
+/// hundred blocks of the sizes it frees and reuses them directly.
+mod spare {
+    use std::alloc::{dealloc, Layout};
+    use std::cell::RefCell;
+
+    /// Blocks kept per size.
+    const CAP: usize = 512;
+    /// Sizes kept per thread.
+    const SIZES: usize = 4;
+
+    struct Spare {
+        lists: [(usize, Vec<*mut u8>); SIZES],
+    }
+
+    impl Drop for Spare {
+        fn drop(&mut self) {
+            for (size, blocks) in &mut self.lists {
+                for &p in blocks.iter() {
+                    // SAFETY: every kept block came from `alloc` with this
+                    // size and alignment 8, and is owned by this cache alone.
+                    unsafe { dealloc(p, Layout::from_size_align_unchecked(*size, 8)) };
+                }
+            }
+        }
+    }
+
+    thread_local! {
+        static SPARE: RefCell<Spare> = RefCell::new(Spare { lists: Default::default() });
+    }
+
+    /// A kept block of exactly `lay`'s size, if any.
+    #[inline]
+    pub(super) fn take(lay: Layout) -> Option<*mut u8> {
+        SPARE
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                s.lists.iter_mut().find(|(size, _)| *size == lay.size()).and_then(|(_, v)| v.pop())
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Keeps a block for reuse, or gives it back (`Err`) when the cache for
+    /// its size is full, has no room for another size, or the thread is exiting.
+    #[inline]
+    pub(super) fn keep(p: *mut u8, lay: Layout) -> Result<(), *mut u8> {
+        debug_assert_eq!(lay.align(), 8);
+        SPARE
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                let slot = match s.lists.iter().position(|(size, _)| *size == lay.size()) {
+                    Some(i) => i,
+                    None => s.lists.iter().position(|(size, _)| *size == 0).ok_or(p)?,
+                };
+                let (size, v) = &mut s.lists[slot];
+                if v.len() >= CAP {
+                    return Err(p);
+                }
+                if *size == 0 {
+                    *size = lay.size();
+                    v.reserve_exact(CAP);
+                }
+                v.push(p);
+                Ok(())
+            })
+            .unwrap_or(Err(p))
+    }
+}
+
 /// A raw version pointer that may cross threads inside the engine. Whoever
 /// dereferences it must hold an epoch guard or otherwise know it is alive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +243,34 @@ unsafe impl Sync for VPtr {}
 mod tests {
     use super::*;
     use std::sync::atomic::Ordering;
+
+    /// Freed blocks are reused for versions of the same size, never for
+    /// another size, and every reused block is fully re-initialised; the
+    /// cache gives its blocks back when its thread exits.
+    #[test]
+    fn freed_blocks_are_reused_by_exact_size() {
+        std::thread::spawn(|| {
+            let a = Version::alloc(Key::from(1), 1, &[7u8; 24], 2).as_ptr();
+            // SAFETY: never published.
+            unsafe { Version::free(a) };
+            let b = Version::alloc(Key::from(2), 1, &[8u8; 24], 4).as_ptr();
+            assert_eq!(a, b, "same size: the freed block comes back");
+            // SAFETY: freshly allocated, unshared.
+            let r = unsafe { &*b };
+            assert_eq!((r.key(), r.value(), r.begin.load(Ordering::Relaxed)), (Key::from(2), &[8u8; 24][..], 4));
+            assert!(r.link(0).load(Ordering::Relaxed).is_null());
+            let c = Version::alloc(Key::from(3), 1, &[9u8; 40], 6).as_ptr();
+            assert_ne!(b, c, "another size never gets a cached block");
+            // Fill one size past the cache's capacity, then free it all.
+            let many: Vec<_> = (0..2000).map(|i| Version::alloc(Key::from(i), 2, b"v", 8).as_ptr()).collect();
+            for v in many.into_iter().chain([b, c]) {
+                // SAFETY: never published, freed once.
+                unsafe { Version::free(v) };
+            }
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn alloc_layout_round_trips() {

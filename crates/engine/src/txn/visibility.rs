@@ -8,13 +8,22 @@
 use crate::storage::version::Version;
 use crate::storage::word::{Word, INFINITY};
 use crate::txn::table::{Peek, TxnTable};
-use std::sync::atomic::Ordering;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The read time "now" of read committed (section 3.4), resolved lazily: see
+/// [`visible_at`].
+pub(crate) const NOW: u64 = u64::MAX;
 
 /// The transaction doing the check.
 pub(crate) struct Me<'a> {
     pub(crate) table: &'a TxnTable,
     pub(crate) slot: u32,
     pub(crate) id: u64,
+    /// The clock, for resolving [`NOW`].
+    pub(crate) clock: &'a AtomicU64,
+    /// [`NOW`] as resolved during this operation (0: not yet).
+    pub(crate) now: Cell<u64>,
 }
 
 impl Me<'_> {
@@ -30,8 +39,34 @@ impl Me<'_> {
 /// 0 for the reader's own uncommitted version — and `None` if not. Commit
 /// dependencies are registered as a side effect for speculative reads
 /// (Table 1, Preparing) and speculative ignores (Table 2, Preparing).
+///
+/// Read committed reads at [`NOW`], the current time. While both words hold
+/// timestamps the answer does not depend on its exact value (every committed
+/// Begin and every finite End lie before now), so the shared clock is read
+/// only when a word holds a transaction id, once per operation; from then on
+/// the operation compares against that reading. A writer seen Active then
+/// draws a later end timestamp, so a version it ends in the meantime is still
+/// seen (the clock reading is SeqCst, like `set_pending`).
 #[inline]
 pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
+    let rt = if rt == NOW {
+        match me.now.get() {
+            0 => {
+                // Acquire: as below.
+                let (b, e) = (v.begin.load(Ordering::Acquire), v.end.load(Ordering::Acquire));
+                if let (Word::Ts(b), Word::Ts(e)) = (Word::decode(b), Word::decode(e)) {
+                    return (b != INFINITY && e == INFINITY).then_some(b);
+                }
+                // SeqCst: pairs with `set_pending`; odd: never equals a stamp.
+                let now = me.clock.load(Ordering::SeqCst) - 1;
+                me.now.set(now);
+                now
+            }
+            now => now,
+        }
+    } else {
+        rt
+    };
     'retry: loop {
         // ---- Begin word (Table 1 / 4.2) ----
         // Acquire: pairs with the Release stores of postprocessing, and with
