@@ -12,6 +12,9 @@
 //! The default run takes well under a second per level in a debug build; set
 //! `MULTIVERSE_STRESS=<n>` to run n times as many transfers.
 
+mod common;
+
+use common::{stress, RaiseOnDrop};
 use multiverse::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -25,20 +28,6 @@ const WRITERS: u64 = 4;
 const TRANSFERS_PER_WRITER: u64 = 5_000;
 /// Reader transactions run at least this many times, however fast the writers are.
 const MIN_READS: u64 = 50;
-
-/// Raises the flag when dropped, so that helper threads looping on it stop
-/// even when the test body panics (a failing test must fail, not hang).
-struct RaiseOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for RaiseOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
-}
-
-fn stress() -> u64 {
-    std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1)
-}
 
 fn enc(x: i64) -> [u8; 8] {
     x.to_le_bytes()

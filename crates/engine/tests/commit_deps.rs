@@ -13,24 +13,13 @@
 //! (their read of a hot row is invalidated by a churner), which is exactly
 //! when readers may have speculatively read their new version.
 
+mod common;
+
+use common::{stress, RaiseOnDrop};
 use multiverse::*;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// Raises the flag when dropped, so that helper threads looping on it stop
-/// even when the test body panics (a failing test must fail, not hang).
-struct RaiseOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for RaiseOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
-}
-
-fn stress() -> u64 {
-    std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1)
-}
 
 fn u(v: &[u8]) -> u64 {
     u64::from_le_bytes(v.try_into().expect("8-byte value"))

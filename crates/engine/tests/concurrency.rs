@@ -6,26 +6,15 @@
 //! Each test runs for a fraction of a second by default; `MULTIVERSE_STRESS=<n>`
 //! multiplies the work.
 
+mod common;
+
+use common::{stress, RaiseOnDrop};
 use multiverse::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-
-/// Raises the flag when dropped, so that helper threads looping on it stop
-/// even when the test body panics (a failing test must fail, not hang).
-struct RaiseOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for RaiseOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
-}
-
-fn stress() -> u64 {
-    std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1)
-}
 
 fn policy() -> RetryPolicy {
     RetryPolicy {
