@@ -472,13 +472,21 @@ impl Database {
         }
         let (slot, id) = self.txns.open()?;
         let s = self.txns.slot(slot);
-        // The begin timestamp is published in two steps for the GC watermark
-        // (see `TxnTable::min_active_begin`). SeqCst on the provisional store
-        // and on the fetch_add: either a concurrent watermark scan sees the
-        // provisional stamp (no larger than the real one), or our fetch_add
-        // follows the scan's clock read and returns a stamp >= its bound.
-        s.begin_ts.store(self.clock.load(Ordering::SeqCst), Ordering::SeqCst);
-        let begin_ts = self.clock.fetch_add(2, Ordering::SeqCst);
+        // The begin timestamp is a clock reading, not an increment: the time
+        // just past every stamp handed out so far (odd, so it never equals a
+        // commit stamp, which are even). Every stamp below it was drawn before
+        // it; a writer still drawing its stamp is in the pending state, which
+        // readers wait out. Only end timestamps must be unique (they order the
+        // committed transactions); sparing the begin increment spares one
+        // contended read-modify-write of the clock per transaction.
+        //
+        // It is published in two steps for the GC watermark (see
+        // `TxnTable::min_active_begin`), SeqCst throughout: either a
+        // concurrent watermark scan sees the provisional value (no larger
+        // than the real one), or our second clock reading follows the scan's
+        // and is at least its bound minus one, above every stamp it reclaims.
+        s.begin_ts.store(self.clock.load(Ordering::SeqCst) - 1, Ordering::SeqCst);
+        let begin_ts = self.clock.load(Ordering::SeqCst) - 1;
         // Release: only raises the published value; readers need no more.
         s.begin_ts.store(begin_ts, Ordering::Release);
         Ok(Transaction::new(self, slot, id, begin_ts, o))
