@@ -3,7 +3,7 @@
 //!
 //! A transaction goes through the phases of section 2.4:
 //!
-//! 1. **Begin**: take a begin timestamp, become Active.
+//! 1. **Begin**: take a begin timestamp (a clock reading), become Active.
 //! 2. **Normal processing** (section 3.1): reads check visibility (Tables 1
 //!    and 2, in [`crate::txn::visibility`]) as of the logical read time — the
 //!    current time under read committed, the begin timestamp otherwise.
@@ -45,6 +45,15 @@
 //!   few instructions, so that no reader with a later read time can miss a
 //!   transaction that commits before it (the paper treats the two as one
 //!   atomic step).
+//! * The begin timestamp is a reading of the clock (the odd time just past
+//!   every stamp handed out), not an increment (section 2.4 draws both
+//!   timestamps by read-and-increment). Only end timestamps must be unique:
+//!   they order the committed transactions, and the correctness argument of
+//!   the thesis (section 4.4.5) rests on them alone.
+//! * Read committed reads at the current time, but reads the clock only when
+//!   a version word holds a transaction id: with timestamps in both words the
+//!   answer is the same for every "now" (see `visible_at`); a lookup that
+//!   finds nothing is repeated with a clock reading taken before its walk.
 //! * Inserts enforce primary-key uniqueness: an insert fails with
 //!   `DuplicateKey` if the key has a visible row, and aborts with a write
 //!   conflict if another transaction inserted or changed the key concurrently

@@ -15,10 +15,11 @@
 //! pack its record lock (NoMoreReadLocks, ReadLockCount, WriteLock) next to
 //! them, exactly as section 4.1.1 of the paper lays out.
 //!
-//! Timestamps handed to transactions (begin and end timestamps) are even and
-//! unique; read-committed reads use an odd read time past every stamp, so a
-//! read time never equals a commit time and the paper's strict test
-//! `Begin < RT < End` needs no tie-break.
+//! End timestamps (the stamps written into Begin and End words) are even and
+//! unique, drawn by incrementing the clock by two; read times — begin
+//! timestamps and read-committed "now" — are odd clock readings between
+//! stamps, so a read time never equals a commit time and the paper's strict
+//! test `Begin < RT < End` needs no tie-break.
 
 /// The flag bit: set when the word holds a transaction id.
 pub const TXN_FLAG: u64 = 1 << 63;
