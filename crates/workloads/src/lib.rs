@@ -17,20 +17,39 @@
 //! is generic over the worker. No `dyn` call and no allocation happens per
 //! record access or per transaction.
 //!
-//! Workloads that exist today: [`hekaton`] (section 5.1 of the Hekaton paper).
-//! Use [`KNOWN`] and [`check_name`] to validate a name given on a command line.
+//! A workload with several transaction types (TPC-C's NewOrder, Payment...)
+//! names them in [`Workload::txn_types`] and says which one is current in
+//! [`Worker::txn_type`]; the harness keeps throughput, aborts and latency per
+//! type. [`Mix`] parses and draws a mix of types (`--mix new-order:45,...`).
+//! After a run, [`Workload::check_consistency`] checks the workload's own
+//! invariants (SmallBank's money, TPC-C's consistency conditions).
+//!
+//! Workloads: [`hekaton`] (section 5 of the Hekaton paper), [`ycsb`],
+//! [`smallbank`], [`tatp`], [`tpcc`] and [`sibench`]. Use [`KNOWN`] and
+//! [`check_name`] to validate a name given on a command line.
 
 #![warn(missing_docs)]
 
 pub mod hekaton;
+pub mod mix;
+pub mod sibench;
+pub mod smallbank;
+pub mod tatp;
+pub mod tpcc;
+pub mod ycsb;
+pub mod zipf;
 
 pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
+pub use mix::Mix;
 
-use multiverse::{AbortReason, AccessSet, Database, Error, Key, Result, TableId, Transaction, TxnOptions};
+use multiverse::{
+    AbortReason, AccessSet, Database, Error, Filter, IndexId, Key, Result, TableId, Transaction, TxnOptions,
+};
 use std::fmt;
+use std::ops::RangeBounds;
 
 /// Names of the workloads this build knows, for `--workload`.
-pub const KNOWN: [&str; 1] = ["hekaton"];
+pub const KNOWN: [&str; 6] = ["hekaton", "ycsb", "smallbank", "tatp", "tpcc", "sibench"];
 
 /// Checks a workload name; the error lists the known ones.
 pub fn check_name(name: &str) -> std::result::Result<&'static str, String> {
@@ -92,6 +111,24 @@ pub trait Txn {
     fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()>;
     /// Inserts a new row.
     fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()>;
+    /// Read-modify-write of an existing row: `f(old, new)` fills `new`
+    /// (empty on entry) from the old value.
+    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()>;
+    /// Deletes an existing row.
+    fn delete(&mut self, table: TableId, key: &Key) -> Result<()>;
+    /// Calls `f(primary key, value)` for every visible row whose key in
+    /// `index` equals `key`, until `f` returns false.
+    fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()>;
+    /// Calls `f(primary key, value)` for every visible row whose key in
+    /// `index` lies in `range` and passes `filter`, in key order for ordered
+    /// indexes, until `f` returns false.
+    fn scan(
+        &mut self,
+        index: IndexId,
+        range: impl RangeBounds<Key>,
+        filter: Option<&Filter>,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()>;
     /// Hints that the rows with these primary keys will be accessed soon
     /// (lets their cache misses overlap). Does nothing by default.
     #[inline]
@@ -112,6 +149,28 @@ impl Txn for Transaction<'_> {
     #[inline]
     fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         Transaction::insert(self, table, key, value)
+    }
+    #[inline]
+    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        Transaction::update_with(self, table, key, f)
+    }
+    #[inline]
+    fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
+        Transaction::delete(self, table, key)
+    }
+    #[inline]
+    fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        Transaction::get_by(self, index, key, f)
+    }
+    #[inline]
+    fn scan(
+        &mut self,
+        index: IndexId,
+        range: impl RangeBounds<Key>,
+        filter: Option<&Filter>,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        Transaction::scan(self, index, range, filter, f)
     }
     #[inline]
     fn prefetch(&self, table: TableId, keys: &[Key]) {
@@ -142,6 +201,26 @@ pub trait Workload: Sync {
 
     /// A worker for thread `thread`, with its own random generator seeded by `seed`.
     fn worker(&self, thread: usize, seed: u64) -> Self::Worker<'_>;
+
+    /// Names of the transaction types, indexed by [`Worker::txn_type`].
+    fn txn_types(&self) -> &'static [&'static str] {
+        &["txn"]
+    }
+
+    /// Rough resident bytes the loaded data will take, so a harness can
+    /// refuse a size that cannot fit (0: unknown).
+    fn estimated_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Checks the workload's invariants on the database after a run (every
+    /// worker finished, see [`Worker::finish`]). `Ok` carries a one-line
+    /// description of what was checked (empty if nothing); `Err` says what
+    /// is broken.
+    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+        let _ = db;
+        Ok(String::new())
+    }
 }
 
 /// Generates and runs the transactions of one thread.
@@ -152,6 +231,30 @@ pub trait Worker: Send {
     /// Runs the body of the current transaction (the inputs of the last
     /// [`Worker::next_txn`]); may be called again after a transient abort.
     fn execute<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError>;
+
+    /// The type of the current transaction (an index into
+    /// [`Workload::txn_types`]).
+    #[inline]
+    fn txn_type(&self) -> usize {
+        0
+    }
+
+    /// The options of the current transaction, given the run's (a long
+    /// reader may run serializable and read-only while the run's level is
+    /// another).
+    #[inline]
+    fn options(&self, run: TxnOptions<'static>) -> TxnOptions<'static> {
+        run
+    }
+
+    /// Called once after the current transaction committed (a workload can
+    /// account for effects that must only count once, such as deposits).
+    #[inline]
+    fn committed(&mut self) {}
+
+    /// Called once after the run, before [`Workload::check_consistency`]:
+    /// hand per-thread tallies to the workload.
+    fn finish(&mut self) {}
 
     /// Declares the records the current transaction will read and write, for
     /// protocols that must know them before execution (BOHM, ordered 2PL).
@@ -199,10 +302,11 @@ impl AbortCounts {
 pub fn run_txn<W: Worker>(
     db: &Database,
     w: &mut W,
-    opts: TxnOptions<'_>,
+    opts: TxnOptions<'static>,
     aborts: &mut AbortCounts,
 ) -> Result<(), TxnError> {
     let mut spins = 0u32;
+    let opts = w.options(opts);
     loop {
         let mut t = db.begin_with(opts)?;
         let r = match w.execute(&mut t) {
@@ -213,7 +317,10 @@ pub fn run_txn<W: Worker>(
             }
         };
         match r {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                w.committed();
+                return Ok(());
+            }
             Err(TxnError::Engine(e)) if e.is_transient() => {
                 aborts.add(e.abort_reason().expect("transient errors are aborts"));
                 backoff(&mut spins);
@@ -267,7 +374,8 @@ mod tests {
     #[test]
     fn names_are_checked() {
         assert_eq!(check_name("hekaton"), Ok("hekaton"));
-        let e = check_name("tpcc").unwrap_err();
-        assert!(e.contains("unknown workload 'tpcc'") && e.contains("hekaton"), "{e}");
+        assert_eq!(check_name("tpcc"), Ok("tpcc"));
+        let e = check_name("tpc-x").unwrap_err();
+        assert!(e.contains("unknown workload 'tpc-x'") && e.contains("hekaton") && e.contains("ycsb"), "{e}");
     }
 }

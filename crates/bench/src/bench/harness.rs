@@ -46,6 +46,25 @@ impl LoadResult {
     }
 }
 
+/// What a timed run measured for one transaction type.
+pub struct TypeResult {
+    /// The type's name.
+    pub name: &'static str,
+    /// Committed transactions of this type.
+    pub committed: u64,
+    /// Aborted attempts of this type, by reason.
+    pub aborts: AbortCounts,
+    /// Latency of each committed transaction of this type, in ns.
+    pub latency_ns: Histogram<u64>,
+}
+
+impl TypeResult {
+    /// Latency at quantile `q`, in microseconds.
+    pub fn latency_us(&self, q: f64) -> f64 {
+        self.latency_ns.value_at_quantile(q) as f64 / 1000.0
+    }
+}
+
 /// What a timed run measured.
 pub struct RunResult {
     /// Committed transactions.
@@ -61,6 +80,8 @@ pub struct RunResult {
     /// Seconds the workers were runnable but waited for a CPU, summed: high
     /// when other processes compete for the machine (0 if unknown).
     pub cpu_wait_s: f64,
+    /// The same, per transaction type (in the order of `Workload::txn_types`).
+    pub per_type: Vec<TypeResult>,
 }
 
 impl RunResult {
@@ -150,6 +171,7 @@ struct Progress(AtomicU64);
 /// Runs `cfg.threads` workers for `cfg.duration`.
 pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResult, String> {
     let threads = cfg.threads;
+    let types = w.txn_types().len();
     let stop = AtomicBool::new(false);
     let barrier = Barrier::new(threads + 1);
     let progress: Vec<Progress> = (0..threads).map(|_| Progress::default()).collect();
@@ -163,7 +185,7 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
                 let mut worker = w.worker(i, cfg.seed);
                 let (stop, barrier, cell) = (&stop, &barrier, &progress[i]);
                 s.spawn(move || {
-                    let r = worker_loop(db, &mut worker, cfg.isolation, stop, barrier, cell);
+                    let r = worker_loop(db, &mut worker, types, cfg.isolation, stop, barrier, cell);
                     if r.is_err() {
                         // Relaxed: a hint; the others stop at their next check.
                         stop.store(true, Ordering::Relaxed);
@@ -202,11 +224,21 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
     let mut aborts = AbortCounts::default();
     let mut latency_ns = new_histogram();
     let (mut cpu_ns, mut wait_ns) = (0, 0);
+    let mut per_type: Vec<TypeResult> = w
+        .txn_types()
+        .iter()
+        .map(|&name| TypeResult { name, committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })
+        .collect();
     for o in outcomes {
         let o = o.map_err(|e| format!("{} transaction failed: {e}", w.name()))?;
-        committed += o.committed;
-        aborts.merge(&o.aborts);
-        latency_ns.add(&o.latency_ns).map_err(|e| format!("merging latency histograms: {e}"))?;
+        for (sum, t) in per_type.iter_mut().zip(&o.per_type) {
+            committed += t.committed;
+            aborts.merge(&t.aborts);
+            latency_ns.add(&t.latency_ns).map_err(|e| format!("merging latency histograms: {e}"))?;
+            sum.committed += t.committed;
+            sum.aborts.merge(&t.aborts);
+            sum.latency_ns.add(&t.latency_ns).map_err(|e| format!("merging latency histograms: {e}"))?;
+        }
         cpu_ns += o.cpu_ns;
         wait_ns += o.wait_ns;
     }
@@ -217,6 +249,7 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
         latency_ns,
         cpu_s: cpu_ns as f64 / 1e9,
         cpu_wait_s: wait_ns as f64 / 1e9,
+        per_type,
     })
 }
 
@@ -224,27 +257,34 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds")
 }
 
-struct WorkerOutcome {
+/// One worker's tallies for one transaction type.
+struct TypeTally {
     committed: u64,
     aborts: AbortCounts,
     latency_ns: Histogram<u64>,
+}
+
+struct WorkerOutcome {
+    per_type: Vec<TypeTally>,
     cpu_ns: u64,
     wait_ns: u64,
 }
 
 /// The per-thread loop: one `Instant` and one histogram record per
-/// committed transaction.
+/// committed transaction, into the histogram of its type.
 fn worker_loop<K: Worker>(
     db: &Database,
     worker: &mut K,
+    types: usize,
     isolation: Isolation,
     stop: &AtomicBool,
     barrier: &Barrier,
     progress: &Progress,
 ) -> Result<WorkerOutcome, TxnError> {
     let opts = TxnOptions::new(isolation);
-    let mut hist = new_histogram();
-    let mut aborts = AbortCounts::default();
+    let mut per_type: Vec<TypeTally> = (0..types.max(1))
+        .map(|_| TypeTally { committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })
+        .collect();
     let mut committed = 0u64;
     barrier.wait();
     let cpu_start = sys::thread_cpu_ns();
@@ -252,9 +292,13 @@ fn worker_loop<K: Worker>(
     // Relaxed: a stop request needs no ordering; it is seen within a transaction or two.
     while !stop.load(Ordering::Relaxed) {
         worker.next_txn();
-        run_txn(db, worker, opts, &mut aborts)?;
+        let ty = worker.txn_type();
+        debug_assert!(ty < per_type.len(), "txn_type {ty} out of range");
+        let tally = &mut per_type[ty.min(types.max(1) - 1)];
+        run_txn(db, worker, opts, &mut tally.aborts)?;
         let now = Instant::now();
-        hist.saturating_record(now.duration_since(last).as_nanos() as u64);
+        tally.latency_ns.saturating_record(now.duration_since(last).as_nanos() as u64);
+        tally.committed += 1;
         last = now;
         committed += 1;
         if committed % 256 == 0 {
@@ -266,5 +310,6 @@ fn worker_loop<K: Worker>(
         (Some((c0, w0)), Some((c1, w1))) => (c1.saturating_sub(c0), w1.saturating_sub(w0)),
         _ => (0, 0),
     };
-    Ok(WorkerOutcome { committed, aborts, latency_ns: hist, cpu_ns, wait_ns })
+    worker.finish();
+    Ok(WorkerOutcome { per_type, cpu_ns, wait_ns })
 }

@@ -16,9 +16,10 @@
 //! Progress bars appear only when stderr is a terminal. Every error is a
 //! one-line `Err(String)`.
 
-mod harness;
-mod report;
-mod sys;
+pub(crate) mod harness;
+pub(crate) mod report;
+pub(crate) mod sys;
+pub(crate) mod wl;
 
 use harness::{LoadResult, RunConfig, RunResult};
 use multiverse::{Database, Isolation, Options, Protocol, Stats};
@@ -35,54 +36,66 @@ const MAX_THREADS: usize = 1024;
 /// allocator overhead, hash bucket), used to refuse loads that cannot fit.
 const EST_BYTES_PER_ROW: u64 = 128;
 
-/// Arguments of `multiverse bench`.
-#[derive(clap::Args, Debug)]
+/// Arguments of `multiverse bench` (and of every grid point of `compare`).
+///
+/// The flags common to every workload are here; each workload's own flags
+/// live in its module under `wl/` and are flattened in. A flag of another
+/// workload than the one chosen is refused.
+#[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Concurrency-control protocol (mv-occ, mv-lock, mv-mixed, 1v-lock, silo, 2pl-ordered, ssn, ssi, bohm, pomvcc).
     #[arg(long, default_value = "mv-occ", value_name = "P")]
-    protocol: String,
-    /// Workload to run (hekaton: section 5.1 of the Hekaton paper).
+    pub protocol: String,
+    /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, sibench.
     #[arg(long, default_value = "hekaton", value_name = "W")]
-    workload: String,
+    pub workload: String,
     /// Isolation level: read-committed, snapshot, repeatable-read or serializable.
     #[arg(long, default_value = "read-committed", value_name = "L")]
-    isolation: String,
+    pub isolation: String,
     /// Worker threads; loading uses the same number [default: number of CPUs].
     #[arg(long, value_name = "N", value_parser = parse_threads)]
-    threads: Option<usize>,
+    pub threads: Option<usize>,
     /// Seconds to run (fractions allowed).
     #[arg(long, default_value = "10", value_name = "S", value_parser = parse_seconds, allow_negative_numbers = true)]
-    duration: f64,
+    pub duration: f64,
     /// Also write the result as one JSON object to FILE.
     #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// hekaton: reads per transaction (R).
-    #[arg(long, default_value_t = 10, value_name = "R")]
-    reads: u32,
-    /// hekaton: writes (updates) per transaction (W).
-    #[arg(long, default_value_t = 2, value_name = "W")]
-    writes: u32,
-    /// hekaton: rows in the table (N); accepts 10000000, 10_000_000, 10M, 500k.
-    #[arg(long, default_value = "10000000", value_name = "N", value_parser = parse_count)]
-    rows: u64,
-    /// hekaton: do not issue prefetch hints for a transaction's rows.
-    #[arg(long)]
-    no_prefetch: bool,
+    pub json: Option<PathBuf>,
+    /// Rows of the main table (hekaton: N, default 10M; ycsb: records,
+    /// default 1M; sibench: default 1,000); accepts 10000000, 10_000_000, 10M, 500k.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub rows: Option<u64>,
+    /// Transaction mix as type:percent,... (the types depend on the
+    /// workload; each workload's default follows its specification).
+    #[arg(long, value_name = "MIX")]
+    pub mix: Option<String>,
     /// Seed of the workers' random generators.
     #[arg(long, default_value_t = DEFAULT_SEED)]
-    seed: u64,
+    pub seed: u64,
     /// Record the run's history (after loading) and check it against the
     /// isolation level at the end; exit non-zero on a violation. Recording
     /// keeps every operation in memory: use short runs.
     #[arg(long)]
-    verify: bool,
+    pub verify: bool,
     /// Record the run's history (after loading) and write it to FILE
     /// (format: docs/HISTORY.md), for `multiverse check FILE`.
     #[arg(long, value_name = "FILE")]
-    history: Option<PathBuf>,
+    pub history: Option<PathBuf>,
+    #[command(flatten)]
+    pub hekaton: wl::hekaton::Flags,
+    #[command(flatten)]
+    pub ycsb: wl::ycsb::Flags,
+    #[command(flatten)]
+    pub smallbank: wl::smallbank::Flags,
+    #[command(flatten)]
+    pub tatp: wl::tatp::Flags,
+    #[command(flatten)]
+    pub tpcc: wl::tpcc::Flags,
+    #[command(flatten)]
+    pub sibench: wl::sibench::Flags,
 }
 
-fn parse_threads(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
     let n: usize = s.trim().parse().map_err(|_| format!("'{s}' is not a number of threads"))?;
     if n == 0 || n > MAX_THREADS {
         return Err(format!("must be between 1 and {MAX_THREADS}"));
@@ -90,7 +103,7 @@ fn parse_threads(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
-fn parse_seconds(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
     let d: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
         return Err("must be more than 0 and at most 86400 seconds".into());
@@ -99,7 +112,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 }
 
 /// A count such as `10000000`, `10_000_000`, `10,000,000`, `10M` or `500k`.
-fn parse_count(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
     let t: String = s.trim().chars().filter(|c| *c != '_' && *c != ',').collect();
     let (num, mul) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
@@ -112,7 +125,7 @@ fn parse_count(s: &str) -> Result<u64, String> {
 }
 
 /// Parses and checks a protocol name: it must exist and be built.
-fn parse_protocol(s: &str) -> Result<Protocol, String> {
+pub(crate) fn parse_protocol(s: &str) -> Result<Protocol, String> {
     let p: Protocol = s.parse().map_err(|e: multiverse::Error| e.to_string())?;
     if !p.is_available() {
         let avail: Vec<_> = Protocol::available().map(|p| p.name()).collect();
@@ -122,7 +135,7 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
 }
 
 /// Parses an isolation level and checks the protocol offers it.
-fn parse_isolation(s: &str, p: Protocol) -> Result<Isolation, String> {
+pub(crate) fn parse_isolation(s: &str, p: Protocol) -> Result<Isolation, String> {
     let l: Isolation = s.parse().map_err(|e: multiverse::Error| e.to_string())?;
     if !p.isolation_levels().contains(&l) {
         let offered: Vec<_> = p.isolation_levels().iter().map(|l| l.name()).collect();
@@ -133,11 +146,15 @@ fn parse_isolation(s: &str, p: Protocol) -> Result<Isolation, String> {
 
 /// Refuses a table that clearly cannot fit in memory (instead of dying in the allocator).
 fn check_memory(rows: u64) -> Result<(), String> {
-    let need = rows.saturating_mul(EST_BYTES_PER_ROW);
+    check_bytes(rows.saturating_mul(EST_BYTES_PER_ROW), &format!("--rows {}", report::int(rows)))
+}
+
+/// Refuses a data set of about `need` bytes when less memory is available;
+/// `what` names the flag or workload that asked for it.
+pub(crate) fn check_bytes(need: u64, what: &str) -> Result<(), String> {
     match sys::mem_available_bytes() {
         Some(avail) if need > avail => Err(format!(
-            "--rows {} needs about {} of memory, but only {} is available",
-            report::int(rows),
+            "{what} needs about {} of memory, but only {} is available",
             report::bytes(need),
             report::bytes(avail)
         )),
@@ -164,28 +181,72 @@ pub(crate) struct Measurement {
     pub run: RunResult,
     pub stats_end: Stats,
     pub peak_rss: u64,
+    /// What the workload's consistency check verified after the run (empty if nothing).
+    pub consistency: String,
+}
+
+/// The settings of one run, shared by every workload's runner in `wl/`.
+pub(crate) struct Ctx {
+    pub protocol: Protocol,
+    pub isolation: Isolation,
+    pub threads: usize,
+    pub duration: f64,
+    pub seed: u64,
+    pub show: bool,
+    pub record: bool,
+    pub rss_before: u64,
+    /// `--rows`, if given.
+    pub rows: Option<u64>,
+    /// `--mix`, if given.
+    pub mix: Option<String>,
+}
+
+/// Opens the database and runs the workload of `a` once (load, run,
+/// consistency check). Returns the measurement and the database (for its
+/// history); the caller should pass the database to [`exit_without_drop`]
+/// or drop it.
+pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Database), String> {
+    let workload = check_name(&a.workload)?;
+    wl::refuse_foreign_flags(a, workload)?;
+    let protocol = parse_protocol(&a.protocol)?;
+    let isolation = parse_isolation(&a.isolation, protocol)?;
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let db = open_db(protocol, threads)?;
+    let ctx = Ctx {
+        protocol,
+        isolation,
+        threads,
+        duration: a.duration,
+        seed: a.seed,
+        show,
+        record: a.verify || a.history.is_some(),
+        rss_before: sys::rss_bytes(),
+        rows: a.rows,
+        mix: a.mix.clone(),
+    };
+    let m = match workload {
+        "hekaton" => wl::hekaton::run(&a.hekaton, &ctx, &db),
+        "ycsb" => wl::ycsb::run(&a.ycsb, &ctx, &db),
+        "smallbank" => wl::smallbank::run(&a.smallbank, &ctx, &db),
+        "tatp" => wl::tatp::run(&a.tatp, &ctx, &db),
+        "tpcc" => wl::tpcc::run(&a.tpcc, &ctx, &db),
+        "sibench" => wl::sibench::run(&a.sibench, &ctx, &db),
+        other => unreachable!("check_name accepted '{other}' without a case here"),
+    };
+    match m {
+        Ok(m) => Ok((m, db)),
+        Err(e) => {
+            exit_without_drop(db);
+            Err(e)
+        }
+    }
 }
 
 /// `multiverse bench`.
 pub fn run(a: BenchArgs) -> Result<(), String> {
-    let workload = check_name(&a.workload)?;
-    let protocol = parse_protocol(&a.protocol)?;
-    let isolation = parse_isolation(&a.isolation, protocol)?;
-    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let show = std::io::stderr().is_terminal();
-    let db = open_db(protocol, threads)?;
-    let rss_before = sys::rss_bytes();
-    let m = match workload {
-        "hekaton" => {
-            let cfg = HekatonConfig { rows: a.rows, reads: a.reads, writes: a.writes, prefetch: !a.no_prefetch };
-            cfg.validate()?;
-            check_memory(cfg.rows)?;
-            let w = Hekaton::setup(&db, cfg)?;
-            let record = a.verify || a.history.is_some();
-            measure(&db, &w, protocol, isolation, threads, a.duration, a.seed, show, rss_before, record)?
-        }
-        other => unreachable!("check_name accepted '{other}' without a case here"),
-    };
+    let (m, db) = run_args(&a, show)?;
+    let isolation = m.isolation;
     print!("{}", report::summary(&m));
     if let Some(path) = &a.json {
         let rec = report::json(&m);
@@ -212,40 +273,42 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
 /// Leaves a loaded database to the operating system instead of dropping it:
 /// the process is about to exit, and freeing ten million versions one by one
 /// (in hash-bucket order) takes seconds.
-fn exit_without_drop(db: Database) {
+pub(crate) fn exit_without_drop(db: Database) {
     std::mem::forget(db);
 }
 
-/// Loads `w` and runs it once.
-#[allow(clippy::too_many_arguments)]
-fn measure<W: Workload>(
-    db: &Database,
-    w: &W,
-    protocol: Protocol,
-    isolation: Isolation,
-    threads: usize,
-    duration: f64,
-    seed: u64,
-    show: bool,
-    rss_before: u64,
-    record: bool,
-) -> Result<Measurement, String> {
-    let load = harness::load(db, w, threads, show, rss_before)?;
-    db.set_recording(record);
-    let cfg = RunConfig { threads, duration: Duration::from_secs_f64(duration), isolation, seed, show_progress: show };
+/// Loads `w` (already set up in `db`), runs it once, and checks the
+/// workload's consistency conditions.
+pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Measurement, String> {
+    let est = w.estimated_bytes();
+    if est > 0 {
+        check_bytes(est, &format!("workload {}", w.name()))?;
+    }
+    let load = harness::load(db, w, c.threads, c.show, c.rss_before)?;
+    db.set_recording(c.record);
+    let cfg = RunConfig {
+        threads: c.threads,
+        duration: Duration::from_secs_f64(c.duration),
+        isolation: c.isolation,
+        seed: c.seed,
+        show_progress: c.show,
+    };
     let run = harness::run(db, w, cfg)?;
+    let stats_end = db.stats();
+    let consistency = w.check_consistency(db).map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
     Ok(Measurement {
-        protocol,
-        isolation,
+        protocol: c.protocol,
+        isolation: c.isolation,
         workload: w.name(),
         params: w.params(),
-        threads,
-        duration_requested: duration,
-        seed,
+        threads: c.threads,
+        duration_requested: c.duration,
+        seed: c.seed,
         load,
         run,
-        stats_end: db.stats(),
+        stats_end,
         peak_rss: sys::peak_rss_bytes(),
+        consistency,
     })
 }
 

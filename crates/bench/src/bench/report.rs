@@ -128,6 +128,29 @@ pub fn summary(m: &Measurement) -> String {
         l.bytes_per_row(),
         int(m.stats_end.versions_alive)
     );
+    if r.per_type.len() > 1 {
+        let _ = writeln!(
+            s,
+            "  per type   {:<18} {:>12} {:>10} {:>9} {:>9} {:>9}",
+            "", "txn/s", "aborts", "p50 us", "p99 us", "max us"
+        );
+        let secs = r.elapsed.as_secs_f64().max(1e-9);
+        for t in &r.per_type {
+            let _ = writeln!(
+                s,
+                "             {:<18} {:>12} {:>10} {:>9.1} {:>9.1} {:>9.1}",
+                t.name,
+                int((t.committed as f64 / secs) as u64),
+                int(t.aborts.total()),
+                t.latency_us(0.50),
+                t.latency_us(0.99),
+                t.latency_ns.max() as f64 / 1000.0
+            );
+        }
+    }
+    if !m.consistency.is_empty() {
+        let _ = writeln!(s, "  consistent {}", m.consistency);
+    }
     let _ = writeln!(s, "  commit     {}", sys::GIT_COMMIT);
     s
 }
@@ -180,6 +203,23 @@ pub struct Latency {
     max: f64,
 }
 
+impl Latency {
+    fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
+        let q = |q| h.value_at_quantile(q) as f64 / 1000.0;
+        Latency { p50: q(0.50), p90: q(0.90), p99: q(0.99), max: h.max() as f64 / 1000.0 }
+    }
+}
+
+/// One transaction type's share of a run.
+#[derive(Serialize)]
+pub struct TypeRecord {
+    committed: u64,
+    aborted: u64,
+    aborts_by_reason: Map<String, Value>,
+    throughput_tps: f64,
+    latency_us: Latency,
+}
+
 /// One benchmark run as a JSON object: the stable DESIGN.md fields first,
 /// then extras.
 #[derive(Serialize)]
@@ -214,6 +254,10 @@ pub struct Record {
     cpu_s: f64,
     cpu_wait_s: f64,
     throughput_per_cpu_s: f64,
+    /// Per transaction type, by name.
+    per_type: Map<String, Value>,
+    /// What the workload's consistency check verified (empty if nothing).
+    consistency: String,
 }
 
 /// Builds the JSON record of a measurement.
@@ -243,12 +287,7 @@ pub fn json(m: &Measurement) -> Record {
         aborted: r.aborts.total(),
         aborts_by_reason,
         throughput_tps: r.throughput(),
-        latency_us: Latency {
-            p50: r.latency_us(0.50),
-            p90: r.latency_us(0.90),
-            p99: r.latency_us(0.99),
-            max: r.latency_max_us(),
-        },
+        latency_us: Latency::of(&r.latency_ns),
         peak_rss_bytes: m.peak_rss,
         versions_alive_end: m.stats_end.versions_alive,
         git_commit: sys::GIT_COMMIT.into(),
@@ -265,6 +304,25 @@ pub fn json(m: &Measurement) -> Record {
         cpu_s: r.cpu_s,
         cpu_wait_s: r.cpu_wait_s,
         throughput_per_cpu_s: r.throughput_per_cpu(),
+        per_type: r
+            .per_type
+            .iter()
+            .map(|t| {
+                let rec = TypeRecord {
+                    committed: t.committed,
+                    aborted: t.aborts.total(),
+                    aborts_by_reason: t
+                        .aborts
+                        .by_reason()
+                        .map(|(k, n)| (k.name().to_string(), Value::from(n)))
+                        .collect(),
+                    throughput_tps: t.committed as f64 / r.elapsed.as_secs_f64().max(1e-9),
+                    latency_us: Latency::of(&t.latency_ns),
+                };
+                (t.name.to_string(), serde_json::to_value(rec).unwrap_or(Value::Null))
+            })
+            .collect(),
+        consistency: m.consistency.clone(),
     }
 }
 

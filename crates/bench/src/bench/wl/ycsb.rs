@@ -1,0 +1,21 @@
+//! `--workload ycsb` (not built yet).
+
+use super::super::{Ctx, Measurement};
+use super::Given;
+use multiverse::Database;
+
+/// Flags of the ycsb workload.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[group(skip)]
+pub struct Flags {}
+
+impl Given for Flags {
+    fn given(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+}
+
+/// Runs the ycsb workload.
+pub fn run(_f: &Flags, _c: &Ctx, _db: &Database) -> Result<Measurement, String> {
+    Err("workload ycsb is not built yet".into())
+}

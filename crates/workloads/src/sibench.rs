@@ -1,0 +1,1 @@
+//! The sibench workload (not built yet).

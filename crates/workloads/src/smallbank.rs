@@ -1,0 +1,1 @@
+//! The smallbank workload (not built yet).

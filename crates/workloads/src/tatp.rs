@@ -1,0 +1,1 @@
+//! The tatp workload (not built yet).

@@ -1,0 +1,1 @@
+//! The tpcc workload (not built yet).

@@ -1,0 +1,1 @@
+//! The ycsb workload (not built yet).

@@ -1,0 +1,1 @@
+//! Zipfian key generator (not built yet).
