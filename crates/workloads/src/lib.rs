@@ -69,6 +69,10 @@ pub enum TxnError {
     /// The workload found a state that cannot happen (a row it never deletes
     /// is missing, say): a bug in the engine or the workload. Never retried.
     Invariant(String),
+    /// The transaction's logic decided to roll back (TPC-C's NewOrder with an
+    /// unused item number, say): [`run_txn`] rolls it back, counts a `user`
+    /// abort, and does not retry it. Not a failure of the run.
+    Rollback,
 }
 
 impl From<Error> for TxnError {
@@ -82,6 +86,7 @@ impl fmt::Display for TxnError {
         match self {
             TxnError::Engine(e) => write!(f, "{e}"),
             TxnError::Invariant(s) => f.write_str(s),
+            TxnError::Rollback => f.write_str("rolled back by the transaction's logic"),
         }
     }
 }
@@ -293,8 +298,10 @@ impl AbortCounts {
 
 /// Runs the worker's current transaction until it commits, retrying
 /// transient aborts (with the same inputs) and counting them in `aborts`.
-/// Returns the first non-transient error (a bug in the workload or bad
-/// options), after rolling the attempt back.
+/// Returns `Ok(true)` once it committed, `Ok(false)` if its logic rolled it
+/// back ([`TxnError::Rollback`], counted as a `user` abort, not retried),
+/// and the first non-transient error (a bug in the workload or bad options),
+/// after rolling the attempt back.
 ///
 /// Between retries the thread spins for a short, growing time (then yields),
 /// so that under contention the winner of a write-write conflict can finish.
@@ -304,7 +311,7 @@ pub fn run_txn<W: Worker>(
     w: &mut W,
     opts: TxnOptions<'static>,
     aborts: &mut AbortCounts,
-) -> Result<(), TxnError> {
+) -> Result<bool, TxnError> {
     let mut spins = 0u32;
     let opts = w.options(opts);
     loop {
@@ -319,7 +326,11 @@ pub fn run_txn<W: Worker>(
         match r {
             Ok(()) => {
                 w.committed();
-                return Ok(());
+                return Ok(true);
+            }
+            Err(TxnError::Rollback) => {
+                aborts.add(AbortReason::User);
+                return Ok(false);
             }
             Err(TxnError::Engine(e)) if e.is_transient() => {
                 aborts.add(e.abort_reason().expect("transient errors are aborts"));
@@ -369,6 +380,46 @@ mod tests {
                 assert_eq!(next, n);
             }
         }
+    }
+
+    /// Inserts key 1, then rolls back or commits as told.
+    struct RollbackWorker {
+        table: TableId,
+        roll_back: bool,
+        commits: u32,
+    }
+
+    impl Worker for RollbackWorker {
+        fn next_txn(&mut self) {}
+        fn execute<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+            t.insert(self.table, Key::from_u64(1), b"x")?;
+            if self.roll_back {
+                return Err(TxnError::Rollback);
+            }
+            Ok(())
+        }
+        fn committed(&mut self) {
+            self.commits += 1;
+        }
+    }
+
+    #[test]
+    fn a_rollback_undoes_the_transaction_and_counts_a_user_abort() {
+        let db = Database::new(multiverse::Options::default()).unwrap();
+        let table = db.create_table(multiverse::TableSpec::hash("t", 16)).unwrap();
+        let opts = TxnOptions::new(multiverse::Isolation::Serializable);
+        let mut aborts = AbortCounts::default();
+        let mut w = RollbackWorker { table, roll_back: true, commits: 0 };
+        assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(false));
+        assert_eq!(aborts.0[AbortReason::User as usize], 1);
+        assert_eq!(aborts.total(), 1);
+        assert_eq!(w.commits, 0);
+        let read = |db: &Database| db.run(multiverse::Isolation::Snapshot, |t| t.get(table, &Key::from_u64(1)));
+        assert_eq!(read(&db).unwrap(), None, "the insert was rolled back");
+        w.roll_back = false;
+        assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(true));
+        assert_eq!(w.commits, 1);
+        assert_eq!(read(&db).unwrap().as_deref(), Some(&b"x"[..]));
     }
 
     #[test]

@@ -295,10 +295,12 @@ fn worker_loop<K: Worker>(
         let ty = worker.txn_type();
         debug_assert!(ty < per_type.len(), "txn_type {ty} out of range");
         let tally = &mut per_type[ty.min(types.max(1) - 1)];
-        run_txn(db, worker, opts, &mut tally.aborts)?;
+        let done = run_txn(db, worker, opts, &mut tally.aborts)?;
         let now = Instant::now();
-        tally.latency_ns.saturating_record(now.duration_since(last).as_nanos() as u64);
-        tally.committed += 1;
+        if done {
+            tally.latency_ns.saturating_record(now.duration_since(last).as_nanos() as u64);
+            tally.committed += 1;
+        }
         last = now;
         committed += 1;
         if committed % 256 == 0 {
