@@ -11,10 +11,20 @@ use super::Given;
 use multiverse::Database;
 use multiverse_workloads::sibench::{parse_range, Sibench, SibenchConfig, Writes};
 
-/// Flags of the sibench workload.
+/// Flags of the sibench workload, boxed: `BenchArgs` is a variant of the
+/// command enum and must stay small (clippy's `large_enum_variant`).
 #[derive(clap::Args, Debug, Clone, Default)]
 #[group(skip)]
 pub struct Flags {
+    /// The flags.
+    #[command(flatten)]
+    pub f: Box<SibenchFlags>,
+}
+
+/// The sibench flags themselves.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[group(skip)]
+pub struct SibenchFlags {
     /// sibench: accesses per update transaction, MIN-MAX or N, uniformly
     /// random in the range [default: 8-12].
     #[arg(long, value_name = "RANGE", help_heading = "Workload sibench")]
@@ -33,17 +43,18 @@ pub struct Flags {
 
 impl Given for Flags {
     fn given(&self) -> Vec<&'static str> {
+        let f = &self.f;
         let mut g = Vec::new();
-        if self.sibench_accesses.is_some() {
+        if f.sibench_accesses.is_some() {
             g.push("--sibench-accesses");
         }
-        if self.sibench_writes.is_some() {
+        if f.sibench_writes.is_some() {
             g.push("--sibench-writes");
         }
-        if self.sibench_query_threads.is_some() {
+        if f.sibench_query_threads.is_some() {
             g.push("--sibench-query-threads");
         }
-        if self.sibench_query_accesses.is_some() {
+        if f.sibench_query_accesses.is_some() {
             g.push("--sibench-query-accesses");
         }
         g
@@ -52,6 +63,7 @@ impl Given for Flags {
 
 /// Runs the sibench workload.
 pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+    let f = &f.f;
     super::refuse_common(c, "sibench", true, false)?;
     let d = SibenchConfig::default();
     let range = |flag: &str, s: &Option<String>, def| match s {

@@ -11,10 +11,20 @@ use multiverse::Database;
 use multiverse_workloads::ycsb::{Ycsb, YcsbConfig, TYPES};
 use multiverse_workloads::Mix;
 
-/// Flags of the ycsb workload.
+/// Flags of the ycsb workload, boxed: `BenchArgs` is a variant of the
+/// command enum and must stay small (clippy's `large_enum_variant`).
 #[derive(clap::Args, Debug, Clone, Default)]
 #[group(skip)]
 pub struct Flags {
+    /// The flags.
+    #[command(flatten)]
+    pub f: Box<YcsbFlags>,
+}
+
+/// The ycsb flags themselves.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[group(skip)]
+pub struct YcsbFlags {
     /// ycsb: Zipfian parameter of the records of 10rmw and 2rmw-8r: 0 is
     /// uniform, 0.9 the paper's high contention; 1 and above allowed [default: 0].
     #[arg(long, value_name = "THETA", help_heading = "Workload ycsb", allow_negative_numbers = true)]
@@ -32,17 +42,18 @@ pub struct Flags {
 
 impl Given for Flags {
     fn given(&self) -> Vec<&'static str> {
+        let f = &self.f;
         let mut g = Vec::new();
-        if self.theta.is_some() {
+        if f.theta.is_some() {
             g.push("--theta");
         }
-        if self.value_bytes.is_some() {
+        if f.value_bytes.is_some() {
             g.push("--value-bytes");
         }
-        if self.scan_records.is_some() {
+        if f.scan_records.is_some() {
             g.push("--scan-records");
         }
-        if self.ycsb_no_prefetch {
+        if f.ycsb_no_prefetch {
             g.push("--ycsb-no-prefetch");
         }
         g
@@ -51,6 +62,7 @@ impl Given for Flags {
 
 /// Runs the ycsb workload.
 pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+    let f = &f.f;
     super::refuse_common(c, "ycsb", true, true)?;
     let d = YcsbConfig::default();
     let cfg = YcsbConfig {
