@@ -271,8 +271,13 @@ impl Workload for Sibench {
         ]
     }
 
+    /// `update` and `query`; `update` alone without a query group.
     fn txn_types(&self) -> &'static [&'static str] {
-        TYPES
+        if self.cfg.query_threads == 0 {
+            &TYPES[..1]
+        } else {
+            TYPES
+        }
     }
 
     fn load_size(&self) -> u64 {
