@@ -1,5 +1,6 @@
-//! The homogeneous workload of the Hekaton paper (Larson et al., VLDB 2011,
-//! section 5.1).
+//! The workloads of section 5 of the Hekaton paper (Larson et al., VLDB 2011;
+//! hekaton-mvcc-vldb2011.txt): the homogeneous workload of section 5.1 and
+//! the heterogeneous ones of section 5.2.
 //!
 //! One table of `N` rows with a unique 8-byte integer key (`0..N`) and a
 //! 24-byte payload, in a hash primary index sized to `N`. A single
@@ -16,9 +17,32 @@
 //! number plus one (0 for the initial load), and the writer's transaction
 //! sequence number (0 for the initial load). [`decode_payload`] reads it back,
 //! so tests can check every update landed on the right row.
+//!
+//! ## Section 5.2: read-only transactions ([`Heterogeneous`])
+//!
+//! * **Short readers** (section 5.2.1): besides the `update` transaction
+//!   (`R` reads, `W` writes) a `read-only` one performs `R` reads and no
+//!   write ("R=10 and W=0"), with the read-only option set, at the run's
+//!   isolation level (the paper's is read committed). The mix
+//!   `update:X,read-only:Y` sets their shares; the paper varies the
+//!   read-only share from 0% to 100% (Figures 6 and 7).
+//! * **Long readers** (section 5.2.2): the first `K` threads run only
+//!   `long-read` transactions, "transactionally consistent (Serializable),
+//!   read-only queries that touch 10% of the table (R=1,000,000 and W=0)",
+//!   while the other threads run the mix (the paper: short updates only,
+//!   `R = 10, W = 2`, with `K` from 0 to 24 of 24 threads). A long reader
+//!   runs serializable with the read-only option set, whatever the run's
+//!   level. Its rows are distinct: `start + i · stride (mod N)` for
+//!   `i < R`, with a random start and a random stride coprime to `N` (the
+//!   paper does not say how its rows are chosen; this needs no memory and
+//!   touches no row twice).
+//!
+//! The transaction types are `update`, `read-only` and `long-read`, so the
+//! harness reports update and read throughput separately (the paper's Figures
+//! 8 and 9). The homogeneous workload has the single type `update`.
 
-use crate::{split_range, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Isolation, Key, Result, TableId, TableSpec};
+use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Database, Error, Isolation, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
@@ -28,6 +52,18 @@ pub const PAYLOAD: usize = 24;
 pub const LOAD_BATCH: u64 = 1024;
 /// Name of the table.
 pub const TABLE: &str = "hekaton";
+/// Transaction types: section 5.1's update, 5.2.1's short read-only, 5.2.2's long read.
+pub const TYPES: &[&str] = &["update", "read-only", "long-read"];
+/// The types a `--mix` may name (long readers are threads, not a share).
+pub const MIX_TYPES: &[&str] = &["update", "read-only"];
+/// Index of `update` in [`TYPES`].
+pub const UPDATE: usize = 0;
+/// Index of `read-only` in [`TYPES`].
+pub const READ_ONLY: usize = 1;
+/// Index of `long-read` in [`TYPES`].
+pub const LONG_READ: usize = 2;
+/// Rows prefetched at a time by a long reader.
+const LONG_CHUNK: usize = 16;
 
 /// Parameters of the workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,10 +106,61 @@ impl HekatonConfig {
     }
 }
 
+/// The read-only parts of section 5.2, on top of a [`HekatonConfig`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Heterogeneous {
+    /// Shares of `update` and `read-only` transactions (over [`MIX_TYPES`]).
+    pub mix: Mix,
+    /// Threads running long readers (the first ones).
+    pub long_readers: usize,
+    /// Percentage of the table a long reader reads.
+    pub long_read_pct: f64,
+}
+
+impl Default for Heterogeneous {
+    /// The homogeneous workload: updates only, no long readers (10% if any).
+    fn default() -> Heterogeneous {
+        Heterogeneous {
+            mix: Mix::new(MIX_TYPES, &[100.0, 0.0]).expect("the default mix is valid"),
+            long_readers: 0,
+            long_read_pct: 10.0,
+        }
+    }
+}
+
+impl Heterogeneous {
+    /// True for section 5.1's workload (no read-only transactions of either kind).
+    pub fn is_homogeneous(&self) -> bool {
+        self.long_readers == 0 && self.mix.only(UPDATE)
+    }
+
+    /// Checks the parameters; the error is a one-line message.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.mix.names() != MIX_TYPES {
+            return Err(format!("the hekaton mix must be over the types {}", MIX_TYPES.join(", ")));
+        }
+        if !self.long_read_pct.is_finite() || self.long_read_pct <= 0.0 || self.long_read_pct > 100.0 {
+            return Err(format!(
+                "--long-read-pct {} is not a percentage of the table above 0 and at most 100",
+                self.long_read_pct
+            ));
+        }
+        Ok(())
+    }
+
+    /// Rows a long reader reads in a table of `rows` rows (at least one).
+    pub fn long_read_rows(&self, rows: u64) -> u64 {
+        ((rows as f64 * self.long_read_pct / 100.0).round() as u64).clamp(1, rows.max(1))
+    }
+}
+
 /// The workload, bound to its table in one database.
 #[derive(Debug)]
 pub struct Hekaton {
     cfg: HekatonConfig,
+    het: Heterogeneous,
+    /// Rows per long read.
+    long_rows: u64,
     table: TableId,
 }
 
@@ -98,17 +185,36 @@ pub fn decode_payload(v: &[u8]) -> Option<(u64, u64, u64)> {
 }
 
 impl Hekaton {
-    /// Creates the table in `db` (hash primary index sized to `rows`).
+    /// Creates the table in `db` (hash primary index sized to `rows`) for
+    /// the homogeneous workload of section 5.1.
     pub fn setup(db: &Database, cfg: HekatonConfig) -> std::result::Result<Hekaton, String> {
+        Hekaton::setup_with(db, cfg, Heterogeneous::default())
+    }
+
+    /// Creates the table in `db` for the workload `cfg` with the read-only
+    /// transactions of section 5.2 described by `het`.
+    pub fn setup_with(db: &Database, cfg: HekatonConfig, het: Heterogeneous) -> std::result::Result<Hekaton, String> {
         cfg.validate()?;
+        het.validate()?;
         let cap = usize::try_from(cfg.rows).map_err(|_| format!("--rows {} is too large", cfg.rows))?;
         let table = db.create_table(TableSpec::hash(TABLE, cap)).map_err(|e| e.to_string())?;
-        Ok(Hekaton { cfg, table })
+        let long_rows = het.long_read_rows(cfg.rows);
+        Ok(Hekaton { cfg, het, long_rows, table })
     }
 
     /// The parameters.
     pub fn config(&self) -> HekatonConfig {
         self.cfg
+    }
+
+    /// The section 5.2 parameters.
+    pub fn heterogeneous(&self) -> &Heterogeneous {
+        &self.het
+    }
+
+    /// Rows per long read.
+    pub fn long_read_rows(&self) -> u64 {
+        self.long_rows
     }
 
     /// The table.
@@ -125,14 +231,28 @@ impl Workload for Hekaton {
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {
-        vec![
+        let mut p = vec![
             ("rows", Param::Int(self.cfg.rows)),
             ("reads", Param::Int(self.cfg.reads as u64)),
             ("writes", Param::Int(self.cfg.writes as u64)),
             ("payload_bytes", Param::Int(PAYLOAD as u64)),
             ("key_bytes", Param::Int(8)),
             ("prefetch", Param::Bool(self.cfg.prefetch)),
-        ]
+        ];
+        if !self.het.is_homogeneous() {
+            p.push(("mix", Param::Str(self.het.mix.to_string())));
+            p.push(("long_readers", Param::Int(self.het.long_readers as u64)));
+            p.push(("long_read_rows", Param::Int(self.long_rows)));
+        }
+        p
+    }
+
+    fn txn_types(&self) -> &'static [&'static str] {
+        if self.het.is_homogeneous() {
+            &TYPES[..1]
+        } else {
+            TYPES
+        }
     }
 
     fn load_size(&self) -> u64 {
@@ -158,11 +278,17 @@ impl Workload for Hekaton {
 
     fn worker(&self, thread: usize, seed: u64) -> HekatonWorker<'_> {
         let n = self.cfg.reads as usize + self.cfg.writes as usize;
+        let long = thread < self.het.long_readers;
         HekatonWorker {
             w: self,
             rng: SmallRng::seed_from_u64(seed ^ (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
             keys: vec![0; n].into_boxed_slice(),
             ikeys: vec![Key::EMPTY; n].into_boxed_slice(),
+            n_keys: if long { 0 } else { n },
+            ty: if long { LONG_READ } else { UPDATE },
+            long,
+            long_start: 0,
+            long_stride: 0,
             thread: thread as u64 + 1,
             seq: 0,
             checksum: 0,
@@ -186,6 +312,16 @@ pub struct HekatonWorker<'w> {
     keys: Box<[u64]>,
     /// The same rows as index keys.
     ikeys: Box<[Key]>,
+    /// Rows of the current transaction in `keys` (`R + W` for an update, `R`
+    /// for a read-only one, 0 for a long read).
+    n_keys: usize,
+    /// The current transaction's type.
+    ty: usize,
+    /// This thread runs long readers only.
+    long: bool,
+    /// The current long read: first row and step (coprime to `N`).
+    long_start: u64,
+    long_stride: u64,
     /// Thread number plus one, written into payloads.
     thread: u64,
     /// Transactions drawn so far (the current one's number).
@@ -195,9 +331,19 @@ pub struct HekatonWorker<'w> {
 }
 
 impl HekatonWorker<'_> {
-    /// The rows of the current transaction: reads first, then writes.
+    /// The rows of the current transaction: reads first, then writes (empty
+    /// for a long read, see [`Self::long_read_keys`]).
     pub fn keys(&self) -> &[u64] {
-        &self.keys
+        &self.keys[..self.n_keys]
+    }
+
+    /// The rows of the current long read, in the order read (empty for
+    /// other transactions).
+    pub fn long_read_keys(&self) -> impl Iterator<Item = u64> + '_ {
+        let n = self.w.cfg.rows;
+        let count = if self.ty == LONG_READ { self.w.long_rows } else { 0 };
+        let (start, stride) = (self.long_start, self.long_stride);
+        (0..count).map(move |i| ((start as u128 + i as u128 * stride as u128) % n as u128) as u64)
     }
 
     /// The current transaction's sequence number (1 for the first).
@@ -216,14 +362,88 @@ impl HekatonWorker<'_> {
     fn draw(&mut self, n: u64) -> u64 {
         ((self.rng.next_u64() as u128 * n as u128) >> 64) as u64
     }
+
+    /// Draws a long read: a random start and a random stride coprime to `N`,
+    /// so that `start + i · stride (mod N)` never repeats a row.
+    fn draw_long(&mut self) {
+        let n = self.w.cfg.rows;
+        self.long_start = self.draw(n);
+        self.long_stride = if n == 1 {
+            0
+        } else {
+            loop {
+                let s = 1 + self.draw(n - 1);
+                if gcd(s, n) == 1 {
+                    break s;
+                }
+            }
+        };
+    }
+
+    /// Reads the rows of `keys`, folding their key fields into `sum`.
+    #[inline]
+    fn read_rows<T: Txn>(&self, t: &mut T, keys: &[u64], ikeys: &[Key], sum: &mut u64) -> Result<(), TxnError> {
+        let table = self.w.table;
+        for (&k, ik) in keys.iter().zip(ikeys) {
+            let v = t.get_with(table, ik, |v| {
+                // The key field: always present in a 24-byte payload.
+                v.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
+            })?;
+            // Every key in 0..N exists: a missing row is a bug, not an abort.
+            *sum = sum.wrapping_add(v.ok_or_else(|| missing(k, "a read"))?);
+        }
+        Ok(())
+    }
+
+    /// Runs the current long read.
+    fn long_read<T: Txn>(&self, t: &mut T, sum: &mut u64) -> Result<(), TxnError> {
+        let n = self.w.cfg.rows;
+        let (mut k, stride) = (self.long_start, self.long_stride);
+        let mut left = self.w.long_rows;
+        let mut keys = [0u64; LONG_CHUNK];
+        let mut ikeys = [Key::EMPTY; LONG_CHUNK];
+        while left > 0 {
+            let len = left.min(LONG_CHUNK as u64) as usize;
+            for (x, ix) in keys[..len].iter_mut().zip(&mut ikeys[..len]) {
+                *x = k;
+                *ix = Key::from_u64(k);
+                // k + stride < 2N fits: stride < N.
+                k += stride;
+                if k >= n {
+                    k -= n;
+                }
+            }
+            if self.w.cfg.prefetch {
+                t.prefetch(self.w.table, &ikeys[..len]);
+            }
+            self.read_rows(t, &keys[..len], &ikeys[..len], sum)?;
+            left -= len as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Greatest common divisor.
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 impl Worker for HekatonWorker<'_> {
     #[inline]
     fn next_txn(&mut self) {
         self.seq += 1;
+        if self.long {
+            self.draw_long();
+            return;
+        }
+        let mix = &self.w.het.mix;
+        self.ty = if mix.only(UPDATE) { UPDATE } else { mix.draw(self.rng.next_u64()) };
+        self.n_keys = if self.ty == UPDATE { self.keys.len() } else { self.w.cfg.reads as usize };
         let n = self.w.cfg.rows;
-        for i in 0..self.keys.len() {
+        for i in 0..self.n_keys {
             let k = loop {
                 let k = self.draw(n);
                 if !self.keys[..i].contains(&k) {
@@ -238,21 +458,20 @@ impl Worker for HekatonWorker<'_> {
     #[inline]
     fn execute<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
         let table = self.w.table;
-        let reads = self.w.cfg.reads as usize;
-        if self.w.cfg.prefetch && !self.ikeys.is_empty() {
-            // Start every row's cache misses now, so they overlap.
-            t.prefetch(table, &self.ikeys);
-        }
         let mut sum = self.checksum;
-        for (&k, ik) in self.keys[..reads].iter().zip(&self.ikeys[..reads]) {
-            let v = t.get_with(table, ik, |v| {
-                // The key field: always present in a 24-byte payload.
-                v.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
-            })?;
-            // Every key in 0..N exists: a missing row is a bug, not an abort.
-            sum = sum.wrapping_add(v.ok_or_else(|| missing(k, "a read"))?);
+        if self.ty == LONG_READ {
+            self.long_read(t, &mut sum)?;
+            self.checksum = sum;
+            return Ok(());
         }
-        for (&k, ik) in self.keys[reads..].iter().zip(&self.ikeys[reads..]) {
+        let reads = self.w.cfg.reads as usize;
+        let n = self.n_keys;
+        if self.w.cfg.prefetch && n > 0 {
+            // Start every row's cache misses now, so they overlap.
+            t.prefetch(table, &self.ikeys[..n]);
+        }
+        self.read_rows(t, &self.keys[..reads], &self.ikeys[..reads], &mut sum)?;
+        for (&k, ik) in self.keys[reads..n].iter().zip(&self.ikeys[reads..n]) {
             match t.update(table, ik, &payload(k, self.thread, self.seq)) {
                 Err(Error::KeyNotFound) => return Err(missing(k, "an update")),
                 r => r?,
@@ -262,11 +481,31 @@ impl Worker for HekatonWorker<'_> {
         Ok(())
     }
 
+    #[inline]
+    fn txn_type(&self) -> usize {
+        self.ty
+    }
+
+    /// Short read-only transactions keep the run's level; long readers run
+    /// serializable. Both promise to only read.
+    #[inline]
+    fn options(&self, run: TxnOptions<'static>) -> TxnOptions<'static> {
+        match self.ty {
+            READ_ONLY => TxnOptions { read_only: true, ..run },
+            LONG_READ => TxnOptions { isolation: Isolation::Serializable, read_only: true, ..run },
+            _ => run,
+        }
+    }
+
     fn declare(&self, access: &mut AccessSet) {
         access.reads.clear();
         access.writes.clear();
         let t = self.w.table;
-        let (rd, wr) = self.ikeys.split_at(self.w.cfg.reads as usize);
+        if self.ty == LONG_READ {
+            access.reads.extend(self.long_read_keys().map(|k| (t, Key::from_u64(k))));
+            return;
+        }
+        let (rd, wr) = self.ikeys[..self.n_keys].split_at(self.w.cfg.reads as usize);
         access.reads.extend(rd.iter().map(|&k| (t, k)));
         access.writes.extend(wr.iter().map(|&k| (t, k)));
     }
@@ -290,5 +529,25 @@ mod tests {
         let e = c(5, 4, 2).validate().unwrap_err();
         assert!(e.contains("only 5"), "{e}");
         assert!(c(6, 4, 2).validate().is_ok());
+    }
+
+    #[test]
+    fn heterogeneous_is_validated() {
+        let h = Heterogeneous::default();
+        assert!(h.validate().is_ok() && h.is_homogeneous());
+        for pct in [0.0, -1.0, 100.5, f64::NAN] {
+            let e = Heterogeneous { long_read_pct: pct, ..Heterogeneous::default() }.validate().unwrap_err();
+            assert!(e.contains("--long-read-pct"), "{e}");
+        }
+        assert_eq!(h.long_read_rows(10_000_000), 1_000_000);
+        assert_eq!(h.long_read_rows(3), 1, "at least one row");
+        let all = Heterogeneous { long_read_pct: 100.0, ..Heterogeneous::default() };
+        assert_eq!(all.long_read_rows(7), 7);
+        assert!(!Heterogeneous { long_readers: 1, ..Heterogeneous::default() }.is_homogeneous());
+    }
+
+    #[test]
+    fn gcd_works() {
+        assert_eq!((gcd(12, 18), gcd(7, 10_000_000), gcd(1, 1), gcd(5, 0)), (6, 1, 1, 5));
     }
 }

@@ -1,21 +1,84 @@
-//! `--workload ycsb` (not built yet).
+//! `--workload ycsb`: YCSB as in section 4.2 of the BOHM paper
+//! (`multiverse_workloads::ycsb`): `--rows` records (default 1,000,000) of
+//! `--value-bytes` bytes (default 1,000), Zipfian keys with `--theta`
+//! (default 0, uniform; the paper's high contention is 0.9), the types
+//! `10rmw`, `2rmw-8r` and `scan` (`--scan-records`, default 10,000) in
+//! `--mix` (default `10rmw:100`).
 
-use super::super::{Ctx, Measurement};
+use super::super::{check_bytes, measure, parse_count, report, Ctx, Measurement};
 use super::Given;
 use multiverse::Database;
+use multiverse_workloads::ycsb::{Ycsb, YcsbConfig, TYPES};
+use multiverse_workloads::Mix;
 
-/// Flags of the ycsb workload.
+/// Flags of the ycsb workload, boxed: `BenchArgs` is a variant of the
+/// command enum and must stay small (clippy's `large_enum_variant`).
 #[derive(clap::Args, Debug, Clone, Default)]
 #[group(skip)]
-pub struct Flags {}
+pub struct Flags {
+    /// The flags.
+    #[command(flatten)]
+    pub f: Box<YcsbFlags>,
+}
+
+/// The ycsb flags themselves.
+#[derive(clap::Args, Debug, Clone, Default)]
+#[group(skip)]
+pub struct YcsbFlags {
+    /// ycsb: Zipfian parameter of the records of 10rmw and 2rmw-8r: 0 is
+    /// uniform, 0.9 the paper's high contention; 1 and above allowed [default: 0].
+    #[arg(long, value_name = "THETA", help_heading = "Workload ycsb", allow_negative_numbers = true)]
+    pub theta: Option<f64>,
+    /// ycsb: bytes per record value, at least 16 [default: 1000].
+    #[arg(long, value_name = "B", help_heading = "Workload ycsb", value_parser = parse_count)]
+    pub value_bytes: Option<u64>,
+    /// ycsb: distinct random records read by a scan transaction [default: 10000].
+    #[arg(long, value_name = "N", help_heading = "Workload ycsb", value_parser = parse_count)]
+    pub scan_records: Option<u64>,
+    /// ycsb: do not issue prefetch hints for a transaction's records.
+    #[arg(long, help_heading = "Workload ycsb")]
+    pub ycsb_no_prefetch: bool,
+}
 
 impl Given for Flags {
     fn given(&self) -> Vec<&'static str> {
-        Vec::new()
+        let f = &self.f;
+        let mut g = Vec::new();
+        if f.theta.is_some() {
+            g.push("--theta");
+        }
+        if f.value_bytes.is_some() {
+            g.push("--value-bytes");
+        }
+        if f.scan_records.is_some() {
+            g.push("--scan-records");
+        }
+        if f.ycsb_no_prefetch {
+            g.push("--ycsb-no-prefetch");
+        }
+        g
     }
 }
 
 /// Runs the ycsb workload.
-pub fn run(_f: &Flags, _c: &Ctx, _db: &Database) -> Result<Measurement, String> {
-    Err("workload ycsb is not built yet".into())
+pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+    let f = &f.f;
+    super::refuse_common(c, "ycsb", true, true)?;
+    let d = YcsbConfig::default();
+    let cfg = YcsbConfig {
+        rows: c.rows.unwrap_or(d.rows),
+        value_bytes: f.value_bytes.map_or(d.value_bytes, |b| usize::try_from(b).unwrap_or(usize::MAX)),
+        theta: f.theta.unwrap_or(d.theta),
+        scan_records: f.scan_records.unwrap_or(d.scan_records),
+        mix: c.mix.as_deref().map(|s| Mix::parse(TYPES, s)).transpose()?.unwrap_or(d.mix),
+        prefetch: !f.ycsb_no_prefetch,
+    };
+    if f.scan_records.is_some() && cfg.mix.pct(multiverse_workloads::ycsb::SCAN) == 0.0 {
+        return Err("--scan-records applies to scan transactions: add scan to --mix (e.g. 10rmw:99,scan:1)".into());
+    }
+    cfg.validate()?;
+    // Before the table (and its bucket array) is created.
+    check_bytes(cfg.estimated_bytes(), &format!("--rows {}", report::int(cfg.rows)))?;
+    let w = Ycsb::setup(db, cfg)?;
+    measure(db, &w, c)
 }

@@ -1,0 +1,527 @@
+//! The Zipfian generator against the exact distribution, and YCSB (BOHM
+//! section 4.2) on tiny databases: loading, each transaction type's exact
+//! accesses and effects, and the counters after concurrent runs.
+
+use multiverse::{
+    AccessSet, Database, Filter, IndexId, Isolation, Key, Options, Result, TableId, Transaction, TxnOptions,
+};
+use multiverse_workloads::ycsb::{decode, Ycsb, YcsbConfig, RMW10, RMW2_R8, SCAN, TYPES};
+use multiverse_workloads::zipf::{zeta, Zipf};
+use multiverse_workloads::{run_txn, AbortCounts, Mix, Txn, Worker, Workload};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use std::collections::HashSet;
+use std::ops::RangeBounds;
+
+// ---------------------------------------------------------------------------
+// Zipf
+// ---------------------------------------------------------------------------
+
+/// Counts of each rank in `samples` draws (index 0 unused).
+fn histogram(z: &Zipf, samples: u64, seed: u64) -> Vec<u64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut h = vec![0u64; z.n() as usize + 1];
+    for _ in 0..samples {
+        let k = z.sample(&mut rng);
+        assert!((1..=z.n()).contains(&k), "rank {k} out of 1..={}", z.n());
+        h[k as usize] += 1;
+    }
+    h
+}
+
+/// Pearson's chi-square of `h` against Zipf(n, theta), with every rank whose
+/// expected count is at least 30 in its own bin and the rest pooled in
+/// bins of at least that much. Returns (statistic, degrees of freedom).
+fn chi_square(h: &[u64], n: u64, theta: f64) -> (f64, usize) {
+    let samples: u64 = h.iter().sum();
+    let z = zeta(n, theta);
+    let (mut chi, mut bins) = (0.0, 0usize);
+    let (mut obs, mut exp) = (0.0, 0.0);
+    for k in 1..=n {
+        obs += h[k as usize] as f64;
+        exp += samples as f64 * (k as f64).powf(-theta) / z;
+        if exp >= 30.0 || k == n {
+            chi += (obs - exp) * (obs - exp) / exp;
+            bins += 1;
+            (obs, exp) = (0.0, 0.0);
+        }
+    }
+    (chi, bins - 1)
+}
+
+/// A chi-square this large has a probability far below 1e-6 for a correct
+/// generator (about six standard deviations above the mean).
+fn too_large(chi: f64, df: usize) -> bool {
+    chi > df as f64 + 6.0 * (2.0 * df as f64).sqrt()
+}
+
+#[test]
+fn zipf_frequencies_match_the_exact_distribution() {
+    let n = 1000;
+    for theta in [0.2, 0.5, 0.9, 0.99, 1.0, 1.2, 2.0] {
+        let z = Zipf::new(n, theta).unwrap();
+        let samples = 400_000;
+        let h = histogram(&z, samples, 11);
+        let (chi, df) = chi_square(&h, n, theta);
+        assert!(!too_large(chi, df), "theta {theta}: chi-square {chi:.1} with {df} degrees of freedom");
+        // The top ranks one by one, within five standard deviations.
+        let zt = zeta(n, theta);
+        for k in 1..=10u64 {
+            let exp = samples as f64 * z.probability(k, zt);
+            let dev = (h[k as usize] as f64 - exp).abs();
+            assert!(dev < 5.0 * exp.sqrt() + 1.0, "theta {theta} rank {k}: {} draws, expected {exp:.0}", h[k as usize]);
+        }
+    }
+}
+
+#[test]
+fn the_chi_square_test_rejects_a_slightly_wrong_distribution() {
+    // The statistics above can fail: theta 0.85 drawn, 0.9 expected.
+    let h = histogram(&Zipf::new(1000, 0.85).unwrap(), 400_000, 11);
+    let (chi, df) = chi_square(&h, 1000, 0.9);
+    assert!(too_large(chi, df), "chi-square {chi:.1} with {df} degrees of freedom");
+    // And so would Gray et al.'s approximation, which draws rank 3 of
+    // Zipf(1000, 0.9) with probability 0.0410 instead of 0.0354.
+    let z = zeta(1000, 0.9);
+    let exact3 = 3f64.powf(-0.9) / z;
+    assert!((exact3 - 0.03535).abs() < 1e-4, "{exact3}");
+    let exp = 400_000.0 * exact3;
+    let gray = 400_000.0 * 0.0410;
+    assert!((gray - exp) > 5.0 * exp.sqrt());
+}
+
+#[test]
+fn zipf_over_a_million_ranks_matches_at_the_top() {
+    let (n, theta) = (1_000_000, 0.9);
+    let z = Zipf::new(n, theta).unwrap();
+    let zt = zeta(n, theta);
+    let samples = 300_000;
+    let h = histogram(&z, samples, 5);
+    for k in 1..=5u64 {
+        let exp = samples as f64 * z.probability(k, zt);
+        let dev = (h[k as usize] as f64 - exp).abs();
+        assert!(dev < 5.0 * exp.sqrt(), "rank {k}: {} draws, expected {exp:.0}", h[k as usize]);
+    }
+    // Ranks above 1000 together.
+    let tail: u64 = h[1001..].iter().sum();
+    let exp_tail = samples as f64 * (1.0 - zeta(1000, theta) / zt);
+    assert!((tail as f64 - exp_tail).abs() < 5.0 * exp_tail.sqrt(), "tail {tail}, expected {exp_tail:.0}");
+}
+
+#[test]
+fn theta_zero_is_uniform() {
+    let z = Zipf::new(100, 0.0).unwrap();
+    let h = histogram(&z, 200_000, 3);
+    let (chi, df) = chi_square(&h, 100, 0.0);
+    assert_eq!(df, 99);
+    assert!(!too_large(chi, df), "chi-square {chi:.1}");
+    assert!(h[1..].iter().all(|&c| (1700..2300).contains(&c)), "{h:?}");
+}
+
+#[test]
+fn zipf_values_stay_in_range() {
+    for n in [1u64, 2, 3, 10, 1_000_000_000_000] {
+        for theta in [0.0, 0.5, 0.9, 1.0, 3.0, 50.0, 100.0] {
+            let z = Zipf::new(n, theta).unwrap();
+            let mut rng = SmallRng::seed_from_u64(n ^ theta.to_bits());
+            let (mut lo, mut hi) = (u64::MAX, 0);
+            for _ in 0..20_000 {
+                let k = z.sample(&mut rng);
+                lo = lo.min(k);
+                hi = hi.max(k);
+            }
+            assert!(lo >= 1 && hi <= n, "n {n} theta {theta}: {lo}..={hi}");
+            if n <= 3 && theta <= 1.0 {
+                assert_eq!((lo, hi), (1, n), "n {n} theta {theta}: every rank appears");
+            }
+        }
+    }
+    // Very steep: essentially always rank 1.
+    let h = histogram(&Zipf::new(1000, 100.0).unwrap(), 10_000, 1);
+    assert_eq!(h[1], 10_000);
+}
+
+#[test]
+fn zipf_is_deterministic_per_seed() {
+    let z = Zipf::new(1000, 0.9).unwrap();
+    let draw = |seed| {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        (0..100).map(|_| z.sample(&mut rng)).collect::<Vec<_>>()
+    };
+    assert_eq!(draw(1), draw(1));
+    assert_ne!(draw(1), draw(2));
+}
+
+// ---------------------------------------------------------------------------
+// YCSB
+// ---------------------------------------------------------------------------
+
+/// A transaction that records the keys it reads and writes.
+struct Spy<'a, 'db> {
+    t: &'a mut Transaction<'db>,
+    reads: Vec<u64>,
+    writes: Vec<u64>,
+}
+
+impl<'a, 'db> Spy<'a, 'db> {
+    fn new(t: &'a mut Transaction<'db>) -> Self {
+        Spy { t, reads: Vec::new(), writes: Vec::new() }
+    }
+}
+
+impl Txn for Spy<'_, '_> {
+    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.reads.push(key.to_u64().unwrap());
+        self.t.get_with(table, key, f)
+    }
+    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        self.writes.push(key.to_u64().unwrap());
+        self.t.update(table, key, value)
+    }
+    fn insert(&mut self, _: TableId, _: Key, _: &[u8]) -> Result<()> {
+        panic!("ycsb never inserts")
+    }
+    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        self.writes.push(key.to_u64().unwrap());
+        self.t.update_with(table, key, f)
+    }
+    fn delete(&mut self, _: TableId, _: &Key) -> Result<()> {
+        panic!("ycsb never deletes")
+    }
+    fn get_by(&mut self, _: IndexId, _: &Key, _: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        panic!("ycsb uses primary keys only")
+    }
+    fn scan(
+        &mut self,
+        _: IndexId,
+        _: impl RangeBounds<Key>,
+        _: Option<&Filter>,
+        _: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        panic!("ycsb reads records by key")
+    }
+}
+
+fn cfg(rows: u64, value_bytes: usize, theta: f64, mix: &str) -> YcsbConfig {
+    YcsbConfig { rows, value_bytes, theta, scan_records: 50, mix: Mix::parse(TYPES, mix).unwrap(), prefetch: true }
+}
+
+fn loaded(c: YcsbConfig, parts: usize) -> (Database, Ycsb) {
+    let db = Database::new(Options::default()).unwrap();
+    let w = Ycsb::setup(&db, c).unwrap();
+    std::thread::scope(|s| {
+        for p in 0..parts {
+            let (db, w) = (&db, &w);
+            s.spawn(move || w.load(db, p, parts, &|_: u64| {}).unwrap());
+        }
+    });
+    (db, w)
+}
+
+/// Every record's counter (checking its layout).
+fn counters(db: &Database, w: &Ycsb) -> Vec<u64> {
+    let len = w.config().value_bytes;
+    let mut t = db.begin(Isolation::Snapshot).unwrap();
+    let v = (0..w.config().rows)
+        .map(|k| {
+            let v = t.get(w.table(), &Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("record {k} missing"));
+            let (key, c) = decode(&v, len).unwrap_or_else(|| panic!("record {k} damaged"));
+            assert_eq!(key, k);
+            c
+        })
+        .collect();
+    t.commit().unwrap();
+    v
+}
+
+/// Runs the worker's current transaction once through a spy and commits it.
+fn spy_run(db: &Database, k: &mut impl Worker, iso: Isolation) -> (Vec<u64>, Vec<u64>) {
+    let mut t = db.begin_with(k.options(TxnOptions::new(iso))).unwrap();
+    let mut spy = Spy::new(&mut t);
+    k.execute(&mut spy).unwrap();
+    let (r, w) = (spy.reads, spy.writes);
+    t.commit().unwrap();
+    k.committed();
+    (r, w)
+}
+
+#[test]
+fn load_writes_every_record_once() {
+    let (db, w) = loaded(cfg(1000, 100, 0.0, "10rmw:100"), 3);
+    assert_eq!(counters(&db, &w), vec![0; 1000]);
+    assert_eq!(db.stats().versions_alive, 1000);
+    let mut t = db.begin(Isolation::Snapshot).unwrap();
+    assert_eq!(t.get(w.table(), &Key::from_u64(1000)).unwrap(), None, "keys are 0..rows");
+    assert_eq!(t.get(w.table(), &Key::from_u64(5)).unwrap().unwrap().len(), 100);
+    t.commit().unwrap();
+    assert_eq!(w.load_size(), 1000);
+    assert!(w.estimated_bytes() >= 1000 * 100);
+    assert_eq!(w.txn_types(), TYPES);
+    assert_eq!(
+        w.check_consistency(&db).unwrap(),
+        "1000 records intact; their counters add up to the 0 committed read-modify-writes"
+    );
+}
+
+#[test]
+fn ten_rmw_increments_ten_distinct_records_once() {
+    let (db, w) = loaded(cfg(100, 64, 0.9, "10rmw:100"), 1);
+    let mut k = w.worker(0, 1);
+    let mut want = vec![0u64; 100];
+    for _ in 0..50 {
+        k.next_txn();
+        assert_eq!(k.txn_type(), RMW10);
+        let keys = k.keys().to_vec();
+        assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 10, "distinct: {keys:?}");
+        assert!(keys.iter().all(|&x| x < 100));
+        assert!(!k.options(TxnOptions::new(Isolation::Snapshot)).read_only);
+        let (r, wr) = spy_run(&db, &mut k, Isolation::Serializable);
+        assert!(r.is_empty(), "read-modify-writes only: {r:?}");
+        assert_eq!(wr, keys);
+        for x in keys {
+            want[x as usize] += 1;
+        }
+    }
+    assert_eq!(counters(&db, &w), want);
+    assert_eq!(k.committed_rmws(), 500);
+}
+
+#[test]
+fn two_rmw_eight_reads_modify_exactly_two() {
+    let (db, w) = loaded(cfg(100, 1000, 0.0, "2rmw-8r:100"), 2);
+    let mut k = w.worker(0, 2);
+    let mut want = vec![0u64; 100];
+    for _ in 0..50 {
+        k.next_txn();
+        assert_eq!(k.txn_type(), RMW2_R8);
+        let keys = k.keys().to_vec();
+        assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 10);
+        let (r, wr) = spy_run(&db, &mut k, Isolation::Snapshot);
+        assert_eq!((&r[..], &wr[..]), (&keys[2..], &keys[..2]), "eight reads, then two read-modify-writes");
+        want[keys[0] as usize] += 1;
+        want[keys[1] as usize] += 1;
+    }
+    assert_eq!(counters(&db, &w), want);
+    assert_eq!(k.committed_rmws(), 100);
+    assert_ne!(k.checksum(), 0, "reads saw the counters");
+}
+
+#[test]
+fn scans_read_n_distinct_uniform_records_read_only() {
+    let (db, w) = loaded(cfg(1000, 32, 0.9, "scan:100"), 1);
+    let mut k = w.worker(0, 3);
+    let mut hits = vec![0u32; 1000];
+    for _ in 0..400 {
+        k.next_txn();
+        assert_eq!(k.txn_type(), SCAN);
+        assert!(k.options(TxnOptions::new(Isolation::ReadCommitted)).read_only);
+        let keys = k.scan_keys().to_vec();
+        assert_eq!(keys.len(), 50);
+        assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 50, "distinct");
+        let (r, wr) = spy_run(&db, &mut k, Isolation::Serializable);
+        assert_eq!(r, keys, "a scan reads its records, in order");
+        assert!(wr.is_empty());
+        for x in keys {
+            hits[x as usize] += 1;
+        }
+    }
+    // 20,000 reads over 1,000 records: about 20 each, uniform although theta is 0.9.
+    assert!(hits.iter().all(|&h| (1..=50).contains(&h)), "{hits:?}");
+    assert_eq!(counters(&db, &w), vec![0; 1000]);
+    assert_eq!(k.committed_rmws(), 0);
+    // A scan of the whole table reads every record once.
+    let (db, w) = loaded(YcsbConfig { scan_records: 64, ..cfg(64, 16, 0.0, "scan:100") }, 1);
+    let mut k = w.worker(1, 3);
+    for _ in 0..5 {
+        k.next_txn();
+        let (mut r, _) = spy_run(&db, &mut k, Isolation::Snapshot);
+        r.sort_unstable();
+        assert_eq!(r, (0..64).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn hot_records_are_the_low_keys() {
+    let (_db, w) = loaded(cfg(1000, 16, 0.9, "10rmw:100"), 1);
+    let mut k = w.worker(0, 4);
+    let mut hits = vec![0u32; 1000];
+    for _ in 0..2000 {
+        k.next_txn();
+        for &x in k.keys() {
+            hits[x as usize] += 1;
+        }
+    }
+    // Key 0 (p = 0.09 per draw) is in most transactions; the upper half is
+    // cold (12% of the draws over 500 keys).
+    assert!(hits[0] > 1000, "key 0 drawn {} times", hits[0]);
+    let upper = hits[500..].iter().sum::<u32>() as f64 / 500.0;
+    assert!(hits[0] as f64 > 50.0 * upper, "key 0 {} vs {upper} per key of the upper half", hits[0]);
+    // Uniform: no key stands out.
+    let (_db, w) = loaded(cfg(1000, 16, 0.0, "10rmw:100"), 1);
+    let mut k = w.worker(0, 4);
+    let mut hits = vec![0u32; 1000];
+    for _ in 0..2000 {
+        k.next_txn();
+        for &x in k.keys() {
+            hits[x as usize] += 1;
+        }
+    }
+    assert!(hits.iter().all(|&h| h < 50), "max {}", hits.iter().max().unwrap());
+}
+
+#[test]
+fn a_steep_distribution_on_ten_records_still_draws_them_all() {
+    let (_db, w) = loaded(cfg(10, 16, 50.0, "10rmw:50,2rmw-8r:50"), 1);
+    let mut k = w.worker(0, 5);
+    for _ in 0..100 {
+        k.next_txn();
+        let mut keys = k.keys().to_vec();
+        keys.sort_unstable();
+        assert_eq!(keys, (0..10).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn declared_access_sets_match_the_transactions() {
+    let (_db, w) = loaded(cfg(500, 16, 0.5, "10rmw:34,2rmw-8r:33,scan:33"), 1);
+    let mut k = w.worker(0, 6);
+    let mut a = AccessSet::default();
+    let mut seen = [false; 3];
+    for _ in 0..60 {
+        k.next_txn();
+        seen[k.txn_type()] = true;
+        k.declare(&mut a);
+        let r: Vec<u64> = a.reads.iter().map(|(_, x)| x.to_u64().unwrap()).collect();
+        let wr: Vec<u64> = a.writes.iter().map(|(_, x)| x.to_u64().unwrap()).collect();
+        assert!(a.reads.iter().chain(&a.writes).all(|(t, _)| *t == w.table()));
+        match k.txn_type() {
+            RMW10 => assert_eq!((&r[..], &wr[..]), (k.keys(), k.keys()), "an RMW reads and writes"),
+            RMW2_R8 => assert_eq!((&r[..], &wr[..]), (k.keys(), &k.keys()[..2])),
+            _ => assert_eq!((&r[..], wr.len()), (k.scan_keys(), 0)),
+        }
+    }
+    assert_eq!(seen, [true; 3]);
+}
+
+#[test]
+fn sequential_mixed_runs_match_a_model_at_every_level() {
+    for iso in Isolation::ALL {
+        let (db, w) = loaded(cfg(200, 40, 0.9, "10rmw:40,2rmw-8r:40,scan:20"), 2);
+        let mut k = w.worker(0, 7);
+        let mut want = vec![0u64; 200];
+        let mut types = [0u32; 3];
+        let mut aborts = AbortCounts::default();
+        for _ in 0..500 {
+            k.next_txn();
+            types[k.txn_type()] += 1;
+            run_txn(&db, &mut k, TxnOptions::new(iso), &mut aborts).unwrap();
+            let n = [10, 2, 0][k.txn_type()];
+            for &x in &k.keys()[..n] {
+                want[x as usize] += 1;
+            }
+        }
+        assert_eq!(aborts.total(), 0, "no concurrency, no aborts at {iso}");
+        assert!(types.iter().zip([200, 200, 100]).all(|(&t, e)| t.abs_diff(e) < 60), "{types:?}");
+        assert_eq!(counters(&db, &w), want, "at {iso}");
+        let total: u64 = want.iter().sum();
+        assert_eq!(k.committed_rmws(), total);
+        assert!(w.check_consistency(&db).is_err(), "the worker has not handed in its tally yet");
+        k.finish();
+        assert_eq!(w.committed_rmws(), total);
+        let ok = w.check_consistency(&db).unwrap();
+        assert!(ok.contains(&format!("the {total} committed")), "{ok}");
+    }
+}
+
+#[test]
+fn concurrent_runs_land_every_rmw_exactly_once() {
+    for iso in [Isolation::ReadCommitted, Isolation::Snapshot, Isolation::Serializable] {
+        // 30 hot records, three threads: conflicts, aborts and retries.
+        let c = YcsbConfig { scan_records: 20, ..cfg(30, 24, 0.9, "10rmw:45,2rmw-8r:45,scan:10") };
+        let (db, w) = loaded(c, 3);
+        let aborts: u64 = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|i| {
+                    let (db, w) = (&db, &w);
+                    s.spawn(move || {
+                        let mut k = w.worker(i, 9);
+                        let mut aborts = AbortCounts::default();
+                        let opts = TxnOptions::new(iso);
+                        for _ in 0..300 {
+                            k.next_txn();
+                            run_txn(db, &mut k, opts, &mut aborts).unwrap();
+                        }
+                        k.finish();
+                        aborts.total()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(db.stats().aborted(), aborts, "every abort was counted by the driver");
+        let sum: u64 = counters(&db, &w).iter().sum();
+        assert_eq!(sum, w.committed_rmws(), "at {iso}");
+        assert!(sum > 900, "about 5.4 RMWs per transaction committed: {sum}");
+        w.check_consistency(&db).unwrap();
+    }
+}
+
+#[test]
+fn the_consistency_check_catches_lost_and_damaged_records() {
+    let (db, w) = loaded(cfg(50, 40, 0.0, "10rmw:100"), 1);
+    let mut k = w.worker(0, 8);
+    let mut aborts = AbortCounts::default();
+    for _ in 0..10 {
+        k.next_txn();
+        run_txn(&db, &mut k, TxnOptions::new(Isolation::Snapshot), &mut aborts).unwrap();
+    }
+    k.finish();
+    w.check_consistency(&db).unwrap();
+    // A counter bumped behind the workload's back: one update too many.
+    let key = Key::from_u64(3);
+    db.run(Isolation::Snapshot, |t| {
+        t.update_with(w.table(), &key, |old, new| {
+            new.extend_from_slice(old);
+            new[8] = new[8].wrapping_add(1);
+        })
+    })
+    .unwrap();
+    let e = w.check_consistency(&db).unwrap_err();
+    assert!(e.contains("add up to 101") && e.contains("100 read-modify-writes"), "{e}");
+    // A damaged value.
+    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, &[0u8; 40])).unwrap();
+    let e = w.check_consistency(&db).unwrap_err();
+    assert!(e.contains("record 3 has a damaged value"), "{e}");
+    // And the workload notices a damaged record it modifies.
+    let mut k = w.worker(1, 8);
+    let mut aborts = AbortCounts::default();
+    let mut failed = None;
+    for _ in 0..100 {
+        k.next_txn();
+        if let Err(e) = run_txn(&db, &mut k, TxnOptions::new(Isolation::Snapshot), &mut aborts) {
+            failed = Some(e.to_string());
+            break;
+        }
+    }
+    let e = failed.expect("some transaction touched record 3");
+    assert!(e.contains("record 3") && e.contains("damaged"), "{e}");
+}
+
+#[test]
+fn setup_refuses_bad_configurations() {
+    let db = Database::new(Options::default()).unwrap();
+    let e = Ycsb::setup(&db, cfg(9, 16, 0.0, "10rmw:100")).unwrap_err();
+    assert!(e.contains("only 9"), "{e}");
+    let e = Ycsb::setup(&db, cfg(100, 16, -1.0, "10rmw:100")).unwrap_err();
+    assert!(e.contains("--theta") && e.contains("out of range"), "{e}");
+    let e = Ycsb::setup(&db, cfg(100, 8, 0.0, "10rmw:100")).unwrap_err();
+    assert!(e.contains("--value-bytes 8"), "{e}");
+    let e = Ycsb::setup(&db, YcsbConfig { scan_records: 101, ..cfg(100, 16, 0.0, "scan:100") }).unwrap_err();
+    assert!(e.contains("only 100"), "{e}");
+    let d = YcsbConfig::default();
+    assert_eq!((d.rows, d.value_bytes, d.theta, d.scan_records), (1_000_000, 1000, 0.0, 10_000));
+    assert_eq!(d.mix.to_string(), "10rmw:100");
+    Ycsb::setup(&db, cfg(100, 16, 0.9, "10rmw:100")).unwrap();
+    let e = Ycsb::setup(&db, cfg(100, 16, 0.9, "10rmw:100")).unwrap_err();
+    assert!(e.contains("already exists"), "{e}");
+}
