@@ -1,21 +1,46 @@
-//! `--workload tatp` (not built yet).
+//! `--workload tatp`: TATP as in the Hekaton paper, section 5.3.
 
-use super::super::{Ctx, Measurement};
+use super::super::{measure, parse_count, Ctx, Measurement};
 use super::Given;
 use multiverse::Database;
+use multiverse_workloads::tatp::{Tatp, TatpConfig, TYPES};
+use multiverse_workloads::Mix;
 
 /// Flags of the tatp workload.
 #[derive(clap::Args, Debug, Clone, Default)]
 #[group(skip)]
-pub struct Flags {}
+pub struct Flags {
+    /// tatp: subscribers (P); the Hekaton paper used 20M, about 10 rows and
+    /// 1.5 KB each [default: 1000000].
+    #[arg(long, value_name = "N", value_parser = parse_count, help_heading = "Workload tatp")]
+    pub subscribers: Option<u64>,
+}
 
 impl Given for Flags {
     fn given(&self) -> Vec<&'static str> {
-        Vec::new()
+        let mut g = Vec::new();
+        if self.subscribers.is_some() {
+            g.push("--subscribers");
+        }
+        g
     }
 }
 
 /// Runs the tatp workload.
-pub fn run(_f: &Flags, _c: &Ctx, _db: &Database) -> Result<Measurement, String> {
-    Err("workload tatp is not built yet".into())
+pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+    super::refuse_common(c, "tatp", false, true)?;
+    let d = TatpConfig::default();
+    let cfg = TatpConfig {
+        subscribers: f.subscribers.unwrap_or(d.subscribers),
+        mix: match &c.mix {
+            Some(m) => Mix::parse(TYPES, m)?,
+            None => d.mix,
+        },
+    };
+    cfg.validate()?;
+    // Before the population is counted: a rough size (about 10 rows per
+    // subscriber), so an impossible --subscribers fails at once.
+    super::super::check_bytes(cfg.subscribers.saturating_mul(10 * 160), &format!("--subscribers {}", cfg.subscribers))?;
+    let w = Tatp::setup(db, cfg)?;
+    measure(db, &w, c)
 }
