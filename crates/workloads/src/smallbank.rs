@@ -130,8 +130,10 @@ impl SmallBankConfig {
             return Err(format!("--customers {} is too large (at most {MAX_CUSTOMERS})", self.customers));
         }
         if self.customers < 2 && self.mix.pct(AMALGAMATE) > 0.0 {
-            return Err("amalgamate needs two distinct customers: give --customers 2 or more, or a --mix without amalgamate"
-                .into());
+            return Err(
+                "amalgamate needs two distinct customers: give --customers 2 or more, or a --mix without amalgamate"
+                    .into(),
+            );
         }
         if self.spin_us > MAX_SPIN_US {
             return Err(format!("--spin-us {} is too long (at most {MAX_SPIN_US}, one second)", self.spin_us));
@@ -257,7 +259,8 @@ impl SmallBank {
     /// Sums every savings and checking balance in one snapshot: `(total,
     /// savings rows, checking rows)`.
     pub fn total_money(&self, db: &Database) -> std::result::Result<(i128, u64, u64), String> {
-        let mut t = db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) })
+        let mut t = db
+            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) })
             .map_err(|e| e.to_string())?;
         let mut total = 0i128;
         let mut bad = None;
@@ -268,7 +271,10 @@ impl SmallBank {
                 rows[i] += 1;
                 match decode_balance(v) {
                     Some(b) => total += b as i128,
-                    None => bad = Some(format!("{name} row {:?} holds {} bytes, not an 8-byte balance", k.to_u64(), v.len())),
+                    None => {
+                        bad =
+                            Some(format!("{name} row {:?} holds {} bytes, not an 8-byte balance", k.to_u64(), v.len()))
+                    }
                 }
                 bad.is_none()
             })
@@ -475,9 +481,9 @@ impl SmallBankWorker<'_> {
         let found = t.get_with(self.w.customer, name, |v| <[u8; 8]>::try_from(v).ok().map(u64::from_le_bytes))?;
         match found {
             Some(Some(got)) if got == id => Ok(Key::from_u64(got)),
-            Some(_) => Err(TxnError::Invariant(format!(
-                "smallbank: customer {id}'s name maps to another id ({found:?})"
-            ))),
+            Some(_) => {
+                Err(TxnError::Invariant(format!("smallbank: customer {id}'s name maps to another id ({found:?})")))
+            }
             None => Err(missing("customer", id)),
         }
     }

@@ -513,7 +513,8 @@ impl Tatp {
     /// Creates the four tables and their second indexes in `db`.
     pub fn setup(db: &Database, cfg: TatpConfig) -> std::result::Result<Tatp, String> {
         cfg.validate()?;
-        let p = usize::try_from(cfg.subscribers).map_err(|_| format!("--subscribers {} is too large", cfg.subscribers))?;
+        let p =
+            usize::try_from(cfg.subscribers).map_err(|_| format!("--subscribers {} is too large", cfg.subscribers))?;
         let initial = cfg.initial_counts();
         let cap = |n: u64| usize::try_from(n).unwrap_or(usize::MAX).max(1);
         let e = |e: Error| e.to_string();
@@ -619,8 +620,10 @@ impl Tatp {
         t.scan(db.primary(self.sub), .., None, |k, v| {
             n.subscribers += 1;
             let id = k.to_u64().unwrap_or(0);
-            if !(1..=p).contains(&id) || v.len() != SUB_LEN || v[..15] != sub_nbr(id) {
+            if !(1..=p).contains(&id) || v.len() != SUB_LEN {
                 bad = Some(format!("subscriber row {id} is malformed ({} bytes)", v.len()));
+            } else if v[..15] != sub_nbr(id) {
+                bad = Some(format!("subscriber {id} has sub_nbr {}, not its own", String::from_utf8_lossy(&v[..15])));
             }
             bad.is_none()
         })

@@ -5,6 +5,12 @@ use super::Given;
 use multiverse::Database;
 use multiverse_workloads::smallbank::{SmallBank, SmallBankConfig, TYPES};
 use multiverse_workloads::Mix;
+use std::num::NonZeroU64;
+
+/// A count of at least 1 (kept small: `BenchArgs` is moved around whole).
+fn parse_customers(s: &str) -> Result<NonZeroU64, String> {
+    NonZeroU64::new(parse_count(s)?).ok_or_else(|| "must be at least 1".to_string())
+}
 
 /// Flags of the smallbank workload.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -12,12 +18,12 @@ use multiverse_workloads::Mix;
 pub struct Flags {
     /// smallbank: customers (rows of Savings and of Checking); the paper uses
     /// 50 (high contention) and 100,000 (low) [default: 100000].
-    #[arg(long, value_name = "N", value_parser = parse_count, help_heading = "Workload smallbank")]
-    pub customers: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = parse_customers, help_heading = "Workload smallbank")]
+    pub customers: Option<NonZeroU64>,
     /// smallbank: microseconds each transaction spins before it commits (the
     /// paper: 50) [default: 0].
     #[arg(long, value_name = "US", help_heading = "Workload smallbank")]
-    pub spin_us: Option<u64>,
+    pub spin_us: Option<u32>,
 }
 
 impl Given for Flags {
@@ -38,8 +44,8 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
     super::refuse_common(c, "smallbank", false, true)?;
     let d = SmallBankConfig::default();
     let cfg = SmallBankConfig {
-        customers: f.customers.unwrap_or(d.customers),
-        spin_us: f.spin_us.unwrap_or(d.spin_us),
+        customers: f.customers.map_or(d.customers, NonZeroU64::get),
+        spin_us: f.spin_us.map_or(d.spin_us, u64::from),
         mix: match &c.mix {
             Some(m) => Mix::parse(TYPES, m)?,
             None => d.mix,

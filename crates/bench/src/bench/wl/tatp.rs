@@ -5,6 +5,12 @@ use super::Given;
 use multiverse::Database;
 use multiverse_workloads::tatp::{Tatp, TatpConfig, TYPES};
 use multiverse_workloads::Mix;
+use std::num::NonZeroU64;
+
+/// A count of at least 1 (kept small: `BenchArgs` is moved around whole).
+fn parse_subscribers(s: &str) -> Result<NonZeroU64, String> {
+    NonZeroU64::new(parse_count(s)?).ok_or_else(|| "must be at least 1".to_string())
+}
 
 /// Flags of the tatp workload.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -12,8 +18,8 @@ use multiverse_workloads::Mix;
 pub struct Flags {
     /// tatp: subscribers (P); the Hekaton paper used 20M, about 10 rows and
     /// 1.5 KB each [default: 1000000].
-    #[arg(long, value_name = "N", value_parser = parse_count, help_heading = "Workload tatp")]
-    pub subscribers: Option<u64>,
+    #[arg(long, value_name = "N", value_parser = parse_subscribers, help_heading = "Workload tatp")]
+    pub subscribers: Option<NonZeroU64>,
 }
 
 impl Given for Flags {
@@ -31,7 +37,7 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
     super::refuse_common(c, "tatp", false, true)?;
     let d = TatpConfig::default();
     let cfg = TatpConfig {
-        subscribers: f.subscribers.unwrap_or(d.subscribers),
+        subscribers: f.subscribers.map_or(d.subscribers, NonZeroU64::get),
         mix: match &c.mix {
             Some(m) => Mix::parse(TYPES, m)?,
             None => d.mix,
