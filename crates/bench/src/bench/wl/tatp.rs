@@ -3,7 +3,7 @@
 use super::super::{measure, parse_count, Ctx, Measurement};
 use super::Given;
 use multiverse::Database;
-use multiverse_workloads::tatp::{Tatp, TatpConfig, TYPES};
+use multiverse_workloads::tatp::{Tatp, TatpConfig, EST_BYTES_PER_ROW, TYPES};
 use multiverse_workloads::Mix;
 use std::num::NonZeroU64;
 
@@ -16,8 +16,8 @@ fn parse_subscribers(s: &str) -> Result<NonZeroU64, String> {
 #[derive(clap::Args, Debug, Clone, Default)]
 #[group(skip)]
 pub struct Flags {
-    /// tatp: subscribers (P); the Hekaton paper used 20M, about 10 rows and
-    /// 1.5 KB each [default: 1000000].
+    /// tatp: subscribers (P), about 9.75 rows each; the Hekaton paper used
+    /// 20M [default: 1000000].
     #[arg(long, value_name = "N", value_parser = parse_subscribers, help_heading = "Workload tatp")]
     pub subscribers: Option<NonZeroU64>,
 }
@@ -44,9 +44,10 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
         },
     };
     cfg.validate()?;
-    // Before the population is counted: a rough size (about 10 rows per
+    // Before the population is counted: a rough size (9.75 rows per
     // subscriber), so an impossible --subscribers fails at once.
-    super::super::check_bytes(cfg.subscribers.saturating_mul(10 * 160), &format!("--subscribers {}", cfg.subscribers))?;
+    let rows = cfg.subscribers.saturating_mul(39) / 4;
+    super::super::check_bytes(rows.saturating_mul(EST_BYTES_PER_ROW), &format!("--subscribers {}", cfg.subscribers))?;
     let w = Tatp::setup(db, cfg)?;
     measure(db, &w, c)
 }
