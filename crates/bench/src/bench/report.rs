@@ -131,14 +131,14 @@ pub fn summary(m: &Measurement) -> String {
     if r.per_type.len() > 1 {
         let _ = writeln!(
             s,
-            "  per type   {:<18} {:>12} {:>10} {:>9} {:>9} {:>9}",
+            "  per type   {:<22} {:>12} {:>10} {:>9} {:>9} {:>9}",
             "", "txn/s", "aborts", "p50 us", "p99 us", "max us"
         );
         let secs = r.elapsed.as_secs_f64().max(1e-9);
         for t in &r.per_type {
             let _ = writeln!(
                 s,
-                "             {:<18} {:>12} {:>10} {:>9.1} {:>9.1} {:>9.1}",
+                "             {:<22} {:>12} {:>10} {:>9.1} {:>9.1} {:>9.1}",
                 t.name,
                 int((t.committed as f64 / secs) as u64),
                 int(t.aborts.total()),
