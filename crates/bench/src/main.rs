@@ -2,9 +2,11 @@
 
 mod bench;
 mod check;
+mod compare;
+mod plot;
 mod shell;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// mimalloc: size-class pages keep 64-byte versions on one cache line each
 /// (glibc's 16-byte-aligned chunks straddle two lines three times in four),
@@ -26,6 +28,9 @@ struct Cli {
 enum Cmd {
     /// Run one protocol on one workload and print (or write) the result.
     Bench(bench::BenchArgs),
+    /// Run a grid of bench points (protocols × swept flag values), print a
+    /// table, and write CSV, JSON and a plot (SVG, PNG): docs/COMPARE.md.
+    Compare(compare::CompareArgs),
     /// Run a multi-session script against table test(id, value).
     Shell(shell::ShellArgs),
     /// Check a recorded history (see `bench --history`) against an isolation level.
@@ -33,12 +38,18 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The matches are kept: `compare` reads back which bench flags were typed.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let r = match cli.cmd {
         None => bench::default_comparison(),
         Some(Cmd::Bench(a)) => bench::run(a),
         Some(Cmd::Shell(a)) => shell::run(a),
         Some(Cmd::Check(a)) => check::run(a),
+        Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
+            Some(m) => compare::run(a, m),
+            None => Err("internal error: no matches of compare".into()),
+        },
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -324,7 +324,9 @@ fn env_or<T: std::str::FromStr>(
 }
 
 /// `multiverse` with no arguments: MV/O at the four isolation levels on the
-/// Hekaton section 5.1 workload, one load reused by every level.
+/// Hekaton section 5.1 workload, one load reused by every level. Also draws
+/// the table as `default.svg` and `default.png` under `bench-out` (or
+/// `$MULTIVERSE_OUT_DIR`).
 pub fn default_comparison() -> Result<(), String> {
     let rows = env_or("MULTIVERSE_DEFAULT_ROWS", 1_000_000, parse_count)?;
     let secs = env_or("MULTIVERSE_DEFAULT_SECONDS", 10.0, parse_seconds)?;
@@ -370,11 +372,13 @@ pub fn default_comparison() -> Result<(), String> {
 
     println!("{}", report::comparison_header());
     let mut rc_tps = None;
+    let mut points = Vec::new();
     for level in Isolation::ALL {
         db.collect_garbage();
         let r = harness::run(&db, &w, run_cfg(level))?;
         let base = *rc_tps.get_or_insert(r.throughput());
         println!("{}", report::comparison_row(level, &r, base, threads));
+        points.push(Some(crate::plot::Point::single(r.throughput())));
     }
     println!();
     println!(
@@ -387,11 +391,26 @@ pub fn default_comparison() -> Result<(), String> {
         "cpu: share of the run the workers were on a CPU; below 100% other processes competed, \
          and the numbers are noisy"
     );
-    println!(
-        "A plot of this comparison is not drawn yet (plots arrive with `multiverse compare`); \
-         the table above is its data."
-    );
     exit_without_drop(db);
+    let chart = crate::plot::Chart {
+        title: "Hekaton MV/O at four isolation levels".into(),
+        notes: vec![
+            format!(
+                "workload hekaton (section 5.1): R={} reads + W={} writes per transaction, N={} rows",
+                cfg.reads,
+                cfg.writes,
+                report::int(rows)
+            ),
+            format!("{}, {secs} s per level, commit {}", report::threads(threads), sys::GIT_COMMIT),
+        ],
+        x_name: "isolation level".into(),
+        y_name: "throughput (txn/s)".into(),
+        x: Isolation::ALL.iter().map(|l| l.name().to_string()).collect(),
+        series: vec![crate::plot::Series { name: protocol.name().into(), points }],
+    };
+    let [svg, png] = crate::plot::write(&chart, &crate::plot::out_dir().join("default"))
+        .map_err(|e| format!("{e} (set MULTIVERSE_OUT_DIR to write the plot elsewhere)"))?;
+    println!("plot of this table: {} and {}", svg.display(), png.display());
     Ok(())
 }
 
