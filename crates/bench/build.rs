@@ -20,10 +20,13 @@ fn main() {
     // Rebuild when HEAD moves: the HEAD file (branch switches), the branch's
     // ref file (new commits) and packed-refs. Only existing files are named,
     // since a missing one would make cargo rerun this script on every build.
+    // In a linked worktree HEAD lives in its own git dir, the refs in the
+    // common one.
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        let mut watch = vec![format!("{dir}/HEAD"), format!("{dir}/packed-refs")];
+        let common = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]).unwrap_or_else(|| dir.clone());
+        let mut watch = vec![format!("{dir}/HEAD"), format!("{common}/packed-refs")];
         if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            watch.push(format!("{dir}/{r}"));
+            watch.push(format!("{common}/{r}"));
         }
         for p in watch.iter().filter(|p| Path::new(p).exists()) {
             println!("cargo:rerun-if-changed={p}");

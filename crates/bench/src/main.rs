@@ -27,10 +27,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run one protocol on one workload and print (or write) the result.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Run a grid of bench points (protocols × swept flag values), print a
     /// table, and write CSV, JSON and a plot (SVG, PNG): docs/COMPARE.md.
-    Compare(compare::CompareArgs),
+    Compare(Box<compare::CompareArgs>),
     /// Run a multi-session script against table test(id, value).
     Shell(shell::ShellArgs),
     /// Check a recorded history (see `bench --history`) against an isolation level.
@@ -43,11 +43,11 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let r = match cli.cmd {
         None => bench::default_comparison(),
-        Some(Cmd::Bench(a)) => bench::run(a),
+        Some(Cmd::Bench(a)) => bench::run(*a),
         Some(Cmd::Shell(a)) => shell::run(a),
         Some(Cmd::Check(a)) => check::run(a),
         Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
-            Some(m) => compare::run(a, m),
+            Some(m) => compare::run(*a, m),
             None => Err("internal error: no matches of compare".into()),
         },
     };

@@ -168,10 +168,12 @@ fn harness_overhead_run_with_empty_transactions() {
 #[test]
 fn default_comparison_prints_a_table_of_four_levels() {
     // One thread: the comparison's shape, without timing-dependent contention.
+    let out = tempfile::tempdir().expect("a temporary directory");
     let env = [
         ("MULTIVERSE_DEFAULT_ROWS", "5000"),
         ("MULTIVERSE_DEFAULT_SECONDS", "0.2"),
         ("MULTIVERSE_DEFAULT_THREADS", "1"),
+        ("MULTIVERSE_OUT_DIR", out.path().to_str().expect("a UTF-8 temporary path")),
     ];
     let o = multiverse(&[], &env);
     assert!(o.status.success(), "stderr: {}", text(&o.stderr));
