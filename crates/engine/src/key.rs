@@ -160,9 +160,25 @@ impl PartialEq for Key {
 impl Eq for Key {}
 
 impl Ord for Key {
+    /// Lexicographic order of the bytes, compared a big-endian word at a
+    /// time (ordered indexes compare keys at every skip-list level; a call
+    /// to `memcmp` per comparison cost more than the comparison).
+    ///
+    /// Bytes past `len` are always zero (every constructor starts from
+    /// zeros, and `prefix_end` clears what it cuts), so the zero-padded
+    /// words order like the bytes, except that a key ordered equal to a
+    /// longer one is a prefix of it: then the shorter sorts first.
     #[inline]
     fn cmp(&self, other: &Key) -> Ordering {
-        self.as_bytes().cmp(other.as_bytes())
+        let words = (self.len.max(other.len) as usize).div_ceil(8);
+        for i in 0..words {
+            let a = u64::from_be_bytes(self.bytes[i * 8..i * 8 + 8].try_into().unwrap());
+            let b = u64::from_be_bytes(other.bytes[i * 8..i * 8 + 8].try_into().unwrap());
+            if a != b {
+                return a.cmp(&b);
+            }
+        }
+        self.len.cmp(&other.len)
     }
 }
 impl PartialOrd for Key {
@@ -260,6 +276,38 @@ impl KeyBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_order_like_their_bytes() {
+        // Short and long keys, shared prefixes, zero bytes and 0xFF bytes:
+        // the word-wise comparison must agree with the byte slices'.
+        let mut keys = vec![Key::EMPTY];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for n in 0..400 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 33) as usize;
+            let mut b = [0u8; KEY_MAX];
+            for (i, byte) in b.iter_mut().enumerate().take(len) {
+                *byte = match (x >> (i % 60)) % 4 {
+                    0 => 0,
+                    1 => 0xFF,
+                    _ => (x >> (i % 56)) as u8,
+                };
+            }
+            keys.push(Key::from_bytes(&b[..len]).unwrap());
+            if n % 3 == 0 && len > 0 {
+                keys.push(Key::from_bytes(&b[..len - 1]).unwrap());
+                keys.push(keys.last().unwrap().prefix_end().unwrap_or(Key::EMPTY));
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(a.cmp(b), a.as_bytes().cmp(b.as_bytes()), "{a:?} vs {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn integer_keys_order_numerically() {

@@ -414,6 +414,7 @@ impl<'db> Transaction<'db> {
         }
         let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
+        let mut stopped_at = None;
         ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
             // Check predicate (search predicate, then residual), then visibility.
             if !ordered && !in_range(&ix.key_of(v), &lo, &hi) {
@@ -424,9 +425,30 @@ impl<'db> Transaction<'db> {
                     return true;
                 }
             }
-            visible_at(v, rt, &me).is_none() || out.deliver(v, &mut f)
+            if visible_at(v, rt, &me).is_none() || out.deliver(v, &mut f) {
+                return true;
+            }
+            stopped_at = Some(ix.key_of(v));
+            false
         });
         let rows = out.rows;
+        // A scan of an ordered index that its caller stopped observed the
+        // range only up to the row it stopped at (the oldest new order, the
+        // first of a prefix): rows after it are neither read nor phantoms.
+        // Narrowing the ScanSet entry spares false phantom aborts, and the
+        // history must not claim that the rest of the range was empty. A
+        // hash index is scanned in no key order: its range stays whole.
+        let hi = match stopped_at {
+            Some(k) if ordered => {
+                if self.track_scans {
+                    if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) = self.local().scan_set.last_mut() {
+                        *h = Bound::Included(k);
+                    }
+                }
+                Bound::Included(k)
+            }
+            _ => hi,
+        };
         if self.recording {
             let filtered = filter.is_some() || index.index != 0;
             self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });

@@ -1,1 +1,0 @@
-//! The tpcc workload (not built yet).

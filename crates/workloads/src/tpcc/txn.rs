@@ -1,0 +1,696 @@
+//! The transactions (clauses 2.4 to 2.8, and POMVCC's Figure 21 loop).
+//!
+//! [`TpccWorker::next_txn`] draws every input the specification gives the
+//! terminal (clause 2.x.1); [`TpccWorker::execute`] runs the profile
+//! (clause 2.x.2) and may run again with the same inputs after an abort.
+//! The worker keeps its scratch space (customers by name, Stock-Level's
+//! items) between transactions, so no transaction allocates once warm.
+
+use super::load::history_value;
+use super::*;
+use crate::{Txn, TxnError, Worker};
+use multiverse::TxnOptions;
+use rand::SeedableRng;
+
+/// Most lines of an order.
+const MAX_LINES: usize = 15;
+
+/// The inputs of one TPC-C transaction (fields a type does not use are ignored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TpccInput {
+    /// The type (index into [`TYPES`]).
+    pub ty: usize,
+    /// The (home) warehouse of the transaction.
+    pub w: u16,
+    /// The district (new-order, payment, order-status, stock-level).
+    pub d: u8,
+    /// The customer's warehouse (payment: 15% remote; otherwise `w`).
+    pub c_w: u16,
+    /// The customer's district.
+    pub c_d: u8,
+    /// The customer id, unless chosen by last name.
+    pub c: u32,
+    /// The customer's last name (its number, 0..=999), if chosen by name.
+    pub c_last: Option<u16>,
+    /// Lines of the order (new-order, new-order-lines), 5..=15.
+    pub ol_cnt: u8,
+    /// Item of each line (distinct; the last is unused when `rollback`).
+    pub items: [u32; MAX_LINES],
+    /// Supplying warehouse of each line.
+    pub supply: [u16; MAX_LINES],
+    /// Quantity of each line, 1..=10.
+    pub qty: [u8; MAX_LINES],
+    /// The last item is unused, so the new order rolls back (1%).
+    pub rollback: bool,
+    /// Payment amount in cents, 100..=500,000.
+    pub amount: i64,
+    /// Delivery's carrier, 1..=10.
+    pub carrier: u8,
+    /// Stock-Level's threshold, 10..=20.
+    pub threshold: u32,
+}
+
+impl Default for TpccInput {
+    fn default() -> TpccInput {
+        TpccInput {
+            ty: STOCK_LEVEL,
+            w: 1,
+            d: 1,
+            c_w: 1,
+            c_d: 1,
+            c: 1,
+            c_last: None,
+            ol_cnt: 5,
+            items: [1; MAX_LINES],
+            supply: [1; MAX_LINES],
+            qty: [1; MAX_LINES],
+            rollback: false,
+            amount: 100,
+            carrier: 1,
+            threshold: 10,
+        }
+    }
+}
+
+/// One thread's generator for TPC-C.
+pub struct TpccWorker<'w> {
+    w: &'w Tpcc,
+    /// The worker's number (its history rows and loose order lines carry it).
+    thread: u16,
+    /// The home warehouse.
+    home: u16,
+    rng: SmallRng,
+    input: TpccInput,
+    item_keys: [Key; MAX_LINES],
+    stock_keys: [Key; MAX_LINES],
+    /// Sequence number of the next history row / loose order of this worker.
+    seq: u64,
+    /// Scratch: customers with the wanted last name, in `by_last` order.
+    named: Vec<Key>,
+    /// Scratch: Stock-Level's items.
+    seen: Vec<u32>,
+    /// What the last execution found (see the accessors).
+    last: Outcome,
+    /// Folds every value read, so reads cannot be optimized away.
+    checksum: u64,
+    committed: [u64; NTYPES],
+    skipped: u64,
+    loose_lines: u64,
+}
+
+/// What the last execution of a worker found (tests read it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// new-order: the order id given; order-status: the last order's id.
+    pub o_id: u32,
+    /// new-order: the order's total in cents (with discount and taxes);
+    /// delivery: the sum over the delivered orders' lines.
+    pub total: i64,
+    /// The customer chosen (payment, order-status).
+    pub c: u32,
+    /// order-status: lines of the last order; stock-level: items below the
+    /// threshold; delivery: districts delivered.
+    pub count: u32,
+    /// delivery: districts without a new order.
+    pub skipped: u32,
+}
+
+#[cold]
+fn missing(what: &str, key: &Key) -> TxnError {
+    TxnError::Invariant(format!("tpcc: {what} {:?} not found, though the workload never deletes it", key.as_bytes()))
+}
+
+/// Maps "no such row" of an update to an invariant failure.
+#[inline]
+fn present(r: Result<()>, what: &str, key: &Key) -> Result<(), TxnError> {
+    match r {
+        Err(Error::KeyNotFound) => Err(missing(what, key)),
+        r => Ok(r?),
+    }
+}
+
+#[inline]
+fn fold(h: u64, x: u64) -> u64 {
+    (h.rotate_left(7) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+#[inline]
+fn has_original(b: &[u8]) -> bool {
+    b.windows(8).any(|w| w == b"ORIGINAL")
+}
+
+/// Writes the decimal digits of `x` and a space into `out` at `at`; the new `at`.
+fn put_decimal(out: &mut [u8], mut at: usize, x: i64) -> usize {
+    let mut buf = [0u8; 20];
+    let (mut n, neg, mut u) = (0, x < 0, x.unsigned_abs());
+    loop {
+        buf[n] = b'0' + (u % 10) as u8;
+        n += 1;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    if neg {
+        out[at] = b'-';
+        at += 1;
+    }
+    for i in (0..n).rev() {
+        out[at] = buf[i];
+        at += 1;
+    }
+    out[at] = b' ';
+    at + 1
+}
+
+/// The current time in nanoseconds since the epoch.
+#[inline]
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl<'w> TpccWorker<'w> {
+    pub(super) fn new(w: &'w Tpcc, thread: usize, seed: u64) -> TpccWorker<'w> {
+        let mut me = TpccWorker {
+            w,
+            thread: thread as u16,
+            home: (thread as u64 % w.cfg.warehouses as u64 + 1) as u16,
+            rng: SmallRng::seed_from_u64(seed ^ (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            input: TpccInput::default(),
+            item_keys: [Key::EMPTY; MAX_LINES],
+            stock_keys: [Key::EMPTY; MAX_LINES],
+            seq: 0,
+            named: Vec::with_capacity(64),
+            seen: Vec::with_capacity(20 * MAX_LINES),
+            last: Outcome::default(),
+            checksum: 0,
+            committed: [0; NTYPES],
+            skipped: 0,
+            loose_lines: 0,
+        };
+        me.set_input(TpccInput::default());
+        me
+    }
+
+    /// The current transaction's inputs.
+    pub fn input(&self) -> TpccInput {
+        self.input
+    }
+
+    /// Replaces the current transaction's inputs (tests drive exact cases with it).
+    pub fn set_input(&mut self, i: TpccInput) {
+        self.input = i;
+        for k in 0..i.ol_cnt as usize {
+            self.item_keys[k] = i_key(i.items[k]);
+            self.stock_keys[k] = s_key(i.supply[k], i.items[k]);
+        }
+    }
+
+    /// The worker's home warehouse.
+    pub fn home(&self) -> u16 {
+        self.home
+    }
+
+    /// What the last execution found.
+    pub fn outcome(&self) -> Outcome {
+        self.last
+    }
+
+    /// A fold of every value read (meaningless; keeps reads observable).
+    pub fn checksum(&self) -> u64 {
+        self.checksum
+    }
+
+    /// A warehouse other than `w`, uniformly (`w` itself if it is the only one).
+    fn other_warehouse(&mut self, w: u16) -> u16 {
+        let n = self.w.cfg.warehouses as u64;
+        if n == 1 {
+            return w;
+        }
+        let x = uniform(&mut self.rng, 1, n - 1) as u16;
+        if x >= w {
+            x + 1
+        } else {
+            x
+        }
+    }
+
+    /// 5..=15 distinct items, `NURand(8191, 1, 100000)`, with quantities.
+    fn draw_lines(&mut self, i: &mut TpccInput) {
+        i.ol_cnt = uniform(&mut self.rng, 5, MAX_LINES as u64) as u8;
+        let n = i.ol_cnt as usize;
+        for k in 0..n {
+            i.items[k] = loop {
+                let x = nurand(&mut self.rng, 8191, C_OL_I_ID, 1, ITEMS as u64) as u32;
+                if !i.items[..k].contains(&x) {
+                    break x;
+                }
+            };
+            i.supply[k] = i.w;
+            i.qty[k] = uniform(&mut self.rng, 1, 10) as u8;
+        }
+    }
+
+    /// The customer: 60% by last name (run-time `C`), 40% by id.
+    fn draw_customer(&mut self, i: &mut TpccInput) {
+        if below(&mut self.rng, 100) < 60 {
+            i.c_last = Some(nurand(&mut self.rng, 255, C_LAST_RUN, 0, 999) as u16);
+        } else {
+            i.c_last = None;
+            i.c = nurand(&mut self.rng, 1023, C_ID, 1, CUSTOMERS as u64) as u32;
+        }
+    }
+
+    /// Finds the customer (clause 2.5.2.2): by id, or the one at position
+    /// `ceil(n / 2)` of those with the last name, sorted by first name.
+    #[inline]
+    fn customer<T: Txn>(&mut self, t: &mut T) -> Result<Key, TxnError> {
+        let i = self.input;
+        let Some(n) = i.c_last else {
+            return Ok(c_key(i.c_w, i.c_d, i.c));
+        };
+        let mut name = [0u8; 16];
+        last_name(n as u32, &mut name);
+        let lo = by_last_prefix(i.c_w, i.c_d, &name[..15]);
+        let hi = lo.prefix_end().unwrap_or(lo);
+        let named = &mut self.named;
+        named.clear();
+        t.scan(self.w.by_last, lo..hi, None, |pk, _| {
+            named.push(*pk);
+            true
+        })?;
+        match named.get(named.len().saturating_sub(1) / 2) {
+            Some(pk) => Ok(*pk),
+            None => Err(TxnError::Invariant(format!(
+                "tpcc: no customer of district ({}, {}) is named {} (the load names one of each)",
+                i.c_w,
+                i.c_d,
+                String::from_utf8_lossy(&name[..15]).trim_end_matches('\0')
+            ))),
+        }
+    }
+
+    /// New-Order (clause 2.4.2).
+    fn new_order<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        let tp = self.w;
+        let i = self.input;
+        let n = i.ol_cnt as usize;
+        t.prefetch(tp.item, &self.item_keys[..n]);
+        t.prefetch(tp.stock, &self.stock_keys[..n]);
+        let wk = w_key(i.w);
+        let w_tax = t.get_with(tp.warehouse, &wk, |v| get_u32(v, W_TAX))?.ok_or_else(|| missing("warehouse", &wk))?;
+        let dk = d_key(i.w, i.d);
+        let (mut d_tax, mut o_id) = (0, 0);
+        let r = t.update_with(tp.district, &dk, |old, new| {
+            new.extend_from_slice(old);
+            d_tax = get_u32(old, D_TAX);
+            o_id = get_u32(old, D_NEXT_O_ID);
+            put_u32(new, D_NEXT_O_ID, o_id + 1);
+        });
+        present(r, "district", &dk)?;
+        // The order's lines are new rows: their hash buckets can load now.
+        let mut line_keys = [Key::EMPTY; MAX_LINES];
+        for (k, lk) in line_keys[..n].iter_mut().enumerate() {
+            *lk = ol_key(i.w, i.d, o_id, k as u8 + 1);
+        }
+        t.prefetch(tp.order_line, &line_keys[..n]);
+        let ck = c_key(i.w, i.d, i.c);
+        let discount = t
+            .get_with(tp.customer, &ck, |v| {
+                self.checksum = fold(self.checksum, v[C_LAST] as u64 ^ (v[C_CREDIT] as u64) << 8);
+                get_u32(v, C_DISCOUNT)
+            })?
+            .ok_or_else(|| missing("customer", &ck))?;
+        let all_local = i.supply[..n].iter().all(|&s| s == i.w);
+        let entry_d = now();
+        let mut ov = [0u8; O_LEN];
+        put_u32(&mut ov, O_C_ID, i.c);
+        put_u64(&mut ov, O_ENTRY_D, entry_d);
+        ov[O_OL_CNT] = i.ol_cnt;
+        ov[O_ALL_LOCAL] = all_local as u8;
+        let ok = o_key(i.w, i.d, o_id);
+        t.insert(tp.order, ok, &ov)?;
+        t.insert(tp.new_order, ok, &[])?;
+        let mut total = 0i64;
+        let mut brand = 0u64;
+        for (k, &line_key) in line_keys[..n].iter().enumerate() {
+            let item = t.get_with(tp.item, &self.item_keys[k], |v| {
+                (get_i64(v, I_PRICE), has_original(&v[I_DATA..I_LEN]), v[I_NAME] as u64)
+            })?;
+            let Some((price, i_original, name)) = item else {
+                if i.rollback && k == n - 1 {
+                    // Clause 2.4.2.3: the unused item number is detected
+                    // after the earlier lines were processed; the whole
+                    // transaction rolls back.
+                    return Err(TxnError::Rollback);
+                }
+                return Err(missing("item", &self.item_keys[k]));
+            };
+            let qty = i.qty[k] as u32;
+            let remote = i.supply[k] != i.w;
+            let mut dist = [0u8; 24];
+            let mut s_original = false;
+            let r = t.update_with(tp.stock, &self.stock_keys[k], |old, new| {
+                new.extend_from_slice(old);
+                let q = get_u32(old, S_QUANTITY);
+                put_u32(new, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                put_u32(new, S_YTD, get_u32(old, S_YTD) + qty);
+                put_u32(new, S_ORDER_CNT, get_u32(old, S_ORDER_CNT) + 1);
+                if remote {
+                    put_u32(new, S_REMOTE_CNT, get_u32(old, S_REMOTE_CNT) + 1);
+                }
+                let at = S_DIST + 24 * (i.d as usize - 1);
+                dist.copy_from_slice(&old[at..at + 24]);
+                s_original = has_original(&old[S_DATA..S_LEN]);
+            });
+            present(r, "stock", &self.stock_keys[k])?;
+            let amount = qty as i64 * price;
+            total += amount;
+            brand = fold(brand, name ^ ((i_original && s_original) as u64) << 9);
+            let mut lv = [0u8; OL_LEN];
+            put_u32(&mut lv, OL_I_ID, i.items[k]);
+            lv[OL_SUPPLY_W_ID..OL_SUPPLY_W_ID + 2].copy_from_slice(&i.supply[k].to_le_bytes());
+            lv[OL_QUANTITY] = qty as u8;
+            put_i64(&mut lv, OL_AMOUNT, amount);
+            lv[OL_DIST_INFO..OL_LEN].copy_from_slice(&dist);
+            t.insert(tp.order_line, line_key, &lv)?;
+        }
+        // total * (1 - c_discount) * (1 + w_tax + d_tax), rates in 1/10,000.
+        let total = (total as i128 * (10_000 - discount as i128) * (10_000 + w_tax as i128 + d_tax as i128)
+            / 100_000_000) as i64;
+        self.checksum = fold(self.checksum, brand);
+        self.last = Outcome { o_id, total, c: i.c, ..Outcome::default() };
+        Ok(())
+    }
+
+    /// Payment (clause 2.5.2).
+    fn payment<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        let tp = self.w;
+        let i = self.input;
+        let mut h_data = [b' '; 24];
+        let wk = w_key(i.w);
+        let r = t.update_with(tp.warehouse, &wk, |old, new| {
+            new.extend_from_slice(old);
+            put_i64(new, W_YTD, get_i64(old, W_YTD) + i.amount);
+            h_data[..10].copy_from_slice(&old[W_NAME..W_NAME + 10]);
+        });
+        present(r, "warehouse", &wk)?;
+        let dk = d_key(i.w, i.d);
+        let r = t.update_with(tp.district, &dk, |old, new| {
+            new.extend_from_slice(old);
+            put_i64(new, D_YTD, get_i64(old, D_YTD) + i.amount);
+            h_data[14..24].copy_from_slice(&old[D_NAME..D_NAME + 10]);
+        });
+        present(r, "district", &dk)?;
+        let ck = self.customer(t)?;
+        let c = ck.u32_at(3).unwrap_or(0);
+        let r = t.update_with(tp.customer, &ck, |old, new| {
+            new.extend_from_slice(old);
+            put_i64(new, C_BALANCE, get_i64(old, C_BALANCE) - i.amount);
+            put_i64(new, C_YTD_PAYMENT, get_i64(old, C_YTD_PAYMENT) + i.amount);
+            put_u32(new, C_PAYMENT_CNT, get_u32(old, C_PAYMENT_CNT) + 1);
+            if &old[C_CREDIT..C_CREDIT + 2] == b"BC" {
+                // Clause 2.5.2.2: C_ID, C_D_ID, C_W_ID, D_ID, W_ID and
+                // H_AMOUNT in front of C_DATA, the whole cut to 500 characters.
+                let mut head = [0u8; 80];
+                let mut at = 0;
+                for x in [c as i64, i.c_d as i64, i.c_w as i64, i.d as i64, i.w as i64, i.amount] {
+                    at = put_decimal(&mut head, at, x);
+                }
+                let old_len = u16::from_le_bytes([old[C_DATA_LEN], old[C_DATA_LEN + 1]]) as usize;
+                let keep = old_len.min(C_DATA_MAX - at);
+                let data = &mut new[C_DATA..C_LEN];
+                data.copy_within(..keep, at);
+                data[..at].copy_from_slice(&head[..at]);
+                data[at + keep..].fill(0);
+                new[C_DATA_LEN..C_DATA_LEN + 2].copy_from_slice(&((at + keep) as u16).to_le_bytes());
+            }
+        });
+        present(r, "customer", &ck)?;
+        let seq = self.seq;
+        self.seq += 1;
+        let h = history_value((i.c_w, i.c_d, c), (i.w, i.d), now(), i.amount, &h_data);
+        t.insert(tp.history, h_key(i.w, self.thread, seq), &h)?;
+        self.last = Outcome { c, ..Outcome::default() };
+        Ok(())
+    }
+
+    /// Order-Status (clause 2.6.2).
+    fn order_status<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        let tp = self.w;
+        let i = self.input;
+        let ck = self.customer(t)?;
+        let c = ck.u32_at(3).unwrap_or(0);
+        let mut h = self.checksum;
+        t.get_with(tp.customer, &ck, |v| {
+            h = fold(h, get_i64(v, C_BALANCE) as u64 ^ v[C_FIRST] as u64 ^ (v[C_LAST] as u64) << 8);
+        })?
+        .ok_or_else(|| missing("customer", &ck))?;
+        let lo = by_customer_prefix(i.c_w, i.c_d, c);
+        let hi = lo.prefix_end().unwrap_or(lo);
+        let mut last = None;
+        t.scan(tp.by_customer, lo..hi, None, |pk, v| {
+            last = Some((pk.u32_at(3).unwrap_or(0), v[O_OL_CNT]));
+            h = fold(h, get_u64(v, O_ENTRY_D) ^ v[O_CARRIER_ID] as u64);
+            false
+        })?;
+        let Some((o_id, ol_cnt)) = last else {
+            return Err(TxnError::Invariant(format!(
+                "tpcc: customer ({}, {}, {c}) has no order (the load gives each one)",
+                i.c_w, i.c_d
+            )));
+        };
+        // The order's lines, by key: ORDER_LINE is a hash table, and
+        // o_ol_cnt says how many there are (consistency condition 4).
+        let mut lines = 0;
+        for ol in 1..=ol_cnt {
+            let lk = ol_key(i.c_w, i.c_d, o_id, ol);
+            t.get_with(tp.order_line, &lk, |v| {
+                h = fold(h, get_u32(v, OL_I_ID) as u64 ^ get_i64(v, OL_AMOUNT) as u64 ^ get_u64(v, OL_DELIVERY_D));
+            })?
+            .ok_or_else(|| missing("order line", &lk))?;
+            lines += 1;
+        }
+        self.checksum = h;
+        self.last = Outcome { o_id, c, count: lines, ..Outcome::default() };
+        Ok(())
+    }
+
+    /// Delivery (clause 2.7.4), all ten districts in one transaction.
+    fn delivery<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        let tp = self.w;
+        let i = self.input;
+        let date = now();
+        let (mut delivered, mut skipped, mut total) = (0, 0, 0i64);
+        for d in 1..=DISTRICTS {
+            let lo = d_key(i.w, d);
+            let hi = lo.prefix_end().unwrap_or(lo);
+            let mut oldest = None;
+            t.scan(tp.new_order_pk, lo..hi, None, |pk, _| {
+                oldest = pk.u32_at(3);
+                false
+            })?;
+            let Some(o_id) = oldest else {
+                skipped += 1;
+                continue;
+            };
+            let ok = o_key(i.w, d, o_id);
+            present(t.delete(tp.new_order, &ok), "new order", &ok)?;
+            let (mut c, mut ol_cnt) = (0, 0);
+            let r = t.update_with(tp.order, &ok, |old, new| {
+                new.extend_from_slice(old);
+                new[O_CARRIER_ID] = i.carrier;
+                c = get_u32(old, O_C_ID);
+                ol_cnt = old[O_OL_CNT];
+            });
+            present(r, "order", &ok)?;
+            let mut sum = 0i64;
+            for ol in 1..=ol_cnt {
+                let lk = ol_key(i.w, d, o_id, ol);
+                let r = t.update_with(tp.order_line, &lk, |old, new| {
+                    new.extend_from_slice(old);
+                    put_u64(new, OL_DELIVERY_D, date);
+                    sum += get_i64(old, OL_AMOUNT);
+                });
+                present(r, "order line", &lk)?;
+            }
+            let ck = c_key(i.w, d, c);
+            let r = t.update_with(tp.customer, &ck, |old, new| {
+                new.extend_from_slice(old);
+                put_i64(new, C_BALANCE, get_i64(old, C_BALANCE) + sum);
+                put_u32(new, C_DELIVERY_CNT, get_u32(old, C_DELIVERY_CNT) + 1);
+            });
+            present(r, "customer", &ck)?;
+            delivered += 1;
+            total += sum;
+        }
+        self.last = Outcome { total, count: delivered, skipped, ..Outcome::default() };
+        Ok(())
+    }
+
+    /// Stock-Level (clause 2.8.2).
+    fn stock_level<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        let tp = self.w;
+        let i = self.input;
+        let dk = d_key(i.w, i.d);
+        let next =
+            t.get_with(tp.district, &dk, |v| get_u32(v, D_NEXT_O_ID))?.ok_or_else(|| missing("district", &dk))?;
+        // The last 20 orders and their lines, by key (ORDER and ORDER_LINE
+        // are hash tables; o_ol_cnt gives the lines, condition 4).
+        self.seen.clear();
+        for o in next.saturating_sub(20)..next {
+            let ok = o_key(i.w, i.d, o);
+            let ol_cnt = t.get_with(tp.order, &ok, |v| v[O_OL_CNT])?.ok_or_else(|| missing("order", &ok))?;
+            for ol in 1..=ol_cnt {
+                let lk = ol_key(i.w, i.d, o, ol);
+                let item = t.get_with(tp.order_line, &lk, |v| get_u32(v, OL_I_ID))?;
+                self.seen.push(item.ok_or_else(|| missing("order line", &lk))?);
+            }
+        }
+        let seen = &mut self.seen;
+        seen.sort_unstable();
+        seen.dedup();
+        let mut low = 0;
+        for k in 0..self.seen.len() {
+            let sk = s_key(i.w, self.seen[k]);
+            let q = t.get_with(tp.stock, &sk, |v| get_u32(v, S_QUANTITY))?.ok_or_else(|| missing("stock", &sk))?;
+            low += (q < i.threshold) as u32;
+        }
+        self.last = Outcome { count: low, ..Outcome::default() };
+        Ok(())
+    }
+
+    /// POMVCC's NewOrder loop (section VII, Figure 21): per line, read the
+    /// item, read and update the stock quantity, insert an order line.
+    fn new_order_lines<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        let tp = self.w;
+        let i = self.input;
+        let n = i.ol_cnt as usize;
+        t.prefetch(tp.item, &self.item_keys[..n]);
+        t.prefetch(tp.stock, &self.stock_keys[..n]);
+        let seq = self.seq;
+        self.seq += 1;
+        let mut total = 0;
+        for k in 0..n {
+            let price = t
+                .get_with(tp.item, &self.item_keys[k], |v| get_i64(v, I_PRICE))?
+                .ok_or_else(|| missing("item", &self.item_keys[k]))?;
+            let qty = i.qty[k] as u32;
+            let mut dist = [0u8; 24];
+            let r = t.update_with(tp.stock, &self.stock_keys[k], |old, new| {
+                new.extend_from_slice(old);
+                let q = get_u32(old, S_QUANTITY);
+                put_u32(new, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                dist.copy_from_slice(&old[S_DIST..S_DIST + 24]);
+            });
+            present(r, "stock", &self.stock_keys[k])?;
+            let amount = qty as i64 * price;
+            total += amount;
+            let mut lv = [0u8; OL_LEN];
+            put_u32(&mut lv, OL_I_ID, i.items[k]);
+            lv[OL_SUPPLY_W_ID..OL_SUPPLY_W_ID + 2].copy_from_slice(&i.supply[k].to_le_bytes());
+            lv[OL_QUANTITY] = qty as u8;
+            put_i64(&mut lv, OL_AMOUNT, amount);
+            lv[OL_DIST_INFO..OL_LEN].copy_from_slice(&dist);
+            t.insert(tp.order_line, loose_ol_key(i.w, self.thread, seq, k as u8 + 1), &lv)?;
+        }
+        self.last = Outcome { total, count: n as u32, ..Outcome::default() };
+        Ok(())
+    }
+}
+
+impl Worker for TpccWorker<'_> {
+    #[inline]
+    fn next_txn(&mut self) {
+        let cfg = &self.w.cfg;
+        let ty = cfg.mix.draw(self.rng.next_u64());
+        let w = if cfg.random_warehouse { uniform(&mut self.rng, 1, cfg.warehouses as u64) as u16 } else { self.home };
+        let mut i = TpccInput { ty, w, c_w: w, c_last: None, rollback: false, ..self.input };
+        match ty {
+            NEW_ORDER => {
+                i.d = uniform(&mut self.rng, 1, DISTRICTS as u64) as u8;
+                i.c_d = i.d;
+                i.c = nurand(&mut self.rng, 1023, C_ID, 1, CUSTOMERS as u64) as u32;
+                self.draw_lines(&mut i);
+                for k in 0..i.ol_cnt as usize {
+                    if below(&mut self.rng, 100) == 0 {
+                        i.supply[k] = self.other_warehouse(w);
+                    }
+                }
+                i.rollback = below(&mut self.rng, 100) == 0;
+                if i.rollback {
+                    i.items[i.ol_cnt as usize - 1] = ITEMS + 1;
+                }
+            }
+            PAYMENT => {
+                i.d = uniform(&mut self.rng, 1, DISTRICTS as u64) as u8;
+                if below(&mut self.rng, 100) < 15 && cfg.warehouses > 1 {
+                    i.c_w = self.other_warehouse(w);
+                    i.c_d = uniform(&mut self.rng, 1, DISTRICTS as u64) as u8;
+                } else {
+                    i.c_d = i.d;
+                }
+                self.draw_customer(&mut i);
+                i.amount = uniform(&mut self.rng, 100, 500_000) as i64;
+            }
+            ORDER_STATUS => {
+                i.d = uniform(&mut self.rng, 1, DISTRICTS as u64) as u8;
+                i.c_d = i.d;
+                self.draw_customer(&mut i);
+            }
+            DELIVERY => i.carrier = uniform(&mut self.rng, 1, 10) as u8,
+            STOCK_LEVEL => {
+                i.d = uniform(&mut self.rng, 1, DISTRICTS as u64) as u8;
+                i.threshold = uniform(&mut self.rng, 10, 20) as u32;
+            }
+            _ => {
+                i.d = 0;
+                self.draw_lines(&mut i);
+            }
+        }
+        self.set_input(i);
+    }
+
+    #[inline]
+    fn execute<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        match self.input.ty {
+            NEW_ORDER => self.new_order(t),
+            PAYMENT => self.payment(t),
+            ORDER_STATUS => self.order_status(t),
+            DELIVERY => self.delivery(t),
+            STOCK_LEVEL => self.stock_level(t),
+            NEW_ORDER_LINES => self.new_order_lines(t),
+            ty => Err(TxnError::Invariant(format!("tpcc: no transaction type {ty}"))),
+        }
+    }
+
+    #[inline]
+    fn txn_type(&self) -> usize {
+        self.input.ty
+    }
+
+    #[inline]
+    fn options(&self, run: TxnOptions<'static>) -> TxnOptions<'static> {
+        TxnOptions { read_only: matches!(self.input.ty, ORDER_STATUS | STOCK_LEVEL), ..run }
+    }
+
+    #[inline]
+    fn committed(&mut self) {
+        self.committed[self.input.ty] += 1;
+        match self.input.ty {
+            DELIVERY => self.skipped += self.last.skipped as u64,
+            NEW_ORDER_LINES => self.loose_lines += self.input.ol_cnt as u64,
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self) {
+        let w = self.w;
+        // Relaxed: read after every worker was joined.
+        for ty in 0..NTYPES {
+            w.committed[ty].fetch_add(std::mem::take(&mut self.committed[ty]), Ordering::Relaxed);
+        }
+        w.skipped_deliveries.fetch_add(std::mem::take(&mut self.skipped), Ordering::Relaxed);
+        w.loose_lines.fetch_add(std::mem::take(&mut self.loose_lines), Ordering::Relaxed);
+    }
+}
