@@ -354,6 +354,28 @@ fn backoff(k: &mut u32) {
     }
 }
 
+/// Loads the whole data set of `w` (already set up in `db`) with `parts`
+/// concurrent loaders, without progress display; returns the units of load
+/// work the loaders reported (equal to [`Workload::load_size`]).
+pub fn load_parallel<W: Workload>(db: &Database, w: &W, parts: usize) -> Result<u64> {
+    let parts = parts.max(1);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    // Relaxed: a tally, read after the loaders were joined.
+    let progress = |n: u64| {
+        done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    };
+    std::thread::scope(|s| {
+        let loaders: Vec<_> = (0..parts)
+            .map(|p| {
+                let progress = &progress;
+                s.spawn(move || w.load(db, p, parts, progress))
+            })
+            .collect();
+        loaders.into_iter().try_for_each(|h| h.join().expect("a loader panicked"))
+    })?;
+    Ok(done.into_inner())
+}
+
 /// Splits `0..n` into `parts` contiguous slices and returns slice `part`.
 pub fn split_range(n: u64, part: usize, parts: usize) -> std::ops::Range<u64> {
     let parts = parts.max(1) as u64;

@@ -4,7 +4,7 @@
 
 use multiverse::{AccessSet, Database, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::hekaton::{decode_payload, payload, PAYLOAD};
-use multiverse_workloads::{run_txn, AbortCounts, Hekaton, HekatonConfig, Worker, Workload};
+use multiverse_workloads::{load_parallel, run_txn, AbortCounts, Hekaton, HekatonConfig, Worker, Workload};
 use std::collections::HashMap;
 
 fn cfg(rows: u64, reads: u32, writes: u32) -> HekatonConfig {
@@ -15,17 +15,7 @@ fn cfg(rows: u64, reads: u32, writes: u32) -> HekatonConfig {
 fn loaded(c: HekatonConfig, parts: usize) -> (Database, Hekaton) {
     let db = Database::new(Options::default()).unwrap();
     let w = Hekaton::setup(&db, c).unwrap();
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let progress = |n: u64| {
-        done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    };
-    std::thread::scope(|s| {
-        for p in 0..parts {
-            let (db, w, progress) = (&db, &w, &progress);
-            s.spawn(move || w.load(db, p, parts, progress).unwrap());
-        }
-    });
-    assert_eq!(done.into_inner(), c.rows, "progress reports every loaded row");
+    assert_eq!(load_parallel(&db, &w, parts).unwrap(), c.rows, "progress reports every loaded row");
     (db, w)
 }
 

@@ -5,7 +5,7 @@
 
 use multiverse::{AccessSet, Database, Faults, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::smallbank::*;
-use multiverse_workloads::{run_txn, AbortCounts, Mix, Worker, Workload};
+use multiverse_workloads::{load_parallel, run_txn, AbortCounts, Mix, Worker, Workload};
 use std::time::{Duration, Instant};
 
 fn cfg(customers: u64) -> SmallBankConfig {
@@ -16,17 +16,7 @@ fn cfg(customers: u64) -> SmallBankConfig {
 fn loaded_with(opts: Options, c: SmallBankConfig, parts: usize) -> (Database, SmallBank) {
     let db = Database::new(opts).unwrap();
     let w = SmallBank::setup(&db, c).unwrap();
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let progress = |n: u64| {
-        done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    };
-    std::thread::scope(|s| {
-        for p in 0..parts {
-            let (db, w, progress) = (&db, &w, &progress);
-            s.spawn(move || w.load(db, p, parts, progress).unwrap());
-        }
-    });
-    assert_eq!(done.into_inner(), w.load_size(), "progress reports every loaded row");
+    assert_eq!(load_parallel(&db, &w, parts).unwrap(), w.load_size(), "progress reports every loaded row");
     (db, w)
 }
 

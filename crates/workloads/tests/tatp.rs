@@ -4,7 +4,7 @@
 
 use multiverse::{AccessSet, Database, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::tatp::*;
-use multiverse_workloads::{run_txn, AbortCounts, Mix, Worker, Workload};
+use multiverse_workloads::{load_parallel, run_txn, AbortCounts, Mix, Worker, Workload};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
@@ -17,17 +17,7 @@ fn cfg(subscribers: u64) -> TatpConfig {
 fn loaded(c: TatpConfig, parts: usize) -> (Database, Tatp) {
     let db = Database::new(Options::default()).unwrap();
     let w = Tatp::setup(&db, c).unwrap();
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let progress = |n: u64| {
-        done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    };
-    std::thread::scope(|s| {
-        for p in 0..parts {
-            let (db, w, progress) = (&db, &w, &progress);
-            s.spawn(move || w.load(db, p, parts, progress).unwrap());
-        }
-    });
-    assert_eq!(done.into_inner(), w.load_size(), "progress reports every loaded row");
+    assert_eq!(load_parallel(&db, &w, parts).unwrap(), w.load_size(), "progress reports every loaded row");
     (db, w)
 }
 

@@ -4,7 +4,7 @@
 
 use multiverse::{AbortReason, Database, Isolation, Key, Options, TableId, TxnOptions};
 use multiverse_workloads::tpcc::*;
-use multiverse_workloads::{run_txn, AbortCounts, Mix, Worker, Workload};
+use multiverse_workloads::{load_parallel, run_txn, AbortCounts, Mix, Worker, Workload};
 
 fn cfg(warehouses: u32, mix: &str) -> TpccConfig {
     TpccConfig { warehouses, mix: Mix::parse(TYPES, mix).unwrap(), random_warehouse: false }
@@ -18,17 +18,7 @@ fn standard(warehouses: u32) -> TpccConfig {
 fn loaded(c: TpccConfig, parts: usize) -> (Database, Tpcc) {
     let db = Database::new(Options::default()).unwrap();
     let w = Tpcc::setup(&db, c).unwrap();
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let progress = |n: u64| {
-        done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-    };
-    std::thread::scope(|s| {
-        for p in 0..parts {
-            let (db, w, progress) = (&db, &w, &progress);
-            s.spawn(move || w.load(db, p, parts, progress).unwrap());
-        }
-    });
-    assert_eq!(done.into_inner(), w.load_size(), "progress reports every loaded row");
+    assert_eq!(load_parallel(&db, &w, parts).unwrap(), w.load_size(), "progress reports every loaded row");
     (db, w)
 }
 
