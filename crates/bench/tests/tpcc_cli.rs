@@ -88,6 +88,8 @@ fn bad_tpcc_arguments_get_one_clear_line() {
     assert_eq!(e, "multiverse: --warehouses is a flag of workload tpcc, not of hekaton");
     let e = fails(&["--workload", "ycsb", "--tpcc-cc"]);
     assert_eq!(e, "multiverse: --tpcc-cc is a flag of workload tpcc, not of ycsb");
+    let e = fails(&["--workload", "tpcc", "--tpcc-no-inserts"]);
+    assert!(e.contains("only new-order and payment"), "{e}");
     let e = fails(&["--workload", "tpcc", "--rows", "10"]);
     assert!(e.contains("--rows does not apply to workload tpcc"), "{e}");
     let e = fails(&["--workload", "tpcc", "--mix", "new-order:50,refund:50"]);

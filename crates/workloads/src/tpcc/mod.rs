@@ -79,6 +79,10 @@
 //! Stock-Level district is drawn per transaction (the specification fixes
 //! it per terminal).
 //!
+//! `skip_inserts` ([`TpccConfig::skip_inserts`], `--tpcc-no-inserts`)
+//! reproduces the DBx1000 testbed's TPC-C, which writes no ORDER, NEW_ORDER,
+//! ORDER_LINE or HISTORY rows: only for side-by-side numbers.
+//!
 //! **After a run** ([`Workload::check_consistency`]): consistency conditions
 //! 1 to 4 of clause 3.3.2 on every warehouse and district, and the number of
 //! orders and history rows against the committed NewOrders and Payments.
@@ -441,6 +445,12 @@ pub struct TpccConfig {
     /// TPC-CC: every transaction picks a random home warehouse instead of
     /// its worker's (SSN paper, section 8.1).
     pub random_warehouse: bool,
+    /// DBx1000's configuration: NewOrder and Payment write no ORDER,
+    /// NEW_ORDER, ORDER_LINE or HISTORY rows (for side-by-side numbers with
+    /// that testbed, which skips every insert). Only NewOrder and Payment may
+    /// run; consistency condition 2 becomes "the order ids handed out are
+    /// the committed NewOrders".
+    pub skip_inserts: bool,
 }
 
 /// The standard mix (45/43/4/4/4).
@@ -451,7 +461,7 @@ pub fn default_mix() -> Mix {
 impl Default for TpccConfig {
     /// One warehouse, the standard mix, home warehouses.
     fn default() -> TpccConfig {
-        TpccConfig { warehouses: 1, mix: default_mix(), random_warehouse: false }
+        TpccConfig { warehouses: 1, mix: default_mix(), random_warehouse: false, skip_inserts: false }
     }
 }
 
@@ -466,6 +476,14 @@ impl TpccConfig {
         }
         if self.mix.names() != TYPES {
             return Err(format!("the tpcc mix must be over its types ({})", TYPES.join(", ")));
+        }
+        if self.skip_inserts {
+            if let Some(t) = (0..NTYPES).find(|&t| t != NEW_ORDER && t != PAYMENT && self.mix.pct(t) > 0.0) {
+                return Err(format!(
+                    "--tpcc-no-inserts runs only new-order and payment (DBx1000's TPC-C), not {}",
+                    TYPES[t]
+                ));
+            }
         }
         Ok(())
     }
@@ -621,6 +639,7 @@ impl Workload for Tpcc {
             ("warehouses", Param::Int(self.cfg.warehouses as u64)),
             ("mix", Param::Str(self.cfg.mix.to_string())),
             ("random_warehouse", Param::Bool(self.cfg.random_warehouse)),
+            ("skip_inserts", Param::Bool(self.cfg.skip_inserts)),
         ]
     }
 

@@ -334,8 +334,11 @@ impl<'w> TpccWorker<'w> {
         ov[O_OL_CNT] = i.ol_cnt;
         ov[O_ALL_LOCAL] = all_local as u8;
         let ok = o_key(i.w, i.d, o_id);
-        t.insert(tp.order, ok, &ov)?;
-        t.insert(tp.new_order, ok, &[])?;
+        let inserts = !tp.cfg.skip_inserts;
+        if inserts {
+            t.insert(tp.order, ok, &ov)?;
+            t.insert(tp.new_order, ok, &[])?;
+        }
         let mut total = 0i64;
         let mut brand = 0u64;
         for (k, &line_key) in line_keys[..n].iter().enumerate() {
@@ -378,7 +381,9 @@ impl<'w> TpccWorker<'w> {
             lv[OL_QUANTITY] = qty as u8;
             put_i64(&mut lv, OL_AMOUNT, amount);
             lv[OL_DIST_INFO..OL_LEN].copy_from_slice(&dist);
-            t.insert(tp.order_line, line_key, &lv)?;
+            if inserts {
+                t.insert(tp.order_line, line_key, &lv)?;
+            }
         }
         // total * (1 - c_discount) * (1 + w_tax + d_tax), rates in 1/10,000.
         let total = (total as i128 * (10_000 - discount as i128) * (10_000 + w_tax as i128 + d_tax as i128)
@@ -435,7 +440,9 @@ impl<'w> TpccWorker<'w> {
         let seq = self.seq;
         self.seq += 1;
         let h = history_value((i.c_w, i.c_d, c), (i.w, i.d), now(), i.amount, &h_data);
-        t.insert(tp.history, h_key(i.w, self.thread, seq), &h)?;
+        if !tp.cfg.skip_inserts {
+            t.insert(tp.history, h_key(i.w, self.thread, seq), &h)?;
+        }
         self.last = Outcome { c, ..Outcome::default() };
         Ok(())
     }

@@ -29,6 +29,11 @@ pub struct Flags {
     /// random warehouse instead of its worker's home warehouse.
     #[arg(long, help_heading = "Workload tpcc")]
     pub tpcc_cc: bool,
+    /// tpcc: write no ORDER, NEW_ORDER, ORDER_LINE or HISTORY rows, as the
+    /// DBx1000 testbed does (for side-by-side numbers; new-order and payment
+    /// only).
+    #[arg(long, help_heading = "Workload tpcc")]
+    pub tpcc_no_inserts: bool,
 }
 
 impl Given for Flags {
@@ -39,6 +44,9 @@ impl Given for Flags {
         }
         if self.tpcc_cc {
             g.push("--tpcc-cc");
+        }
+        if self.tpcc_no_inserts {
+            g.push("--tpcc-no-inserts");
         }
         g
     }
@@ -54,6 +62,7 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
             None => TpccConfig::default().mix,
         },
         random_warehouse: f.tpcc_cc,
+        skip_inserts: f.tpcc_no_inserts,
     };
     cfg.validate()?;
     super::super::check_bytes(
