@@ -89,6 +89,8 @@ pub struct TpccWorker<'w> {
     named: Vec<Key>,
     /// Scratch: Stock-Level's items.
     seen: Vec<u32>,
+    /// Scratch: the keys of one phase of Stock-Level or Delivery, hinted together.
+    keys: Vec<Key>,
     /// What the last execution found (see the accessors).
     last: Outcome,
     /// Folds every value read, so reads cannot be optimized away.
@@ -182,6 +184,7 @@ impl<'w> TpccWorker<'w> {
             seq: 0,
             named: Vec::with_capacity(64),
             seen: Vec::with_capacity(20 * MAX_LINES),
+            keys: Vec::with_capacity(20 * MAX_LINES),
             last: Outcome::default(),
             checksum: 0,
             committed: [0; NTYPES],
@@ -301,10 +304,12 @@ impl<'w> TpccWorker<'w> {
     fn new_order<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
         let (tp, i) = (self.w, self.input);
         let n = i.ol_cnt as usize;
+        let (wk, dk, ck) = (w_key(i.w), d_key(i.w, i.d), c_key(i.w, i.d, i.c));
+        t.prefetch(tp.warehouse, &[wk]);
+        t.prefetch(tp.district, &[dk]);
+        t.prefetch(tp.customer, &[ck]);
         self.prefetch_lines(t, n);
-        let wk = w_key(i.w);
         let w_tax = t.get_with(tp.warehouse, &wk, |v| get_u32(v, W_TAX))?.ok_or_else(|| missing("warehouse", &wk))?;
-        let dk = d_key(i.w, i.d);
         let (mut d_tax, mut o_id) = (0, 0);
         let r = t.update_with(tp.district, &dk, |old, new| {
             new.extend_from_slice(old);
@@ -319,7 +324,6 @@ impl<'w> TpccWorker<'w> {
             *lk = ol_key(i.w, i.d, o_id, k as u8 + 1);
         }
         t.prefetch(tp.order_line, &line_keys[..n]);
-        let ck = c_key(i.w, i.d, i.c);
         let discount = t
             .get_with(tp.customer, &ck, |v| {
                 self.checksum = fold(self.checksum, v[C_LAST] as u64 ^ (v[C_CREDIT] as u64) << 8);
@@ -398,14 +402,18 @@ impl<'w> TpccWorker<'w> {
         let tp = self.w;
         let i = self.input;
         let mut h_data = [b' '; 24];
-        let wk = w_key(i.w);
+        let (wk, dk) = (w_key(i.w), d_key(i.w, i.d));
+        t.prefetch(tp.warehouse, &[wk]);
+        t.prefetch(tp.district, &[dk]);
+        if i.c_last.is_none() {
+            t.prefetch(tp.customer, &[c_key(i.c_w, i.c_d, i.c)]);
+        }
         let r = t.update_with(tp.warehouse, &wk, |old, new| {
             new.extend_from_slice(old);
             put_i64(new, W_YTD, get_i64(old, W_YTD) + i.amount);
             h_data[..10].copy_from_slice(&old[W_NAME..W_NAME + 10]);
         });
         present(r, "warehouse", &wk)?;
-        let dk = d_key(i.w, i.d);
         let r = t.update_with(tp.district, &dk, |old, new| {
             new.extend_from_slice(old);
             put_i64(new, D_YTD, get_i64(old, D_YTD) + i.amount);
@@ -493,32 +501,41 @@ impl<'w> TpccWorker<'w> {
         let tp = self.w;
         let i = self.input;
         let date = now();
-        let (mut delivered, mut skipped, mut total) = (0, 0, 0i64);
-        for d in 1..=DISTRICTS {
+        // In phases over the ten districts (the same reads and writes as one
+        // district after another, in another order), each phase hinting
+        // its rows first: the oldest new orders, their orders, their
+        // lines, their customers.
+        let mut oldest = [None::<u32>; DISTRICTS as usize];
+        for (slot, d) in oldest.iter_mut().zip(1..=DISTRICTS) {
             let lo = d_key(i.w, d);
             let hi = lo.prefix_end().unwrap_or(lo);
             // The oldest new order, deleted. At read committed a concurrent
             // Delivery may delete the one found between the scan and the
             // delete (the scan reads the latest committed state): find the
             // next oldest then. At the other levels that is a write conflict.
-            let mut found = None;
-            while found.is_none() {
-                let mut oldest = None;
+            while slot.is_none() {
+                let mut first = None;
                 t.scan(tp.new_order_pk, lo..hi, None, |pk, _| {
-                    oldest = pk.u32_at(3);
+                    first = pk.u32_at(3);
                     false
                 })?;
-                let Some(o_id) = oldest else { break };
+                let Some(o_id) = first else { break };
                 match t.delete(tp.new_order, &o_key(i.w, d, o_id)) {
                     Err(Error::KeyNotFound) => continue,
                     r => r?,
                 }
-                found = Some(o_id);
+                *slot = Some(o_id);
             }
-            let Some(o_id) = found else {
-                skipped += 1;
-                continue;
-            };
+        }
+        let keys = &mut self.keys;
+        keys.clear();
+        keys.extend((1..=DISTRICTS).zip(oldest).filter_map(|(d, o)| Some(o_key(i.w, d, o?))));
+        t.prefetch(tp.order, keys);
+        // (district, o_id, customer, lines, amount) per delivered order.
+        let mut orders = [(0u8, 0u32, 0u32, 0u8, 0i64); DISTRICTS as usize];
+        let mut n = 0;
+        for (d, o) in (1..=DISTRICTS).zip(oldest) {
+            let Some(o_id) = o else { continue };
             let ok = o_key(i.w, d, o_id);
             let (mut c, mut ol_cnt) = (0, 0);
             let r = t.update_with(tp.order, &ok, |old, new| {
@@ -528,26 +545,41 @@ impl<'w> TpccWorker<'w> {
                 ol_cnt = old[O_OL_CNT];
             });
             present(r, "order", &ok)?;
-            let mut sum = 0i64;
-            for ol in 1..=ol_cnt {
-                let lk = ol_key(i.w, d, o_id, ol);
-                let r = t.update_with(tp.order_line, &lk, |old, new| {
+            orders[n] = (d, o_id, c, ol_cnt, 0);
+            n += 1;
+        }
+        let orders = &mut orders[..n];
+        keys.clear();
+        for &(d, o_id, _, ol_cnt, _) in orders.iter() {
+            keys.extend((1..=ol_cnt).map(|ol| ol_key(i.w, d, o_id, ol)));
+        }
+        t.prefetch(tp.order_line, keys);
+        let mut lines = keys.iter();
+        for (_, _, _, ol_cnt, sum) in orders.iter_mut() {
+            for lk in lines.by_ref().take(*ol_cnt as usize) {
+                let r = t.update_with(tp.order_line, lk, |old, new| {
                     new.extend_from_slice(old);
                     put_u64(new, OL_DELIVERY_D, date);
-                    sum += get_i64(old, OL_AMOUNT);
+                    *sum += get_i64(old, OL_AMOUNT);
                 });
-                present(r, "order line", &lk)?;
+                present(r, "order line", lk)?;
             }
-            let ck = c_key(i.w, d, c);
-            let r = t.update_with(tp.customer, &ck, |old, new| {
+        }
+        keys.clear();
+        keys.extend(orders.iter().map(|&(d, _, c, _, _)| c_key(i.w, d, c)));
+        t.prefetch(tp.customer, keys);
+        let mut total = 0i64;
+        for (ck, &(_, _, _, _, sum)) in keys.iter().zip(orders.iter()) {
+            let r = t.update_with(tp.customer, ck, |old, new| {
                 new.extend_from_slice(old);
                 put_i64(new, C_BALANCE, get_i64(old, C_BALANCE) + sum);
                 put_u32(new, C_DELIVERY_CNT, get_u32(old, C_DELIVERY_CNT) + 1);
             });
-            present(r, "customer", &ck)?;
-            delivered += 1;
+            present(r, "customer", ck)?;
             total += sum;
         }
+        let delivered = n as u32;
+        let skipped = DISTRICTS as u32 - delivered;
         self.last = Outcome { total, count: delivered, skipped, ..Outcome::default() };
         Ok(())
     }
@@ -559,25 +591,38 @@ impl<'w> TpccWorker<'w> {
         let dk = d_key(i.w, i.d);
         let next =
             t.get_with(tp.district, &dk, |v| get_u32(v, D_NEXT_O_ID))?.ok_or_else(|| missing("district", &dk))?;
-        // The last 20 orders and their lines, by key (ORDER and ORDER_LINE
-        // are hash tables; o_ol_cnt gives the lines, condition 4).
-        self.seen.clear();
-        for o in next.saturating_sub(20)..next {
-            let ok = o_key(i.w, i.d, o);
-            let ol_cnt = t.get_with(tp.order, &ok, |v| v[O_OL_CNT])?.ok_or_else(|| missing("order", &ok))?;
-            for ol in 1..=ol_cnt {
-                let lk = ol_key(i.w, i.d, o, ol);
-                let item = t.get_with(tp.order_line, &lk, |v| get_u32(v, OL_I_ID))?;
-                self.seen.push(item.ok_or_else(|| missing("order line", &lk))?);
-            }
+        // The last 20 orders, their lines, then the distinct items' stock,
+        // all by key (ORDER and ORDER_LINE are hash tables; o_ol_cnt gives
+        // the lines, condition 4). Each phase hints its rows first, so their
+        // cache misses overlap instead of queueing one after another.
+        let first = next.saturating_sub(20);
+        let keys = &mut self.keys;
+        keys.clear();
+        keys.extend((first..next).map(|o| o_key(i.w, i.d, o)));
+        t.prefetch(tp.order, keys);
+        let mut ol_cnts = [0u8; 20];
+        for (k, ok) in keys.iter().enumerate() {
+            ol_cnts[k] = t.get_with(tp.order, ok, |v| v[O_OL_CNT])?.ok_or_else(|| missing("order", ok))?;
         }
+        keys.clear();
+        for (o, &cnt) in (first..next).zip(&ol_cnts) {
+            keys.extend((1..=cnt).map(|ol| ol_key(i.w, i.d, o, ol)));
+        }
+        t.prefetch(tp.order_line, keys);
         let seen = &mut self.seen;
+        seen.clear();
+        for lk in keys.iter() {
+            let item = t.get_with(tp.order_line, lk, |v| get_u32(v, OL_I_ID))?;
+            seen.push(item.ok_or_else(|| missing("order line", lk))?);
+        }
         seen.sort_unstable();
         seen.dedup();
+        keys.clear();
+        keys.extend(seen.iter().map(|&item| s_key(i.w, item)));
+        t.prefetch(tp.stock, keys);
         let mut low = 0;
-        for k in 0..self.seen.len() {
-            let sk = s_key(i.w, self.seen[k]);
-            let q = t.get_with(tp.stock, &sk, |v| get_u32(v, S_QUANTITY))?.ok_or_else(|| missing("stock", &sk))?;
+        for sk in keys.iter() {
+            let q = t.get_with(tp.stock, sk, |v| get_u32(v, S_QUANTITY))?.ok_or_else(|| missing("stock", sk))?;
             low += (q < i.threshold) as u32;
         }
         self.last = Outcome { count: low, ..Outcome::default() };
