@@ -26,7 +26,7 @@ fn open(faults: Faults) -> (Database, TableId) {
 }
 
 /// One random transaction: point reads, a short range scan, read-modify-write
-/// updates, and now and then an insert or delete. Errors (aborts, duplicate
+/// updates (growing the value, or in place), and now and then an insert or delete. Errors (aborts, duplicate
 /// keys, missing keys) are part of the game and ignored.
 fn random_txn(db: &Database, t: TableId, level: Isolation, rng: &mut SmallRng) {
     let Ok(mut x) = db.begin(level) else { return };
@@ -46,6 +46,7 @@ fn random_txn(db: &Database, t: TableId, level: Isolation, rng: &mut SmallRng) {
             }
             4 => x.insert(t, k, &rng.gen::<u64>().to_be_bytes()),
             5 => x.delete(t, &k),
+            6 => x.modify(t, &k, |v| v[0] = v[0].wrapping_add(1)),
             _ => x.update_with(t, &k, |old, new| {
                 new.extend_from_slice(old);
                 new.extend_from_slice(&[1]);

@@ -43,3 +43,43 @@ fn first_writer_wins() {
     assert_eq!(b.get(t, &Key::from(1)), Err(Error::TransactionClosed(Some(AbortReason::WriteConflict))));
     a.commit().unwrap();
 }
+
+#[test]
+fn modify_edits_a_copy_in_place_and_conflicts_like_an_update() {
+    let (db, t) = db();
+    let k = Key::from(7u64);
+    db.run(Isolation::Snapshot, |x| x.insert(t, k, b"abcd")).unwrap();
+    for iso in Isolation::ALL {
+        let mut x = db.begin(iso).unwrap();
+        x.modify(t, &k, |v| {
+            assert_eq!(v.len(), 4);
+            v[0] = v[0].wrapping_add(1);
+        })
+        .unwrap();
+        // Its own write is visible to it, and modified again on top.
+        x.modify(t, &k, |v| v[3] = b'!').unwrap();
+        assert_eq!(x.get(t, &k).unwrap().as_deref(), Some(&[v0(iso), b'b', b'c', b'!'][..]));
+        x.commit().unwrap();
+    }
+    assert_eq!(db.run(Isolation::Snapshot, |x| x.get(t, &k)).unwrap().as_deref(), Some(&b"ebc!"[..]));
+    let missing = Key::from(8u64);
+    let mut x = db.begin(Isolation::Snapshot).unwrap();
+    let mut called = false;
+    assert_eq!(x.modify(t, &missing, |_| called = true), Err(Error::KeyNotFound));
+    assert!(!called, "no row, no call");
+    drop(x);
+    // First writer wins: the second modifier of the same row aborts, and
+    // its unpublished copy leaves no trace.
+    let mut a = db.begin(Isolation::Snapshot).unwrap();
+    let mut b = db.begin(Isolation::Snapshot).unwrap();
+    a.modify(t, &k, |v| v[1] = b'A').unwrap();
+    let e = b.modify(t, &k, |v| v[1] = b'B').unwrap_err();
+    assert_eq!(e.abort_reason(), Some(AbortReason::WriteConflict), "{e:?}");
+    a.commit().unwrap();
+    assert_eq!(db.run(Isolation::Snapshot, |x| x.get(t, &k)).unwrap().as_deref(), Some(&b"eAc!"[..]));
+}
+
+/// The first byte after one modify per level, levels in the order of `Isolation::ALL`.
+fn v0(iso: Isolation) -> u8 {
+    b'a' + 1 + Isolation::ALL.iter().position(|&l| l == iso).unwrap() as u8
+}

@@ -119,6 +119,16 @@ pub trait Txn {
     /// Read-modify-write of an existing row: `f(old, new)` fills `new`
     /// (empty on entry) from the old value.
     fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()>;
+    /// Read-modify-write of an existing row that keeps its length: `f`
+    /// edits a copy of the current value in place (fixed-layout rows). By
+    /// default an [`Txn::update_with`] that copies the old value first.
+    #[inline]
+    fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        self.update_with(table, key, |old, new| {
+            new.extend_from_slice(old);
+            f(new)
+        })
+    }
     /// Deletes an existing row.
     fn delete(&mut self, table: TableId, key: &Key) -> Result<()>;
     /// Calls `f(primary key, value)` for every visible row whose key in
@@ -158,6 +168,10 @@ impl Txn for Transaction<'_> {
     #[inline]
     fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
         Transaction::update_with(self, table, key, f)
+    }
+    #[inline]
+    fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        Transaction::modify(self, table, key, f)
     }
     #[inline]
     fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {

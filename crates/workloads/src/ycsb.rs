@@ -428,11 +428,10 @@ impl YcsbWorker<'_> {
     fn rmw<T: Txn>(&self, t: &mut T, k: u64, ik: &Key) -> Result<(), TxnError> {
         let len = self.w.cfg.value_bytes;
         let mut ok = true;
-        let r = t.update_with(self.w.table, ik, |old, new| {
-            new.extend_from_slice(old);
-            if old.len() == len && old[0..8] == k.to_le_bytes() {
-                let c = u64::from_le_bytes(old[8..16].try_into().unwrap());
-                new[8..16].copy_from_slice(&c.wrapping_add(1).to_le_bytes());
+        let r = t.modify(self.w.table, ik, |v| {
+            if v.len() == len && v[0..8] == k.to_le_bytes() {
+                let c = u64::from_le_bytes(v[8..16].try_into().unwrap());
+                v[8..16].copy_from_slice(&c.wrapping_add(1).to_le_bytes());
             } else {
                 ok = false;
             }

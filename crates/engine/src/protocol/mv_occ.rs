@@ -555,6 +555,32 @@ impl<'db> Transaction<'db> {
         r
     }
 
+    /// Read-modify-write of an existing row that keeps its length: `f`
+    /// edits a copy of the current value in place. The copy is made straight
+    /// into the new version (one copy of the row; [`Transaction::update_with`]
+    /// makes two), which is what fixed-layout rows want.
+    pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        let t = self.enter_write(table, 0)?;
+        // Epoch pin: versions reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let rt = self.lookup_time();
+        let v = self.find_visible(t, key, rt);
+        if v.is_null() {
+            return self.not_found(table, key);
+        }
+        // SAFETY: found under the epoch guard, which is still held.
+        let nv = Version::alloc(*key, t.indexes.len(), unsafe { &*v }.value(), self.word);
+        // SAFETY: `nv` is fresh and not yet linked anywhere: ours alone.
+        f(unsafe { Version::value_mut(nv) });
+        if let Err(e) = self.claim(v) {
+            // SAFETY: never published: no other thread can have seen it.
+            unsafe { Version::free(nv.as_ptr()) };
+            return Err(e);
+        }
+        self.publish(t, table, key, v, nv.as_ptr());
+        Ok(())
+    }
+
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
         let t = self.enter_write(table, 0)?;
@@ -593,25 +619,36 @@ impl<'db> Transaction<'db> {
     /// Checks updatability of the visible version `v`, write-locks it, and
     /// installs the new version (none for a delete). The caller is pinned.
     fn install(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, value: Option<&[u8]>) -> Result<()> {
+        self.claim(v)?;
+        let new = match value {
+            Some(val) => Version::alloc(*key, t.indexes.len(), val, self.word).as_ptr(),
+            None => ptr::null_mut(),
+        };
+        self.publish(t, table, key, v, new);
+        Ok(())
+    }
+
+    /// Takes the write lock of `v` (section 2.6): checks that it is
+    /// updatable and CASes our id into its End word.
+    fn claim(&mut self, v: *mut Version) -> Result<()> {
         let me = self.me();
         // SAFETY: found under the epoch guard; it cannot be reclaimed while
         // we hold its write lock or are pinned.
         let old = unsafe { &*v };
-        // Check updatability, then take the write lock: CAS our id into End.
         loop {
             let Some(expected) = updatable(old, &me) else {
                 if self.db.opts.faults.skip_write_conflicts {
                     // Fault injection: steal the write lock (lost updates follow).
                     // Release: as for a successful claim.
                     old.end.store(self.word, Ordering::Release);
-                    break;
+                    return Ok(());
                 }
                 return Err(self.abort_with(AbortReason::WriteConflict));
             };
             // AcqRel: acquire the End word's history (an aborted writer's
             // reset), release our claim to readers that check the End word.
             match old.end.compare_exchange(expected, self.word, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => break,
+                Ok(_) => return Ok(()),
                 Err(now) => {
                     // Changed since we looked: retry only if it is still
                     // updatable (an aborted writer reset it); otherwise another
@@ -623,27 +660,29 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
-        let new = match value {
-            Some(val) => {
-                let nv = Version::alloc(*key, t.indexes.len(), val, self.word).as_ptr();
-                self.created += 1;
-                // SAFETY: fresh, initialised, unlinked.
-                unsafe { t.link_all(nv) };
-                nv
-            }
-            None => ptr::null_mut(),
-        };
+    }
+
+    /// After [`Self::claim`] of `v`: links the new version `new` (null for a
+    /// delete) into every index and enters the write in the WriteSet.
+    fn publish(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, new: *mut Version) {
+        if !new.is_null() {
+            self.created += 1;
+            // SAFETY: fresh, initialised, unlinked.
+            unsafe { t.link_all(new) };
+        }
         self.local().write_set.push(WriteEntry { table: table.0, old: v, new });
         if self.recording {
+            // SAFETY: both versions stay allocated while we are pinned (the
+            // caller is) and hold the write lock.
+            let (old, newv) = unsafe { (&*v, new.as_ref()) };
             // An update or delete reads the version it replaces (Property 4.5).
             self.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(old), old.value().to_vec())) });
-            let (kind, value) = match value {
-                Some(val) => (WriteKind::Update, val.to_vec()),
+            let (kind, value) = match newv {
+                Some(nv) => (WriteKind::Update, nv.value().to_vec()),
                 None => (WriteKind::Delete, Vec::new()),
             };
             self.record(Op::Write { table: table.0, key: *key, kind, value });
         }
-        Ok(())
     }
 
     // ------------------------------------------------------------------

@@ -133,6 +133,23 @@ impl Version {
         crate::key::bytes_eq(self.key_bytes(), k.as_bytes())
     }
 
+    /// The value bytes of a version not yet published, to fill in place.
+    ///
+    /// # Safety
+    /// `v` came from [`Version::alloc`] and is reachable from no index and
+    /// no other thread: the caller owns it exclusively for the returned
+    /// borrow.
+    #[inline]
+    pub unsafe fn value_mut<'a>(v: NonNull<Version>) -> &'a mut [u8] {
+        let v = v.as_ptr();
+        // SAFETY: per the contract nobody else can read or write the version;
+        // `value_len` initialised bytes follow the key inside the allocation.
+        unsafe {
+            let at = HEADER + (*v).n_links as usize * LINK + (*v).key_len as usize;
+            std::slice::from_raw_parts_mut((v as *mut u8).add(at), (*v).value_len as usize)
+        }
+    }
+
     /// The row value (immutable after publication).
     #[inline]
     pub fn value(&self) -> &[u8] {

@@ -311,11 +311,10 @@ impl<'w> TpccWorker<'w> {
         self.prefetch_lines(t, n);
         let w_tax = t.get_with(tp.warehouse, &wk, |v| get_u32(v, W_TAX))?.ok_or_else(|| missing("warehouse", &wk))?;
         let (mut d_tax, mut o_id) = (0, 0);
-        let r = t.update_with(tp.district, &dk, |old, new| {
-            new.extend_from_slice(old);
-            d_tax = get_u32(old, D_TAX);
-            o_id = get_u32(old, D_NEXT_O_ID);
-            put_u32(new, D_NEXT_O_ID, o_id + 1);
+        let r = t.modify(tp.district, &dk, |v| {
+            d_tax = get_u32(v, D_TAX);
+            o_id = get_u32(v, D_NEXT_O_ID);
+            put_u32(v, D_NEXT_O_ID, o_id + 1);
         });
         present(r, "district", &dk)?;
         // The order's lines are new rows: their hash buckets can load now.
@@ -362,18 +361,17 @@ impl<'w> TpccWorker<'w> {
             let remote = i.supply[k] != i.w;
             let mut dist = [0u8; 24];
             let mut s_original = false;
-            let r = t.update_with(tp.stock, &self.stock_keys[k], |old, new| {
-                new.extend_from_slice(old);
-                let q = get_u32(old, S_QUANTITY);
-                put_u32(new, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
-                put_u32(new, S_YTD, get_u32(old, S_YTD) + qty);
-                put_u32(new, S_ORDER_CNT, get_u32(old, S_ORDER_CNT) + 1);
+            let r = t.modify(tp.stock, &self.stock_keys[k], |v| {
+                let q = get_u32(v, S_QUANTITY);
+                put_u32(v, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                put_u32(v, S_YTD, get_u32(v, S_YTD) + qty);
+                put_u32(v, S_ORDER_CNT, get_u32(v, S_ORDER_CNT) + 1);
                 if remote {
-                    put_u32(new, S_REMOTE_CNT, get_u32(old, S_REMOTE_CNT) + 1);
+                    put_u32(v, S_REMOTE_CNT, get_u32(v, S_REMOTE_CNT) + 1);
                 }
                 let at = S_DIST + 24 * (i.d as usize - 1);
-                dist.copy_from_slice(&old[at..at + 24]);
-                s_original = has_original(&old[S_DATA..S_LEN]);
+                dist.copy_from_slice(&v[at..at + 24]);
+                s_original = has_original(&v[S_DATA..S_LEN]);
             });
             present(r, "stock", &self.stock_keys[k])?;
             let amount = qty as i64 * price;
@@ -408,26 +406,23 @@ impl<'w> TpccWorker<'w> {
         if i.c_last.is_none() {
             t.prefetch(tp.customer, &[c_key(i.c_w, i.c_d, i.c)]);
         }
-        let r = t.update_with(tp.warehouse, &wk, |old, new| {
-            new.extend_from_slice(old);
-            put_i64(new, W_YTD, get_i64(old, W_YTD) + i.amount);
-            h_data[..10].copy_from_slice(&old[W_NAME..W_NAME + 10]);
+        let r = t.modify(tp.warehouse, &wk, |v| {
+            put_i64(v, W_YTD, get_i64(v, W_YTD) + i.amount);
+            h_data[..10].copy_from_slice(&v[W_NAME..W_NAME + 10]);
         });
         present(r, "warehouse", &wk)?;
-        let r = t.update_with(tp.district, &dk, |old, new| {
-            new.extend_from_slice(old);
-            put_i64(new, D_YTD, get_i64(old, D_YTD) + i.amount);
-            h_data[14..24].copy_from_slice(&old[D_NAME..D_NAME + 10]);
+        let r = t.modify(tp.district, &dk, |v| {
+            put_i64(v, D_YTD, get_i64(v, D_YTD) + i.amount);
+            h_data[14..24].copy_from_slice(&v[D_NAME..D_NAME + 10]);
         });
         present(r, "district", &dk)?;
         let ck = self.customer(t)?;
         let c = ck.u32_at(3).unwrap_or(0);
-        let r = t.update_with(tp.customer, &ck, |old, new| {
-            new.extend_from_slice(old);
-            put_i64(new, C_BALANCE, get_i64(old, C_BALANCE) - i.amount);
-            put_i64(new, C_YTD_PAYMENT, get_i64(old, C_YTD_PAYMENT) + i.amount);
-            put_u32(new, C_PAYMENT_CNT, get_u32(old, C_PAYMENT_CNT) + 1);
-            if &old[C_CREDIT..C_CREDIT + 2] == b"BC" {
+        let r = t.modify(tp.customer, &ck, |v| {
+            put_i64(v, C_BALANCE, get_i64(v, C_BALANCE) - i.amount);
+            put_i64(v, C_YTD_PAYMENT, get_i64(v, C_YTD_PAYMENT) + i.amount);
+            put_u32(v, C_PAYMENT_CNT, get_u32(v, C_PAYMENT_CNT) + 1);
+            if &v[C_CREDIT..C_CREDIT + 2] == b"BC" {
                 // Clause 2.5.2.2: C_ID, C_D_ID, C_W_ID, D_ID, W_ID and
                 // H_AMOUNT in front of C_DATA, the whole cut to 500 characters.
                 let mut head = [0u8; 80];
@@ -435,13 +430,13 @@ impl<'w> TpccWorker<'w> {
                 for x in [c as i64, i.c_d as i64, i.c_w as i64, i.d as i64, i.w as i64, i.amount] {
                     at = put_decimal(&mut head, at, x);
                 }
-                let old_len = u16::from_le_bytes([old[C_DATA_LEN], old[C_DATA_LEN + 1]]) as usize;
+                let old_len = u16::from_le_bytes([v[C_DATA_LEN], v[C_DATA_LEN + 1]]) as usize;
                 let keep = old_len.min(C_DATA_MAX - at);
-                let data = &mut new[C_DATA..C_LEN];
+                let data = &mut v[C_DATA..C_LEN];
                 data.copy_within(..keep, at);
                 data[..at].copy_from_slice(&head[..at]);
                 data[at + keep..].fill(0);
-                new[C_DATA_LEN..C_DATA_LEN + 2].copy_from_slice(&((at + keep) as u16).to_le_bytes());
+                v[C_DATA_LEN..C_DATA_LEN + 2].copy_from_slice(&((at + keep) as u16).to_le_bytes());
             }
         });
         present(r, "customer", &ck)?;
@@ -538,11 +533,10 @@ impl<'w> TpccWorker<'w> {
             let Some(o_id) = o else { continue };
             let ok = o_key(i.w, d, o_id);
             let (mut c, mut ol_cnt) = (0, 0);
-            let r = t.update_with(tp.order, &ok, |old, new| {
-                new.extend_from_slice(old);
-                new[O_CARRIER_ID] = i.carrier;
-                c = get_u32(old, O_C_ID);
-                ol_cnt = old[O_OL_CNT];
+            let r = t.modify(tp.order, &ok, |v| {
+                v[O_CARRIER_ID] = i.carrier;
+                c = get_u32(v, O_C_ID);
+                ol_cnt = v[O_OL_CNT];
             });
             present(r, "order", &ok)?;
             orders[n] = (d, o_id, c, ol_cnt, 0);
@@ -557,10 +551,9 @@ impl<'w> TpccWorker<'w> {
         let mut lines = keys.iter();
         for (_, _, _, ol_cnt, sum) in orders.iter_mut() {
             for lk in lines.by_ref().take(*ol_cnt as usize) {
-                let r = t.update_with(tp.order_line, lk, |old, new| {
-                    new.extend_from_slice(old);
-                    put_u64(new, OL_DELIVERY_D, date);
-                    *sum += get_i64(old, OL_AMOUNT);
+                let r = t.modify(tp.order_line, lk, |v| {
+                    put_u64(v, OL_DELIVERY_D, date);
+                    *sum += get_i64(v, OL_AMOUNT);
                 });
                 present(r, "order line", lk)?;
             }
@@ -570,10 +563,9 @@ impl<'w> TpccWorker<'w> {
         t.prefetch(tp.customer, keys);
         let mut total = 0i64;
         for (ck, &(_, _, _, _, sum)) in keys.iter().zip(orders.iter()) {
-            let r = t.update_with(tp.customer, ck, |old, new| {
-                new.extend_from_slice(old);
-                put_i64(new, C_BALANCE, get_i64(old, C_BALANCE) + sum);
-                put_u32(new, C_DELIVERY_CNT, get_u32(old, C_DELIVERY_CNT) + 1);
+            let r = t.modify(tp.customer, ck, |v| {
+                put_i64(v, C_BALANCE, get_i64(v, C_BALANCE) + sum);
+                put_u32(v, C_DELIVERY_CNT, get_u32(v, C_DELIVERY_CNT) + 1);
             });
             present(r, "customer", ck)?;
             total += sum;
@@ -644,11 +636,10 @@ impl<'w> TpccWorker<'w> {
                 .ok_or_else(|| missing("item", &self.item_keys[k]))?;
             let qty = i.qty[k] as u32;
             let mut dist = [0u8; 24];
-            let r = t.update_with(tp.stock, &self.stock_keys[k], |old, new| {
-                new.extend_from_slice(old);
-                let q = get_u32(old, S_QUANTITY);
-                put_u32(new, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
-                dist.copy_from_slice(&old[S_DIST..S_DIST + 24]);
+            let r = t.modify(tp.stock, &self.stock_keys[k], |v| {
+                let q = get_u32(v, S_QUANTITY);
+                put_u32(v, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                dist.copy_from_slice(&v[S_DIST..S_DIST + 24]);
             });
             present(r, "stock", &self.stock_keys[k])?;
             let amount = qty as i64 * price;
