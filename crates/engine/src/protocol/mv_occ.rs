@@ -503,14 +503,12 @@ impl<'db> Transaction<'db> {
         }
         // After linking: any competing version linked before ours is a
         // concurrent insert we must not overtake (exactly one of two racing
-        // inserters sees the other, the later-linked one).
-        let mut behind = false;
-        t.indexes[0].for_each_eq(&key, |v| {
-            if ptr::eq(v, nv) {
-                behind = true;
-                return true;
-            }
-            if behind && v.key_eq(&key) && (is_competing(v, rt, &me) || visible_at(v, rt, &me).is_some()) {
+        // inserters sees the other, the later-linked one). Versions are
+        // pushed at the head of a chain, so those linked before ours follow
+        // it: the walk starts at our version, with no second index search.
+        // SAFETY: `nv` is linked, and ours until commit or abort.
+        t.indexes[0].for_each_after(unsafe { &*nv }, |v| {
+            if v.key_eq(&key) && (is_competing(v, rt, &me) || visible_at(v, rt, &me).is_some()) {
                 conflict = true;
                 return false;
             }

@@ -125,6 +125,31 @@ impl Index {
         }
     }
 
+    /// Calls `f` on every version after `v` in the chain of this index that
+    /// holds `v` (the versions linked into it before `v`), until `f` returns
+    /// false. No index search: the walk starts from `v`'s own link.
+    ///
+    /// The caller holds an epoch guard for the whole walk, and `v` is linked.
+    #[inline]
+    pub(crate) fn for_each_after(&self, v: &Version, mut f: impl FnMut(&Version) -> bool) {
+        let mut p = match &self.imp {
+            IndexImpl::Hash(h) => h.next(v),
+            IndexImpl::Ordered(o) => o.next(v),
+        };
+        while !p.is_null() {
+            // SAFETY: chain members are freed only after an epoch has passed,
+            // and the caller is pinned.
+            let w = unsafe { &*p };
+            if !f(w) {
+                return;
+            }
+            p = match &self.imp {
+                IndexImpl::Hash(h) => h.next(w),
+                IndexImpl::Ordered(o) => o.next(w),
+            };
+        }
+    }
+
     /// The hash of `v`'s key in this index (no key copy for the primary index).
     #[inline]
     pub(crate) fn hash_of(&self, v: &Version) -> u64 {
