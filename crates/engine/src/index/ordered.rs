@@ -138,6 +138,32 @@ impl OrderedIndex {
         }
     }
 
+    /// Publishes `v` right after `old` in the chain of `k`: the new version
+    /// of an updated row whose key in this index did not change. No
+    /// skip-list search: `old`'s own link is the place. Chains of an ordered
+    /// index hold the versions of one row (the entry key includes the
+    /// primary key), and a reader takes the visible version wherever it is
+    /// in the chain, so the order within a chain does not matter.
+    ///
+    /// # Safety
+    /// `v` is a live version not yet linked into this index; `old` is linked
+    /// under `k`, and cannot be unlinked before this returns (the caller
+    /// holds its write lock, so garbage collection cannot reach it).
+    pub unsafe fn insert_after(&self, old: *mut Version, v: *mut Version, k: &IKey) {
+        // Every store to a published link happens under the chain's stripe
+        // lock (here and in `unlink`), so no unlinker can bypass `old`'s
+        // successor while we splice in front of it.
+        let _g = self.stripes.lock(ikey_hash(k));
+        // SAFETY: both are live per the contract; `v`'s link is still private.
+        let (ol, vl) = unsafe { ((*old).link(self.link), (*v).link(self.link)) };
+        // Acquire: the successor as published.
+        let succ = ol.load(Ordering::Acquire);
+        // Relaxed: `v` is unreachable until the Release store below.
+        vl.store(succ, Ordering::Relaxed);
+        // Release: publish `v` with its contents to readers walking the chain.
+        ol.store(v, Ordering::Release);
+    }
+
     /// Removes `v` from the chain of `k`, retiring the entry if the chain empties.
     ///
     /// # Safety

@@ -665,8 +665,9 @@ impl<'db> Transaction<'db> {
     fn publish(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, new: *mut Version) {
         if !new.is_null() {
             self.created += 1;
-            // SAFETY: fresh, initialised, unlinked.
-            unsafe { t.link_all(new) };
+            // SAFETY: fresh, initialised, unlinked; `v` is the version it
+            // replaces, linked everywhere, and write-locked by us.
+            unsafe { t.link_update(new, v) };
         }
         self.local().write_set.push(WriteEntry { table: table.0, old: v, new });
         if self.recording {

@@ -244,6 +244,37 @@ impl Table {
         }
     }
 
+    /// Links the new version `v` of an updated row into every index: at the
+    /// head of its chain, except in an ordered index whose key for the row
+    /// did not change, where it goes right after `old`, the version it
+    /// replaces (no skip-list search; see [`OrderedIndex::insert_after`]).
+    ///
+    /// # Safety
+    /// `v` is live, fully initialised, and not linked yet; `old` is the
+    /// row's version that `v` replaces, linked into every index and
+    /// write-locked by the caller, who is pinned.
+    pub(crate) unsafe fn link_update(&self, v: *mut Version, old: *mut Version) {
+        // SAFETY: both are live per the contract.
+        let (r, o) = unsafe { (&*v, &*old) };
+        for ix in &self.indexes {
+            match &ix.imp {
+                // SAFETY: forwarded contract.
+                IndexImpl::Hash(h) => unsafe { h.insert(v, ix.hash_of(r)) },
+                IndexImpl::Ordered(oi) => {
+                    let k = ix.ikey(r);
+                    // The primary key never changes; a secondary key may.
+                    if ix.key_fn.is_none() || k == ix.ikey(o) {
+                        // SAFETY: forwarded contract; `old` is linked under `k`.
+                        unsafe { oi.insert_after(old, v, &k) }
+                    } else {
+                        // SAFETY: forwarded contract.
+                        unsafe { oi.insert(v, k) }
+                    }
+                }
+            }
+        }
+    }
+
     /// Unlinks a version from every index.
     ///
     /// # Safety
