@@ -390,6 +390,14 @@ pub fn load_parallel<W: Workload>(db: &Database, w: &W, parts: usize) -> Result<
     Ok(done.into_inner())
 }
 
+/// A uniform draw from `0..n` (Lemire's multiply-shift: one multiplication,
+/// a bias below 2^-64 * n).
+#[inline]
+pub(crate) fn below(rng: &mut rand::rngs::SmallRng, n: u64) -> u64 {
+    use rand::RngCore;
+    ((rng.next_u64() as u128 * n as u128) >> 64) as u64
+}
+
 /// Splits `0..n` into `parts` contiguous slices and returns slice `part`.
 pub fn split_range(n: u64, part: usize, parts: usize) -> std::ops::Range<u64> {
     let parts = parts.max(1) as u64;

@@ -91,7 +91,7 @@
 //! specification's time parameters somewhere — the rule implemented is the
 //! specification's SQL as stated above.
 
-use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
+use crate::{below, split_range, Mix, Param, Txn, TxnError, Worker, Workload};
 use multiverse::{
     AccessSet, Database, Error, IndexId, IndexKind, Isolation, Key, KeyBuilder, Result, TableId, TableSpec, TxnOptions,
 };
@@ -181,12 +181,6 @@ pub fn nurand_a(p: u64) -> u64 {
 #[inline]
 pub fn nurand(r_a: u64, r_p: u64, p: u64) -> u64 {
     ((r_a | r_p) % p) + 1
-}
-
-/// A uniform draw from `0..n` (Lemire's multiply-shift).
-#[inline]
-fn below(rng: &mut SmallRng, n: u64) -> u64 {
-    ((rng.next_u64() as u128 * n as u128) >> 64) as u64
 }
 
 /// Draws subscriber ids with the specification's non-uniform distribution.

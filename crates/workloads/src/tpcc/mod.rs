@@ -417,11 +417,7 @@ pub const C_ID: u64 = 259;
 /// `C` of `NURand(8191, ...)` for item ids.
 pub const C_OL_I_ID: u64 = 7_911;
 
-/// A uniform draw from `0..n` (Lemire's multiply-shift).
-#[inline]
-pub(crate) fn below(rng: &mut SmallRng, n: u64) -> u64 {
-    ((rng.next_u64() as u128 * n as u128) >> 64) as u64
-}
+pub(crate) use crate::below;
 
 /// A uniform draw from `lo..=hi`.
 #[inline]

@@ -136,6 +136,29 @@ fn fold(h: u64, x: u64) -> u64 {
     (h.rotate_left(7) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// The stock quantity after ordering `qty` of `q` (clause 2.4.2.2: refilled
+/// by 91 when fewer than 10 would remain).
+#[inline]
+fn new_quantity(q: u32, qty: u32) -> u32 {
+    if q >= qty + 10 {
+        q - qty
+    } else {
+        q + 91 - qty
+    }
+}
+
+/// An order line's value (delivery date null).
+#[inline]
+fn line_value(item: u32, supply: u16, qty: u8, amount: i64, dist: &[u8; 24]) -> [u8; OL_LEN] {
+    let mut lv = [0u8; OL_LEN];
+    put_u32(&mut lv, OL_I_ID, item);
+    lv[OL_SUPPLY_W_ID..OL_SUPPLY_W_ID + 2].copy_from_slice(&supply.to_le_bytes());
+    lv[OL_QUANTITY] = qty;
+    put_i64(&mut lv, OL_AMOUNT, amount);
+    lv[OL_DIST_INFO..OL_LEN].copy_from_slice(dist);
+    lv
+}
+
 #[inline]
 fn has_original(b: &[u8]) -> bool {
     b.windows(8).any(|w| w == b"ORIGINAL")
@@ -363,7 +386,7 @@ impl<'w> TpccWorker<'w> {
             let mut s_original = false;
             let r = t.modify(tp.stock, &self.stock_keys[k], |v| {
                 let q = get_u32(v, S_QUANTITY);
-                put_u32(v, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                put_u32(v, S_QUANTITY, new_quantity(q, qty));
                 put_u32(v, S_YTD, get_u32(v, S_YTD) + qty);
                 put_u32(v, S_ORDER_CNT, get_u32(v, S_ORDER_CNT) + 1);
                 if remote {
@@ -377,12 +400,7 @@ impl<'w> TpccWorker<'w> {
             let amount = qty as i64 * price;
             total += amount;
             brand = fold(brand, name ^ ((i_original && s_original) as u64) << 9);
-            let mut lv = [0u8; OL_LEN];
-            put_u32(&mut lv, OL_I_ID, i.items[k]);
-            lv[OL_SUPPLY_W_ID..OL_SUPPLY_W_ID + 2].copy_from_slice(&i.supply[k].to_le_bytes());
-            lv[OL_QUANTITY] = qty as u8;
-            put_i64(&mut lv, OL_AMOUNT, amount);
-            lv[OL_DIST_INFO..OL_LEN].copy_from_slice(&dist);
+            let lv = line_value(i.items[k], i.supply[k], qty as u8, amount, &dist);
             if inserts {
                 t.insert(tp.order_line, line_key, &lv)?;
             }
@@ -638,18 +656,13 @@ impl<'w> TpccWorker<'w> {
             let mut dist = [0u8; 24];
             let r = t.modify(tp.stock, &self.stock_keys[k], |v| {
                 let q = get_u32(v, S_QUANTITY);
-                put_u32(v, S_QUANTITY, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                put_u32(v, S_QUANTITY, new_quantity(q, qty));
                 dist.copy_from_slice(&v[S_DIST..S_DIST + 24]);
             });
             present(r, "stock", &self.stock_keys[k])?;
             let amount = qty as i64 * price;
             total += amount;
-            let mut lv = [0u8; OL_LEN];
-            put_u32(&mut lv, OL_I_ID, i.items[k]);
-            lv[OL_SUPPLY_W_ID..OL_SUPPLY_W_ID + 2].copy_from_slice(&i.supply[k].to_le_bytes());
-            lv[OL_QUANTITY] = qty as u8;
-            put_i64(&mut lv, OL_AMOUNT, amount);
-            lv[OL_DIST_INFO..OL_LEN].copy_from_slice(&dist);
+            let lv = line_value(i.items[k], i.supply[k], qty as u8, amount, &dist);
             t.insert(tp.order_line, loose_ol_key(i.w, self.thread, seq, k as u8 + 1), &lv)?;
         }
         self.last = Outcome { total, count: n as u32, ..Outcome::default() };
