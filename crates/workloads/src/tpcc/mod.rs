@@ -545,18 +545,18 @@ impl Tpcc {
         let w = cfg.warehouses as usize;
         let e = |e: Error| e.to_string();
         let hash = |name: &str, n: usize| db.create_table(TableSpec::hash(name, n.max(1))).map_err(e);
-        let ordered = |spec: TableSpec| db.create_table(spec).map_err(e);
+        let create = |spec: TableSpec| db.create_table(spec).map_err(e);
         let warehouse = hash(names::WAREHOUSE, w)?;
         let district = hash(names::DISTRICT, w * DISTRICTS as usize)?;
         let customer =
-            ordered(TableSpec::hash(names::CUSTOMER, w * DISTRICTS as usize * CUSTOMERS as usize).secondary(
+            create(TableSpec::hash(names::CUSTOMER, w * DISTRICTS as usize * CUSTOMERS as usize).secondary(
                 names::BY_LAST,
                 IndexKind::Ordered,
                 by_last_of,
             ))?;
         let history = hash(names::HISTORY, w.saturating_mul(H_BUCKETS_PER_WAREHOUSE))?;
-        let new_order = ordered(TableSpec::ordered(names::NEW_ORDER))?;
-        let order = ordered(TableSpec::hash(names::ORDER, w.saturating_mul(O_BUCKETS_PER_WAREHOUSE)).secondary(
+        let new_order = create(TableSpec::ordered(names::NEW_ORDER))?;
+        let order = create(TableSpec::hash(names::ORDER, w.saturating_mul(O_BUCKETS_PER_WAREHOUSE)).secondary(
             names::BY_CUSTOMER,
             IndexKind::Ordered,
             by_customer_of,
