@@ -4,7 +4,13 @@
 //!
 //! Entries are keyed by `(key, pk)`: for the primary index `pk` is empty; for
 //! a non-unique secondary index it is the row's primary key, which makes every
-//! entry unique and keeps equal secondary keys adjacent.
+//! entry unique and keeps equal secondary keys adjacent. A chain therefore
+//! holds the versions of one row.
+//!
+//! A new row's version is pushed at the head of its chain (`insert`); the
+//! new version of an updated row whose key is unchanged is spliced in right
+//! after the version it replaces (`insert_after`), which needs no skip-list
+//! search. Readers take the visible version wherever it sits in the chain.
 //!
 //! A slot whose chain becomes empty is retired by garbage collection: the
 //! unlinker, holding the chain's stripe lock, swaps the null head for the
