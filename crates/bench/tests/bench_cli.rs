@@ -60,6 +60,7 @@ fn bad_arguments_give_clear_errors() {
         (&["--threads", "many"][..], "--threads"),
         (&["--duration", "-1"][..], "must be more than 0"),
         (&["--rows", "lots"][..], "--rows"),
+        (&["--prefault", "lots"][..], "--prefault"),
         (&["--frobnicate"][..], "--frobnicate"),
     ] {
         let e = fails(args);
@@ -149,6 +150,26 @@ fn json_record_has_every_field() {
     assert!(v["versions_alive_end"].as_u64().unwrap() >= 2000);
     assert!(!v["git_commit"].as_str().unwrap().is_empty());
     assert!(v["bytes_per_row"].as_f64().unwrap() >= 0.0);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `--prefault` touches the memory after loading, says so, and records it.
+#[test]
+fn prefault_is_reported() {
+    let dir = std::env::temp_dir().join(format!("multiverse-bench-prefault-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.json");
+    let args = ["bench", "--rows", "1000", "--duration", "0.1", "--threads", "1", "--prefault", "8M"];
+    let o = multiverse(&[&args[..], &["--json", path.to_str().unwrap()]].concat(), &[]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("prefault   8.00 MiB touched in"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["prefault_bytes"], 8 << 20);
+    assert!(v["prefault_s"].as_f64().unwrap() > 0.0);
+    assert!(v["peak_rss_bytes"].as_u64().unwrap() > 8 << 20, "the touched memory counts in the peak RSS");
+    let o = multiverse(&args[..7], &[]);
+    assert!(!text(&o.stdout).contains("prefault"), "off by default");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -81,6 +81,12 @@ pub struct BenchArgs {
     /// (format: docs/HISTORY.md), for `multiverse check FILE`.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
+    /// After loading, touch SIZE of memory (512M, 2G; binary units) and
+    /// keep it in the allocator, so tables that grow during the run reuse
+    /// memory the machine already backs instead of paying the first touch
+    /// of fresh pages (slow on virtual machines). Off by default.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub prefault: Option<u64>,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
     #[command(flatten)]
@@ -122,6 +128,19 @@ pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
     };
     let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a count (try 1000000 or 1M)"))?;
     n.checked_mul(mul).ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// A memory size such as `1073741824`, `512M`, `2G` or `64K` (binary units).
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().trim_end_matches(['b', 'B']).trim_end_matches(['i', 'I']);
+    let (num, shift) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 10),
+        Some('m' | 'M') => (&t[..t.len() - 1], 20),
+        Some('g' | 'G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = num.trim().parse().map_err(|_| format!("'{s}' is not a size (try 512M or 2G)"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("'{s}' is too large"))
 }
 
 /// Parses and checks a protocol name: it must exist and be built.
@@ -178,6 +197,8 @@ pub(crate) struct Measurement {
     pub duration_requested: f64,
     pub seed: u64,
     pub load: LoadResult,
+    /// `--prefault`: bytes touched after loading and how long it took.
+    pub prefault: Option<(u64, Duration)>,
     pub run: RunResult,
     pub stats_end: Stats,
     pub peak_rss: u64,
@@ -199,6 +220,8 @@ pub(crate) struct Ctx {
     pub rows: Option<u64>,
     /// `--mix`, if given.
     pub mix: Option<String>,
+    /// `--prefault`, in bytes (0: off).
+    pub prefault: u64,
 }
 
 /// Opens the database and runs the workload of `a` once (load, run,
@@ -223,6 +246,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
         rss_before: sys::rss_bytes(),
         rows: a.rows,
         mix: a.mix.clone(),
+        prefault: a.prefault.unwrap_or(0),
     };
     let m = match workload {
         "hekaton" => wl::hekaton::run(&a.hekaton, &ctx, &db),
@@ -285,6 +309,12 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         check_bytes(est, &format!("workload {}", w.name()))?;
     }
     let load = harness::load(db, w, c.threads, c.show, c.rss_before)?;
+    let prefault = if c.prefault > 0 {
+        check_bytes(c.prefault, "--prefault")?;
+        Some((c.prefault, sys::prefault(c.prefault)))
+    } else {
+        None
+    };
     db.set_recording(c.record);
     let cfg = RunConfig {
         threads: c.threads,
@@ -305,6 +335,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         duration_requested: c.duration,
         seed: c.seed,
         load,
+        prefault,
         run,
         stats_end,
         peak_rss: sys::peak_rss_bytes(),
@@ -427,6 +458,19 @@ mod tests {
         assert!(parse_count("ten").is_err());
         assert!(parse_count("99999999999999999999").is_err());
         assert!(parse_count("99999999999999G").is_err());
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("2gb"), Ok(2 << 30));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("-1G").is_err());
+        assert!(parse_size("99999999999999G").unwrap_err().contains("too large"));
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub fn summary(m: &Measurement) -> String {
         int((l.rows as f64 / l.elapsed.as_secs_f64().max(1e-9)) as u64),
         threads(l.threads)
     );
+    if let Some((n, d)) = m.prefault {
+        let _ = writeln!(s, "  prefault   {} touched in {:.2} s after loading", bytes(n), d.as_secs_f64());
+    }
     let _ = writeln!(
         s,
         "  run        {:.2} s: {} committed, {} txn/s",
@@ -248,6 +251,9 @@ pub struct Record {
     load_rows_per_s: f64,
     bytes_per_row: f64,
     rss_after_load_bytes: u64,
+    /// `--prefault`: bytes touched after loading (0: off) and the seconds it took.
+    prefault_bytes: u64,
+    prefault_s: f64,
     garbage_pending_end: u64,
     cpus: usize,
     /// Worker CPU time and time spent waiting for a CPU (other load on the machine).
@@ -299,6 +305,8 @@ pub fn json(m: &Measurement) -> Record {
         load_rows_per_s: l.rows as f64 / l.elapsed.as_secs_f64().max(1e-9),
         bytes_per_row: l.bytes_per_row(),
         rss_after_load_bytes: l.rss_after,
+        prefault_bytes: m.prefault.map_or(0, |p| p.0),
+        prefault_s: m.prefault.map_or(0.0, |p| p.1.as_secs_f64()),
         garbage_pending_end: m.stats_end.garbage_pending,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_s: r.cpu_s,
