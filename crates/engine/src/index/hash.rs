@@ -62,13 +62,20 @@ impl HashIndex {
         prefetch(self.bucket(hash) as *const AtomicPtr<Version> as *const u8);
     }
 
-    /// Starts loading the first version of the chain of `hash` into the cache.
+    /// Starts loading the first `bytes` of the first version of the chain of
+    /// `hash` into the cache (at least its first line): the whole row when
+    /// `bytes` is the row's size, so that copying it later does not stall
+    /// line by line.
     #[inline]
-    pub fn prefetch_head(&self, hash: u64) {
+    pub fn prefetch_head(&self, hash: u64, bytes: usize) {
         // Relaxed: a hint only; the pointer is never dereferenced here.
         let h = self.bucket(hash).load(Ordering::Relaxed);
         if !h.is_null() {
-            prefetch(h as *const u8);
+            let first = h as usize & !63;
+            let end = h as usize + bytes.max(1);
+            for line in (first..end).step_by(64) {
+                prefetch(line as *const u8);
+            }
         }
     }
 

@@ -335,8 +335,10 @@ impl<'db> Transaction<'db> {
     /// Hints that the rows with these primary keys will be accessed soon.
     ///
     /// Reaching a row costs two dependent cache misses (bucket, then
-    /// version). Issued for all keys at once, the misses overlap instead of
-    /// running one after the other. Only a hint: it changes nothing, tracks
+    /// version), and reading all of a wide row one more per cache line.
+    /// Issued for all keys at once, the misses overlap instead of running
+    /// one after the other: the buckets first, then every line of each
+    /// chain's first version (the table's row size, see `Table::row_hint`). Only a hint: it changes nothing, tracks
     /// nothing, and does nothing for ordered indexes.
     pub fn prefetch(&self, table: TableId, keys: &[Key]) {
         let Ok(t) = self.db.table_ref(table) else { return };
@@ -344,8 +346,9 @@ impl<'db> Transaction<'db> {
             for k in keys {
                 h.prefetch_bucket(k.hash64());
             }
+            let bytes = t.row_hint();
             for k in keys {
-                h.prefetch_head(k.hash64());
+                h.prefetch_head(k.hash64(), bytes);
             }
         }
     }

@@ -7,6 +7,7 @@ use crate::key::Key;
 use crate::storage::version::Version;
 use crate::Error;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Derives a secondary-index key from a row's primary key and value. A plain
 /// function pointer: called on writes and on secondary lookups only.
@@ -203,6 +204,10 @@ pub(crate) struct Table {
     pub(crate) id: u32,
     pub(crate) name: String,
     pub(crate) indexes: Vec<Index>,
+    /// Bytes of the first version linked into the table (0 before): how
+    /// much of a row [`crate::Transaction::prefetch`] asks the cache for.
+    /// Exact for fixed-layout rows, a guess for the others.
+    row_hint: AtomicUsize,
 }
 
 impl Table {
@@ -224,7 +229,7 @@ impl Table {
             }
             indexes.push(Index { name: name.clone(), imp: make(*kind, i + 1), key_fn: Some(*f) });
         }
-        Ok(Table { id, name: spec.name.clone(), indexes })
+        Ok(Table { id, name: spec.name.clone(), indexes, row_hint: AtomicUsize::new(0) })
     }
 
     /// Links a new version into every index.
@@ -234,6 +239,10 @@ impl Table {
     pub(crate) unsafe fn link_all(&self, v: *mut Version) {
         // SAFETY: `v` is live per the contract.
         let r = unsafe { &*v };
+        // Relaxed: a hint; once set it is only read, so the line stays shared.
+        if self.row_hint.load(Ordering::Relaxed) == 0 {
+            self.row_hint.store(r.footprint(), Ordering::Relaxed);
+        }
         for ix in &self.indexes {
             match &ix.imp {
                 // SAFETY: forwarded contract.
@@ -241,6 +250,17 @@ impl Table {
                 // SAFETY: forwarded contract.
                 IndexImpl::Ordered(o) => unsafe { o.insert(v, ix.ikey(r)) },
             }
+        }
+    }
+
+    /// Bytes of a typical row of this table, to prefetch (at most 1 KiB;
+    /// 64 before the first row exists).
+    #[inline]
+    pub(crate) fn row_hint(&self) -> usize {
+        // Relaxed: a hint only.
+        match self.row_hint.load(Ordering::Relaxed) {
+            0 => 64,
+            n => n.min(1024),
         }
     }
 
@@ -312,6 +332,40 @@ impl Table {
                 }
             }
             IndexImpl::Ordered(o) => o.for_each_head(|p| walk(p, &|v| o.next(v))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The prefetch hint is the size of the first row linked, capped at
+    /// 1 KiB, and one cache line before any row exists.
+    #[test]
+    fn row_hint_follows_the_first_row() {
+        let t = Table::new(0, &TableSpec::hash("t", 16)).unwrap();
+        assert_eq!(t.row_hint(), 64);
+        let a = Version::alloc(Key::from(1), 1, &[0u8; 300], 2).as_ptr();
+        let b = Version::alloc(Key::from(2), 1, &[0u8; 20], 2).as_ptr();
+        // SAFETY: fresh, unlinked versions; the table is ours alone.
+        unsafe {
+            t.link_all(a);
+            t.link_all(b);
+        }
+        // SAFETY: `a` is live.
+        assert_eq!(t.row_hint(), unsafe { &*a }.footprint(), "the first row sets it; later ones do not");
+        let w = Table::new(1, &TableSpec::hash("w", 16)).unwrap();
+        let big = Version::alloc(Key::from(1), 1, &[0u8; 4000], 2).as_ptr();
+        // SAFETY: as above.
+        unsafe { w.link_all(big) };
+        assert_eq!(w.row_hint(), 1024);
+        for (t, v) in [(&t, a), (&t, b), (&w, big)] {
+            // SAFETY: linked above; nobody else can reach them.
+            unsafe {
+                t.unlink_all(v);
+                Version::free(v);
+            }
         }
     }
 }
