@@ -21,7 +21,7 @@
 use super::Stripes;
 use crate::key::Key;
 use crate::storage::version::Version;
-use crossbeam_skiplist::SkipMap;
+use crossbeam_skiplist::base::SkipList;
 use std::ops::Bound;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -54,7 +54,10 @@ impl Slot {
 
 /// An ordered index over the versions of one table.
 pub struct OrderedIndex {
-    map: SkipMap<IKey, Slot>,
+    /// The skip list itself, not crossbeam's `SkipMap` wrapper: lookups and
+    /// scans borrow entries under an epoch guard instead of counting
+    /// references on them (two atomic read-modify-writes per entry).
+    map: SkipList<IKey, Slot>,
     link: usize,
     stripes: Stripes,
 }
@@ -66,7 +69,7 @@ fn ikey_hash(k: &IKey) -> u64 {
 impl OrderedIndex {
     /// An empty index owning version link `link`.
     pub fn new(link: usize) -> OrderedIndex {
-        OrderedIndex { map: SkipMap::new(), link, stripes: Stripes::new() }
+        OrderedIndex { map: SkipList::new(crossbeam_epoch::default_collector().clone()), link, stripes: Stripes::new() }
     }
 
     /// Number of entries (distinct index keys with a chain).
@@ -88,7 +91,9 @@ impl OrderedIndex {
 
     /// Head of the chain for exactly `k` (null if none).
     pub fn head(&self, k: &IKey) -> *mut Version {
-        self.map.get(k).map_or(ptr::null_mut(), |e| e.value().head())
+        // Epoch pin (nested in the caller's, so cheap): the entry stays allocated.
+        let guard = &crossbeam_epoch::pin();
+        self.map.get(k, guard).map_or(ptr::null_mut(), |e| e.value().head())
     }
 
     /// Calls `f(key, head)` for every entry with `lo <= key.0` (per `lo`) in key
@@ -98,7 +103,9 @@ impl OrderedIndex {
             Bound::Included(k) | Bound::Excluded(k) => Bound::Included((*k, Key::EMPTY)),
             Bound::Unbounded => Bound::Unbounded,
         };
-        for e in self.map.range((start, Bound::Unbounded)) {
+        // Epoch pin: entries met by the scan stay allocated until it ends.
+        let guard = &crossbeam_epoch::pin();
+        for e in self.map.range((start, Bound::Unbounded), guard) {
             let k = e.key();
             if let Bound::Excluded(l) = lo {
                 if k.0 == *l {
@@ -123,8 +130,10 @@ impl OrderedIndex {
     pub unsafe fn insert(&self, v: *mut Version, k: IKey) {
         // SAFETY: `v` is live and this link is still private to the caller.
         let link = unsafe { (*v).link(self.link) };
+        // Epoch pin: the entry stays allocated while we use it.
+        let guard = &crossbeam_epoch::pin();
         loop {
-            let e = self.map.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) });
+            let e = self.map.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
             let slot = e.value();
             let mut head = slot.head.load(Ordering::Relaxed);
             loop {
@@ -135,11 +144,14 @@ impl OrderedIndex {
                 link.store(head, Ordering::Relaxed);
                 // Release: publish `v` with its contents. Relaxed on failure: retry.
                 match slot.head.compare_exchange_weak(head, v, Ordering::Release, Ordering::Relaxed) {
-                    Ok(_) => return,
+                    Ok(_) => {
+                        e.release(guard);
+                        return;
+                    }
                     Err(h) => head = h,
                 }
             }
-            drop(e);
+            e.release(guard);
             std::thread::yield_now();
         }
     }
@@ -177,7 +189,9 @@ impl OrderedIndex {
     /// freed only after an epoch has passed.
     pub unsafe fn unlink(&self, v: *mut Version, k: &IKey) -> bool {
         let _g = self.stripes.lock(ikey_hash(k));
-        let Some(e) = self.map.get(k) else { return false };
+        // Epoch pin: the entry stays allocated while we use it.
+        let guard = &crossbeam_epoch::pin();
+        let Some(e) = self.map.get(k, guard) else { return false };
         let slot = e.value();
         // SAFETY: `v` is live per the contract.
         let succ = unsafe { (*v).link(self.link).load(Ordering::Acquire) };
@@ -209,7 +223,8 @@ impl OrderedIndex {
 
     /// Calls `f` on every chain head (used when dropping the database).
     pub fn for_each_head(&self, mut f: impl FnMut(*mut Version)) {
-        for e in self.map.iter() {
+        let guard = &crossbeam_epoch::pin();
+        for e in self.map.iter(guard) {
             f(e.value().head());
         }
     }
