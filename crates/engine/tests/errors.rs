@@ -71,6 +71,12 @@ fn invalid_schemas_are_refused() {
     assert!(matches!(db.create_table(dup), Err(Error::InvalidArgument(_))));
     let prim = TableSpec::ordered("p").secondary("primary", IndexKind::Ordered, sk);
     assert!(matches!(db.create_table(prim), Err(Error::InvalidArgument(_))));
+    for prefix in [0, multiverse::KEY_MAX + 1] {
+        let e = db.create_table(TableSpec::ordered_grouped("g", prefix)).unwrap_err();
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("prefix of 1 to 32 bytes")), "{e}");
+        let sec = TableSpec::hash("g", 4).secondary("s", IndexKind::OrderedGrouped { prefix }, sk);
+        assert!(matches!(db.create_table(sec), Err(Error::InvalidArgument(_))));
+    }
     let mut many = TableSpec::ordered("m");
     for i in 0..16 {
         many = many.secondary(&format!("s{i}"), IndexKind::Hash { capacity: 4 }, sk);

@@ -226,7 +226,7 @@ fn collection_unlinks_from_secondary_indexes() {
     fn bucket(_pk: &Key, v: &[u8]) -> Key {
         Key::from(u64::from_le_bytes(v.try_into().unwrap()) % 4)
     }
-    for kind in [IndexKind::Hash { capacity: 16 }, IndexKind::Ordered] {
+    for kind in [IndexKind::Hash { capacity: 16 }, IndexKind::Ordered, IndexKind::OrderedGrouped { prefix: 8 }] {
         let db = Database::new(Options::default()).unwrap();
         let t = db.create_table(TableSpec::hash("h", 16).secondary("mod4", kind, bucket)).unwrap();
         let ix = db.index(t, "mod4").unwrap();

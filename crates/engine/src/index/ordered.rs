@@ -1,4 +1,4 @@
-//! The ordered index: a concurrent skip list (crossbeam-skiplist) mapping an
+//! The ordered index: concurrent skip lists (crossbeam-skiplist) mapping an
 //! index key to a [`Slot`], the head of the chain of versions carrying that
 //! key (linked through the index's version link, as the hash index does).
 //!
@@ -6,6 +6,21 @@
 //! a non-unique secondary index it is the row's primary key, which makes every
 //! entry unique and keeps equal secondary keys adjacent. A chain therefore
 //! holds the versions of one row.
+//!
+//! **Groups.** An index may group its entries by the first `prefix` bytes of
+//! the key (all of a shorter key): each group is a skip list of its own, the
+//! groups sit in an outer skip list in key order, and a small hash table
+//! (the *front*) finds a group by its prefix. A point lookup, an insert, or
+//! a scan inside one prefix then hashes to its group and searches only the
+//! group's entries, instead of searching every entry of the index: a random
+//! insert into a skip list of n entries visits about 2 log2(n) nodes, most
+//! of them cache misses once the index outgrows the cache (TPC-C's orders of
+//! one customer, customers of one last name). Groups are kept in prefix order,
+//! and every key of a group starts with its prefix (or is it, when shorter),
+//! so walking the groups in order and each group's entries in order visits
+//! all entries in key order: scans across prefixes stay correct. Groups are
+//! never removed (their number is bounded by the distinct prefixes); an
+//! index without grouping (`prefix` 0) has a single group.
 //!
 //! A new row's version is pushed at the head of its chain (`insert`); the
 //! new version of an updated row whose key is unchanged is spliced in right
@@ -52,12 +67,30 @@ impl Slot {
     }
 }
 
+/// The entries of one key prefix.
+struct Group {
+    /// The prefix (the whole key for keys shorter than the index's prefix).
+    key: Key,
+    list: SkipList<IKey, Slot>,
+    /// The next group in the same front bucket (set before publication).
+    next: AtomicPtr<Group>,
+}
+
+/// Front buckets of a grouped index (a fixed array; chains grow past it).
+const FRONT_BUCKETS: usize = 1 << 16;
+
 /// An ordered index over the versions of one table.
 pub struct OrderedIndex {
-    /// The skip list itself, not crossbeam's `SkipMap` wrapper: lookups and
-    /// scans borrow entries under an epoch guard instead of counting
-    /// references on them (two atomic read-modify-writes per entry).
-    map: SkipList<IKey, Slot>,
+    /// Bytes of the key that pick its group (0: one group).
+    prefix: usize,
+    /// Every group, in prefix order. The skip lists themselves, not
+    /// crossbeam's `SkipMap` wrapper: lookups and scans borrow entries under
+    /// an epoch guard instead of counting references on them (two atomic
+    /// read-modify-writes per entry).
+    groups: SkipList<Key, Box<Group>>,
+    /// Groups by the hash of their prefix: a cache of `groups`, filled by
+    /// each group's creator once the group is in `groups`.
+    front: Box<[AtomicPtr<Group>]>,
     link: usize,
     stripes: Stripes,
 }
@@ -66,20 +99,110 @@ fn ikey_hash(k: &IKey) -> u64 {
     k.0.hash64() ^ k.1.hash64().rotate_left(17)
 }
 
+fn new_list<K, V>() -> SkipList<K, V> {
+    SkipList::new(crossbeam_epoch::default_collector().clone())
+}
+
 impl OrderedIndex {
-    /// An empty index owning version link `link`.
-    pub fn new(link: usize) -> OrderedIndex {
-        OrderedIndex { map: SkipList::new(crossbeam_epoch::default_collector().clone()), link, stripes: Stripes::new() }
+    /// An empty index owning version link `link`, grouping its entries by
+    /// the first `prefix` bytes of their keys (0: no grouping).
+    pub fn new(link: usize, prefix: usize) -> OrderedIndex {
+        let buckets = if prefix == 0 { 1 } else { FRONT_BUCKETS };
+        OrderedIndex {
+            prefix,
+            groups: new_list(),
+            front: (0..buckets).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            link,
+            stripes: Stripes::new(),
+        }
     }
 
     /// Number of entries (distinct index keys with a chain).
     pub fn len(&self) -> usize {
-        self.map.len()
+        let guard = &crossbeam_epoch::pin();
+        self.groups.iter(guard).map(|g| g.value().list.len()).sum()
     }
 
     /// True when no entry exists.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
+    }
+
+    /// The group prefix of an index key.
+    #[inline]
+    fn group_key(&self, k: &Key) -> Key {
+        if self.prefix == 0 {
+            Key::EMPTY
+        } else if k.len() <= self.prefix {
+            *k
+        } else {
+            Key::from_bytes(&k.as_bytes()[..self.prefix]).expect("a prefix of a key fits")
+        }
+    }
+
+    #[inline]
+    fn bucket(&self, gk: &Key) -> &AtomicPtr<Group> {
+        &self.front[gk.hash64() as usize & (self.front.len() - 1)]
+    }
+
+    /// The group of prefix `gk`, if it exists.
+    #[inline]
+    fn find_group(&self, gk: &Key) -> Option<&Group> {
+        // Acquire: pairs with the Release CAS that published the group.
+        let mut p = self.bucket(gk).load(Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: groups are never freed before the index is dropped.
+            let g = unsafe { &*p };
+            if g.key == *gk {
+                return Some(g);
+            }
+            // Acquire: as above.
+            p = g.next.load(Ordering::Acquire);
+        }
+        // Not in the front (yet): its creator may still be publishing it.
+        let guard = &crossbeam_epoch::pin();
+        let e = self.groups.get(gk, guard)?;
+        let g: *const Group = &**e.value();
+        // SAFETY: groups are never removed from `groups` nor freed before
+        // the index is dropped, so the borrow may outlive the guard.
+        Some(unsafe { &*g })
+    }
+
+    /// The group of prefix `gk`, created if missing.
+    fn group(&self, gk: &Key) -> &Group {
+        if let Some(g) = self.find_group(gk) {
+            return g;
+        }
+        let guard = &crossbeam_epoch::pin();
+        let mut mine: *const Group = ptr::null();
+        let e = self.groups.get_or_insert_with(
+            *gk,
+            || {
+                let g = Box::new(Group { key: *gk, list: new_list(), next: AtomicPtr::new(ptr::null_mut()) });
+                mine = &*g;
+                g
+            },
+            guard,
+        );
+        let g: *const Group = &**e.value();
+        e.release(guard);
+        if ptr::eq(g, mine) {
+            // We created it: we alone publish it in the front, once.
+            let b = self.bucket(gk);
+            // Relaxed: the Release CAS below publishes the group.
+            let mut head = b.load(Ordering::Relaxed);
+            loop {
+                // SAFETY: our group, not yet in the front: nobody else writes `next`.
+                unsafe { &*g }.next.store(head, Ordering::Relaxed);
+                // Release: readers that Acquire the bucket see the group's fields.
+                match b.compare_exchange_weak(head, g as *mut Group, Ordering::Release, Ordering::Relaxed) {
+                    Ok(_) => break,
+                    Err(h) => head = h,
+                }
+            }
+        }
+        // SAFETY: groups are never removed nor freed before the index is dropped.
+        unsafe { &*g }
     }
 
     /// The version after `v` in this index's chain.
@@ -91,9 +214,10 @@ impl OrderedIndex {
 
     /// Head of the chain for exactly `k` (null if none).
     pub fn head(&self, k: &IKey) -> *mut Version {
+        let Some(g) = self.find_group(&self.group_key(&k.0)) else { return ptr::null_mut() };
         // Epoch pin (nested in the caller's, so cheap): the entry stays allocated.
         let guard = &crossbeam_epoch::pin();
-        self.map.get(k, guard).map_or(ptr::null_mut(), |e| e.value().head())
+        g.list.get(k, guard).map_or(ptr::null_mut(), |e| e.value().head())
     }
 
     /// Calls `f(key, head)` for every entry with `lo <= key.0` (per `lo`) in key
@@ -103,23 +227,66 @@ impl OrderedIndex {
             Bound::Included(k) | Bound::Excluded(k) => Bound::Included((*k, Key::EMPTY)),
             Bound::Unbounded => Bound::Unbounded,
         };
+        // Groups before the one of `lo` hold only keys below it.
+        let first = match lo {
+            Bound::Included(k) | Bound::Excluded(k) => Bound::Included(self.group_key(k)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        // Within one prefix (the common scan), no walk over the groups.
+        let single = self.in_one_group(lo, hi);
         // Epoch pin: entries met by the scan stay allocated until it ends.
         let guard = &crossbeam_epoch::pin();
-        for e in self.map.range((start, Bound::Unbounded), guard) {
-            let k = e.key();
-            if let Bound::Excluded(l) = lo {
-                if k.0 == *l {
-                    continue;
+        let mut visit = |g: &Group| -> bool {
+            for e in g.list.range((start, Bound::Unbounded), guard) {
+                let k = e.key();
+                if let Bound::Excluded(l) = lo {
+                    if k.0 == *l {
+                        continue;
+                    }
+                }
+                let past = match hi {
+                    Bound::Included(h) => k.0 > *h,
+                    Bound::Excluded(h) => k.0 >= *h,
+                    Bound::Unbounded => false,
+                };
+                if past || !f(k, e.value().head()) {
+                    return false;
                 }
             }
-            let past = match hi {
-                Bound::Included(h) => k.0 > *h,
-                Bound::Excluded(h) => k.0 >= *h,
-                Bound::Unbounded => false,
-            };
-            if past || !f(k, e.value().head()) {
+            true
+        };
+        if single {
+            if let Bound::Included(gk) = first {
+                if let Some(g) = self.find_group(&gk) {
+                    visit(g);
+                }
+            }
+            return;
+        }
+        for e in self.groups.range((first, Bound::Unbounded), guard) {
+            if !visit(e.value()) {
                 return;
             }
+        }
+    }
+
+    /// True if every key between the bounds has the group prefix of `lo`:
+    /// `lo` is at least a prefix long and `hi` stops before the first key
+    /// past that prefix (`Key::prefix_end`), as in a scan of one prefix.
+    fn in_one_group(&self, lo: Bound<&Key>, hi: Bound<&Key>) -> bool {
+        let (Bound::Included(l) | Bound::Excluded(l)) = lo else { return false };
+        if self.prefix == 0 {
+            return true;
+        }
+        if l.len() < self.prefix {
+            return false;
+        }
+        match (self.group_key(l).prefix_end(), hi) {
+            // No key is past the prefix: all of them start with it.
+            (None, _) => true,
+            (Some(e), Bound::Excluded(h)) => *h <= e,
+            (Some(e), Bound::Included(h)) => *h < e,
+            (Some(_), Bound::Unbounded) => false,
         }
     }
 
@@ -130,10 +297,11 @@ impl OrderedIndex {
     pub unsafe fn insert(&self, v: *mut Version, k: IKey) {
         // SAFETY: `v` is live and this link is still private to the caller.
         let link = unsafe { (*v).link(self.link) };
+        let g = self.group(&self.group_key(&k.0));
         // Epoch pin: the entry stays allocated while we use it.
         let guard = &crossbeam_epoch::pin();
         loop {
-            let e = self.map.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
+            let e = g.list.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
             let slot = e.value();
             let mut head = slot.head.load(Ordering::Relaxed);
             loop {
@@ -189,9 +357,10 @@ impl OrderedIndex {
     /// freed only after an epoch has passed.
     pub unsafe fn unlink(&self, v: *mut Version, k: &IKey) -> bool {
         let _g = self.stripes.lock(ikey_hash(k));
+        let Some(g) = self.find_group(&self.group_key(&k.0)) else { return false };
         // Epoch pin: the entry stays allocated while we use it.
         let guard = &crossbeam_epoch::pin();
-        let Some(e) = self.map.get(k, guard) else { return false };
+        let Some(e) = g.list.get(k, guard) else { return false };
         let slot = e.value();
         // SAFETY: `v` is live per the contract.
         let succ = unsafe { (*v).link(self.link).load(Ordering::Acquire) };
@@ -224,8 +393,217 @@ impl OrderedIndex {
     /// Calls `f` on every chain head (used when dropping the database).
     pub fn for_each_head(&self, mut f: impl FnMut(*mut Version)) {
         let guard = &crossbeam_epoch::pin();
-        for e in self.map.iter(guard) {
-            f(e.value().head());
+        for g in self.groups.iter(guard) {
+            for e in g.value().list.iter(guard) {
+                f(e.value().head());
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// Frees every version linked into `ix` (single-threaded, at the end of a test).
+    fn free_all(ix: &OrderedIndex) {
+        let mut all = vec![];
+        ix.for_each_head(|mut p| {
+            while !p.is_null() {
+                all.push(p);
+                // SAFETY: linked and live until freed below.
+                p = ix.next(unsafe { &*p });
+            }
+        });
+        for p in all {
+            // SAFETY: nothing else references the versions any more.
+            unsafe { Version::free(p) };
+        }
+    }
+
+    fn keys_in(ix: &OrderedIndex, lo: Bound<&Key>, hi: Bound<&Key>) -> Vec<Key> {
+        let mut got = vec![];
+        ix.range(lo, hi, |k, _| {
+            got.push(k.0);
+            true
+        });
+        got
+    }
+
+    /// Keys of 0 to 4 bytes from a small alphabet, so that prefixes repeat,
+    /// keys are prefixes of one another, and groups hold short keys.
+    fn small_keys(n: usize, seed: u64) -> Vec<Key> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let len = (x % 5) as usize;
+                let bytes: Vec<u8> = (0..len).map(|i| [0u8, 1, 0xFE, 0xFF][(x >> (8 + 2 * i)) as usize & 3]).collect();
+                Key::from_bytes(&bytes).unwrap()
+            })
+            .collect()
+    }
+
+    /// Whatever the grouping, every scan returns exactly the keys a sorted
+    /// set returns for the same bounds, in order: scans within one group
+    /// (the shortcut) and across groups alike.
+    #[test]
+    fn grouped_scans_match_a_sorted_set() {
+        let keys = small_keys(400, 0x9E37_79B9);
+        let model: BTreeSet<Key> = keys.iter().copied().collect();
+        let bounds: Vec<Key> = small_keys(40, 77);
+        for prefix in [0, 1, 2, 3, 32] {
+            let ix = OrderedIndex::new(0, prefix);
+            for k in &model {
+                let v = Version::alloc(*k, 1, b"", 2).as_ptr();
+                // SAFETY: fresh version, linked once.
+                unsafe { ix.insert(v, (*k, Key::EMPTY)) };
+            }
+            assert_eq!(ix.len(), model.len());
+            let all: Vec<Key> = model.iter().copied().collect();
+            assert_eq!(keys_in(&ix, Bound::Unbounded, Bound::Unbounded), all, "prefix {prefix}");
+            for l in &bounds {
+                // A bound and the end of its prefix, as a prefix scan uses.
+                let mut his: Vec<Key> = bounds.clone();
+                his.extend(l.prefix_end());
+                for h in &his {
+                    for (lo, hi) in [
+                        (Bound::Included(l), Bound::Included(h)),
+                        (Bound::Included(l), Bound::Excluded(h)),
+                        (Bound::Excluded(l), Bound::Excluded(h)),
+                        (Bound::Included(l), Bound::Unbounded),
+                    ] {
+                        let want: Vec<Key> = model
+                            .iter()
+                            .filter(|k| match lo {
+                                Bound::Included(l) => *k >= l,
+                                Bound::Excluded(l) => *k > l,
+                                Bound::Unbounded => true,
+                            })
+                            .filter(|k| match hi {
+                                Bound::Included(h) => *k <= h,
+                                Bound::Excluded(h) => *k < h,
+                                Bound::Unbounded => true,
+                            })
+                            .copied()
+                            .collect();
+                        assert_eq!(keys_in(&ix, lo, hi), want, "prefix {prefix}, {lo:?}..{hi:?}");
+                    }
+                }
+                assert_eq!(ix.head(&(*l, Key::EMPTY)).is_null(), !model.contains(l));
+            }
+            free_all(&ix);
+        }
+    }
+
+    /// The one-group shortcut is taken exactly for scans inside one prefix.
+    #[test]
+    fn one_group_scans_are_recognised() {
+        let ix = OrderedIndex::new(0, 3);
+        let k = |b: &[u8]| Key::from_bytes(b).unwrap();
+        let (lo, end) = (k(&[1, 2, 3]), k(&[1, 2, 4]));
+        assert!(ix.in_one_group(Bound::Included(&lo), Bound::Excluded(&end)));
+        assert!(!ix.in_one_group(Bound::Included(&lo), Bound::Included(&end)));
+        assert!(ix.in_one_group(Bound::Included(&k(&[1, 2, 3, 9])), Bound::Included(&k(&[1, 2, 3, 255]))));
+        assert!(!ix.in_one_group(Bound::Included(&k(&[1, 2])), Bound::Excluded(&k(&[1, 3]))), "shorter than a prefix");
+        assert!(!ix.in_one_group(Bound::Included(&lo), Bound::Unbounded));
+        assert!(!ix.in_one_group(Bound::Unbounded, Bound::Excluded(&end)));
+        assert!(ix.in_one_group(Bound::Included(&k(&[255, 255, 255])), Bound::Unbounded), "nothing is past it");
+        assert!(OrderedIndex::new(0, 0).in_one_group(Bound::Included(&lo), Bound::Unbounded), "one group in all");
+    }
+
+    /// Threads creating the same groups at once end with one group per
+    /// prefix, every key in it once, and the front finding each group;
+    /// a scanner running meanwhile always sees keys in order. Then every
+    /// entry is unlinked and retired, and the keys can be inserted again.
+    #[test]
+    fn concurrent_inserts_into_new_groups() {
+        const THREADS: u64 = 4;
+        const PER: u64 = 2_000;
+        let ix = OrderedIndex::new(0, 11);
+        // Key: 7-byte prefix (a new one every other key, so that all the
+        // threads, started together, race to create the same groups), then
+        // the thread and a counter.
+        const GROUPS: u64 = PER / 2;
+        let key =
+            |t: u64, i: u64| Key::builder().u32(0).u16(0).u8(0).u32((i / 2) as u32).u8(t as u8).u64(i).build().unwrap();
+        let start = std::sync::Barrier::new(THREADS as usize);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let scanner = s.spawn(|| {
+                let mut scans = 0;
+                // Relaxed: a flag only.
+                while !stop.load(Ordering::Relaxed) || scans < 3 {
+                    let _g = crossbeam_epoch::pin();
+                    let got = keys_in(&ix, Bound::Unbounded, Bound::Unbounded);
+                    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order, no duplicates");
+                    scans += 1;
+                }
+            });
+            let writers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (ix, start) = (&ix, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        for i in 0..PER {
+                            let _g = crossbeam_epoch::pin();
+                            let k = key(t, i);
+                            let v = Version::alloc(k, 1, b"", 2).as_ptr();
+                            // SAFETY: fresh version, linked once.
+                            unsafe { ix.insert(v, (k, Key::EMPTY)) };
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            // Relaxed: a flag only.
+            stop.store(true, Ordering::Relaxed);
+            scanner.join().unwrap();
+        });
+        assert_eq!(ix.len(), (THREADS * PER) as usize);
+        let guard = crossbeam_epoch::pin();
+        assert_eq!(ix.groups.len(), GROUPS as usize, "one group per prefix");
+        for g in ix.groups.iter(&guard) {
+            let g = g.value();
+            let found = ix.find_group(&g.key).map(|f| f as *const Group);
+            assert_eq!(found, Some(&**g as *const Group), "the front finds the group");
+            let mut n = 0;
+            // Acquire: as in `find_group`.
+            let mut p = ix.bucket(&g.key).load(Ordering::Acquire);
+            let mut steps = 0;
+            while !p.is_null() {
+                steps += 1;
+                assert!(steps <= GROUPS, "the bucket chain has no cycle");
+                n += ptr::eq(p, &**g) as usize;
+                // SAFETY: groups live as long as the index.
+                p = unsafe { &*p }.next.load(Ordering::Acquire);
+            }
+            assert_eq!(n, 1, "published in the front exactly once");
+        }
+        for t in 0..THREADS {
+            for i in 0..PER {
+                let k = (key(t, i), Key::EMPTY);
+                let v = ix.head(&k);
+                assert!(!v.is_null());
+                // SAFETY: linked, and freed only here, once unlinked.
+                unsafe {
+                    assert!(ix.unlink(v, &k));
+                    Version::free(v);
+                }
+            }
+        }
+        assert_eq!(ix.len(), 0, "every emptied entry was retired");
+        let k = key(0, 5);
+        let v = Version::alloc(k, 1, b"", 2).as_ptr();
+        // SAFETY: fresh version, linked once.
+        unsafe { ix.insert(v, (k, Key::EMPTY)) };
+        assert_eq!(ix.head(&(k, Key::EMPTY)), v);
+        drop(guard);
+        free_all(&ix);
     }
 }

@@ -24,6 +24,30 @@ pub enum IndexKind {
     },
     /// Concurrent ordered index (equality lookups and range scans).
     Ordered,
+    /// An ordered index whose entries are grouped by the first `prefix`
+    /// bytes of their keys (1 to [`crate::KEY_MAX`]): lookups, inserts and
+    /// scans within one prefix reach their group through a hash table and
+    /// search only its entries; scans across prefixes still deliver keys in
+    /// order. For keys led by a part with many values (a customer, a
+    /// district and last name) under which few entries sit.
+    OrderedGrouped {
+        /// Bytes of the key that pick its group.
+        prefix: usize,
+    },
+}
+
+impl IndexKind {
+    fn check(self) -> Result<(), Error> {
+        match self {
+            IndexKind::OrderedGrouped { prefix } if prefix == 0 || prefix > crate::key::KEY_MAX => {
+                Err(Error::InvalidArgument(format!(
+                    "a grouped ordered index needs a prefix of 1 to {} bytes, not {prefix}",
+                    crate::key::KEY_MAX
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Declares a table: its name, primary index, and secondary indexes.
@@ -42,6 +66,11 @@ impl TableSpec {
     /// A table whose primary key lives in an ordered index.
     pub fn ordered(name: &str) -> TableSpec {
         TableSpec { name: name.to_string(), primary: IndexKind::Ordered, secondary: vec![] }
+    }
+    /// A table whose primary key lives in an ordered index grouped by the
+    /// first `prefix` bytes of the key (see [`IndexKind::OrderedGrouped`]).
+    pub fn ordered_grouped(name: &str, prefix: usize) -> TableSpec {
+        TableSpec { name: name.to_string(), primary: IndexKind::OrderedGrouped { prefix }, secondary: vec![] }
     }
     /// Adds a non-unique secondary index; `key` derives its key from a row.
     pub fn secondary(mut self, name: &str, kind: IndexKind, key: KeyFn) -> TableSpec {
@@ -218,9 +247,14 @@ impl Table {
         if spec.secondary.len() + 1 > 16 {
             return Err(Error::InvalidArgument("a table has at most 16 indexes".into()));
         }
+        spec.primary.check()?;
+        for (_, kind, _) in &spec.secondary {
+            kind.check()?;
+        }
         let make = |kind: IndexKind, link: usize| match kind {
             IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link)),
-            IndexKind::Ordered => IndexImpl::Ordered(Box::new(OrderedIndex::new(link))),
+            IndexKind::Ordered => IndexImpl::Ordered(Box::new(OrderedIndex::new(link, 0))),
+            IndexKind::OrderedGrouped { prefix } => IndexImpl::Ordered(Box::new(OrderedIndex::new(link, prefix))),
         };
         let mut indexes = vec![Index { name: "primary".into(), imp: make(spec.primary, 0), key_fn: None }];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {

@@ -16,10 +16,10 @@
 //! | --- | --- | --- | --- |
 //! | `WAREHOUSE` | `w` (`u16`) | hash | |
 //! | `DISTRICT` | `w, d` (`u8`) | hash | |
-//! | `CUSTOMER` | `w, d, c` (`u32`) | hash | `by_last`: ordered on `w, d, c_last, c_first` |
+//! | `CUSTOMER` | `w, d, c` (`u32`) | hash | `by_last`: ordered on `w, d, c_last, c_first`, grouped by `w, d, c_last` |
 //! | `HISTORY` | `w, worker` (`u16`), `seq` (`u64`) (the spec gives none) | hash | |
-//! | `NEW_ORDER` | `w, d, o` (`u32`) | ordered (oldest first) | |
-//! | `ORDER` | `w, d, o` | hash | `by_customer`: ordered on `w, d, c, !o` (latest first) |
+//! | `NEW_ORDER` | `w, d, o` (`u32`) | ordered (oldest first), grouped by `w, d` | |
+//! | `ORDER` | `w, d, o` | hash | `by_customer`: ordered on `w, d, c, !o` (latest first), grouped by `w, d, c` |
 //! | `ORDER_LINE` | `w, d, o, ol` (`u8`) | hash | |
 //! | `ITEM` | `i` (`u32`) | hash | |
 //! | `STOCK` | `w, i` | hash | |
@@ -27,7 +27,9 @@
 //! The ordered indexes serve the scans the specification needs: the oldest
 //! undelivered order of a district (Delivery), the last order of a customer
 //! (Order-Status), a customer by last name, the middle one by first name
-//! (Payment, Order-Status). The lines of an order are read by key, `ol` from
+//! (Payment, Order-Status). Each is grouped by the prefix those scans fix
+//! ([`IndexKind::OrderedGrouped`]): a new order is filed among its
+//! customer's few orders, not searched for among all orders. The lines of an order are read by key, `ol` from
 //! 1 to the order's `o_ol_cnt` (consistency condition 4 makes that the same
 //! set), and Stock-Level reads the last 20 orders by key the same way: a
 //! hash insert costs a fraction of a skip-list insert, and ORDER_LINE takes
@@ -52,7 +54,7 @@
 //!
 //! * `new-order` (2.4): 5 to 15 distinct items (`NURand(8191, 1, 100000)`),
 //!   each supplied by a remote warehouse with probability 1%; 1% of them
-//!   name an unused item last and roll back ([`TxnError::Rollback`]: a
+//!   name an unused item last and roll back ([`crate::TxnError::Rollback`]: a
 //!   `user` abort, after the order and its earlier lines were written, as the
 //!   specification says).
 //! * `payment` (2.5): 85% a customer of the home warehouse and district, 15%
@@ -370,6 +372,16 @@ pub fn by_customer_prefix(w: u16, d: u8, c: u32) -> Key {
     build(Key::builder().u16(w).u8(d).u32(c))
 }
 
+/// NEW_ORDER's index groups its entries by district `(w, d)`: 3 key bytes.
+/// Delivery scans one district; an insert searches that district's orders.
+pub const NEW_ORDER_GROUP: usize = 3;
+/// `by_customer` groups by customer `(w, d, c)`: 7 key bytes. A new order is
+/// filed under its customer without a search over all orders.
+pub const BY_CUSTOMER_GROUP: usize = 7;
+/// `by_last` groups by `(w, d, c_last)`: 18 key bytes, the prefix that
+/// Payment and Order-Status scan.
+pub const BY_LAST_GROUP: usize = 18;
+
 /// `by_last`'s key of a customer row: `w, d` (from the primary key), `c_last`
 /// (15 bytes), the first 14 bytes of `c_first`. 32 bytes in all.
 fn by_last_of(pk: &Key, v: &[u8]) -> Key {
@@ -551,14 +563,14 @@ impl Tpcc {
         let customer =
             create(TableSpec::hash(names::CUSTOMER, w * DISTRICTS as usize * CUSTOMERS as usize).secondary(
                 names::BY_LAST,
-                IndexKind::Ordered,
+                IndexKind::OrderedGrouped { prefix: BY_LAST_GROUP },
                 by_last_of,
             ))?;
         let history = hash(names::HISTORY, w.saturating_mul(H_BUCKETS_PER_WAREHOUSE))?;
-        let new_order = create(TableSpec::ordered(names::NEW_ORDER))?;
+        let new_order = create(TableSpec::ordered_grouped(names::NEW_ORDER, NEW_ORDER_GROUP))?;
         let order = create(TableSpec::hash(names::ORDER, w.saturating_mul(O_BUCKETS_PER_WAREHOUSE)).secondary(
             names::BY_CUSTOMER,
-            IndexKind::Ordered,
+            IndexKind::OrderedGrouped { prefix: BY_CUSTOMER_GROUP },
             by_customer_of,
         ))?;
         let order_line = hash(names::ORDER_LINE, w.saturating_mul(OL_BUCKETS_PER_WAREHOUSE))?;
