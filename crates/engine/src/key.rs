@@ -142,13 +142,24 @@ fn fmix64(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-/// Byte-slice equality with a fast path for the common 8-byte key.
+/// Byte-slice equality without a call to `memcmp` for keys of up to 16
+/// bytes (every chain walk compares keys): two overlapping loads cover
+/// lengths 4 to 8 and 8 to 16, single bytes the rest.
 #[inline(always)]
 pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() == 8 && b.len() == 8 {
-        return u64::from_ne_bytes(a.try_into().unwrap()) == u64::from_ne_bytes(b.try_into().unwrap());
+    let n = a.len();
+    if n != b.len() {
+        return false;
     }
-    a == b
+    let w4 = |s: &[u8], at: usize| u32::from_ne_bytes(s[at..at + 4].try_into().unwrap());
+    let w8 = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().unwrap());
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
+        _ => a == b,
+    }
 }
 
 impl PartialEq for Key {
@@ -276,6 +287,24 @@ impl KeyBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `bytes_eq` agrees with slice equality for every length, whichever
+    /// byte differs, and for different lengths.
+    #[test]
+    fn bytes_eq_matches_slice_equality() {
+        for n in 0..=34usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(bytes_eq(&a, &a.clone()), "len {n}");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x40;
+                assert!(!bytes_eq(&a, &b), "len {n}, differing at {at}");
+            }
+            let mut longer = a.clone();
+            longer.push(0);
+            assert!(!bytes_eq(&a, &longer) && !bytes_eq(&longer, &a), "len {n} against {}", n + 1);
+        }
+    }
 
     #[test]
     fn keys_order_like_their_bytes() {

@@ -37,10 +37,16 @@ fn unknown_table_by_name_and_by_id() {
     assert!(matches!(x.update(foreign, &Key::from(1), b"v"), Err(Error::UnknownTable(_))));
     assert!(matches!(x.delete(foreign, &Key::from(1)), Err(Error::UnknownTable(_))));
     assert!(matches!(x.scan(db.primary(foreign), .., None, |_, _| true), Err(Error::UnknownTable(_))));
+    // Prefetch hints ignore what they cannot use: a foreign table, a
+    // missing key, an ordered table.
+    let t = db.table("t").unwrap();
+    let o = db.create_table(TableSpec::ordered("o")).unwrap();
+    x.prefetch(foreign, &[Key::from(1)]);
+    x.prefetch_many(&[(t, &[Key::from(1), Key::from(99)]), (foreign, &[Key::from(1)]), (o, &[Key::from(1)]), (t, &[])]);
     // Not an abort: the transaction goes on.
     assert_eq!(x.get(db.table("t").unwrap(), &Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
     x.commit().unwrap();
-    assert_eq!(db.table_names(), vec!["t".to_string()]);
+    assert_eq!(db.table_names(), vec!["t".to_string(), "o".to_string()]);
 }
 
 /// Unknown index by name, and an index number the table lacks.

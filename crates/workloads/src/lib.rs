@@ -150,6 +150,15 @@ pub trait Txn {
     fn prefetch(&self, table: TableId, keys: &[Key]) {
         let _ = (table, keys);
     }
+    /// [`Txn::prefetch`] for the rows of several tables at once (one wait
+    /// for the first bucket instead of one per table). By default, one
+    /// `prefetch` per table.
+    #[inline]
+    fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
+        for (table, keys) in sets {
+            self.prefetch(*table, keys);
+        }
+    }
 }
 
 impl Txn for Transaction<'_> {
@@ -194,6 +203,10 @@ impl Txn for Transaction<'_> {
     #[inline]
     fn prefetch(&self, table: TableId, keys: &[Key]) {
         Transaction::prefetch(self, table, keys)
+    }
+    #[inline]
+    fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
+        Transaction::prefetch_many(self, sets)
     }
 }
 

@@ -338,17 +338,38 @@ impl<'db> Transaction<'db> {
     /// version), and reading all of a wide row one more per cache line.
     /// Issued for all keys at once, the misses overlap instead of running
     /// one after the other: the buckets first, then every line of each
-    /// chain's first version (the table's row size, see `Table::row_hint`). Only a hint: it changes nothing, tracks
-    /// nothing, and does nothing for ordered indexes.
+    /// chain's first version (the table's row size, see `Table::row_hint`).
+    /// Only a hint: it changes nothing, tracks nothing, and does nothing
+    /// for ordered indexes.
     pub fn prefetch(&self, table: TableId, keys: &[Key]) {
-        let Ok(t) = self.db.table_ref(table) else { return };
-        if let crate::storage::table::IndexImpl::Hash(h) = &t.indexes[0].imp {
-            for k in keys {
-                h.prefetch_bucket(k.hash64());
+        self.prefetch_many(&[(table, keys)]);
+    }
+
+    /// [`Transaction::prefetch`] for the rows of several tables at once.
+    /// The second step (a version's address is in its bucket) waits for
+    /// the first bucket to arrive; one call for all the rows a transaction
+    /// is about to reach waits once instead of once per table.
+    pub fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
+        let hashed = |table: TableId| match self.db.table_ref(table) {
+            Ok(t) => match &t.indexes[0].imp {
+                crate::storage::table::IndexImpl::Hash(h) => Some((t, h)),
+                crate::storage::table::IndexImpl::Ordered(_) => None,
+            },
+            Err(_) => None,
+        };
+        for (table, keys) in sets {
+            if let Some((_, h)) = hashed(*table) {
+                for k in *keys {
+                    h.prefetch_bucket(k.hash64());
+                }
             }
-            let bytes = t.row_hint();
-            for k in keys {
-                h.prefetch_head(k.hash64(), bytes);
+        }
+        for (table, keys) in sets {
+            if let Some((t, h)) = hashed(*table) {
+                let bytes = t.row_hint();
+                for k in *keys {
+                    h.prefetch_head(k.hash64(), bytes);
+                }
             }
         }
     }

@@ -328,10 +328,13 @@ impl<'w> TpccWorker<'w> {
         let (tp, i) = (self.w, self.input);
         let n = i.ol_cnt as usize;
         let (wk, dk, ck) = (w_key(i.w), d_key(i.w, i.d), c_key(i.w, i.d, i.c));
-        t.prefetch(tp.warehouse, &[wk]);
-        t.prefetch(tp.district, &[dk]);
-        t.prefetch(tp.customer, &[ck]);
-        self.prefetch_lines(t, n);
+        t.prefetch_many(&[
+            (tp.warehouse, &[wk]),
+            (tp.district, &[dk]),
+            (tp.customer, &[ck]),
+            (tp.item, &self.item_keys[..n]),
+            (tp.stock, &self.stock_keys[..n]),
+        ]);
         let w_tax = t.get_with(tp.warehouse, &wk, |v| get_u32(v, W_TAX))?.ok_or_else(|| missing("warehouse", &wk))?;
         let (mut d_tax, mut o_id) = (0, 0);
         let r = t.modify(tp.district, &dk, |v| {
@@ -419,11 +422,9 @@ impl<'w> TpccWorker<'w> {
         let i = self.input;
         let mut h_data = [b' '; 24];
         let (wk, dk) = (w_key(i.w), d_key(i.w, i.d));
-        t.prefetch(tp.warehouse, &[wk]);
-        t.prefetch(tp.district, &[dk]);
-        if i.c_last.is_none() {
-            t.prefetch(tp.customer, &[c_key(i.c_w, i.c_d, i.c)]);
-        }
+        let ck = [c_key(i.c_w, i.c_d, i.c)];
+        let by_id = if i.c_last.is_none() { &ck[..] } else { &[] };
+        t.prefetch_many(&[(tp.warehouse, &[wk]), (tp.district, &[dk]), (tp.customer, by_id)]);
         let r = t.modify(tp.warehouse, &wk, |v| {
             put_i64(v, W_YTD, get_i64(v, W_YTD) + i.amount);
             h_data[..10].copy_from_slice(&v[W_NAME..W_NAME + 10]);
