@@ -314,3 +314,17 @@ fn same_key_inserts_race_to_one_winner_ordered() {
         same_key_insert_race(TableSpec::ordered("o"), iso);
     }
 }
+
+/// The same races on an ordered table grouped by the first 7 key bytes
+/// (groups of 256 neighbouring keys, created as the races go).
+#[test]
+fn same_key_inserts_race_to_one_winner_grouped() {
+    for iso in [Isolation::ReadCommitted, Isolation::Serializable] {
+        same_key_insert_race(TableSpec::ordered_grouped("g", 7), iso);
+    }
+}
+
+#[test]
+fn randomized_ops_on_grouped_ordered_index_lose_nothing() {
+    randomized_disjoint_ops(TableSpec::ordered_grouped("g", 7), true);
+}

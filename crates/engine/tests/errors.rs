@@ -92,9 +92,34 @@ fn invalid_schemas_are_refused() {
     db.create_table(TableSpec::ordered("d")).unwrap();
 }
 
-/// Duplicate key on insert; the transaction stays usable.
+/// Duplicate key on insert; the transaction stays usable. The same on an
+/// ordered primary index, where the refused insert leaves nothing behind.
 #[test]
 fn duplicate_key_keeps_transaction_open() {
+    let odb = Database::new(Options::default()).unwrap();
+    for spec in [TableSpec::ordered("o"), TableSpec::ordered_grouped("g", 4)] {
+        let o = odb.create_table(spec).unwrap();
+        let before = odb.stats().versions_alive;
+        odb.run(Isolation::Snapshot, |x| x.insert(o, Key::from(1), b"one")).unwrap();
+        for iso in Isolation::ALL {
+            let mut x = odb.begin(iso).unwrap();
+            assert_eq!(x.insert(o, Key::from(1), b"again"), Err(Error::DuplicateKey));
+            x.insert(o, Key::from(100 + iso as u64), b"ok").unwrap();
+            x.commit().unwrap();
+        }
+        let mut rows = vec![];
+        odb.run(Isolation::Snapshot, |x| {
+            rows.clear();
+            x.scan(odb.primary(o), .., None, |k, v| {
+                rows.push((k.to_u64().unwrap(), v.to_vec()));
+                true
+            })
+        })
+        .unwrap();
+        assert_eq!(rows.len(), 1 + Isolation::ALL.len());
+        assert_eq!(rows[0], (1, b"one".to_vec()), "the refused inserts left no version");
+        assert_eq!(odb.stats().versions_alive, before + rows.len() as u64, "{rows:?}");
+    }
     let (db, t) = db();
     for iso in Isolation::ALL {
         let mut x = db.begin(iso).unwrap();

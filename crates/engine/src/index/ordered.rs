@@ -99,6 +99,25 @@ fn ikey_hash(k: &IKey) -> u64 {
     k.0.hash64() ^ k.1.hash64().rotate_left(17)
 }
 
+/// Pushes `v` (whose link in this index is `link`) at the head of `slot`'s
+/// chain, `head` being the head last seen; false if the slot is retired
+/// (`DEAD`): the caller waits for its removal and uses a fresh entry.
+#[inline]
+fn push(slot: &Slot, link: &AtomicPtr<Version>, v: *mut Version, mut head: *mut Version) -> bool {
+    loop {
+        if head == DEAD {
+            return false;
+        }
+        // Relaxed: `v` is unreachable until the Release CAS below.
+        link.store(head, Ordering::Relaxed);
+        // Release: publish `v` with its contents. Relaxed on failure: retry.
+        match slot.head.compare_exchange_weak(head, v, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(h) => head = h,
+        }
+    }
+}
+
 fn new_list<K, V>() -> SkipList<K, V> {
     SkipList::new(crossbeam_epoch::default_collector().clone())
 }
@@ -302,24 +321,52 @@ impl OrderedIndex {
         let guard = &crossbeam_epoch::pin();
         loop {
             let e = g.list.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
-            let slot = e.value();
-            let mut head = slot.head.load(Ordering::Relaxed);
-            loop {
-                if head == DEAD {
-                    break; // retired: wait for its removal, then use a fresh entry
-                }
-                // Relaxed: `v` is unreachable until the Release CAS below.
-                link.store(head, Ordering::Relaxed);
-                // Release: publish `v` with its contents. Relaxed on failure: retry.
-                match slot.head.compare_exchange_weak(head, v, Ordering::Release, Ordering::Relaxed) {
-                    Ok(_) => {
-                        e.release(guard);
-                        return;
-                    }
-                    Err(h) => head = h,
-                }
-            }
+            // Relaxed: only compared and stored into `v`'s link.
+            let published = push(e.value(), link, v, e.value().head.load(Ordering::Relaxed));
             e.release(guard);
+            if published {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Publishes `v` at the head of the chain for `k` unless `check`,
+    /// called on the versions already in that chain (newest first), returns
+    /// false; returns whether `v` was published. One search finds (or
+    /// creates) the entry for both the check and the link: an insert into
+    /// an ordered primary index checks the key's existing versions first.
+    /// Versions linked between the check and the link are not checked: the
+    /// caller looks at them afterwards, from `v` on.
+    ///
+    /// # Safety
+    /// `v` is a live version not yet linked into this index.
+    pub unsafe fn insert_if(&self, v: *mut Version, k: IKey, mut check: impl FnMut(&Version) -> bool) -> bool {
+        // SAFETY: `v` is live and this link is still private to the caller.
+        let link = unsafe { (*v).link(self.link) };
+        let g = self.group(&self.group_key(&k.0));
+        // Epoch pin: the entry and the chain stay allocated while we use them.
+        let guard = &crossbeam_epoch::pin();
+        loop {
+            let e = g.list.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
+            let slot = e.value();
+            // Acquire: the chain's versions are read below.
+            let head = slot.head.load(Ordering::Acquire);
+            let mut p = head;
+            while !p.is_null() && p != DEAD {
+                // SAFETY: chain members are freed only after an epoch has passed.
+                let w = unsafe { &*p };
+                if !check(w) {
+                    e.release(guard);
+                    return false;
+                }
+                p = self.next(w);
+            }
+            let published = push(slot, link, v, head);
+            e.release(guard);
+            if published {
+                return true;
+            }
             std::thread::yield_now();
         }
     }

@@ -63,7 +63,7 @@ use crate::error::AbortReason;
 use crate::gc::Garbage;
 use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
 use crate::key::Key;
-use crate::storage::table::Table;
+use crate::storage::table::{IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{txn_word, Word, INFINITY};
 use crate::txn::table::{TxnSlot, TxnState};
@@ -496,7 +496,7 @@ impl<'db> Transaction<'db> {
         // cannot see is a concurrent writer of this key.
         let mut dup = ptr::null_mut();
         let mut conflict = false;
-        t.indexes[0].for_each_eq(&key, |v| {
+        let mut precheck = |v: &Version| {
             if !v.key_eq(&key) {
                 return true;
             }
@@ -506,7 +506,28 @@ impl<'db> Transaction<'db> {
             }
             conflict |= is_competing(v, rt, &me);
             !conflict
-        });
+        };
+        let nv = match &t.indexes[0].imp {
+            // An ordered primary: one search finds the key's entry for both
+            // the check and the link.
+            IndexImpl::Ordered(o) => {
+                let nv = Version::alloc(key, t.indexes.len(), value, self.word).as_ptr();
+                // SAFETY: `nv` is fresh, initialised and unlinked.
+                if unsafe { o.insert_if(nv, (key, Key::EMPTY), precheck) } {
+                    // SAFETY: as above; linked into the primary index only.
+                    unsafe { t.link_secondaries(nv) };
+                    Some(nv)
+                } else {
+                    // SAFETY: never published: no other thread can have seen it.
+                    unsafe { Version::free(nv) };
+                    None
+                }
+            }
+            IndexImpl::Hash(_) => {
+                t.indexes[0].for_each_eq(&key, &mut precheck);
+                None
+            }
+        };
         if !dup.is_null() {
             // The caller learnt that the row exists: a read to validate.
             if self.track_reads {
@@ -517,10 +538,13 @@ impl<'db> Transaction<'db> {
         if conflict {
             return Err(self.abort_with(AbortReason::WriteConflict));
         }
-        let nv = Version::alloc(key, t.indexes.len(), value, self.word).as_ptr();
+        let nv = nv.unwrap_or_else(|| {
+            let nv = Version::alloc(key, t.indexes.len(), value, self.word).as_ptr();
+            // SAFETY: `nv` is fresh, initialised and unlinked.
+            unsafe { t.link_all(nv) };
+            nv
+        });
         self.created += 1;
-        // SAFETY: `nv` is fresh, initialised and unlinked.
-        unsafe { t.link_all(nv) };
         self.local().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
         if self.recording {
             self.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });

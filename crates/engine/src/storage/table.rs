@@ -271,13 +271,32 @@ impl Table {
     /// # Safety
     /// `v` is live, fully initialised, and not linked yet.
     pub(crate) unsafe fn link_all(&self, v: *mut Version) {
+        // SAFETY: forwarded contract.
+        unsafe { self.link_from(v, 0) }
+    }
+
+    /// Links a new version into every index but the primary one, where
+    /// the caller linked it already ([`OrderedIndex::insert_if`]).
+    ///
+    /// # Safety
+    /// `v` is live, fully initialised, linked into the primary index only.
+    pub(crate) unsafe fn link_secondaries(&self, v: *mut Version) {
+        // SAFETY: forwarded contract.
+        unsafe { self.link_from(v, 1) }
+    }
+
+    /// Links `v` into the indexes from number `first` on.
+    ///
+    /// # Safety
+    /// `v` is live, fully initialised, and not linked into those indexes.
+    unsafe fn link_from(&self, v: *mut Version, first: usize) {
         // SAFETY: `v` is live per the contract.
         let r = unsafe { &*v };
         // Relaxed: a hint; once set it is only read, so the line stays shared.
         if self.row_hint.load(Ordering::Relaxed) == 0 {
             self.row_hint.store(r.footprint(), Ordering::Relaxed);
         }
-        for ix in &self.indexes {
+        for ix in &self.indexes[first..] {
             match &ix.imp {
                 // SAFETY: forwarded contract.
                 IndexImpl::Hash(h) => unsafe { h.insert(v, ix.hash_of(r)) },
