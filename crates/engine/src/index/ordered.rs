@@ -27,6 +27,10 @@
 //! after the version it replaces (`insert_after`), which needs no skip-list
 //! search. Readers take the visible version wherever it sits in the chain.
 //!
+//! Every version also records, in a word of its own, the slot of its chain
+//! (set before the version is published, copied by `insert_after`): garbage
+//! collection unlinks a version from that slot directly, with no search.
+//!
 //! A slot whose chain becomes empty is retired by garbage collection: the
 //! unlinker, holding the chain's stripe lock, swaps the null head for the
 //! `DEAD` marker and removes the entry. An inserter that finds `DEAD` waits for
@@ -92,6 +96,10 @@ pub struct OrderedIndex {
     /// each group's creator once the group is in `groups`.
     front: Box<[AtomicPtr<Group>]>,
     link: usize,
+    /// The version word holding the [`Slot`] of the version's chain here
+    /// (stored as a pointer): garbage collection unlinks a version from
+    /// its slot without searching for the entry.
+    slot_word: usize,
     stripes: Stripes,
 }
 
@@ -125,13 +133,14 @@ fn new_list<K, V>() -> SkipList<K, V> {
 impl OrderedIndex {
     /// An empty index owning version link `link`, grouping its entries by
     /// the first `prefix` bytes of their keys (0: no grouping).
-    pub fn new(link: usize, prefix: usize) -> OrderedIndex {
+    pub fn new(link: usize, slot_word: usize, prefix: usize) -> OrderedIndex {
         let buckets = if prefix == 0 { 1 } else { FRONT_BUCKETS };
         OrderedIndex {
             prefix,
             groups: new_list(),
             front: (0..buckets).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
             link,
+            slot_word,
             stripes: Stripes::new(),
         }
     }
@@ -222,6 +231,13 @@ impl OrderedIndex {
         }
         // SAFETY: groups are never removed nor freed before the index is dropped.
         unsafe { &*g }
+    }
+
+    /// Records in `v` the slot whose chain it is about to join.
+    #[inline]
+    fn set_slot(&self, v: &Version, slot: &Slot) {
+        // Relaxed: published with `v` by the Release CAS that links it.
+        v.link(self.slot_word).store(slot as *const Slot as *mut Version, Ordering::Relaxed);
     }
 
     /// The version after `v` in this index's chain.
@@ -321,6 +337,8 @@ impl OrderedIndex {
         let guard = &crossbeam_epoch::pin();
         loop {
             let e = g.list.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
+            // SAFETY: `v` is live and still private to the caller.
+            self.set_slot(unsafe { &*v }, e.value());
             // Relaxed: only compared and stored into `v`'s link.
             let published = push(e.value(), link, v, e.value().head.load(Ordering::Relaxed));
             e.release(guard);
@@ -362,6 +380,8 @@ impl OrderedIndex {
                 }
                 p = self.next(w);
             }
+            // SAFETY: `v` is live and still private to the caller.
+            self.set_slot(unsafe { &*v }, slot);
             let published = push(slot, link, v, head);
             e.release(guard);
             if published {
@@ -393,6 +413,12 @@ impl OrderedIndex {
         let succ = ol.load(Ordering::Acquire);
         // Relaxed: `v` is unreachable until the Release store below.
         vl.store(succ, Ordering::Relaxed);
+        // SAFETY: both are live per the contract. Relaxed: `old`'s word was
+        // published with `old`; `v`'s is published by the store below.
+        unsafe {
+            let slot = (*old).link(self.slot_word).load(Ordering::Relaxed);
+            (*v).link(self.slot_word).store(slot, Ordering::Relaxed);
+        }
         // Release: publish `v` with its contents to readers walking the chain.
         ol.store(v, Ordering::Release);
     }
@@ -404,11 +430,17 @@ impl OrderedIndex {
     /// freed only after an epoch has passed.
     pub unsafe fn unlink(&self, v: *mut Version, k: &IKey) -> bool {
         let _g = self.stripes.lock(ikey_hash(k));
-        let Some(g) = self.find_group(&self.group_key(&k.0)) else { return false };
-        // Epoch pin: the entry stays allocated while we use it.
-        let guard = &crossbeam_epoch::pin();
-        let Some(e) = g.list.get(k, guard) else { return false };
-        let slot = e.value();
+        // Acquire: the slot word was published with `v`.
+        // SAFETY: `v` is live per the contract.
+        let sp = unsafe { &*v }.link(self.slot_word).load(Ordering::Acquire) as *const Slot;
+        debug_assert!(!sp.is_null(), "a linked version knows its slot");
+        if sp.is_null() {
+            return false;
+        }
+        // SAFETY: `v` is in this slot's chain, and a slot leaves the index
+        // (to be freed after an epoch) only once its chain is empty, which
+        // takes this stripe lock: it is alive.
+        let slot = unsafe { &*sp };
         // SAFETY: `v` is live per the contract.
         let succ = unsafe { (*v).link(self.link).load(Ordering::Acquire) };
         let mut found = false;
@@ -432,7 +464,13 @@ impl OrderedIndex {
         }
         // AcqRel: retiring must not race an insert's CAS on the same head word.
         if slot.head.compare_exchange(ptr::null_mut(), DEAD, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-            e.remove();
+            // Only now a search: the entry leaves the index.
+            let guard = &crossbeam_epoch::pin();
+            let e = self.find_group(&self.group_key(&k.0)).and_then(|g| g.list.get(k, guard));
+            debug_assert!(e.as_ref().is_some_and(|e| ptr::eq(e.value(), slot)), "the retired slot is the entry's");
+            if let Some(e) = e {
+                e.remove();
+            }
         }
         found
     }
@@ -503,9 +541,9 @@ mod tests {
         let model: BTreeSet<Key> = keys.iter().copied().collect();
         let bounds: Vec<Key> = small_keys(40, 77);
         for prefix in [0, 1, 2, 3, 32] {
-            let ix = OrderedIndex::new(0, prefix);
+            let ix = OrderedIndex::new(0, 1, prefix);
             for k in &model {
-                let v = Version::alloc(*k, 1, b"", 2).as_ptr();
+                let v = Version::alloc(*k, 2, b"", 2).as_ptr();
                 // SAFETY: fresh version, linked once.
                 unsafe { ix.insert(v, (*k, Key::EMPTY)) };
             }
@@ -549,7 +587,7 @@ mod tests {
     /// The one-group shortcut is taken exactly for scans inside one prefix.
     #[test]
     fn one_group_scans_are_recognised() {
-        let ix = OrderedIndex::new(0, 3);
+        let ix = OrderedIndex::new(0, 1, 3);
         let k = |b: &[u8]| Key::from_bytes(b).unwrap();
         let (lo, end) = (k(&[1, 2, 3]), k(&[1, 2, 4]));
         assert!(ix.in_one_group(Bound::Included(&lo), Bound::Excluded(&end)));
@@ -559,7 +597,7 @@ mod tests {
         assert!(!ix.in_one_group(Bound::Included(&lo), Bound::Unbounded));
         assert!(!ix.in_one_group(Bound::Unbounded, Bound::Excluded(&end)));
         assert!(ix.in_one_group(Bound::Included(&k(&[255, 255, 255])), Bound::Unbounded), "nothing is past it");
-        assert!(OrderedIndex::new(0, 0).in_one_group(Bound::Included(&lo), Bound::Unbounded), "one group in all");
+        assert!(OrderedIndex::new(0, 1, 0).in_one_group(Bound::Included(&lo), Bound::Unbounded), "one group in all");
     }
 
     /// Threads creating the same groups at once end with one group per
@@ -570,7 +608,7 @@ mod tests {
     fn concurrent_inserts_into_new_groups() {
         const THREADS: u64 = 4;
         const PER: u64 = 2_000;
-        let ix = OrderedIndex::new(0, 11);
+        let ix = OrderedIndex::new(0, 1, 11);
         // Key: 7-byte prefix (a new one every other key, so that all the
         // threads, started together, race to create the same groups), then
         // the thread and a counter.
@@ -598,7 +636,7 @@ mod tests {
                         for i in 0..PER {
                             let _g = crossbeam_epoch::pin();
                             let k = key(t, i);
-                            let v = Version::alloc(k, 1, b"", 2).as_ptr();
+                            let v = Version::alloc(k, 2, b"", 2).as_ptr();
                             // SAFETY: fresh version, linked once.
                             unsafe { ix.insert(v, (k, Key::EMPTY)) };
                         }
@@ -646,7 +684,7 @@ mod tests {
         }
         assert_eq!(ix.len(), 0, "every emptied entry was retired");
         let k = key(0, 5);
-        let v = Version::alloc(k, 1, b"", 2).as_ptr();
+        let v = Version::alloc(k, 2, b"", 2).as_ptr();
         // SAFETY: fresh version, linked once.
         unsafe { ix.insert(v, (k, Key::EMPTY)) };
         assert_eq!(ix.head(&(k, Key::EMPTY)), v);

@@ -511,7 +511,7 @@ impl<'db> Transaction<'db> {
             // An ordered primary: one search finds the key's entry for both
             // the check and the link.
             IndexImpl::Ordered(o) => {
-                let nv = Version::alloc(key, t.indexes.len(), value, self.word).as_ptr();
+                let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
                 // SAFETY: `nv` is fresh, initialised and unlinked.
                 if unsafe { o.insert_if(nv, (key, Key::EMPTY), precheck) } {
                     // SAFETY: as above; linked into the primary index only.
@@ -539,7 +539,7 @@ impl<'db> Transaction<'db> {
             return Err(self.abort_with(AbortReason::WriteConflict));
         }
         let nv = nv.unwrap_or_else(|| {
-            let nv = Version::alloc(key, t.indexes.len(), value, self.word).as_ptr();
+            let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
             // SAFETY: `nv` is fresh, initialised and unlinked.
             unsafe { t.link_all(nv) };
             nv
@@ -615,7 +615,7 @@ impl<'db> Transaction<'db> {
             return self.not_found(table, key);
         }
         // SAFETY: found under the epoch guard, which is still held.
-        let nv = Version::alloc(*key, t.indexes.len(), unsafe { &*v }.value(), self.word);
+        let nv = Version::alloc(*key, t.link_words(), unsafe { &*v }.value(), self.word);
         // SAFETY: `nv` is fresh and not yet linked anywhere: ours alone.
         f(unsafe { Version::value_mut(nv) });
         if let Err(e) = self.claim(v) {
@@ -667,7 +667,7 @@ impl<'db> Transaction<'db> {
     fn install(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, value: Option<&[u8]>) -> Result<()> {
         self.claim(v)?;
         let new = match value {
-            Some(val) => Version::alloc(*key, t.indexes.len(), val, self.word).as_ptr(),
+            Some(val) => Version::alloc(*key, t.link_words(), val, self.word).as_ptr(),
             None => ptr::null_mut(),
         };
         self.publish(t, table, key, v, new);

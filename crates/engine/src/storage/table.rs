@@ -233,6 +233,8 @@ pub(crate) struct Table {
     pub(crate) id: u32,
     pub(crate) name: String,
     pub(crate) indexes: Vec<Index>,
+    /// Link words of each version (see [`Table::link_words`]).
+    link_words: usize,
     /// Bytes of the first version linked into the table (0 before): how
     /// much of a row [`crate::Transaction::prefetch`] asks the cache for.
     /// Exact for fixed-layout rows, a guess for the others.
@@ -251,10 +253,20 @@ impl Table {
         for (_, kind, _) in &spec.secondary {
             kind.check()?;
         }
-        let make = |kind: IndexKind, link: usize| match kind {
-            IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link)),
-            IndexKind::Ordered => IndexImpl::Ordered(Box::new(OrderedIndex::new(link, 0))),
-            IndexKind::OrderedGrouped { prefix } => IndexImpl::Ordered(Box::new(OrderedIndex::new(link, prefix))),
+        // A version's words: a chain link per index, then a slot word per
+        // ordered index (see `OrderedIndex`), numbered from `n`.
+        let n = spec.secondary.len() + 1;
+        let mut slot_word = n;
+        let mut make = |kind: IndexKind, link: usize| {
+            let mut ordered = |prefix| {
+                slot_word += 1;
+                IndexImpl::Ordered(Box::new(OrderedIndex::new(link, slot_word - 1, prefix)))
+            };
+            match kind {
+                IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link)),
+                IndexKind::Ordered => ordered(0),
+                IndexKind::OrderedGrouped { prefix } => ordered(prefix),
+            }
         };
         let mut indexes = vec![Index { name: "primary".into(), imp: make(spec.primary, 0), key_fn: None }];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {
@@ -263,7 +275,7 @@ impl Table {
             }
             indexes.push(Index { name: name.clone(), imp: make(*kind, i + 1), key_fn: Some(*f) });
         }
-        Ok(Table { id, name: spec.name.clone(), indexes, row_hint: AtomicUsize::new(0) })
+        Ok(Table { id, name: spec.name.clone(), indexes, link_words: slot_word, row_hint: AtomicUsize::new(0) })
     }
 
     /// Links a new version into every index.
@@ -304,6 +316,14 @@ impl Table {
                 IndexImpl::Ordered(o) => unsafe { o.insert(v, ix.ikey(r)) },
             }
         }
+    }
+
+    /// The link words each version of this table carries
+    /// ([`Version::alloc`]'s `n_links`): one chain link per index, and one
+    /// word per ordered index for the slot heading the version's chain.
+    #[inline]
+    pub(crate) fn link_words(&self) -> usize {
+        self.link_words
     }
 
     /// Bytes of a typical row of this table, to prefetch (at most 1 KiB;
@@ -399,8 +419,8 @@ mod tests {
     fn row_hint_follows_the_first_row() {
         let t = Table::new(0, &TableSpec::hash("t", 16)).unwrap();
         assert_eq!(t.row_hint(), 64);
-        let a = Version::alloc(Key::from(1), 1, &[0u8; 300], 2).as_ptr();
-        let b = Version::alloc(Key::from(2), 1, &[0u8; 20], 2).as_ptr();
+        let a = Version::alloc(Key::from(1), t.link_words(), &[0u8; 300], 2).as_ptr();
+        let b = Version::alloc(Key::from(2), t.link_words(), &[0u8; 20], 2).as_ptr();
         // SAFETY: fresh, unlinked versions; the table is ours alone.
         unsafe {
             t.link_all(a);
@@ -409,7 +429,7 @@ mod tests {
         // SAFETY: `a` is live.
         assert_eq!(t.row_hint(), unsafe { &*a }.footprint(), "the first row sets it; later ones do not");
         let w = Table::new(1, &TableSpec::hash("w", 16)).unwrap();
-        let big = Version::alloc(Key::from(1), 1, &[0u8; 4000], 2).as_ptr();
+        let big = Version::alloc(Key::from(1), w.link_words(), &[0u8; 4000], 2).as_ptr();
         // SAFETY: as above.
         unsafe { w.link_all(big) };
         assert_eq!(w.row_hint(), 1024);

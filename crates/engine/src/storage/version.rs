@@ -15,7 +15,9 @@
 //! the version once its bucket is in cache.
 //!
 //! `link[i]` chains the version into index `i` of its table (the paper's "Hash
-//! ptr" field, one per index): every version is linked into every index. Key
+//! ptr" field, one per index): every version is linked into every index.
+//! Tables with ordered indexes add one word per ordered index after the
+//! links, holding the slot that heads the version's chain there. Key
 //! and value are immutable once the version is published; only Begin, End and
 //! the links change, and only by atomic operations.
 

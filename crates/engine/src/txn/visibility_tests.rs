@@ -740,7 +740,7 @@ impl<'a> FakeWriter<'a> {
         o.end.compare_exchange(INFINITY, txn_word(id), Ordering::SeqCst, Ordering::SeqCst).unwrap();
         let new = match value {
             Some(val) => {
-                let nv = Version::alloc(key, t.indexes.len(), val, txn_word(id)).as_ptr();
+                let nv = Version::alloc(key, t.link_words(), val, txn_word(id)).as_ptr();
                 // SAFETY: fresh, initialised, unlinked.
                 unsafe { t.link_all(nv) };
                 nv
