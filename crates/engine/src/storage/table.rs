@@ -17,7 +17,9 @@ pub type KeyFn = fn(pk: &Key, value: &[u8]) -> Key;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexKind {
     /// Lock-free hash index with a fixed bucket array of at least `capacity`
-    /// buckets (equality lookups; full scans visit every bucket).
+    /// buckets (equality lookups; full scans visit every bucket). Small
+    /// ones (a capacity up to 256) get eight buckets per key, a cache line
+    /// each: their rows are few and hot.
     Hash {
         /// Expected number of distinct keys.
         capacity: usize,
