@@ -352,8 +352,8 @@ impl<'db> Transaction<'db> {
     pub fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
         let hashed = |table: TableId| match self.db.table_ref(table) {
             Ok(t) => match &t.indexes[0].imp {
-                crate::storage::table::IndexImpl::Hash(h) => Some((t, h)),
-                crate::storage::table::IndexImpl::Ordered(_) => None,
+                IndexImpl::Hash(h) => Some((t, h)),
+                IndexImpl::Ordered(_) => None,
             },
             Err(_) => None,
         };
