@@ -11,9 +11,11 @@
 //! a value the bench parser refuses is refused before anything runs, with
 //! the parser's message.
 //!
-//! Each point's database is dropped before the next point loads, so that
-//! memory does not grow with the number of points (the last one is left to
-//! the process exit).
+//! Every run is a `multiverse bench` process of its own (this executable,
+//! its JSON record read back), as a run of `bench` is: no run inherits the
+//! allocator state, retained memory or deferred garbage of the runs before
+//! it. Run in one process, one after another, the later runs of a TPC-C
+//! comparison came out several percent slower than the first ones.
 
 use crate::bench::{self, BenchArgs};
 use crate::plot;
@@ -24,6 +26,7 @@ use serde_json::{Map, Value};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 /// Most runs one comparison may ask for (lines × values × repeats).
 const MAX_RUNS: usize = 10_000;
@@ -95,7 +98,8 @@ struct RunSummary {
 struct Cell {
     values: Vec<String>,
     line: usize,
-    args: BenchArgs,
+    /// The point's bench flags, as given to its `bench` process.
+    argv: Vec<String>,
     /// The level the point runs at (the line's, or `--isolation`).
     isolation: Isolation,
     runs: Vec<RunSummary>,
@@ -207,7 +211,7 @@ fn point_args(
     line: &Line,
     sweeps: &[Sweep],
     values: &[String],
-) -> Result<BenchArgs, String> {
+) -> Result<(Vec<String>, BenchArgs), String> {
     let replaced = |id: &str| {
         id == "protocol" || (id == "isolation" && line.isolation.is_some()) || sweeps.iter().any(|s| s.id == id)
     };
@@ -223,7 +227,56 @@ fn point_args(
     let args = PointCli::try_parse_from(&argv).map_err(|e| clap_line(&e))?.b;
     let workload = multiverse_workloads::check_name(&args.workload)?;
     bench::wl::refuse_foreign_flags(&args, workload)?;
-    Ok(args)
+    argv.remove(0);
+    Ok((argv, args))
+}
+
+/// Runs one point as a `multiverse bench` process of its own and returns
+/// its JSON record (the process writes it to a temporary file; `n` numbers
+/// the run).
+fn run_point(argv: &[String], show: bool, n: usize) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the multiverse executable: {e}"))?;
+    let json = std::env::temp_dir().join(format!("multiverse-compare-{}-{n}.json", std::process::id()));
+    let r = run_into(&exe, argv, show, &json);
+    let _ = std::fs::remove_file(&json);
+    r
+}
+
+fn run_into(exe: &Path, argv: &[String], show: bool, json: &Path) -> Result<Value, String> {
+    let out = Command::new(exe)
+        .arg("bench")
+        .args(argv)
+        .arg(format!("--json={}", json.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        // On a terminal the run shows its progress bars; otherwise its
+        // error message is kept for ours.
+        .stderr(if show { Stdio::inherit() } else { Stdio::piped() })
+        .output()
+        .map_err(|e| format!("cannot start a bench run: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = last.trim().trim_start_matches("multiverse: ");
+        return Err(if last.is_empty() { format!("the bench run failed ({})", out.status) } else { last.to_string() });
+    }
+    let text = std::fs::read_to_string(json).map_err(|e| format!("cannot read the run's record: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("the run's record is not JSON: {e}"))
+}
+
+/// The summary of a run from its JSON record.
+fn summary(rec: &Value) -> Result<RunSummary, String> {
+    let f = |v: &Value, name: &str| v.as_f64().ok_or_else(|| format!("the run's record lacks {name}"));
+    let (committed, aborted) = (f(&rec["committed"], "committed")?, f(&rec["aborted"], "aborted")?);
+    let (cpu_s, secs, threads) =
+        (f(&rec["cpu_s"], "cpu_s")?, f(&rec["duration_s"], "duration_s")?, f(&rec["threads"], "threads")?);
+    Ok(RunSummary {
+        tps: f(&rec["throughput_tps"], "throughput_tps")?,
+        abort_pct: if committed + aborted == 0.0 { 0.0 } else { 100.0 * aborted / (committed + aborted) },
+        p50_us: f(&rec["latency_us"]["p50"], "latency_us.p50")?,
+        p99_us: f(&rec["latency_us"]["p99"], "latency_us.p99")?,
+        cpu_share: cpu_s / (secs * threads).max(1e-9),
+    })
 }
 
 /// `threads=2 theta=0.5`.
@@ -302,7 +355,7 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
     let mut cells = Vec::new();
     for values in &grid {
         for (li, line) in lines.iter().enumerate() {
-            let args = point_args(&base, line, &sweeps, values).map_err(|e| {
+            let (argv, args) = point_args(&base, line, &sweeps, values).map_err(|e| {
                 let at = point_text(&sweeps, values);
                 if at.is_empty() {
                     format!("{}: {e}", line.label)
@@ -311,7 +364,7 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
                 }
             })?;
             let isolation = bench::parse_isolation(&args.isolation, line.protocol)?;
-            cells.push(Cell { values: values.clone(), line: li, args, isolation, runs: Vec::with_capacity(repeat) });
+            cells.push(Cell { values: values.clone(), line: li, argv, isolation, runs: Vec::with_capacity(repeat) });
         }
     }
     let workload = a.bench.workload.clone();
@@ -368,25 +421,8 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
             if show {
                 eprintln!("[{done}/{total}] {what}");
             }
-            let (meas, db) = bench::run_args(&cell.args, show).map_err(|e| format!("{what}: {e}"))?;
-            let verdict =
-                if cell.args.verify { crate::check::verify(&db.take_history(), meas.isolation) } else { Ok(()) };
-            if done == total {
-                bench::exit_without_drop(db);
-            } else {
-                // Free this point's data before the next one loads.
-                drop(db);
-            }
-            verdict.map_err(|e| format!("{what}: {e}"))?;
-            let r = &meas.run;
-            let attempts = r.committed + r.aborts.total();
-            let sum = RunSummary {
-                tps: r.throughput(),
-                abort_pct: if attempts == 0 { 0.0 } else { 100.0 * r.aborts.total() as f64 / attempts as f64 },
-                p50_us: r.latency_us(0.50),
-                p99_us: r.latency_us(0.99),
-                cpu_share: r.cpu_share(meas.threads),
-            };
+            let mut rec = run_point(&cell.argv, show, done).map_err(|e| format!("{what}: {e}"))?;
+            let sum = summary(&rec).map_err(|e| format!("{what}: {e}"))?;
             if show {
                 eprintln!(
                     "[{done}/{total}] {what}: {} txn/s, {:.2}% aborted",
@@ -394,8 +430,6 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
                     sum.abort_pct
                 );
             }
-            let mut rec =
-                serde_json::to_value(bench::report::json(&meas)).map_err(|e| format!("cannot encode JSON: {e}"))?;
             if let Value::Object(o) = &mut rec {
                 let sweep: Map<String, Value> =
                     sweeps.iter().zip(&cell.values).map(|(s, v)| (s.name.clone(), Value::from(v.as_str()))).collect();
@@ -690,10 +724,15 @@ mod tests {
         assert!(base.iter().any(|(_, a)| a == "--no-prefetch") && base.iter().any(|(_, a)| a == "--rows=1k"));
         let sweeps = vec![parse_sweep("threads=1,2").unwrap()];
         let lines = parse_lines("mv-occ,mv-occ@serializable", "snapshot").unwrap();
-        let a = point_args(&base, &lines[0], &sweeps, &["2".into()]).unwrap();
+        let (argv, a) = point_args(&base, &lines[0], &sweeps, &["2".into()]).unwrap();
         assert_eq!((a.threads, a.rows, a.isolation.as_str()), (Some(2), Some(1000), "snapshot"));
         assert!(a.hekaton.no_prefetch);
-        let a = point_args(&base, &lines[1], &sweeps, &["1".into()]).unwrap();
+        // The run's own process gets the flags that were parsed here.
+        for flag in ["--rows=1k", "--no-prefetch", "--protocol=mv-occ", "--threads=2"] {
+            assert!(argv.iter().any(|x| x == flag), "{flag} in {argv:?}");
+        }
+        assert!(!argv.iter().any(|x| x.starts_with("--threads=1")) && !argv[0].contains("compare"), "{argv:?}");
+        let (_, a) = point_args(&base, &lines[1], &sweeps, &["1".into()]).unwrap();
         assert_eq!((a.threads, a.isolation.as_str()), (Some(1), "serializable"));
         let e = point_args(&base, &lines[0], &sweeps, &["0".into()]).unwrap_err();
         assert!(e.contains("--threads") && !e.contains('\n') && !e.starts_with("error"), "{e}");

@@ -285,6 +285,21 @@ fn bad_comparisons_are_refused_before_running() {
     assert!(!o.status.success() && text(&o.stderr).starts_with("error:") && text(&o.stderr).contains("--repeat"));
 }
 
+/// Every run is a bench process of its own: a run that fails says why, on
+/// one line, and the comparison stops with a non-zero exit.
+#[test]
+fn a_failing_run_reports_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = multiverse(
+        &["compare", "--rows", "1000000000000", "--duration", "0.2", "--protocols", "mv-occ"],
+        &[("MULTIVERSE_OUT_DIR", dir.path())],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("mv-occ: --rows 1,000,000,000,000 needs about") && !err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+}
+
 #[test]
 fn help_lists_compare_and_bench_flags() {
     let o = multiverse(&["compare", "--help"], &[]);
