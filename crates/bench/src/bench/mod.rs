@@ -202,6 +202,9 @@ pub(crate) struct Measurement {
     pub run: RunResult,
     pub stats_end: Stats,
     pub peak_rss: u64,
+    /// Minor page faults and resident-set growth during the measured run.
+    pub run_faults: u64,
+    pub run_rss_growth: i64,
     /// What the workload's consistency check verified after the run (empty if nothing).
     pub consistency: String,
 }
@@ -323,7 +326,10 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         seed: c.seed,
         show_progress: c.show,
     };
+    let (faults_before, rss_before_run) = (sys::minor_faults(), sys::rss_bytes());
     let run = harness::run(db, w, cfg)?;
+    let run_faults = sys::minor_faults().saturating_sub(faults_before);
+    let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
     let stats_end = db.stats();
     let consistency = w.check_consistency(db).map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
     Ok(Measurement {
@@ -339,6 +345,8 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         run,
         stats_end,
         peak_rss: sys::peak_rss_bytes(),
+        run_faults,
+        run_rss_growth,
         consistency,
     })
 }

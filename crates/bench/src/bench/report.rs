@@ -131,6 +131,13 @@ pub fn summary(m: &Measurement) -> String {
         l.bytes_per_row(),
         int(m.stats_end.versions_alive)
     );
+    let _ = writeln!(
+        s,
+        "             during the run: {} minor page faults, resident set {}{}",
+        int(m.run_faults),
+        if m.run_rss_growth < 0 { "-" } else { "+" },
+        bytes(m.run_rss_growth.unsigned_abs())
+    );
     if r.per_type.len() > 1 {
         let _ = writeln!(
             s,
@@ -254,6 +261,10 @@ pub struct Record {
     /// `--prefault`: bytes touched after loading (0: off) and the seconds it took.
     prefault_bytes: u64,
     prefault_s: f64,
+    /// Minor page faults during the measured run, and how much the resident
+    /// set grew (negative: shrank) over it.
+    run_page_faults: u64,
+    run_rss_growth_bytes: i64,
     garbage_pending_end: u64,
     cpus: usize,
     /// Worker CPU time and time spent waiting for a CPU (other load on the machine).
@@ -307,6 +318,8 @@ pub fn json(m: &Measurement) -> Record {
         rss_after_load_bytes: l.rss_after,
         prefault_bytes: m.prefault.map_or(0, |p| p.0),
         prefault_s: m.prefault.map_or(0.0, |p| p.1.as_secs_f64()),
+        run_page_faults: m.run_faults,
+        run_rss_growth_bytes: m.run_rss_growth,
         garbage_pending_end: m.stats_end.garbage_pending,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_s: r.cpu_s,

@@ -19,6 +19,14 @@ pub fn rss_bytes() -> u64 {
     proc_kb("/proc/self/status", "VmRSS").unwrap_or(0)
 }
 
+/// Minor page faults of this process so far (field 10 of `/proc/self/stat`).
+pub fn minor_faults() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/stat") else { return 0 };
+    // The command name (field 2) may hold spaces: count fields after its ')'.
+    let Some(rest) = s.rfind(')').map(|i| &s[i + 1..]) else { return 0 };
+    rest.split_whitespace().nth(7).and_then(|x| x.parse().ok()).unwrap_or(0)
+}
+
 /// Memory the kernel says is available for new allocations, in bytes.
 pub fn mem_available_bytes() -> Option<u64> {
     proc_kb("/proc/meminfo", "MemAvailable")
@@ -78,6 +86,10 @@ mod tests {
         if std::path::Path::new("/proc/self/status").exists() {
             assert!(rss_bytes() > 0);
             assert!(peak_rss_bytes() >= rss_bytes() / 2);
+            let before = minor_faults();
+            let v = std::hint::black_box(vec![1u8; 8 << 20]);
+            assert!(minor_faults() > before, "touching 8 MiB of fresh memory faults");
+            drop(v);
         }
         assert!(!GIT_COMMIT.is_empty());
     }
