@@ -174,7 +174,7 @@ fn unknown_protocol_fails_with_one_line() {
 
 #[test]
 fn unimplemented_protocol_fails_with_one_line() {
-    assert_fails(&shell(&["--protocol", "mv-lock"], b"t1 get 1\n"), "protocol 'mv-lock' is not available");
+    assert_fails(&shell(&["--protocol", "silo"], b"t1 get 1\n"), "protocol 'silo' is not available");
 }
 
 #[test]

@@ -35,7 +35,7 @@ fn setup(protocol: Protocol, faults: Faults) -> Setup {
     let db = Database::new(Options { protocol, record_history: true, faults, ..Options::default() }).unwrap();
     let hash = db.create_table(TableSpec::hash("h", 64)).unwrap();
     let ordered = db.create_table(TableSpec::ordered("o")).unwrap();
-    db.run(Isolation::Serializable, |t| {
+    db.run(protocol.strongest(), |t| {
         for k in 0..INITIAL {
             t.insert(hash, Key::from(k), &value(99, k))?;
             t.insert(ordered, Key::from(k), &value(99, k))?;
@@ -134,6 +134,7 @@ fn every_protocol_keeps_every_level_it_claims() {
     for p in Protocol::available() {
         for &iso in p.isolation_levels() {
             let report = run(p, iso, Faults::default(), n);
+            eprintln!("{p} {iso}: {}", report.stats.committed);
             if !report.ok() {
                 let forbidden: Vec<String> = report.forbidden().map(|a| a.to_string()).collect();
                 panic!("{p} at {iso}: {}\n{}", report.forbidden_count(), forbidden.join("\n"));

@@ -21,16 +21,28 @@ pub enum AbortReason {
     CommitDependency = 3,
     /// The user called `abort`, or dropped the transaction while it was active.
     User = 4,
+    /// MV/L: a read lock was refused — NoMoreReadLocks was set or the
+    /// version already had the most read locks (VLDB 2011 section 4.1.1).
+    ReadLock = 5,
+    /// MV/L: a wait-for dependency could not be installed because the other
+    /// transaction had set NoMoreWaitFors (section 4.2).
+    WaitFor = 6,
+    /// Chosen as the victim to break a deadlock of wait-for dependencies
+    /// (section 4.4).
+    Deadlock = 7,
 }
 
 impl AbortReason {
     /// All reasons, in a fixed order.
-    pub const ALL: [AbortReason; 5] = [
+    pub const ALL: [AbortReason; 8] = [
         AbortReason::WriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
         AbortReason::CommitDependency,
         AbortReason::User,
+        AbortReason::ReadLock,
+        AbortReason::WaitFor,
+        AbortReason::Deadlock,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
@@ -43,6 +55,9 @@ impl AbortReason {
             AbortReason::Phantom => "phantom",
             AbortReason::CommitDependency => "commit-dependency",
             AbortReason::User => "user",
+            AbortReason::ReadLock => "read-lock",
+            AbortReason::WaitFor => "wait-for",
+            AbortReason::Deadlock => "deadlock",
         }
     }
 

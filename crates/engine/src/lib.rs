@@ -124,13 +124,15 @@ impl Protocol {
 
     /// True if this build implements the protocol.
     pub fn is_available(self) -> bool {
-        matches!(self, Protocol::MvOcc)
+        matches!(self, Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed)
     }
 
     /// The isolation levels the protocol offers, weakest first.
     pub fn isolation_levels(self) -> &'static [Isolation] {
         match self {
-            Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL,
+            Protocol::MvOcc => &Isolation::ALL,
+            // Serializable MV/L needs bucket and range locks (section 4.1.2).
+            Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL[..3],
             _ => &[Isolation::Serializable],
         }
     }
@@ -221,6 +223,10 @@ pub struct Options {
     pub max_transactions: usize,
     /// Largest value accepted, in bytes.
     pub max_value_size: usize,
+    /// How long a transaction blocked on wait-for dependencies waits before
+    /// it runs deadlock detection, and then between runs (MV/L, section
+    /// 4.4): a deadlock is broken within about this long.
+    pub deadlock_interval: Duration,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
@@ -248,6 +254,7 @@ impl Default for Options {
             protocol: Protocol::MvOcc,
             max_transactions: 1024,
             max_value_size: 1 << 20,
+            deadlock_interval: Duration::from_millis(1),
             record_history: false,
             faults: Faults::default(),
         }
@@ -282,11 +289,28 @@ pub struct AccessSet {
     pub writes: Vec<(TableId, Key)>,
 }
 
+/// How a Hekaton transaction keeps its reads valid (section 4.5: both kinds
+/// run side by side under `mv-mixed`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// The protocol's choice: optimistic under `mv-occ`, pessimistic under
+    /// `mv-lock`; under `mv-mixed`, alternating with the transaction id (so
+    /// any workload runs both kinds at once).
+    #[default]
+    Default,
+    /// MV/O: validate at commit (section 3). Refused by `mv-lock`.
+    Optimistic,
+    /// MV/L: lock (section 4). Refused by `mv-occ`.
+    Pessimistic,
+}
+
 /// Options for one transaction.
 #[derive(Clone, Copy, Debug)]
 pub struct TxnOptions<'a> {
     /// Isolation level.
     pub isolation: Isolation,
+    /// Optimistic or pessimistic (Hekaton protocols).
+    pub mode: Mode,
     /// Promise to only read: reads are not tracked, and writes are refused.
     pub read_only: bool,
     /// Optional access declaration.
@@ -296,7 +320,7 @@ pub struct TxnOptions<'a> {
 impl TxnOptions<'_> {
     /// Options for a read-write transaction at `isolation`.
     pub fn new(isolation: Isolation) -> TxnOptions<'static> {
-        TxnOptions { isolation, read_only: false, access: None }
+        TxnOptions { isolation, mode: Mode::Default, read_only: false, access: None }
     }
 }
 
@@ -469,6 +493,18 @@ impl Database {
                 protocol: self.opts.protocol.name().to_string(),
                 isolation: o.isolation.name().to_string(),
             });
+        }
+        let refused = match (self.opts.protocol, o.mode) {
+            (_, Mode::Default) | (Protocol::MvMixed, _) => false,
+            (Protocol::MvOcc, m) => m != Mode::Optimistic,
+            (Protocol::MvLock, m) => m != Mode::Pessimistic,
+            _ => true,
+        };
+        if refused {
+            return Err(Error::InvalidArgument(format!(
+                "protocol {} does not run {:?} transactions",
+                self.opts.protocol, o.mode
+            )));
         }
         let (slot, id) = self.txns.open()?;
         let s = self.txns.slot(slot);

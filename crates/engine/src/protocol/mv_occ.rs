@@ -63,13 +63,14 @@ use crate::error::AbortReason;
 use crate::gc::Garbage;
 use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
 use crate::key::Key;
+use crate::protocol::mv_lock::{read_lock, Locked};
 use crate::storage::table::{IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
-use crate::storage::word::{txn_word, Word, INFINITY};
+use crate::storage::word::{txn_word, writer_of_end, RecordLock, Word, INFINITY, NO_WRITER};
 use crate::txn::table::{TxnSlot, TxnState};
 use crate::txn::visibility::{is_competing, updatable, visible_at, Me, NOW};
 use crate::txn::{Filter, ScanKind, ScanRecord, TxnLocal, WriteEntry};
-use crate::{Database, Error, IndexId, Isolation, Result, TableId, TxnOptions};
+use crate::{Database, Error, IndexId, Isolation, Mode, Protocol, Result, TableId, TxnOptions};
 use crossbeam_utils::Backoff;
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -106,9 +107,9 @@ enum Status {
 ///
 /// [`commit`]: Transaction::commit
 pub struct Transaction<'db> {
-    db: &'db Database,
-    slot: u32,
-    id: u64,
+    pub(crate) db: &'db Database,
+    pub(crate) slot: u32,
+    pub(crate) id: u64,
     /// The id as a Begin/End word.
     word: u64,
     begin_ts: u64,
@@ -118,6 +119,16 @@ pub struct Transaction<'db> {
     track_reads: bool,
     /// ScanSet kept (serializable).
     track_scans: bool,
+    /// MV/L (section 4): a pessimistic transaction; reads at the current
+    /// time except under snapshot isolation, and locks instead of validating.
+    pessimistic: bool,
+    /// Read locks taken (pessimistic repeatable read and serializable).
+    lock_reads: bool,
+    /// Other transactions may lock or impose wait-for dependencies on this
+    /// one (mv-lock and mv-mixed; section 4.5), so it honours them.
+    pub(crate) honour_locks: bool,
+    /// Published something in the slot's `WaitInfo` (reset it at the end).
+    pub(crate) used_waits: bool,
     status: Status,
     /// Versions this transaction allocated (statistics).
     created: u64,
@@ -130,6 +141,21 @@ pub struct Transaction<'db> {
 impl<'db> Transaction<'db> {
     pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, o: TxnOptions<'_>) -> Self {
         let iso = o.isolation;
+        let protocol = db.opts.protocol;
+        // Read-only transactions read a snapshot without locks or validation
+        // under either scheme (section 5.2.1: "the two MV schemes behave
+        // identically"). Under mv-mixed the default alternates with the id's
+        // generation, so every workload runs both kinds side by side.
+        let pessimistic = !o.read_only
+            && match o.mode {
+                Mode::Optimistic => false,
+                Mode::Pessimistic => true,
+                Mode::Default => match protocol {
+                    Protocol::MvLock => true,
+                    Protocol::MvMixed => (id >> crate::txn::table::SLOT_BITS) & 1 == 1,
+                    _ => false,
+                },
+            };
         Transaction {
             db,
             slot,
@@ -138,8 +164,12 @@ impl<'db> Transaction<'db> {
             begin_ts,
             isolation: iso,
             read_only: o.read_only,
-            track_reads: !o.read_only && iso >= Isolation::RepeatableRead,
-            track_scans: !o.read_only && iso == Isolation::Serializable,
+            track_reads: !o.read_only && !pessimistic && iso >= Isolation::RepeatableRead,
+            track_scans: !o.read_only && !pessimistic && iso == Isolation::Serializable,
+            pessimistic,
+            lock_reads: pessimistic && iso >= Isolation::RepeatableRead,
+            honour_locks: protocol != Protocol::MvOcc,
+            used_waits: false,
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
@@ -162,6 +192,11 @@ impl<'db> Transaction<'db> {
         self.id
     }
 
+    /// True for a pessimistic (MV/L) transaction, false for an optimistic one.
+    pub fn is_pessimistic(&self) -> bool {
+        self.pessimistic
+    }
+
     /// The reason this transaction was aborted, if it was.
     pub fn abort_reason(&self) -> Option<AbortReason> {
         match self.status {
@@ -171,14 +206,14 @@ impl<'db> Transaction<'db> {
     }
 
     #[inline]
-    fn slot(&self) -> &'db TxnSlot {
+    pub(crate) fn slot(&self) -> &'db TxnSlot {
         self.db.txns.slot(self.slot)
     }
 
     /// The transaction's sets.
     #[inline]
     #[allow(clippy::mut_from_ref)]
-    fn local(&self) -> &'db mut TxnLocal {
+    pub(crate) fn local(&self) -> &'db mut TxnLocal {
         // SAFETY: the slot's `local` belongs to its current occupant, this
         // transaction, which is neither `Sync` nor shared; every use is a short
         // borrow that does not overlap another one or any user callback.
@@ -210,11 +245,19 @@ impl<'db> Transaction<'db> {
         });
     }
 
-    /// The logical read time (section 3.4): now under read committed, the
-    /// begin timestamp otherwise.
+    /// Reads at the current time: read committed, and pessimistic
+    /// transactions at every level but snapshot (section 4.3.1).
+    #[inline]
+    fn reads_now(&self) -> bool {
+        self.isolation == Isolation::ReadCommitted || (self.pessimistic && self.isolation != Isolation::Snapshot)
+    }
+
+    /// The logical read time (sections 3.4 and 4.3.1): now under read
+    /// committed and for pessimistic transactions above snapshot, the begin
+    /// timestamp otherwise.
     #[inline]
     fn read_time(&self) -> u64 {
-        if self.isolation == Isolation::ReadCommitted {
+        if self.reads_now() {
             // SeqCst: a reader must not see a committer as Active after the
             // committer's end timestamp was drawn below our read time (see the
             // pending state in the module docs). Odd: never equals a stamp.
@@ -227,8 +270,8 @@ impl<'db> Transaction<'db> {
     /// The read time of a point lookup: as [`Self::read_time`], except that
     /// read committed uses the lazy [`NOW`] (see `find_visible`).
     #[inline]
-    fn lookup_time(&self) -> u64 {
-        if self.isolation == Isolation::ReadCommitted {
+    pub(crate) fn lookup_time(&self) -> u64 {
+        if self.reads_now() {
             NOW
         } else {
             self.begin_ts
@@ -270,7 +313,7 @@ impl<'db> Transaction<'db> {
     /// from and committed before a clock reading taken during the walk. So
     /// an empty lazy walk is repeated with a clock reading taken before it.
     #[inline]
-    fn find_visible(&self, t: &Table, key: &Key, rt: u64) -> *mut Version {
+    pub(crate) fn find_visible(&self, t: &Table, key: &Key, rt: u64) -> *mut Version {
         let found = self.walk_visible(t, key, rt);
         if found.is_null() && rt == NOW {
             return self.walk_visible(t, key, self.read_time());
@@ -306,7 +349,10 @@ impl<'db> Transaction<'db> {
         let _guard = crossbeam_epoch::pin();
         let t = self.db.table_ref(table)?;
         let rt = self.lookup_time();
-        let v = self.find_visible(t, key, rt);
+        let mut v = self.find_visible(t, key, rt);
+        if self.lock_reads {
+            v = self.lock_found(t, key, v)?;
+        }
         if v.is_null() {
             if self.track_scans {
                 self.local().scan_set.push(ScanRecord {
@@ -400,6 +446,9 @@ impl<'db> Transaction<'db> {
         }
         let mut out = Delivery::new(self);
         ix.for_each_eq(key, |v| !(ix.matches(v, key) && visible_at(v, rt, &me).is_some()) || out.deliver(v, &mut f));
+        if let Some(r) = out.refused {
+            return Err(self.abort_with(r));
+        }
         let rows = out.rows;
         if self.recording {
             let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
@@ -455,6 +504,9 @@ impl<'db> Transaction<'db> {
             stopped_at = Some(ix.key_of(v));
             false
         });
+        if let Some(r) = out.refused {
+            return Err(self.abort_with(r));
+        }
         let rows = out.rows;
         // A scan of an ordered index that its caller stopped observed the
         // range only up to the row it stopped at (the oldest new order, the
@@ -529,9 +581,18 @@ impl<'db> Transaction<'db> {
             }
         };
         if !dup.is_null() {
-            // The caller learnt that the row exists: a read to validate.
+            // The caller learnt that the row exists: a read to validate, or
+            // to lock (a version replaced meanwhile was a conflicting write).
             if self.track_reads {
                 self.local().read_set.push(VPtr(dup));
+            }
+            if self.lock_reads {
+                // SAFETY: found under the epoch guard, which is still held.
+                match read_lock(unsafe { &*dup }, self.id, &self.db.txns, &mut self.local().read_locks) {
+                    Locked::Yes => {}
+                    Locked::NotLatest => return Err(self.abort_with(AbortReason::WriteConflict)),
+                    Locked::Refused(r) => return Err(self.abort_with(r)),
+                }
             }
             return Err(Error::DuplicateKey);
         }
@@ -675,7 +736,10 @@ impl<'db> Transaction<'db> {
     }
 
     /// Takes the write lock of `v` (section 2.6): checks that it is
-    /// updatable and CASes our id into its End word.
+    /// updatable and CASes our id into its End word's WriteLock, keeping the
+    /// read locks there (section 4.5, rule 1). If others hold read locks,
+    /// we take a wait-for dependency on the version (section 4.2.1); a read
+    /// lock of our own is turned into the write lock in the same CAS.
     fn claim(&mut self, v: *mut Version) -> Result<()> {
         let me = self.me();
         // SAFETY: found under the epoch guard; it cannot be reclaimed while
@@ -691,11 +755,34 @@ impl<'db> Transaction<'db> {
                 }
                 return Err(self.abort_with(AbortReason::WriteConflict));
             };
+            let lock = RecordLock::of(expected).expect("an updatable version is a latest one");
+            // Our own read locks on `v` (one per read of it) become the write lock.
+            let mine =
+                if self.lock_reads { self.local().read_locks.iter().filter(|p| p.0 == v).count() as u64 } else { 0 };
+            debug_assert!(mine <= lock.read_locks, "we hold the read locks we recorded");
+            let others = lock.read_locks - mine;
+            debug_assert!(self.honour_locks || others == 0, "read locks exist only under mv-lock and mv-mixed");
+            // A previous writer's NoMoreReadLocks guarded its wait, not ours.
+            let new = RecordLock { no_more_read_locks: false, read_locks: others, writer: self.id }.word();
+            // The dependency is counted before the lock is visible: the last
+            // reader may release it the moment our CAS lands.
+            let waits = others > 0;
+            if waits && self.db.txns.add_wait_for(self.id) != crate::txn::table::WaitFor::Added {
+                return Err(self.abort_with(AbortReason::WaitFor));
+            }
             // AcqRel: acquire the End word's history (an aborted writer's
             // reset), release our claim to readers that check the End word.
-            match old.end.compare_exchange(expected, self.word, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Ok(()),
+            match old.end.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    if mine > 0 {
+                        self.local().read_locks.retain(|p| p.0 != v);
+                    }
+                    return Ok(());
+                }
                 Err(now) => {
+                    if waits {
+                        self.db.txns.release_wait_for(self.id);
+                    }
                     // Changed since we looked: retry only if it is still
                     // updatable (an aborted writer reset it); otherwise another
                     // writer got there first.
@@ -743,15 +830,34 @@ impl<'db> Transaction<'db> {
         let db = self.db;
         let local = self.local();
         if local.write_set.is_empty() {
-            // Nothing written: serialized at the begin timestamp (see module docs).
+            // Nothing written: serialized at the begin timestamp (see module
+            // docs) — or, for a pessimistic transaction reading at the
+            // current time, at a time when it still holds all its read locks.
+            let commit_ts = if self.reads_now() && self.honour_locks {
+                // SeqCst: as for a read time; odd, never equals a stamp.
+                db.clock.load(Ordering::SeqCst) - 1
+            } else {
+                self.begin_ts
+            };
+            if self.honour_locks {
+                self.release_locks();
+            }
             if !self.wait_for_dependencies() {
                 return Err(self.abort_with(AbortReason::CommitDependency));
             }
             if self.recording {
-                self.record_end(Some(self.begin_ts), Outcome::Committed);
+                self.record_end(Some(commit_ts), Outcome::Committed);
             }
             self.terminate();
-            return Ok(CommitInfo { commit_ts: self.begin_ts, writes: 0 });
+            return Ok(CommitInfo { commit_ts, writes: 0 });
+        }
+
+        // Wait-for dependencies (section 4.2): wait until no read lock or
+        // bucket lock holds us back, before taking the end timestamp.
+        if self.honour_locks {
+            if let Err(r) = self.await_wait_fors() {
+                return Err(self.abort_with(r));
+            }
         }
 
         // Precommit: acquire the end timestamp and become Preparing.
@@ -760,6 +866,12 @@ impl<'db> Transaction<'db> {
         db.txns.set_pending(self.slot);
         let end_ts = db.clock.fetch_add(2, Ordering::SeqCst);
         db.txns.set_state(self.slot, TxnState::Preparing, end_ts);
+        // Our read locks and the dependencies we impose are released only
+        // now that the end timestamp is drawn: a writer they held back
+        // draws a later one (see `mv_lock`).
+        if self.honour_locks {
+            self.release_locks();
+        }
 
         // Preparation: validation, then wait for commit dependencies.
         let validate = !db.opts.faults.skip_validation;
@@ -784,8 +896,15 @@ impl<'db> Transaction<'db> {
             }
             if !w.old.is_null() {
                 // SAFETY: write-locked by us, so not reclaimable yet.
+                let old = unsafe { &*w.old };
+                // No reader holds a lock any more: we waited for the last one.
+                debug_assert!(
+                    db.opts.faults.skip_write_conflicts
+                        || RecordLock::of(old.end.load(Ordering::Relaxed)).is_some_and(|l| l.read_locks == 0),
+                    "a committing writer holds the only lock on the versions it replaces"
+                );
                 // Release: as above.
-                unsafe { &*w.old }.end.store(end_ts, Ordering::Release);
+                old.end.store(end_ts, Ordering::Release);
             }
         }
         db.txns.report_outcome(self.slot, true);
@@ -823,7 +942,7 @@ impl<'db> Transaction<'db> {
             // so its End stamp exceeds the GC watermark while we are open.
             let v = unsafe { &*v };
             // Acquire: see the latest End word.
-            v.end.load(Ordering::Acquire) == self.word || visible_at(v, end_ts, &me).is_some()
+            writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.id) || visible_at(v, end_ts, &me).is_some()
         })
     }
 
@@ -894,7 +1013,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Aborts: become Aborted, undo (section 3.3), report, terminate.
-    fn abort_with(&mut self, reason: AbortReason) -> Error {
+    pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
         debug_assert_eq!(self.status, Status::Active);
         let db = self.db;
         db.txns.set_state(self.slot, TxnState::Aborted, 0);
@@ -907,11 +1026,24 @@ impl<'db> Transaction<'db> {
             }
             if !w.old.is_null() {
                 // SAFETY: write-locked by us until this reset.
-                // Release on success; Relaxed on failure: another transaction
-                // already saw our abort and took the version over — leave it.
-                let _ =
-                    unsafe { &*w.old }.end.compare_exchange(self.word, INFINITY, Ordering::Release, Ordering::Relaxed);
+                let old = unsafe { &*w.old };
+                // Drop the write lock and keep the read locks. Relaxed load,
+                // Release CAS: a later writer that sees the reset sees our
+                // abort. A word no longer naming us was taken over by a
+                // transaction that saw our abort: leave it.
+                let mut raw = old.end.load(Ordering::Relaxed);
+                while writer_of_end(raw) == Some(self.id) {
+                    let l = RecordLock::of(raw).expect("a write-locked word is a lock");
+                    let reset = RecordLock { no_more_read_locks: false, writer: NO_WRITER, ..l }.word();
+                    match old.end.compare_exchange(raw, reset, Ordering::Release, Ordering::Relaxed) {
+                        Ok(_) => break,
+                        Err(now) => raw = now,
+                    }
+                }
             }
+        }
+        if self.honour_locks {
+            self.release_locks();
         }
         db.txns.report_outcome(self.slot, false);
         // New versions become garbage once every transaction open now is gone:
@@ -959,6 +1091,9 @@ impl<'db> Transaction<'db> {
 
     /// Clears the sets and gives the slot back (the transaction terminates).
     fn release(&mut self) {
+        if self.used_waits {
+            self.reset_waits();
+        }
         let s = self.slot();
         // Relaxed: statistics only.
         s.created.fetch_add(self.created, Ordering::Relaxed);
@@ -983,17 +1118,48 @@ struct Delivery<'a> {
     track: bool,
     recording: bool,
     reads: &'a mut Vec<VPtr>,
+    /// Pessimistic repeatable read and serializable: read lock every row
+    /// delivered (our id and the transaction table), into `locks`.
+    lock: Option<(u64, &'a crate::txn::table::TxnTable)>,
+    locks: &'a mut Vec<VPtr>,
+    /// Why a read lock was refused (the scan stopped; the caller aborts).
+    refused: Option<AbortReason>,
     rows: Vec<(Key, Writer, Vec<u8>)>,
 }
 
 impl<'a> Delivery<'a> {
     fn new(t: &Transaction<'a>) -> Delivery<'a> {
-        Delivery { track: t.track_reads, recording: t.recording, reads: &mut t.local().read_set, rows: Vec::new() }
+        let l = t.local();
+        Delivery {
+            track: t.track_reads,
+            recording: t.recording,
+            reads: &mut l.read_set,
+            lock: t.lock_reads.then_some((t.id, &t.db.txns)),
+            locks: &mut l.read_locks,
+            refused: None,
+            rows: Vec::new(),
+        }
     }
 
     /// Delivers `v`; returns what `f` returned (false stops the scan).
     #[inline]
     fn deliver(&mut self, v: &Version, f: &mut impl FnMut(&Key, &[u8]) -> bool) -> bool {
+        if let Some((id, txns)) = self.lock {
+            match read_lock(v, id, txns, self.locks) {
+                Locked::Yes => {}
+                // Replaced and committed since the visibility check: what we
+                // saw cannot be locked any more (section 4.1.1 locks only
+                // latest versions), so the read cannot be kept stable.
+                Locked::NotLatest => {
+                    self.refused = Some(AbortReason::ReadLock);
+                    return false;
+                }
+                Locked::Refused(r) => {
+                    self.refused = Some(r);
+                    return false;
+                }
+            }
+        }
         if self.track {
             self.reads.push(VPtr(v as *const Version as *mut Version));
         }

@@ -47,6 +47,9 @@ pub(crate) struct ScanRecord {
 pub(crate) struct TxnLocal {
     /// ReadSet: versions read (repeatable read and serializable).
     pub(crate) read_set: Vec<VPtr>,
+    /// Versions read locked by a pessimistic transaction (section 4: its
+    /// ReadSet), released after precommit or on abort.
+    pub(crate) read_locks: Vec<VPtr>,
     /// ScanSet: scans to repeat for phantom detection (serializable).
     pub(crate) scan_set: Vec<ScanRecord>,
     /// WriteSet: old/new version pairs.
@@ -60,6 +63,8 @@ pub(crate) struct TxnLocal {
 impl TxnLocal {
     pub(crate) fn clear(&mut self) {
         self.read_set.clear();
+        debug_assert!(self.read_locks.is_empty(), "read locks are released before the sets are cleared");
+        self.read_locks.clear();
         self.scan_set.clear();
         self.write_set.clear();
         self.history.clear();

@@ -60,6 +60,49 @@ pub(crate) struct DepSet {
     dependents: Vec<u64>,
 }
 
+/// The wait-for state of a slot (VLDB 2011 section 4.2), in one word so that
+/// a stale id can never touch the next occupant's counter:
+///
+/// ```text
+///  63                            22   21        20                 0
+/// +--------------------------------+------+--------------------------+
+/// | generation of the occupant     | NMWF |  WaitForCounter (21 bits) |
+/// +--------------------------------+------+--------------------------+
+/// ```
+///
+/// NoMoreWaitFors (NMWF) is set when the transaction finishes normal
+/// processing: from then on its counter can only fall, so no stream of new
+/// dependencies can starve it.
+const WF_GEN_SHIFT: u32 = 22;
+const WF_NO_MORE: u64 = 1 << 21;
+const WF_COUNT_MASK: u64 = WF_NO_MORE - 1;
+
+/// Outcome of adding a wait-for dependency to a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitFor {
+    /// Added: the transaction cannot precommit until it is released.
+    Added,
+    /// NoMoreWaitFors is set (or the counter is full): the caller aborts.
+    Refused,
+    /// The transaction has terminated: nothing to wait for.
+    Gone,
+}
+
+/// What a transaction publishes for deadlock detection and for the
+/// transactions that wait on it (section 4.4). Read under the slot's lock.
+#[derive(Default)]
+pub(crate) struct WaitInfo {
+    /// Finished normal processing and waiting for wait-for dependencies.
+    pub(crate) blocked: bool,
+    /// The versions it holds read locks on, while blocked (implicit edges).
+    pub(crate) read_locks: Vec<crate::storage::version::VPtr>,
+    /// WaitingTxnList: ids of transactions whose WaitForCounter this one
+    /// holds up (explicit dependencies from bucket and range locks).
+    pub(crate) waiting_txns: Vec<u64>,
+    /// Set once the list has been released: later additions are refused.
+    pub(crate) closed: bool,
+}
+
 /// One slot of the transaction table.
 pub(crate) struct TxnSlot {
     /// Claimed by an open transaction (the slot's allocation flag).
@@ -78,6 +121,12 @@ pub(crate) struct TxnSlot {
     deps: Mutex<DepSet>,
     /// Generation counter for ids (only the occupant touches it).
     generation: AtomicU64,
+    /// WaitForCounter and NoMoreWaitFors (see `WF_GEN_SHIFT`).
+    pub(crate) wait_for: AtomicU64,
+    /// Chosen as a deadlock victim: abort instead of waiting on.
+    pub(crate) victim: AtomicBool,
+    /// Blocked state, read locks and WaitingTxnList (section 4.4).
+    pub(crate) waits: Mutex<WaitInfo>,
     /// Per-slot statistics, summed on demand (no shared counter per commit).
     pub(crate) committed: AtomicU64,
     pub(crate) aborts: [AtomicU64; AbortReason::COUNT],
@@ -103,6 +152,8 @@ pub(crate) struct TxnTable {
     slots: Box<[CachePadded<TxnSlot>]>,
     /// Slots ever handed out: watermark scans stop here.
     high_water: AtomicUsize,
+    /// Held by the one deadlock detector that may run at a time.
+    pub(crate) detector: Mutex<()>,
 }
 
 // SAFETY: `local` is only touched by the slot's current occupant (a single
@@ -125,6 +176,9 @@ impl TxnTable {
                     abort_now: AtomicBool::new(false),
                     deps: Mutex::new(DepSet::default()),
                     generation: AtomicU64::new(0),
+                    wait_for: AtomicU64::new(0),
+                    victim: AtomicBool::new(false),
+                    waits: Mutex::new(WaitInfo::default()),
                     committed: AtomicU64::new(0),
                     created: AtomicU64::new(0),
                     freed: AtomicU64::new(0),
@@ -133,7 +187,7 @@ impl TxnTable {
                 })
             })
             .collect();
-        TxnTable { slots, high_water: AtomicUsize::new(0) }
+        TxnTable { slots, high_water: AtomicUsize::new(0), detector: Mutex::new(()) }
     }
 
     #[inline]
@@ -160,6 +214,10 @@ impl TxnTable {
         // Relaxed: the Release store of `state` below orders these for readers.
         s.dep_counter.store(0, Ordering::Relaxed);
         s.abort_now.store(false, Ordering::Relaxed);
+        s.victim.store(false, Ordering::Relaxed);
+        // Release: a wait-for adder that Acquires this word and sees our
+        // generation has also seen the reset counter.
+        s.wait_for.store(gen << WF_GEN_SHIFT, Ordering::Release);
         // Release (state, then id): a reader that Acquires the new id sees the
         // new Active state, never the previous occupant's; a reader that
         // Acquires the new state sees the old id already retired.
@@ -324,6 +382,74 @@ impl TxnTable {
             m = m.min(s.begin_ts.load(Ordering::SeqCst));
         }
         m
+    }
+
+    /// Adds one incoming wait-for dependency to transaction `target`
+    /// (it then cannot precommit until [`Self::release_wait_for`]).
+    pub(crate) fn add_wait_for(&self, target: u64) -> WaitFor {
+        let Some(s) = self.slots.get((target & SLOT_MASK) as usize) else { return WaitFor::Gone };
+        let gen = target >> SLOT_BITS;
+        // Acquire: see the generation (and reset counter) its occupant published.
+        let mut w = s.wait_for.load(Ordering::Acquire);
+        loop {
+            if w >> WF_GEN_SHIFT != gen {
+                return WaitFor::Gone;
+            }
+            if w & WF_NO_MORE != 0 || w & WF_COUNT_MASK == WF_COUNT_MASK {
+                return WaitFor::Refused;
+            }
+            // AcqRel: the dependency is in place before whatever the caller
+            // does next (installing the lock it stands for).
+            match s.wait_for.compare_exchange_weak(w, w + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return WaitFor::Added,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// Releases one wait-for dependency of `target` (nothing if it is gone).
+    pub(crate) fn release_wait_for(&self, target: u64) {
+        let Some(s) = self.slots.get((target & SLOT_MASK) as usize) else { return };
+        let gen = target >> SLOT_BITS;
+        // Relaxed: the CAS below decides.
+        let mut w = s.wait_for.load(Ordering::Relaxed);
+        loop {
+            if w >> WF_GEN_SHIFT != gen {
+                return;
+            }
+            debug_assert!(w & WF_COUNT_MASK > 0, "releasing a wait-for nobody added");
+            // Release: what we did before releasing (stamping our end
+            // timestamp, dropping our lock) happens before the waiter goes on.
+            match s.wait_for.compare_exchange_weak(w, w - 1, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// Sets NoMoreWaitFors on slot `i` (end of normal processing).
+    pub(crate) fn no_more_wait_fors(&self, i: u32) {
+        // AcqRel: adders that lose the race see the flag and are refused.
+        self.slot(i).wait_for.fetch_or(WF_NO_MORE, Ordering::AcqRel);
+    }
+
+    /// WaitForCounter of slot `i`.
+    #[inline]
+    pub(crate) fn wait_fors(&self, i: u32) -> u64 {
+        // Acquire: pairs with the Release in `release_wait_for`.
+        self.slot(i).wait_for.load(Ordering::Acquire) & WF_COUNT_MASK
+    }
+
+    /// Number of slots ever handed out (deadlock detection scans them).
+    pub(crate) fn high_water(&self) -> usize {
+        // Acquire: slots beyond it have never been occupied.
+        self.high_water.load(Ordering::Acquire).min(self.slots.len())
+    }
+
+    /// Current id of the occupant of slot `i` (0 when free).
+    pub(crate) fn id_of(&self, i: u32) -> u64 {
+        // Acquire: pairs with the Release store in `open`.
+        self.slot(i).id.load(Ordering::Acquire)
     }
 
     /// Sums per-slot statistics.

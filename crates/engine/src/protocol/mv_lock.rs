@@ -1,0 +1,466 @@
+//! MV/L: Hekaton's pessimistic multi-version concurrency control
+//! (Larson et al., VLDB 2011, section 4), and what optimistic transactions
+//! do to coexist with it (section 4.5).
+//!
+//! A pessimistic transaction shares everything with MV/O ([`super::mv_occ`]:
+//! the phases, visibility, commit dependencies, postprocessing) except how
+//! its reads stay valid: instead of validating them at commit it **locks**
+//! them, and instead of blocking on a conflicting lock it **updates eagerly**
+//! and takes a **wait-for dependency** that it waits out before precommit.
+//!
+//! * **Record locks** (section 4.1.1) live in the End word of the latest
+//!   version: NoMoreReadLocks, ReadLockCount and WriteLock, laid out in
+//!   [`crate::storage::word`]. [`read_lock`] increments the count by CAS; it
+//!   is refused (the reader aborts, reason `read-lock`) when NoMoreReadLocks
+//!   is set or the count is at 255. Only latest versions are locked.
+//! * **Wait-for dependencies** (section 4.2): WaitForCounter and
+//!   NoMoreWaitFors in one word per transaction-table slot
+//!   (`TxnTable::add_wait_for`), WaitingTxnList in the slot's `WaitInfo`.
+//!   A writer that write-locks a read-locked version counts one dependency
+//!   on itself (in `Transaction::claim`); the first reader of a write-locked
+//!   version imposes one on the writer, and is refused (reason `wait-for`)
+//!   when the writer has set NoMoreWaitFors. The last reader to release a
+//!   write-locked version sets NoMoreReadLocks and releases the writer.
+//! * **Processing phases** (section 4.3): under snapshot isolation the read
+//!   time is the begin timestamp, at every other level the current time.
+//!   Repeatable read and serializable read-lock every latest version they
+//!   read. At the end of normal processing a transaction sets
+//!   NoMoreWaitFors and waits until its WaitForCounter is zero; then it
+//!   precommits. Pessimistic transactions do not validate.
+//! * **Deadlock detection** (section 4.4, [`detect_deadlocks`]): a waiting
+//!   transaction runs the detector every `Options::deadlock_interval`
+//!   (cooperatively; one detector at a time). It builds the wait-for graph of
+//!   the blocked transactions from explicit (WaitingTxnList) and implicit
+//!   (read-locked versions write-locked by another blocked transaction)
+//!   dependencies while everybody else goes on, finds strongly connected
+//!   components with Tarjan's algorithm, verifies that a cycle is still real
+//!   with its members frozen, and aborts the youngest member (reason
+//!   `deadlock`).
+//! * **Coexistence** (section 4.5): optimistic transactions under mv-lock
+//!   and mv-mixed write-lock with the 54-bit id only, keeping read locks;
+//!   take wait-for dependencies on read-locked versions they update; and
+//!   wait them out before precommit, like pessimistic ones.
+//!
+//! Deliberate differences from the paper:
+//!
+//! * Section 4.3.1 releases read locks "when T reaches the end of normal
+//!   processing", before it waits. Held that way, a read lock does not keep
+//!   the read valid: a writer it held back could precommit between the
+//!   release and the reader's own precommit, with a smaller end timestamp,
+//!   and the reader would be serialized after a write it did not see. The
+//!   deadlock detector of section 4.4 builds edges from the read locks of
+//!   *blocked* transactions, which only makes sense if they still hold them.
+//!   So read locks (and the dependencies imposed through WaitingTxnList)
+//!   are released right after the end timestamp is drawn: every writer held
+//!   back draws a later one.
+//! * NoMoreWaitFors is set when normal processing ends (the paper leaves the
+//!   moment open; "used to prevent starvation by incoming dependencies
+//!   continuously being added"): from then on the counter can only fall.
+//! * Read-only transactions read a snapshot without locks or validation, as
+//!   section 5.2.1 observes both schemes do.
+//! * A transaction that read-locked a version and then updates it turns its
+//!   read lock into the write lock in one CAS (an upgrade; otherwise it would
+//!   wait for itself).
+//! * A lock that cannot be taken because the version was replaced and
+//!   committed since the visibility check is retried on the new latest
+//!   version for a point lookup, and aborts a scan (reason `read-lock`).
+
+use crate::error::AbortReason;
+use crate::key::Key;
+use crate::protocol::mv_occ::Transaction;
+use crate::storage::table::Table;
+use crate::storage::version::{VPtr, Version};
+use crate::storage::word::{writer_of_end, RecordLock, MAX_READ_LOCKS};
+use crate::txn::table::{TxnTable, WaitFor};
+use crate::{Database, Result};
+use crossbeam_utils::Backoff;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Outcome of [`read_lock`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Locked {
+    /// Read locked (or write locked by the reader itself).
+    Yes,
+    /// The version has been replaced by a committed one: not latest.
+    NotLatest,
+    /// Refused; the reader must abort for this reason.
+    Refused(AbortReason),
+}
+
+/// Takes a read lock on `v` for transaction `me` (section 4.2.1), recording
+/// it in `locks`. The caller is pinned.
+pub(crate) fn read_lock(v: &Version, me: u64, txns: &TxnTable, locks: &mut Vec<VPtr>) -> Locked {
+    let backoff = Backoff::new();
+    // Acquire: see the End word's latest content (and a writer's history).
+    let mut raw = v.end.load(Ordering::Acquire);
+    loop {
+        let Some(l) = RecordLock::of(raw) else { return Locked::NotLatest };
+        if l.writer == me {
+            return Locked::Yes; // our own write lock keeps the version stable
+        }
+        if l.no_more_read_locks || l.read_locks == MAX_READ_LOCKS {
+            return Locked::Refused(AbortReason::ReadLock);
+        }
+        // The first read lock on a write-locked version makes its writer wait.
+        let imposes = l.write_locked() && l.read_locks == 0;
+        if imposes {
+            match txns.add_wait_for(l.writer) {
+                WaitFor::Added => {}
+                WaitFor::Refused => return Locked::Refused(AbortReason::WaitFor),
+                WaitFor::Gone => {
+                    // The writer has finished; its postprocessing rewrites
+                    // the word in a moment.
+                    backoff.snooze();
+                    // Acquire: as above.
+                    raw = v.end.load(Ordering::Acquire);
+                    continue;
+                }
+            }
+        }
+        let new = RecordLock { read_locks: l.read_locks + 1, ..l }.word();
+        // AcqRel: acquire as above; release so that a detector that reads
+        // our lock sees it in place before our WaitInfo names the version.
+        match v.end.compare_exchange(raw, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                locks.push(VPtr(v as *const Version as *mut Version));
+                return Locked::Yes;
+            }
+            Err(now) => {
+                if imposes {
+                    txns.release_wait_for(l.writer);
+                }
+                raw = now;
+            }
+        }
+    }
+}
+
+/// Releases a read lock on `v`; the last one on a write-locked version sets
+/// NoMoreReadLocks and releases the writer's wait-for dependency.
+fn release_read_lock(v: &Version, txns: &TxnTable) {
+    // Relaxed: the CAS decides.
+    let mut raw = v.end.load(Ordering::Relaxed);
+    loop {
+        let l = RecordLock::of(raw).expect("a read-locked version stays the latest one");
+        debug_assert!(l.read_locks > 0, "releasing a read lock nobody holds");
+        let last = l.write_locked() && l.read_locks == 1;
+        let new = if last {
+            RecordLock { no_more_read_locks: true, read_locks: 0, writer: l.writer }
+        } else {
+            RecordLock { read_locks: l.read_locks - 1, ..l }
+        };
+        // Release: our reads of the version happen before the writer we let
+        // go can commit over it.
+        match v.end.compare_exchange(raw, new.word(), Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => {
+                if last {
+                    txns.release_wait_for(l.writer);
+                }
+                return;
+            }
+            Err(now) => raw = now,
+        }
+    }
+}
+
+impl Transaction<'_> {
+    /// Read-locks the version `v` a point lookup of `key` found; if it was
+    /// replaced meanwhile, looks up the new latest version and locks that.
+    pub(crate) fn lock_found(&mut self, t: &Table, key: &Key, mut v: *mut Version) -> Result<*mut Version> {
+        loop {
+            if v.is_null() {
+                return Ok(v);
+            }
+            // SAFETY: found under the caller's epoch guard, still held.
+            match read_lock(unsafe { &*v }, self.id, &self.db.txns, &mut self.local().read_locks) {
+                Locked::Yes => return Ok(v),
+                Locked::NotLatest => v = self.find_visible(t, key, self.lookup_time()),
+                Locked::Refused(r) => return Err(self.abort_with(r)),
+            }
+        }
+    }
+
+    /// End of normal processing (section 4.3.1): sets NoMoreWaitFors and
+    /// waits until WaitForCounter is zero, running deadlock detection while
+    /// it waits.
+    pub(crate) fn await_wait_fors(&mut self) -> std::result::Result<(), AbortReason> {
+        let txns = &self.db.txns;
+        txns.no_more_wait_fors(self.slot);
+        if txns.wait_fors(self.slot) == 0 {
+            return Ok(());
+        }
+        // Blocked: publish what the deadlock detector reads.
+        {
+            let mut w = self.slot().waits.lock();
+            w.blocked = true;
+            w.read_locks.extend_from_slice(&self.local().read_locks);
+        }
+        self.used_waits = true;
+        let interval = self.db.opts.deadlock_interval;
+        let mut next = Instant::now() + interval;
+        let backoff = Backoff::new();
+        let s = self.slot();
+        let r = loop {
+            // Acquire (all three): pair with the Release of whoever set them.
+            if s.victim.load(Ordering::Acquire) {
+                break Err(AbortReason::Deadlock);
+            }
+            if s.abort_now.load(Ordering::Acquire) {
+                break Err(AbortReason::CommitDependency);
+            }
+            if txns.wait_fors(self.slot) == 0 {
+                break Ok(());
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+                let now = Instant::now();
+                if now >= next {
+                    detect_deadlocks(self.db);
+                    next = now + interval;
+                }
+            } else {
+                backoff.snooze();
+            }
+        };
+        let mut w = self.slot().waits.lock();
+        w.blocked = false;
+        w.read_locks.clear();
+        r
+    }
+
+    /// Releases the read locks and the dependencies imposed on others
+    /// (WaitingTxnList): after the end timestamp is drawn, or on abort.
+    pub(crate) fn release_locks(&mut self) {
+        let txns = &self.db.txns;
+        for VPtr(v) in self.local().read_locks.drain(..) {
+            // SAFETY: a read-locked version is a latest version, which the
+            // collector never reclaims; it stays one while we hold the lock.
+            release_read_lock(unsafe { &*v }, txns);
+        }
+        if self.used_waits {
+            let list = {
+                let mut w = self.slot().waits.lock();
+                w.closed = true;
+                std::mem::take(&mut w.waiting_txns)
+            };
+            for id in list {
+                txns.release_wait_for(id);
+            }
+        }
+    }
+
+    /// Leaves the slot's `WaitInfo` clean for the next occupant.
+    pub(crate) fn reset_waits(&mut self) {
+        let mut w = self.slot().waits.lock();
+        w.blocked = false;
+        w.read_locks.clear();
+        w.waiting_txns.clear();
+        w.closed = false;
+        self.used_waits = false;
+    }
+}
+
+/// A blocked transaction as the detector saw it.
+struct Node {
+    slot: u32,
+    id: u64,
+    /// Transactions waiting on this one: WaitingTxnList, and the writers of
+    /// the versions it holds read locks on.
+    waited_by: Vec<u64>,
+}
+
+/// Reads what slot `i` publishes, if its occupant is blocked. The caller
+/// holds the slot's `waits` lock (`w`), which keeps a blocked transaction
+/// blocked and its read-locked versions alive.
+fn node_of(txns: &TxnTable, i: u32, w: &crate::txn::table::WaitInfo) -> Option<Node> {
+    if !w.blocked {
+        return None;
+    }
+    let mut waited_by = w.waiting_txns.clone();
+    for p in &w.read_locks {
+        // SAFETY: read locked by a blocked transaction, which cannot release
+        // it while we hold its `waits` lock: a latest version, not garbage.
+        // Acquire: see the writer that installed itself.
+        if let Some(writer) = writer_of_end(unsafe { &*p.0 }.end.load(Ordering::Acquire)) {
+            waited_by.push(writer);
+        }
+    }
+    Some(Node { slot: i, id: txns.id_of(i), waited_by })
+}
+
+/// Edges of the wait-for graph among `nodes`: `adj[a]` lists the nodes that
+/// node `a` waits for (an edge from T2 to T1 when T2 waits for T1).
+fn edges(nodes: &[Node]) -> Vec<Vec<usize>> {
+    let index: HashMap<u64, usize> = nodes.iter().enumerate().map(|(k, n)| (n.id, k)).collect();
+    let mut adj = vec![Vec::new(); nodes.len()];
+    for (k, n) in nodes.iter().enumerate() {
+        for t2 in &n.waited_by {
+            if let Some(&j) = index.get(t2) {
+                if j != k && !adj[j].contains(&k) {
+                    adj[j].push(k);
+                }
+            }
+        }
+    }
+    adj
+}
+
+/// Strongly connected components of a directed graph (Tarjan, 1972),
+/// iteratively, in reverse topological order.
+pub(crate) fn tarjan(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    const NONE: usize = usize::MAX;
+    let n = adj.len();
+    let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
+    let mut on_stack = vec![false; n];
+    let (mut stack, mut out, mut next) = (Vec::new(), Vec::new(), 0);
+    for root in 0..n {
+        if index[root] != NONE {
+            continue;
+        }
+        // Call stack of (node, position in its edge list).
+        let mut calls = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut pos)) = calls.last_mut() {
+            if let Some(&w) = adj[v].get(*pos) {
+                *pos += 1;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    calls.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(parent, _)) = calls.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut scc = Vec::new();
+                loop {
+                    let w = stack.pop().expect("v is on the stack");
+                    on_stack[w] = false;
+                    scc.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                out.push(scc);
+            }
+        }
+    }
+    out
+}
+
+/// A cycle in a graph in which every node has an edge to another node:
+/// follow first edges until a node repeats.
+fn cycle_in(adj: &[Vec<usize>]) -> Option<Vec<usize>> {
+    let start = (0..adj.len()).find(|&k| !adj[k].is_empty())?;
+    let mut seen = vec![usize::MAX; adj.len()];
+    let mut path = Vec::new();
+    let mut v = start;
+    loop {
+        if seen[v] != usize::MAX {
+            return Some(path[seen[v]..].to_vec());
+        }
+        seen[v] = path.len();
+        path.push(v);
+        v = *adj[v].first()?;
+    }
+}
+
+/// Deadlock detection (section 4.4). Builds the wait-for graph of the
+/// blocked transactions while normal processing goes on, finds its
+/// strongly connected components, and for each one with a cycle freezes its
+/// members (their `waits` locks, in slot order), checks they are still
+/// blocked and still wait for each other, and marks the youngest member of
+/// a cycle the victim. Returns true if it broke a deadlock. Only one
+/// detector runs at a time; a call that finds another one running returns.
+pub fn detect_deadlocks(db: &Database) -> bool {
+    let txns = &db.txns;
+    let Some(_one) = txns.detector.try_lock() else { return false };
+    let _guard = crossbeam_epoch::pin();
+    // 1-3: nodes, explicit and implicit edges.
+    let nodes: Vec<Node> = (0..txns.high_water() as u32)
+        .filter_map(|i| {
+            let w = txns.slot(i).waits.lock();
+            node_of(txns, i, &w)
+        })
+        .collect();
+    if nodes.len() < 2 {
+        return false;
+    }
+    let adj = edges(&nodes);
+    for scc in tarjan(&adj) {
+        if scc.len() < 2 {
+            continue;
+        }
+        // Verify: freeze the members and rebuild their edges.
+        let mut members: Vec<&Node> = scc.iter().map(|&k| &nodes[k]).collect();
+        members.sort_by_key(|n| n.slot);
+        let guards: Vec<_> = members.iter().map(|n| txns.slot(n.slot).waits.lock()).collect();
+        let now: Option<Vec<Node>> =
+            members.iter().zip(&guards).map(|(n, w)| node_of(txns, n.slot, w).filter(|m| m.id == n.id)).collect();
+        let Some(now) = now else { continue }; // one of them went on: no deadlock here
+        let Some(cycle) = cycle_in(&edges(&now)) else { continue };
+        // Acquire: the begin timestamps the members published.
+        let youngest = cycle
+            .iter()
+            .map(|&k| &now[k])
+            .max_by_key(|n| txns.slot(n.slot).begin_ts.load(Ordering::Acquire))
+            .expect("a cycle has members");
+        // Release: pairs with the Acquire in the victim's wait loop.
+        txns.slot(youngest.slot).victim.store(true, Ordering::Release);
+        drop(guards);
+        return true;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sccs(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
+        let mut v: Vec<Vec<usize>> = tarjan(adj)
+            .into_iter()
+            .map(|mut s| {
+                s.sort();
+                s
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn tarjan_finds_components() {
+        // 0 -> 1 -> 2 -> 0, 2 -> 3, 3 -> 4 -> 3, 5 alone.
+        let adj = vec![vec![1], vec![2], vec![0, 3], vec![4], vec![3], vec![]];
+        assert_eq!(sccs(&adj), vec![vec![0, 1, 2], vec![3, 4], vec![5]]);
+        // A chain has only singletons.
+        let chain = vec![vec![1], vec![2], vec![]];
+        assert_eq!(sccs(&chain), vec![vec![0], vec![1], vec![2]]);
+        // Reverse topological order: a component comes after those it reaches.
+        let order = tarjan(&adj);
+        let pos = |x: usize| order.iter().position(|s| s.contains(&x)).unwrap();
+        assert!(pos(3) < pos(0));
+    }
+
+    #[test]
+    fn cycles_are_found_from_any_start() {
+        let adj = vec![vec![1], vec![2], vec![1]];
+        assert_eq!(cycle_in(&adj), Some(vec![1, 2]));
+        assert_eq!(cycle_in(&[vec![], vec![]]), None);
+    }
+}
