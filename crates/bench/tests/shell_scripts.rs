@@ -77,13 +77,26 @@ fn assert_fails(out: &Output, message: &str) {
 
 #[test]
 fn example_scripts_match_their_expected_output() {
-    let mut scripts: Vec<PathBuf> = fs::read_dir(scripts_dir())
+    scripts_match(&scripts_dir(), &[], ANOMALIES.len() * LEVELS.len());
+}
+
+/// MV/L's scripts: the anomalies at the levels it offers, and its lock
+/// transitions (blocking, refusals, a deadlock).
+#[test]
+fn mv_lock_scripts_match_their_expected_output() {
+    scripts_match(&scripts_dir().join("mv-lock"), &["--protocol", "mv-lock"], ANOMALIES.len() * 3);
+}
+
+/// Runs every `*.mvs` in `dir` (more than `at_least` of them) with `args`
+/// and compares the output with the `*.out` next to it.
+fn scripts_match(dir: &Path, args: &[&str], at_least: usize) {
+    let mut scripts: Vec<PathBuf> = fs::read_dir(dir)
         .expect("examples/scripts exists")
         .map(|e| e.expect("directory entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "mvs"))
         .collect();
     scripts.sort();
-    assert!(scripts.len() > ANOMALIES.len() * LEVELS.len(), "found only {} scripts", scripts.len());
+    assert!(scripts.len() > at_least, "found only {} scripts in {}", scripts.len(), dir.display());
     let mut failures = Vec::new();
     for script in &scripts {
         let expected_path = script.with_extension("out");
@@ -91,6 +104,7 @@ fn example_scripts_match_their_expected_output() {
             .unwrap_or_else(|e| panic!("{}: expected output {}: {e}", script.display(), expected_path.display()));
         let out = Command::new(env!("CARGO_BIN_EXE_multiverse"))
             .args(["shell", "--grace-ms", GRACE_MS])
+            .args(args)
             .arg(script)
             .output()
             .expect("run");

@@ -34,8 +34,8 @@
 //!   (read-locked versions write-locked by another blocked transaction)
 //!   dependencies while everybody else goes on, finds strongly connected
 //!   components with Tarjan's algorithm, verifies that a cycle is still real
-//!   with its members frozen, and aborts the youngest member (reason
-//!   `deadlock`).
+//!   with its members frozen, and aborts the member that blocked last — the
+//!   one whose wait closed the cycle (reason `deadlock`).
 //! * **Coexistence** (section 4.5): optimistic transactions under mv-lock
 //!   and mv-mixed write-lock with the 54-bit id only, keeping read locks;
 //!   take wait-for dependencies on read-locked versions they update; and
@@ -195,6 +195,8 @@ impl Transaction<'_> {
         {
             let mut w = self.slot().waits.lock();
             w.blocked = true;
+            // Relaxed: only orders blockings for the choice of a victim.
+            w.blocked_seq = txns.blockings.fetch_add(1, Ordering::Relaxed);
             w.read_locks.extend_from_slice(&self.local().read_locks);
         }
         self.used_waits = true;
@@ -266,6 +268,7 @@ impl Transaction<'_> {
 struct Node {
     slot: u32,
     id: u64,
+    blocked_seq: u64,
     /// Transactions waiting on this one: WaitingTxnList, and the writers of
     /// the versions it holds read locks on.
     waited_by: Vec<u64>,
@@ -287,7 +290,7 @@ fn node_of(txns: &TxnTable, i: u32, w: &crate::txn::table::WaitInfo) -> Option<N
             waited_by.push(writer);
         }
     }
-    Some(Node { slot: i, id: txns.id_of(i), waited_by })
+    Some(Node { slot: i, id: txns.id_of(i), blocked_seq: w.blocked_seq, waited_by })
 }
 
 /// Edges of the wait-for graph among `nodes`: `adj[a]` lists the nodes that
@@ -383,8 +386,8 @@ fn cycle_in(adj: &[Vec<usize>]) -> Option<Vec<usize>> {
 /// blocked transactions while normal processing goes on, finds its
 /// strongly connected components, and for each one with a cycle freezes its
 /// members (their `waits` locks, in slot order), checks they are still
-/// blocked and still wait for each other, and marks the youngest member of
-/// a cycle the victim. Returns true if it broke a deadlock. Only one
+/// blocked and still wait for each other, and marks the victim: the member
+/// of a cycle that blocked last, the one whose wait closed it. Returns true if it broke a deadlock. Only one
 /// detector runs at a time; a call that finds another one running returns.
 pub fn detect_deadlocks(db: &Database) -> bool {
     let txns = &db.txns;
@@ -413,14 +416,9 @@ pub fn detect_deadlocks(db: &Database) -> bool {
             members.iter().zip(&guards).map(|(n, w)| node_of(txns, n.slot, w).filter(|m| m.id == n.id)).collect();
         let Some(now) = now else { continue }; // one of them went on: no deadlock here
         let Some(cycle) = cycle_in(&edges(&now)) else { continue };
-        // Acquire: the begin timestamps the members published.
-        let youngest = cycle
-            .iter()
-            .map(|&k| &now[k])
-            .max_by_key(|n| txns.slot(n.slot).begin_ts.load(Ordering::Acquire))
-            .expect("a cycle has members");
+        let last = cycle.iter().map(|&k| &now[k]).max_by_key(|n| n.blocked_seq).expect("a cycle has members");
         // Release: pairs with the Acquire in the victim's wait loop.
-        txns.slot(youngest.slot).victim.store(true, Ordering::Release);
+        txns.slot(last.slot).victim.store(true, Ordering::Release);
         drop(guards);
         return true;
     }
@@ -430,6 +428,155 @@ pub fn detect_deadlocks(db: &Database) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Isolation, Key, Mode, Options, Protocol, TableId, TableSpec, TxnOptions};
+
+    fn db() -> (Database, TableId) {
+        let db = Database::new(Options { protocol: Protocol::MvLock, ..Options::default() }).unwrap();
+        let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+        db.run(Isolation::RepeatableRead, |x| {
+            x.insert(t, Key::from(1), b"a")?;
+            x.insert(t, Key::from(2), b"b")
+        })
+        .unwrap();
+        (db, t)
+    }
+
+    /// The lock in the End word of the latest version of `key`.
+    fn lock_of(db: &Database, t: TableId, key: u64) -> RecordLock {
+        let _g = crossbeam_epoch::pin();
+        let mut found = None;
+        db.table_ref(t).unwrap().indexes[0].for_each_eq(&Key::from(key), |v| {
+            if let Some(l) = RecordLock::of(v.end.load(Ordering::Acquire)) {
+                found = Some(l);
+            }
+            true
+        });
+        found.expect("a latest version")
+    }
+
+    fn wait_fors(db: &Database, id: u64) -> u64 {
+        db.txns.wait_fors((id & (crate::txn::table::MAX_SLOTS as u64 - 1)) as u32)
+    }
+
+    #[test]
+    fn read_lock_on_a_write_locked_version_makes_the_writer_wait() {
+        let (db, t) = db();
+        let mut w = db.begin(Isolation::RepeatableRead).unwrap();
+        w.update(t, &Key::from(1), b"w").unwrap();
+        assert_eq!(lock_of(&db, t, 1), RecordLock { writer: w.id(), ..RecordLock::FREE });
+        assert_eq!(wait_fors(&db, w.id()), 0);
+        let mut r = db.begin(Isolation::RepeatableRead).unwrap();
+        assert_eq!(r.get(t, &Key::from(1)).unwrap().unwrap(), b"a");
+        assert_eq!(lock_of(&db, t, 1), RecordLock { read_locks: 1, writer: w.id(), no_more_read_locks: false });
+        assert_eq!(wait_fors(&db, w.id()), 1, "the first read lock imposes a wait-for");
+        let mut r2 = db.begin(Isolation::RepeatableRead).unwrap();
+        r2.get(t, &Key::from(1)).unwrap();
+        assert_eq!(lock_of(&db, t, 1).read_locks, 2);
+        assert_eq!(wait_fors(&db, w.id()), 1, "later read locks impose nothing more");
+        r.commit().unwrap();
+        assert_eq!(lock_of(&db, t, 1).read_locks, 1);
+        assert_eq!(wait_fors(&db, w.id()), 1);
+        r2.commit().unwrap();
+        // The last release sets NoMoreReadLocks and releases the writer.
+        assert_eq!(lock_of(&db, t, 1), RecordLock { read_locks: 0, writer: w.id(), no_more_read_locks: true });
+        assert_eq!(wait_fors(&db, w.id()), 0);
+        let mut late = db.begin(Isolation::RepeatableRead).unwrap();
+        assert_eq!(late.get(t, &Key::from(1)), Err(crate::Error::Aborted(AbortReason::ReadLock)));
+        w.commit().unwrap();
+    }
+
+    #[test]
+    fn an_update_of_a_read_locked_version_waits_and_an_upgrade_does_not() {
+        let (db, t) = db();
+        let mut r = db.begin(Isolation::RepeatableRead).unwrap();
+        r.get(t, &Key::from(1)).unwrap();
+        r.get(t, &Key::from(1)).unwrap(); // twice: two locks, both ours
+        assert_eq!(lock_of(&db, t, 1).read_locks, 2);
+        let mut w = db.begin(Isolation::ReadCommitted).unwrap();
+        w.update(t, &Key::from(2), b"w").unwrap();
+        // Our own locks turn into the write lock: no wait on ourselves.
+        r.update(t, &Key::from(1), b"r").unwrap();
+        assert_eq!(lock_of(&db, t, 1), RecordLock { writer: r.id(), ..RecordLock::FREE });
+        assert_eq!(wait_fors(&db, r.id()), 0);
+        // A reader of a version we write-locked makes us wait for it.
+        let mut x = db.begin(Isolation::RepeatableRead).unwrap();
+        x.get(t, &Key::from(1)).unwrap(); // imposes on r
+        assert_eq!(wait_fors(&db, r.id()), 1);
+        drop(x); // an abort releases its locks too
+        assert_eq!(wait_fors(&db, r.id()), 0);
+        assert_eq!(lock_of(&db, t, 1).read_locks, 0);
+        r.commit().unwrap();
+        w.commit().unwrap();
+    }
+
+    #[test]
+    fn a_committing_transaction_accepts_no_new_wait_for() {
+        let (db, t) = db();
+        let mut holder = db.begin(Isolation::RepeatableRead).unwrap();
+        holder.get(t, &Key::from(2)).unwrap();
+        let db2 = &db;
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            s.spawn(move || {
+                let mut w = db2.begin(Isolation::RepeatableRead).unwrap();
+                w.update(t, &Key::from(1), b"w").unwrap();
+                w.update(t, &Key::from(2), b"w").unwrap();
+                tx.send(w.id()).unwrap();
+                w.commit().unwrap(); // waits for `holder`
+            });
+            let wid = rx.recv().unwrap();
+            // Wait until the writer has set NoMoreWaitFors (it is blocked).
+            while !db.txns.slot((wid & 0xfff) as u32).waits.lock().blocked {
+                std::thread::yield_now();
+            }
+            let mut r = db.begin(Isolation::RepeatableRead).unwrap();
+            assert_eq!(r.get(t, &Key::from(1)), Err(crate::Error::Aborted(AbortReason::WaitFor)));
+            holder.commit().unwrap();
+        });
+        let mut r = db.begin(Isolation::RepeatableRead).unwrap();
+        assert_eq!(r.get(t, &Key::from(1)).unwrap().unwrap(), b"w");
+    }
+
+    #[test]
+    fn a_deadlock_is_detected_and_broken() {
+        let (db, t) = db();
+        let barrier = std::sync::Barrier::new(2);
+        let outcomes: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = [(1u64, 2u64), (2, 1)]
+                .into_iter()
+                .map(|(read, write)| {
+                    let (db, barrier) = (&db, &barrier);
+                    s.spawn(move || {
+                        let o = TxnOptions { mode: Mode::Pessimistic, ..TxnOptions::new(Isolation::RepeatableRead) };
+                        let mut x = db.begin_with(o).unwrap();
+                        x.get(t, &Key::from(read)).unwrap();
+                        barrier.wait();
+                        x.update(t, &Key::from(write), b"x").unwrap();
+                        barrier.wait();
+                        x.commit().map(|_| ())
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let deadlocks = outcomes.iter().filter(|o| **o == Err(crate::Error::Aborted(AbortReason::Deadlock))).count();
+        assert_eq!((deadlocks, outcomes.iter().filter(|o| o.is_ok()).count()), (1, 1), "{outcomes:?}");
+        assert_eq!(db.stats().aborts[AbortReason::Deadlock as usize], 1);
+    }
+
+    #[test]
+    fn modes_are_checked_against_the_protocol() {
+        let (db, _) = db();
+        let o = TxnOptions { mode: Mode::Optimistic, ..TxnOptions::new(Isolation::Snapshot) };
+        assert!(matches!(db.begin_with(o), Err(crate::Error::InvalidArgument(_))));
+        let mixed = Database::new(Options { protocol: Protocol::MvMixed, ..Options::default() }).unwrap();
+        assert!(!mixed.begin_with(o).unwrap().is_pessimistic());
+        let p = TxnOptions { mode: Mode::Pessimistic, ..o };
+        assert!(mixed.begin_with(p).unwrap().is_pessimistic());
+        // The default alternates.
+        let kinds: Vec<bool> = (0..4).map(|_| mixed.begin(Isolation::Snapshot).unwrap().is_pessimistic()).collect();
+        assert!(kinds.contains(&true) && kinds.contains(&false), "{kinds:?}");
+    }
 
     fn sccs(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
         let mut v: Vec<Vec<usize>> = tarjan(adj)

@@ -94,6 +94,9 @@ pub(crate) enum WaitFor {
 pub(crate) struct WaitInfo {
     /// Finished normal processing and waiting for wait-for dependencies.
     pub(crate) blocked: bool,
+    /// When it blocked, in the order of blocking (deadlock victims are the
+    /// transaction of a cycle that blocked last: the one that closed it).
+    pub(crate) blocked_seq: u64,
     /// The versions it holds read locks on, while blocked (implicit edges).
     pub(crate) read_locks: Vec<crate::storage::version::VPtr>,
     /// WaitingTxnList: ids of transactions whose WaitForCounter this one
@@ -154,6 +157,8 @@ pub(crate) struct TxnTable {
     high_water: AtomicUsize,
     /// Held by the one deadlock detector that may run at a time.
     pub(crate) detector: Mutex<()>,
+    /// Counts transactions that block on wait-for dependencies.
+    pub(crate) blockings: AtomicU64,
 }
 
 // SAFETY: `local` is only touched by the slot's current occupant (a single
@@ -187,7 +192,7 @@ impl TxnTable {
                 })
             })
             .collect();
-        TxnTable { slots, high_water: AtomicUsize::new(0), detector: Mutex::new(()) }
+        TxnTable { slots, high_water: AtomicUsize::new(0), detector: Mutex::new(()), blockings: AtomicU64::new(0) }
     }
 
     #[inline]
