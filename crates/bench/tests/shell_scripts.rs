@@ -84,7 +84,13 @@ fn example_scripts_match_their_expected_output() {
 /// transitions (blocking, refusals, a deadlock).
 #[test]
 fn mv_lock_scripts_match_their_expected_output() {
-    scripts_match(&scripts_dir().join("mv-lock"), &["--protocol", "mv-lock"], ANOMALIES.len() * 3);
+    scripts_match(&scripts_dir().join("mv-lock"), &["--protocol", "mv-lock"], ANOMALIES.len() * LEVELS.len());
+}
+
+/// mv-mixed: optimistic and pessimistic transactions side by side.
+#[test]
+fn mv_mixed_scripts_match_their_expected_output() {
+    scripts_match(&scripts_dir().join("mv-mixed"), &["--protocol", "mv-mixed"], 0);
 }
 
 /// Runs every `*.mvs` in `dir` (more than `at_least` of them) with `args`

@@ -244,7 +244,9 @@ impl<'m, 'h> Deps<'m, 'h> {
     /// serialized at their commit timestamp): when the key is also absent as
     /// of their commit timestamp (a row inserted and deleted again in
     /// between), they are placed there. Both placements match what was read;
-    /// the later one is where the engine validated it.
+    /// the later one is where the engine validated it. A locking reader
+    /// (MV/L) read at the current time and held its locks until its commit
+    /// timestamp: it is placed there whenever the key is absent then.
     fn absence_seen(&mut self, reader: TxnIx, k: KeyId, how: &str) {
         let t = self.m.txn(reader);
         let vs = self.m.versions(k);
@@ -260,7 +262,7 @@ impl<'m, 'h> Deps<'m, 'h> {
         let (mut seen, mut point) = (at_begin, t.begin_ts);
         if let (true, Some(commit)) = (t.isolation >= Isolation::RepeatableRead, t.commit_ts) {
             let at_commit = self.m.visible_at(k, commit);
-            if !live(at_begin) && !live(at_commit) {
+            if !live(at_commit) && (t.locking || !live(at_begin)) {
                 (seen, point) = (at_commit, commit);
             }
         }

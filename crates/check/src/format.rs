@@ -73,7 +73,8 @@ fn txn_line(t: &TxnRecord, s: &mut String) {
         Outcome::Committed => "committed".to_string(),
         Outcome::Aborted(r) => format!("aborted:{}", r.name()),
     };
-    let _ = writeln!(s, "txn {} {} begin={} commit={commit} {outcome}", t.id, t.isolation.name(), t.begin_ts);
+    let locking = if t.locking { " locking" } else { "" };
+    let _ = writeln!(s, "txn {} {} begin={} commit={commit} {outcome}{locking}", t.id, t.isolation.name(), t.begin_ts);
 }
 
 fn op_lines(op: &Op, s: &mut String) {
@@ -228,9 +229,13 @@ impl Parser {
     }
 
     fn txn(&mut self, args: &[&str]) -> Parsed<()> {
-        const SHAPE: &str = "expected 'txn ID ISOLATION begin=TS commit=TS|- committed|aborted:REASON'";
+        const SHAPE: &str = "expected 'txn ID ISOLATION begin=TS commit=TS|- committed|aborted:REASON [locking]'";
+        let (args, locking) = match args {
+            [rest @ .., "locking"] => (rest, true),
+            _ => (args, false),
+        };
         let [id, iso, begin, commit, outcome] = args else {
-            return Err(format!("{SHAPE}, got {} fields after 'txn'", args.len()));
+            return Err(format!("{SHAPE}, got {} fields after 'txn'", args.len() + locking as usize));
         };
         let id = parse_u64(id, "transaction id")?;
         let isolation: Isolation = iso.parse().map_err(|_| {
@@ -245,7 +250,7 @@ impl Parser {
         if let Some(t) = self.current.take() {
             self.history.txns.push(t);
         }
-        self.current = Some(TxnRecord { id, isolation, begin_ts, commit_ts, outcome, ops: Vec::new() });
+        self.current = Some(TxnRecord { id, isolation, begin_ts, commit_ts, outcome, locking, ops: Vec::new() });
         Ok(())
     }
 

@@ -95,7 +95,15 @@ impl Sim {
         let id = self.next_id;
         self.next_id += 1;
         let begin_ts = self.tick();
-        let rec = TxnRecord { id, isolation, begin_ts, commit_ts: None, outcome: Outcome::Committed, ops: Vec::new() };
+        let rec = TxnRecord {
+            id,
+            isolation,
+            begin_ts,
+            commit_ts: None,
+            outcome: Outcome::Committed,
+            locking: false,
+            ops: Vec::new(),
+        };
         let left = self.rng.gen_range(1..6);
         self.active.push(Active { rec, writes: BTreeMap::new(), reads: Vec::new(), scans: Vec::new(), left });
     }

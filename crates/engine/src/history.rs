@@ -106,6 +106,12 @@ pub struct TxnRecord {
     pub commit_ts: Option<u64>,
     /// How it ended.
     pub outcome: Outcome,
+    /// It kept its reads valid with locks (MV/L at repeatable read or
+    /// serializable): it read at the current time, and what it read (rows
+    /// and absences alike) still held at its commit timestamp. Otherwise it
+    /// read as of its begin timestamp (or the current time under read
+    /// committed).
+    pub locking: bool,
     /// Its operations in program order.
     pub ops: Vec<Op>,
 }

@@ -130,9 +130,7 @@ impl Protocol {
     /// The isolation levels the protocol offers, weakest first.
     pub fn isolation_levels(self) -> &'static [Isolation] {
         match self {
-            Protocol::MvOcc => &Isolation::ALL,
-            // Serializable MV/L needs bucket and range locks (section 4.1.2).
-            Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL[..3],
+            Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL,
             _ => &[Isolation::Serializable],
         }
     }
@@ -501,9 +499,10 @@ impl Database {
             _ => true,
         };
         if refused {
+            let mode = if o.mode == Mode::Optimistic { "optimistic" } else { "pessimistic" };
             return Err(Error::InvalidArgument(format!(
-                "protocol {} does not run {:?} transactions",
-                self.opts.protocol, o.mode
+                "protocol {} does not run {mode} transactions (mv-mixed runs both)",
+                self.opts.protocol
             )));
         }
         let (slot, id) = self.txns.open()?;

@@ -6,7 +6,7 @@
 //! Parsing never fails as a whole: a bad line becomes [`Line::Bad`] with a
 //! one-line message, which the shell prints before going on.
 
-use multiverse::Isolation;
+use multiverse::{Isolation, Mode};
 
 /// Longest `sleep` accepted, in milliseconds.
 pub(crate) const MAX_SLEEP_MS: u64 = 60_000;
@@ -72,8 +72,9 @@ impl Assign {
 /// A shell command.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Command {
-    /// `begin [ISOLATION]` (`None`: the protocol's strongest level).
-    Begin(Option<Isolation>),
+    /// `begin [ISOLATION] [optimistic|pessimistic]` (`None`: the protocol's
+    /// strongest level; the mode defaults to the protocol's choice).
+    Begin(Option<Isolation>, Mode),
     /// `commit`.
     Commit,
     /// `abort`.
@@ -152,9 +153,14 @@ fn parse_command(name: &str, args: &[&str]) -> Parsed<Command> {
 }
 
 fn parse_begin(args: &[&str]) -> Parsed<Command> {
+    let (args, mode) = match args {
+        [rest @ .., "optimistic"] => (rest, Mode::Optimistic),
+        [rest @ .., "pessimistic"] => (rest, Mode::Pessimistic),
+        _ => (args, Mode::Default),
+    };
     match args {
-        [] => Ok(Command::Begin(None)),
-        [level] => level.parse::<Isolation>().map(|i| Command::Begin(Some(i))).map_err(|e| e.to_string()),
+        [] => Ok(Command::Begin(None, mode)),
+        [level] => level.parse::<Isolation>().map(|i| Command::Begin(Some(i), mode)).map_err(|e| e.to_string()),
         [_, extra, ..] => Err(unexpected(extra)),
     }
 }
@@ -294,8 +300,10 @@ mod tests {
 
     #[test]
     fn parses_every_command() {
-        assert_eq!(cmd("t1 begin"), Command::Begin(None));
-        assert_eq!(cmd("t1 begin snapshot"), Command::Begin(Some(Isolation::Snapshot)));
+        assert_eq!(cmd("t1 begin"), Command::Begin(None, Mode::Default));
+        assert_eq!(cmd("t1 begin snapshot"), Command::Begin(Some(Isolation::Snapshot), Mode::Default));
+        assert_eq!(cmd("t1 begin pessimistic"), Command::Begin(None, Mode::Pessimistic));
+        assert_eq!(cmd("t1 begin rr optimistic"), Command::Begin(Some(Isolation::RepeatableRead), Mode::Optimistic));
         assert_eq!(cmd("t1 commit"), Command::Commit);
         assert_eq!(cmd("t1 abort"), Command::Abort);
         assert_eq!(cmd("t1 sleep 10"), Command::Sleep(10));

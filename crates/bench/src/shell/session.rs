@@ -155,7 +155,7 @@ impl<'db> Session<'db> {
 
     fn run(&mut self, cmd: Command) -> String {
         match cmd {
-            Command::Begin(iso) => self.begin(iso.unwrap_or(self.ctx.default)),
+            Command::Begin(iso, mode) => self.begin(iso.unwrap_or(self.ctx.default), mode),
             Command::Commit => self.commit(),
             Command::Abort => self.abort(),
             Command::Sleep(ms) => {
@@ -166,15 +166,17 @@ impl<'db> Session<'db> {
         }
     }
 
-    fn begin(&mut self, iso: Isolation) -> String {
+    fn begin(&mut self, iso: Isolation, mode: multiverse::Mode) -> String {
         match &self.state {
-            State::Idle => match self.db.begin(iso) {
-                Ok(t) => {
-                    self.state = State::Open(t);
-                    "ok".into()
+            State::Idle => {
+                match self.db.begin_with(multiverse::TxnOptions { mode, ..multiverse::TxnOptions::new(iso) }) {
+                    Ok(t) => {
+                        self.state = State::Open(t);
+                        "ok".into()
+                    }
+                    Err(e) => Failure::from(e).to_string(),
                 }
-                Err(e) => Failure::from(e).to_string(),
-            },
+            }
             State::Open(_) => "error: a transaction is already open (commit or abort it first)".into(),
             State::Aborted(r) => Failure::Aborted(*r).to_string(),
         }

@@ -38,6 +38,7 @@ pub fn txn(id: u64, begin: u64, commit: u64) -> Txn {
         begin_ts: begin,
         commit_ts: Some(commit),
         outcome: Outcome::Committed,
+        locking: false,
         ops: Vec::new(),
     })
 }

@@ -50,6 +50,12 @@ impl HashIndex {
         }
     }
 
+    /// The bucket number of `hash` (bucket locks are keyed by it).
+    #[inline]
+    pub fn bucket_of(&self, hash: u64) -> u64 {
+        hash & self.mask
+    }
+
     /// Number of buckets.
     pub fn buckets(&self) -> usize {
         self.mask as usize + 1

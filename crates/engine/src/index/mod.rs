@@ -15,6 +15,7 @@
 //! never take it.
 
 pub mod hash;
+pub(crate) mod locks;
 pub mod ordered;
 
 use parking_lot::Mutex;

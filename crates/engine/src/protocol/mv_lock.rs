@@ -68,13 +68,14 @@
 use crate::error::AbortReason;
 use crate::key::Key;
 use crate::protocol::mv_occ::Transaction;
-use crate::storage::table::Table;
+use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
-use crate::storage::word::{writer_of_end, RecordLock, MAX_READ_LOCKS};
-use crate::txn::table::{TxnTable, WaitFor};
+use crate::storage::word::{writer_of_end, RecordLock, Word, MAX_READ_LOCKS};
+use crate::txn::table::{Peek, TxnTable, WaitFor};
 use crate::{Database, Result};
 use crossbeam_utils::Backoff;
 use std::collections::HashMap;
+use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -241,6 +242,14 @@ impl Transaction<'_> {
             // collector never reclaims; it stays one while we hold the lock.
             release_read_lock(unsafe { &*v }, txns);
         }
+        for (t, i, b) in self.local().bucket_locks.drain(..) {
+            if let Some(locks) = &self.db.table_by_id(t).indexes[i as usize].buckets {
+                locks.unlock(b, self.id);
+            }
+        }
+        for (t, i) in self.local().range_locks.drain(..) {
+            self.db.table_by_id(t).indexes[i as usize].ranges.unlock_all(self.id);
+        }
         if self.used_waits {
             let list = {
                 let mut w = self.slot().waits.lock();
@@ -253,14 +262,165 @@ impl Transaction<'_> {
         }
     }
 
-    /// Leaves the slot's `WaitInfo` clean for the next occupant.
+    /// Leaves the slot's `WaitInfo` clean (and closed) for the next occupant.
     pub(crate) fn reset_waits(&mut self) {
         let mut w = self.slot().waits.lock();
         w.blocked = false;
         w.read_locks.clear();
         w.waiting_txns.clear();
-        w.closed = false;
+        w.closed = true;
         self.used_waits = false;
+    }
+
+    /// Opens our WaitingTxnList, before our id can appear in a lock list.
+    fn open_waits(&mut self) {
+        if !self.used_waits {
+            self.slot().waits.lock().closed = false;
+            self.used_waits = true;
+        }
+    }
+
+    /// Start of a serializable scan of one key of index `index` (section
+    /// 4.3.1): a bucket lock in a hash index, a one-key range lock in an
+    /// ordered one. Taken before the scan looks at the chain.
+    pub(crate) fn lock_key(&mut self, table: u32, index: u8, ix: &Index, key: &Key) {
+        self.open_waits();
+        match (&ix.imp, &ix.buckets) {
+            (IndexImpl::Hash(h), Some(locks)) => {
+                let b = h.bucket_of(key.hash64());
+                locks.lock(b, self.id);
+                self.local().bucket_locks.push((table, index, b));
+            }
+            _ => self.lock_range(table, index, ix, Bound::Included(*key), Bound::Included(*key)),
+        }
+    }
+
+    /// Start of a serializable pessimistic lookup of `key` in index `index`
+    /// of `t`: lock the key, then impose a wait-for on the writer of every
+    /// matching version not committed yet (it would be a phantom). The
+    /// caller is pinned and scans afterwards.
+    pub(crate) fn guard_key(&mut self, t: &Table, table: u32, index: u8, key: &Key) -> Result<()> {
+        let ix = &t.indexes[index as usize];
+        self.lock_key(table, index, ix, key);
+        let mut found = std::mem::take(&mut self.local().uncommitted);
+        // SeqCst: a clock reading after the lock (the lookup that follows
+        // reads at a later "now", so versions committed before it are seen).
+        let rt = self.db.clock.load(Ordering::SeqCst) - 1;
+        ix.for_each_eq(key, |v| {
+            if ix.matches(v, key) {
+                found.extend(self.uncommitted_writer(v, rt));
+            }
+            true
+        });
+        self.local().uncommitted = found;
+        self.impose_on_writers().map_err(|r| self.abort_with(r))
+    }
+
+    /// Start of a serializable range scan: a range lock on (`lo`, `hi`).
+    pub(crate) fn lock_range(&mut self, table: u32, index: u8, ix: &Index, lo: Bound<Key>, hi: Bound<Key>) {
+        self.open_waits();
+        ix.ranges.lock(lo, hi, self.id);
+        let held = &mut self.local().range_locks;
+        if !held.contains(&(table, index)) {
+            held.push((table, index));
+        }
+    }
+
+    /// A serializable scan at read time `rt` met `v`, which matches its
+    /// predicate but is not visible. If its creator is still running, it
+    /// would be a phantom once committed, so we impose a wait-for dependency
+    /// on it (section 4.2.2): returns the writer and the version. If it
+    /// committed after `rt` (it linked the version before our lock and
+    /// precommitted since), it is a phantom already: returns writer 0, and
+    /// the caller aborts.
+    pub(crate) fn uncommitted_writer(&self, v: &Version, rt: u64) -> Option<(u64, VPtr)> {
+        let p = VPtr(v as *const Version as *mut Version);
+        loop {
+            // Acquire: as in `visible_at`.
+            return match Word::decode(v.begin.load(Ordering::Acquire)) {
+                Word::Ts(b) => (b != crate::storage::word::INFINITY && b >= rt).then_some((0, p)),
+                Word::Txn(tb) if tb == self.id => None,
+                Word::Txn(tb) => match self.db.txns.peek(tb) {
+                    Peek::Active | Peek::Preparing(_) => Some((tb, p)),
+                    Peek::Committed(ts) => (ts >= rt).then_some((0, p)),
+                    Peek::Aborted => None,
+                    Peek::Gone => continue, // the word is final now: reread
+                },
+            };
+        }
+    }
+
+    /// Imposes a wait-for dependency on each writer in `local().uncommitted`
+    /// (drained), entering it in our WaitingTxnList. A writer that finished
+    /// meanwhile committed a row our scan did not see (abort: `phantom`) or
+    /// aborted (nothing to do). The caller is still pinned.
+    pub(crate) fn impose_on_writers(&mut self) -> std::result::Result<(), AbortReason> {
+        let mut found = std::mem::take(&mut self.local().uncommitted);
+        let mut r = Ok(());
+        for &(tb, VPtr(v)) in &found {
+            if tb == 0 {
+                r = Err(AbortReason::Phantom);
+                break;
+            }
+            match self.db.txns.add_wait_for(tb) {
+                WaitFor::Added => {
+                    self.open_waits();
+                    self.slot().waits.lock().waiting_txns.push(tb);
+                }
+                WaitFor::Gone => {
+                    // SAFETY: met under the caller's epoch guard, still held.
+                    // Acquire: the word as the finished writer left it.
+                    let begin = unsafe { &*v }.begin.load(Ordering::Acquire);
+                    if begin != crate::storage::word::INFINITY {
+                        r = Err(AbortReason::Phantom);
+                        break;
+                    }
+                }
+                WaitFor::Refused => {
+                    r = Err(AbortReason::WaitFor);
+                    break;
+                }
+            }
+        }
+        found.clear();
+        self.local().uncommitted = found;
+        r
+    }
+
+    /// After linking `v` into every index of `t`: for each bucket or range
+    /// lock that covers it, wait for the locker (section 4.2.2: our own id
+    /// goes into its WaitingTxnList, and our WaitForCounter goes up).
+    pub(crate) fn wait_for_lockers(&mut self, t: &Table, v: &Version) -> std::result::Result<(), AbortReason> {
+        let mut ids = std::mem::take(&mut self.local().ids);
+        for ix in &t.indexes {
+            if let (IndexImpl::Hash(h), Some(locks)) = (&ix.imp, &ix.buckets) {
+                locks.lockers(h.bucket_of(ix.hash_of(v)), &mut ids);
+            }
+            ix.ranges.lockers(|| ix.key_of(v), &mut ids);
+        }
+        let txns = &self.db.txns;
+        let mut r = Ok(());
+        for ts in ids.drain(..) {
+            if ts == self.id {
+                continue;
+            }
+            if txns.add_wait_for(self.id) != WaitFor::Added {
+                r = Err(AbortReason::WaitFor);
+                break;
+            }
+            let i = (ts & (crate::txn::table::MAX_SLOTS as u64 - 1)) as u32;
+            let mut w = txns.slot(i).waits.lock();
+            if txns.id_of(i) == ts && !w.closed {
+                w.waiting_txns.push(self.id);
+            } else {
+                // The locker has precommitted (or gone): nothing to wait for.
+                drop(w);
+                txns.release_wait_for(self.id);
+            }
+        }
+        ids.clear();
+        self.local().ids = ids;
+        r
     }
 }
 

@@ -124,6 +124,8 @@ pub struct Transaction<'db> {
     pessimistic: bool,
     /// Read locks taken (pessimistic repeatable read and serializable).
     lock_reads: bool,
+    /// Bucket and range locks taken (pessimistic serializable).
+    lock_scans: bool,
     /// Other transactions may lock or impose wait-for dependencies on this
     /// one (mv-lock and mv-mixed; section 4.5), so it honours them.
     pub(crate) honour_locks: bool,
@@ -168,6 +170,7 @@ impl<'db> Transaction<'db> {
             track_scans: !o.read_only && !pessimistic && iso == Isolation::Serializable,
             pessimistic,
             lock_reads: pessimistic && iso >= Isolation::RepeatableRead,
+            lock_scans: pessimistic && iso == Isolation::Serializable,
             honour_locks: protocol != Protocol::MvOcc,
             used_waits: false,
             status: Status::Active,
@@ -241,6 +244,7 @@ impl<'db> Transaction<'db> {
             begin_ts: self.begin_ts,
             commit_ts,
             outcome,
+            locking: self.lock_reads,
             ops,
         });
     }
@@ -348,6 +352,9 @@ impl<'db> Transaction<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let t = self.db.table_ref(table)?;
+        if self.lock_scans {
+            self.guard_key(t, table.0, 0, key)?;
+        }
         let rt = self.lookup_time();
         let mut v = self.find_visible(t, key, rt);
         if self.lock_reads {
@@ -434,6 +441,9 @@ impl<'db> Transaction<'db> {
         let _guard = crossbeam_epoch::pin();
         let t = self.db.table_ref(TableId(index.table))?;
         let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        if self.lock_scans {
+            self.guard_key(t, index.table, index.index, key)?;
+        }
         let rt = self.read_time();
         let me = self.me();
         if self.track_scans {
@@ -475,6 +485,11 @@ impl<'db> Transaction<'db> {
         let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
         let lo = range.start_bound().cloned();
         let hi = range.end_bound().cloned();
+        if self.lock_scans {
+            // Before the read time is taken: a version committed after the
+            // lock is one whose writer saw the lock and waited for us.
+            self.lock_range(index.table, index.index, ix, lo, hi);
+        }
         let rt = self.read_time();
         let me = self.me();
         if self.track_scans {
@@ -485,6 +500,9 @@ impl<'db> Transaction<'db> {
                 filter: filter.cloned(),
             });
         }
+        // Writers of versions a serializable pessimistic scan cannot see yet.
+        let mut uncommitted = std::mem::take(&mut self.local().uncommitted);
+        let lock_scans = self.lock_scans;
         let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
         let mut stopped_at = None;
@@ -498,16 +516,29 @@ impl<'db> Transaction<'db> {
                     return true;
                 }
             }
-            if visible_at(v, rt, &me).is_none() || out.deliver(v, &mut f) {
+            if visible_at(v, rt, &me).is_none() {
+                if lock_scans {
+                    uncommitted.extend(self.uncommitted_writer(v, rt));
+                }
+                return true;
+            }
+            if out.deliver(v, &mut f) {
                 return true;
             }
             stopped_at = Some(ix.key_of(v));
             false
         });
-        if let Some(r) = out.refused {
+        let refused = out.refused;
+        let rows = out.rows;
+        self.local().uncommitted = uncommitted;
+        if let Some(r) = refused {
             return Err(self.abort_with(r));
         }
-        let rows = out.rows;
+        if self.lock_scans {
+            if let Err(r) = self.impose_on_writers() {
+                return Err(self.abort_with(r));
+            }
+        }
         // A scan of an ordered index that its caller stopped observed the
         // range only up to the row it stopped at (the oldest new order, the
         // first of a prefix): rows after it are neither read nor phantoms.
@@ -516,6 +547,9 @@ impl<'db> Transaction<'db> {
         // hash index is scanned in no key order: its range stays whole.
         let hi = match stopped_at {
             Some(k) if ordered => {
+                if self.lock_scans {
+                    ix.ranges.narrow_last(self.id, Bound::Included(k));
+                }
                 if self.track_scans {
                     if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) = self.local().scan_set.last_mut() {
                         *h = Bound::Included(k);
@@ -607,6 +641,12 @@ impl<'db> Transaction<'db> {
         });
         self.created += 1;
         self.local().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
+        if self.honour_locks {
+            // SAFETY: linked and ours until commit or abort.
+            if let Err(r) = self.wait_for_lockers(t, unsafe { &*nv }) {
+                return Err(self.abort_with(r));
+            }
+        }
         if self.recording {
             self.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
         }
@@ -684,8 +724,7 @@ impl<'db> Transaction<'db> {
             unsafe { Version::free(nv.as_ptr()) };
             return Err(e);
         }
-        self.publish(t, table, key, v, nv.as_ptr());
-        Ok(())
+        self.publish(t, table, key, v, nv.as_ptr())
     }
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
@@ -716,6 +755,14 @@ impl<'db> Transaction<'db> {
 
     /// An update or delete found no visible row.
     fn not_found(&mut self, table: TableId, key: &Key) -> Result<()> {
+        if self.lock_scans {
+            // Absence was read: lock it, and make sure it still holds.
+            let t = self.db.table_ref(table)?;
+            self.guard_key(t, table.0, 0, key)?;
+            if !self.find_visible(t, key, self.lookup_time()).is_null() {
+                return Err(self.abort_with(AbortReason::WriteConflict));
+            }
+        }
         if self.track_scans {
             // Absence was read: a later insert of this key is a phantom.
             self.local().scan_set.push(ScanRecord { table: table.0, index: 0, kind: ScanKind::Eq(*key), filter: None });
@@ -731,8 +778,7 @@ impl<'db> Transaction<'db> {
             Some(val) => Version::alloc(*key, t.link_words(), val, self.word).as_ptr(),
             None => ptr::null_mut(),
         };
-        self.publish(t, table, key, v, new);
-        Ok(())
+        self.publish(t, table, key, v, new)
     }
 
     /// Takes the write lock of `v` (section 2.6): checks that it is
@@ -797,7 +843,7 @@ impl<'db> Transaction<'db> {
 
     /// After [`Self::claim`] of `v`: links the new version `new` (null for a
     /// delete) into every index and enters the write in the WriteSet.
-    fn publish(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, new: *mut Version) {
+    fn publish(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, new: *mut Version) -> Result<()> {
         if !new.is_null() {
             self.created += 1;
             // SAFETY: fresh, initialised, unlinked; `v` is the version it
@@ -817,6 +863,13 @@ impl<'db> Transaction<'db> {
             };
             self.record(Op::Write { table: table.0, key: *key, kind, value });
         }
+        if self.honour_locks && !new.is_null() {
+            // SAFETY: linked and ours until commit or abort.
+            if let Err(r) = self.wait_for_lockers(t, unsafe { &*new }) {
+                return Err(self.abort_with(r));
+            }
+        }
+        Ok(())
     }
 
     // ------------------------------------------------------------------

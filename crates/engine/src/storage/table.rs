@@ -2,6 +2,7 @@
 //! same versions (every version is linked into every index, section 2.1).
 
 use crate::index::hash::HashIndex;
+use crate::index::locks::{BucketLocks, RangeLocks};
 use crate::index::ordered::{IKey, OrderedIndex};
 use crate::key::Key;
 use crate::storage::version::Version;
@@ -107,6 +108,9 @@ pub(crate) struct Index {
     pub(crate) imp: IndexImpl,
     /// `None` for the primary index (keyed by the primary key).
     pub(crate) key_fn: Option<KeyFn>,
+    /// MV/L bucket locks (hash indexes only) and range locks (section 4.1.2).
+    pub(crate) buckets: Option<BucketLocks>,
+    pub(crate) ranges: RangeLocks,
 }
 
 impl Index {
@@ -270,12 +274,19 @@ impl Table {
                 IndexKind::OrderedGrouped { prefix } => ordered(prefix),
             }
         };
-        let mut indexes = vec![Index { name: "primary".into(), imp: make(spec.primary, 0), key_fn: None }];
+        let index = |name: String, imp: IndexImpl, key_fn| {
+            let buckets = match &imp {
+                IndexImpl::Hash(h) => Some(BucketLocks::new(h.buckets())),
+                IndexImpl::Ordered(_) => None,
+            };
+            Index { name, imp, key_fn, buckets, ranges: RangeLocks::new() }
+        };
+        let mut indexes = vec![index("primary".into(), make(spec.primary, 0), None)];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {
             if name == "primary" || spec.secondary[..i].iter().any(|s| &s.0 == name) {
                 return Err(Error::InvalidArgument(format!("duplicate index name '{name}'")));
             }
-            indexes.push(Index { name: name.clone(), imp: make(*kind, i + 1), key_fn: Some(*f) });
+            indexes.push(index(name.clone(), make(*kind, i + 1), Some(*f)));
         }
         Ok(Table { id, name: spec.name.clone(), indexes, link_words: slot_word, row_hint: AtomicUsize::new(0) })
     }

@@ -90,7 +90,6 @@ pub(crate) enum WaitFor {
 
 /// What a transaction publishes for deadlock detection and for the
 /// transactions that wait on it (section 4.4). Read under the slot's lock.
-#[derive(Default)]
 pub(crate) struct WaitInfo {
     /// Finished normal processing and waiting for wait-for dependencies.
     pub(crate) blocked: bool,
@@ -102,8 +101,16 @@ pub(crate) struct WaitInfo {
     /// WaitingTxnList: ids of transactions whose WaitForCounter this one
     /// holds up (explicit dependencies from bucket and range locks).
     pub(crate) waiting_txns: Vec<u64>,
-    /// Set once the list has been released: later additions are refused.
+    /// Closed to additions: set when the list is released, and left set
+    /// until the next occupant opens it (before anyone can find its id in
+    /// a lock list), so an adder holding a stale id is refused.
     pub(crate) closed: bool,
+}
+
+impl Default for WaitInfo {
+    fn default() -> WaitInfo {
+        WaitInfo { blocked: false, blocked_seq: 0, read_locks: Vec::new(), waiting_txns: Vec::new(), closed: true }
+    }
 }
 
 /// One slot of the transaction table.
