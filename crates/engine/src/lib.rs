@@ -5,8 +5,11 @@
 //! Concurrency Control Mechanisms for Main-Memory Databases* (VLDB 2011,
 //! "Hekaton"): versions with 64-bit Begin and End words changed by
 //! compare-and-swap, the visibility rules of Tables 1 and 2, commit
-//! dependencies, and the optimistic scheme MV/O (section 3) at read committed,
-//! snapshot, repeatable read and serializable.
+//! dependencies, the optimistic scheme MV/O (section 3), the pessimistic
+//! scheme MV/L (section 4: record locks in the End word, bucket and range
+//! locks, wait-for dependencies, deadlock detection), and both at once
+//! (section 4.5), at read committed, snapshot, repeatable read and
+//! serializable.
 //!
 //! ```
 //! use multiverse::{Database, Isolation, Key, Options, TableSpec};
@@ -42,6 +45,7 @@ pub mod txn;
 
 pub use error::{AbortReason, Error};
 pub use key::{Key, KeyBuilder, KEY_MAX};
+pub use protocol::mv_lock::detect_deadlocks;
 pub use protocol::mv_occ::{CommitInfo, Transaction};
 pub use storage::table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;

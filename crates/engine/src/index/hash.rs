@@ -6,6 +6,22 @@
 //! is fixed when the index is created (the next power of two at or above the
 //! declared capacity); chains grow gracefully past it, they just get longer.
 //!
+//! A bucket is one 64-bit word: the chain's head pointer in the low 48 bits
+//! and, in the high 16, the bucket's **LockCount** (VLDB 2011 section
+//! 4.1.2: MV/L's serializable transactions lock the buckets they scan):
+//!
+//! ```text
+//!  63            48 47                                              0
+//! +----------------+-------------------------------------------------+
+//! |   LockCount    |  first version of the chain (null: empty)       |
+//! +----------------+-------------------------------------------------+
+//! ```
+//!
+//! User-space addresses fit in 48 bits on x86-64 and AArch64 Linux; `insert`
+//! checks it. Keeping the count in the bucket word makes the check "is this
+//! bucket locked?" free for an inserter (its CAS reads the word anyway) and
+//! orders lockers and inserters without fences: both update the same word.
+//!
 //! A small index (declared capacity up to [`SMALL`]) gets eight buckets per
 //! declared key, each on a cache line of its own. Small tables are hot
 //! tables (TPC-C's warehouses and districts: every transaction updates
@@ -15,8 +31,17 @@
 
 use super::Stripes;
 use crate::storage::version::Version;
-use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bits of a bucket word that hold the head pointer.
+const PTR_MASK: u64 = (1 << 48) - 1;
+/// One LockCount unit in a bucket word.
+const LOCK_ONE: u64 = 1 << 48;
+
+#[inline]
+fn head_of(word: u64) -> *mut Version {
+    (word & PTR_MASK) as *mut Version
+}
 
 /// Indexes declared for at most this many keys give each bucket a cache line.
 pub const SMALL: usize = 256;
@@ -25,7 +50,8 @@ const LINE_SHIFT: u32 = 3;
 
 /// A hash index over the versions of one table; `link` is the version link it owns.
 pub struct HashIndex {
-    buckets: Box<[AtomicPtr<Version>]>,
+    /// Bucket words: LockCount and head pointer.
+    buckets: Box<[AtomicU64]>,
     mask: u64,
     /// Bucket `b` is `buckets[b << spread]`: 3 (a line each) for small indexes.
     spread: u32,
@@ -42,7 +68,7 @@ impl HashIndex {
             (capacity.next_power_of_two(), 0)
         };
         HashIndex {
-            buckets: (0..n << spread).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            buckets: (0..n << spread).map(|_| AtomicU64::new(0)).collect(),
             mask: n as u64 - 1,
             spread,
             link,
@@ -62,8 +88,48 @@ impl HashIndex {
     }
 
     #[inline]
-    fn bucket(&self, hash: u64) -> &AtomicPtr<Version> {
-        &self.buckets[((hash & self.mask) as usize) << self.spread]
+    fn bucket(&self, hash: u64) -> &AtomicU64 {
+        self.bucket_no(hash & self.mask)
+    }
+
+    #[inline]
+    fn bucket_no(&self, b: u64) -> &AtomicU64 {
+        &self.buckets[(b as usize) << self.spread]
+    }
+
+    /// Increments the LockCount of bucket `b`; false (nothing changed) if
+    /// it is at its maximum.
+    pub fn lock_bucket(&self, b: u64) -> bool {
+        let w = self.bucket_no(b);
+        // Relaxed: the CAS decides.
+        let mut cur = w.load(Ordering::Relaxed);
+        loop {
+            if cur >> 48 == 0xffff {
+                return false;
+            }
+            // AcqRel: the locker then reads the chain through this word (an
+            // insert linked before the increment is seen); an inserter whose
+            // CAS comes later reads the count.
+            match w.compare_exchange_weak(cur, cur + LOCK_ONE, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Decrements the LockCount of bucket `b`.
+    pub fn unlock_bucket(&self, b: u64) {
+        // Release: the locker's scan happens before the unlock.
+        let before = self.bucket_no(b).fetch_sub(LOCK_ONE, Ordering::Release);
+        debug_assert!(before >> 48 > 0, "unlocking a bucket nobody locked");
+    }
+
+    /// True if bucket `b` has a lock. Called by an inserter after linking
+    /// into the bucket: its load follows its own CAS in the word's order,
+    /// so a lock taken before the link is seen (or already released).
+    pub fn bucket_locked(&self, b: u64) -> bool {
+        // Acquire: see the locker's LockList entry, made before its increment.
+        self.bucket_no(b).load(Ordering::Acquire) >> 48 != 0
     }
 
     /// First version of the chain for `hash` (null if empty).
@@ -71,20 +137,20 @@ impl HashIndex {
     pub fn head(&self, hash: u64) -> *mut Version {
         // Acquire: pairs with the Release CAS in `insert`, so the version's
         // fields written before publication are visible.
-        self.bucket(hash).load(Ordering::Acquire)
+        head_of(self.bucket(hash).load(Ordering::Acquire))
     }
 
     /// First version of bucket number `b` (for full scans).
     #[inline]
     pub fn head_of_bucket(&self, b: usize) -> *mut Version {
         // Acquire: as in `head`.
-        self.buckets[b << self.spread].load(Ordering::Acquire)
+        head_of(self.buckets[b << self.spread].load(Ordering::Acquire))
     }
 
     /// Starts loading the bucket of `hash` into the cache.
     #[inline]
     pub fn prefetch_bucket(&self, hash: u64) {
-        prefetch(self.bucket(hash) as *const AtomicPtr<Version> as *const u8);
+        prefetch(self.bucket(hash) as *const AtomicU64 as *const u8);
     }
 
     /// Starts loading the first `bytes` of the first version of the chain of
@@ -94,7 +160,7 @@ impl HashIndex {
     #[inline]
     pub fn prefetch_head(&self, hash: u64, bytes: usize) {
         // Relaxed: a hint only; the pointer is never dereferenced here.
-        let h = self.bucket(hash).load(Ordering::Relaxed);
+        let h = head_of(self.bucket(hash).load(Ordering::Relaxed));
         if !h.is_null() {
             let first = h as usize & !63;
             let end = h as usize + bytes.max(1);
@@ -116,19 +182,20 @@ impl HashIndex {
     /// # Safety
     /// `v` is a live version not yet linked into this index.
     pub unsafe fn insert(&self, v: *mut Version, hash: u64) {
+        assert!(v as u64 & !PTR_MASK == 0, "version addresses must fit in 48 bits");
         let b = self.bucket(hash);
         // SAFETY: `v` is live and still private to the caller for this link.
         let link = unsafe { (*v).link(self.link) };
-        let mut head = b.load(Ordering::Relaxed);
+        let mut cur = b.load(Ordering::Relaxed);
         loop {
             // Relaxed: `v` is not yet reachable; the Release CAS publishes it.
-            link.store(head, Ordering::Relaxed);
+            link.store(head_of(cur), Ordering::Relaxed);
             // Release on success: readers that Acquire the bucket see the
             // initialised version and its link. Relaxed on failure: we only
-            // retry with the fresher head.
-            match b.compare_exchange_weak(head, v, Ordering::Release, Ordering::Relaxed) {
+            // retry with the fresher word. The LockCount is kept.
+            match b.compare_exchange_weak(cur, v as u64 | (cur & !PTR_MASK), Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return,
-                Err(h) => head = h,
+                Err(now) => cur = now,
             }
         }
     }
@@ -146,14 +213,19 @@ impl HashIndex {
         let succ = unsafe { (*v).link(self.link).load(Ordering::Acquire) };
         // Fast path: `v` is the head. Release: readers that see `succ` through
         // the bucket must see its contents (already published, but keep the chain
-        // ordering uniform). Acquire on failure: we walk from the new head.
-        if b.compare_exchange(v, succ, Ordering::Release, Ordering::Acquire).is_ok() {
-            return true;
+        // ordering uniform). Acquire on failure: we walk from the new head. A
+        // LockCount change only retries the CAS.
+        let mut cur = b.load(Ordering::Acquire);
+        while head_of(cur) == v {
+            match b.compare_exchange(cur, succ as u64 | (cur & !PTR_MASK), Ordering::Release, Ordering::Acquire) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
         }
         // Walk to the predecessor. Only unlinkers (serialised by the stripe
         // lock) change links of published versions, so the predecessor's link
         // cannot change under us; inserts only replace the bucket head.
-        let mut prev = b.load(Ordering::Acquire);
+        let mut prev = head_of(cur);
         while !prev.is_null() {
             // SAFETY: chain members are alive while we hold the epoch guard.
             let pl = unsafe { (*prev).link(self.link) };
@@ -194,7 +266,7 @@ mod tests {
         for (capacity, buckets, stride) in [(0, 16, 64), (2, 16, 64), (20, 256, 64), (256, 2048, 64), (257, 512, 8)] {
             let h = HashIndex::new(capacity, 0);
             assert_eq!(h.buckets(), buckets);
-            let at = |b: u64| h.bucket(b) as *const AtomicPtr<Version> as usize;
+            let at = |b: u64| h.bucket(b) as *const AtomicU64 as usize;
             for b in 1..buckets as u64 {
                 assert_eq!(at(b) - at(b - 1), stride, "capacity {capacity}");
                 assert_eq!(at(b + buckets as u64), at(b), "the hash wraps at the bucket count");

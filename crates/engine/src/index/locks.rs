@@ -5,20 +5,27 @@
 //! the adder wait before precommit until the locker has precommitted
 //! (section 4.2.2). The two sides meet as in Dekker's algorithm:
 //!
-//! * the **locker** enters its id in the LockList, then increments LockCount
-//!   (SeqCst), then scans;
-//! * the **adder** links its version, then (after a SeqCst fence) reads
-//!   LockCount, and only if it is non-zero reads the LockList.
+//! * the **locker** enters its id in the LockList, then increments LockCount,
+//!   then scans;
+//! * the **adder** links its version, then reads LockCount, and only if it
+//!   is non-zero reads the LockList.
 //!
-//! In the single order of SeqCst operations one of the two comes first:
-//! either the scan sees the new version (and the scanner imposes a wait-for
-//! on its writer) or the adder sees the lock (and waits for the locker).
+//! One of the two comes first: either the scan sees the new version (and
+//! the scanner imposes a wait-for on its writer) or the adder sees the lock
+//! (and waits for the locker). For a bucket lock both act on the bucket
+//! word itself, whose single modification order decides; a range lock has
+//! a counter of its own, and both sides put a SeqCst fence between their
+//! write and their read.
 //!
-//! * [`BucketLocks`] lock hash buckets, for point lookups through a hash
-//!   index. LockCount is kept per bucket in an array beside the buckets
-//!   (allocated at the first lock: the paper keeps it in the bucket itself,
-//!   which would widen every bucket of every protocol); LockLists are in a
-//!   side table keyed by bucket number, striped.
+//! * **Bucket locks** lock hash buckets, for point lookups through a hash
+//!   index. LockCount is kept in the bucket word, as in the paper (see
+//!   [`crate::index::hash::HashIndex`]). The paper keeps LockLists in a side
+//!   hash table keyed by bucket; here each transaction publishes its
+//!   BucketLockSet in its transaction-table slot, and an inserter that finds
+//!   a non-zero LockCount gathers the bucket's lockers from those sets
+//!   (`TxnTable::bucket_lockers`). A side table costs every lock and unlock
+//!   a shared cache line; this costs the rare insert into a locked bucket a
+//!   walk over the open transactions.
 //! * [`RangeLocks`] lock key ranges of an index: ordered-index scans and
 //!   point lookups, and whole-table scans of a hash index. The paper
 //!   suggests locking skip-list towers; a list of locked ranges per index is
@@ -28,68 +35,10 @@
 use crate::key::Key;
 use parking_lot::Mutex;
 use std::ops::Bound;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::sync::OnceLock;
-
-/// LockList stripes of a hash index.
-const STRIPES: usize = 64;
-
-/// One stripe of LockLists: (bucket, transaction id) pairs.
-type LockList = Mutex<Vec<(u64, u64)>>;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// A locked key range and its locker.
 type Range = (Bound<Key>, Bound<Key>, u64);
-
-/// Bucket locks of one hash index.
-pub(crate) struct BucketLocks {
-    buckets: usize,
-    /// LockCount of every bucket (allocated at the first lock).
-    counts: OnceLock<Box<[AtomicU32]>>,
-    /// LockLists: (bucket, transaction id), striped by bucket.
-    lists: Box<[LockList]>,
-}
-
-impl BucketLocks {
-    pub(crate) fn new(buckets: usize) -> BucketLocks {
-        BucketLocks { buckets, counts: OnceLock::new(), lists: (0..STRIPES).map(|_| Mutex::new(Vec::new())).collect() }
-    }
-
-    fn list(&self, bucket: u64) -> &LockList {
-        &self.lists[bucket as usize % STRIPES]
-    }
-
-    /// Locks `bucket` for transaction `id`; the caller scans it afterwards.
-    pub(crate) fn lock(&self, bucket: u64, id: u64) {
-        self.list(bucket).lock().push((bucket, id));
-        let counts = self.counts.get_or_init(|| (0..self.buckets).map(|_| AtomicU32::new(0)).collect());
-        // SeqCst: the locker's side of the handshake (module docs).
-        counts[bucket as usize].fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-    }
-
-    /// Releases one lock of `id` on `bucket`.
-    pub(crate) fn unlock(&self, bucket: u64, id: u64) {
-        let mut l = self.list(bucket).lock();
-        if let Some(i) = l.iter().position(|&e| e == (bucket, id)) {
-            l.swap_remove(i);
-            // Relaxed: under the list lock; an adder that still sees the
-            // count reads the list and finds nothing.
-            self.counts.get().expect("locked before")[bucket as usize].fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Appends the lockers of `bucket` to `out`. The caller has just linked
-    /// a version into the bucket.
-    pub(crate) fn lockers(&self, bucket: u64, out: &mut Vec<u64>) {
-        // SeqCst fence, then the count: the adder's side of the handshake.
-        fence(Ordering::SeqCst);
-        let Some(counts) = self.counts.get() else { return };
-        if counts[bucket as usize].load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        out.extend(self.list(bucket).lock().iter().filter(|e| e.0 == bucket).map(|e| e.1));
-    }
-}
 
 /// Range locks of one index.
 pub(crate) struct RangeLocks {
@@ -142,6 +91,7 @@ impl RangeLocks {
 }
 
 /// True if `k` lies between the bounds.
+#[inline]
 pub(crate) fn contains(lo: &Bound<Key>, hi: &Bound<Key>, k: &Key) -> bool {
     (match lo {
         Bound::Included(l) => k >= l,
@@ -157,25 +107,6 @@ pub(crate) fn contains(lo: &Bound<Key>, hi: &Bound<Key>, k: &Key) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bucket_locks_list_their_lockers() {
-        let b = BucketLocks::new(128);
-        let mut out = Vec::new();
-        b.lockers(3, &mut out);
-        assert!(out.is_empty());
-        b.lock(3, 10);
-        b.lock(3, 11);
-        b.lock(3 + STRIPES as u64, 12); // the same stripe: filtered by bucket
-        b.lockers(3, &mut out);
-        out.sort();
-        assert_eq!(out, [10, 11]);
-        b.unlock(3, 10);
-        b.unlock(3, 10); // not held any more: nothing happens
-        out.clear();
-        b.lockers(3, &mut out);
-        assert!(out.contains(&11) && !out.contains(&10));
-    }
 
     #[test]
     fn range_locks_cover_their_keys() {

@@ -242,17 +242,17 @@ impl Transaction<'_> {
             // collector never reclaims; it stays one while we hold the lock.
             release_read_lock(unsafe { &*v }, txns);
         }
-        for (t, i, b) in self.local().bucket_locks.drain(..) {
-            if let Some(locks) = &self.db.table_by_id(t).indexes[i as usize].buckets {
-                locks.unlock(b, self.id);
-            }
-        }
         for (t, i) in self.local().range_locks.drain(..) {
             self.db.table_by_id(t).indexes[i as usize].ranges.unlock_all(self.id);
         }
         if self.used_waits {
             let list = {
                 let mut w = self.slot().waits.lock();
+                for (t, i, b) in w.bucket_locks.drain(..) {
+                    if let IndexImpl::Hash(h) = &self.db.table_by_id(t).indexes[i as usize].imp {
+                        h.unlock_bucket(b);
+                    }
+                }
                 w.closed = true;
                 std::mem::take(&mut w.waiting_txns)
             };
@@ -268,6 +268,7 @@ impl Transaction<'_> {
         w.blocked = false;
         w.read_locks.clear();
         w.waiting_txns.clear();
+        debug_assert!(w.bucket_locks.is_empty(), "bucket locks are released before the slot is reset");
         w.closed = true;
         self.used_waits = false;
     }
@@ -283,16 +284,25 @@ impl Transaction<'_> {
     /// Start of a serializable scan of one key of index `index` (section
     /// 4.3.1): a bucket lock in a hash index, a one-key range lock in an
     /// ordered one. Taken before the scan looks at the chain.
-    pub(crate) fn lock_key(&mut self, table: u32, index: u8, ix: &Index, key: &Key) {
+    pub(crate) fn lock_key(&mut self, table: u32, index: u8, ix: &Index, key: &Key) -> Result<()> {
         self.open_waits();
-        match (&ix.imp, &ix.buckets) {
-            (IndexImpl::Hash(h), Some(locks)) => {
+        match &ix.imp {
+            IndexImpl::Hash(h) => {
+                // Enter the lock in our BucketLockSet (the LockList entry),
+                // then increment LockCount.
                 let b = h.bucket_of(key.hash64());
-                locks.lock(b, self.id);
-                self.local().bucket_locks.push((table, index, b));
+                let mut w = self.slot().waits.lock();
+                w.bucket_locks.push((table, index, b));
+                if !h.lock_bucket(b) {
+                    // 65,535 locks on one bucket: too many to track.
+                    w.bucket_locks.pop();
+                    drop(w);
+                    return Err(self.abort_with(AbortReason::ReadLock));
+                }
             }
-            _ => self.lock_range(table, index, ix, Bound::Included(*key), Bound::Included(*key)),
+            IndexImpl::Ordered(_) => self.lock_range(table, index, ix, Bound::Included(*key), Bound::Included(*key)),
         }
+        Ok(())
     }
 
     /// Start of a serializable pessimistic lookup of `key` in index `index`
@@ -301,7 +311,7 @@ impl Transaction<'_> {
     /// caller is pinned and scans afterwards.
     pub(crate) fn guard_key(&mut self, t: &Table, table: u32, index: u8, key: &Key) -> Result<()> {
         let ix = &t.indexes[index as usize];
-        self.lock_key(table, index, ix, key);
+        self.lock_key(table, index, ix, key)?;
         let mut found = std::mem::take(&mut self.local().uncommitted);
         // SeqCst: a clock reading after the lock (the lookup that follows
         // reads at a later "now", so versions committed before it are seen).
@@ -314,6 +324,33 @@ impl Transaction<'_> {
         });
         self.local().uncommitted = found;
         self.impose_on_writers().map_err(|r| self.abort_with(r))
+    }
+
+    /// A serializable pessimistic point lookup through the primary index:
+    /// [`Self::guard_key`] and the lookup in one walk of the chain. Returns
+    /// the visible version (null if none).
+    pub(crate) fn find_guarded(&mut self, t: &Table, table: u32, key: &Key) -> Result<*mut Version> {
+        let ix = &t.indexes[0];
+        self.lock_key(table, 0, ix, key)?;
+        // SeqCst: a reading of the clock after the lock, as for a read time.
+        let rt = self.db.clock.load(Ordering::SeqCst) - 1;
+        let me = self.me();
+        let mut found = std::mem::take(&mut self.local().uncommitted);
+        let mut visible = std::ptr::null_mut();
+        ix.for_each_eq(key, |v| {
+            if !v.key_eq(key) {
+                return true;
+            }
+            if crate::txn::visibility::visible_at(v, rt, &me).is_some() {
+                visible = v as *const Version as *mut Version;
+                return false;
+            }
+            found.extend(self.uncommitted_writer(v, rt));
+            true
+        });
+        self.local().uncommitted = found;
+        self.impose_on_writers().map_err(|r| self.abort_with(r))?;
+        Ok(visible)
     }
 
     /// Start of a serializable range scan: a range lock on (`lo`, `hi`).
@@ -392,9 +429,12 @@ impl Transaction<'_> {
     /// goes into its WaitingTxnList, and our WaitForCounter goes up).
     pub(crate) fn wait_for_lockers(&mut self, t: &Table, v: &Version) -> std::result::Result<(), AbortReason> {
         let mut ids = std::mem::take(&mut self.local().ids);
-        for ix in &t.indexes {
-            if let (IndexImpl::Hash(h), Some(locks)) = (&ix.imp, &ix.buckets) {
-                locks.lockers(h.bucket_of(ix.hash_of(v)), &mut ids);
+        for (n, ix) in t.indexes.iter().enumerate() {
+            if let IndexImpl::Hash(h) = &ix.imp {
+                let b = h.bucket_of(ix.hash_of(v));
+                if h.bucket_locked(b) {
+                    self.db.txns.bucket_lockers(t.id, n as u8, b, &mut ids);
+                }
             }
             ix.ranges.lockers(|| ix.key_of(v), &mut ids);
         }
@@ -695,6 +735,55 @@ mod tests {
         });
         let mut r = db.begin(Isolation::RepeatableRead).unwrap();
         assert_eq!(r.get(t, &Key::from(1)).unwrap().unwrap(), b"w");
+    }
+
+    fn waiting_txns(db: &Database, id: u64) -> Vec<u64> {
+        db.txns.slot((id & 0xfff) as u32).waits.lock().waiting_txns.clone()
+    }
+
+    #[test]
+    fn an_insert_under_a_bucket_lock_waits_for_the_locker() {
+        let (db, t) = db();
+        let mut s = db.begin(Isolation::Serializable).unwrap();
+        assert_eq!(s.get(t, &Key::from(9)).unwrap(), None); // locks 9's bucket
+        let mut i = db.begin(Isolation::Serializable).unwrap();
+        i.insert(t, Key::from(9), b"i").unwrap();
+        assert_eq!(wait_fors(&db, i.id()), 1, "the inserter waits for the locker");
+        assert_eq!(waiting_txns(&db, s.id()), [i.id()], "in the locker's WaitingTxnList");
+        s.commit().unwrap();
+        assert_eq!(wait_fors(&db, i.id()), 0, "released at the locker's precommit");
+        i.commit().unwrap();
+    }
+
+    #[test]
+    fn a_serializable_lookup_imposes_on_an_uncommitted_insert() {
+        let (db, t) = db();
+        let mut i = db.begin(Isolation::Serializable).unwrap();
+        i.insert(t, Key::from(9), b"i").unwrap();
+        let mut s = db.begin(Isolation::Serializable).unwrap();
+        assert_eq!(s.get(t, &Key::from(9)).unwrap(), None);
+        assert_eq!(wait_fors(&db, i.id()), 1, "the scanner makes the inserter wait");
+        assert_eq!(waiting_txns(&db, s.id()), [i.id()]);
+        s.commit().unwrap();
+        assert_eq!(wait_fors(&db, i.id()), 0);
+        i.commit().unwrap();
+    }
+
+    #[test]
+    fn range_locks_hold_back_inserts_inside_the_range_only() {
+        let db = Database::new(Options { protocol: Protocol::MvLock, ..Options::default() }).unwrap();
+        let t = db.create_table(TableSpec::ordered("o")).unwrap();
+        let mut s = db.begin(Isolation::Serializable).unwrap();
+        let ix = db.primary(t);
+        s.scan(ix, Key::from(10)..Key::from(20), None, |_, _| true).unwrap();
+        let mut inside = db.begin(Isolation::Serializable).unwrap();
+        inside.insert(t, Key::from(15), b"x").unwrap();
+        let mut outside = db.begin(Isolation::Serializable).unwrap();
+        outside.insert(t, Key::from(20), b"x").unwrap();
+        assert_eq!((wait_fors(&db, inside.id()), wait_fors(&db, outside.id())), (1, 0));
+        outside.commit().unwrap();
+        s.commit().unwrap();
+        inside.commit().unwrap();
     }
 
     #[test]

@@ -62,6 +62,7 @@
 use crate::error::AbortReason;
 use crate::gc::Garbage;
 use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
+use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::mv_lock::{read_lock, Locked};
 use crate::storage::table::{IndexImpl, Table};
@@ -224,7 +225,7 @@ impl<'db> Transaction<'db> {
     }
 
     #[inline]
-    fn me(&self) -> Me<'db> {
+    pub(crate) fn me(&self) -> Me<'db> {
         Me { table: &self.db.txns, slot: self.slot, id: self.id, clock: &self.db.clock, now: Cell::new(0) }
     }
 
@@ -352,11 +353,11 @@ impl<'db> Transaction<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let t = self.db.table_ref(table)?;
-        if self.lock_scans {
-            self.guard_key(t, table.0, 0, key)?;
-        }
-        let rt = self.lookup_time();
-        let mut v = self.find_visible(t, key, rt);
+        let mut v = if self.lock_scans {
+            self.find_guarded(t, table.0, key)?
+        } else {
+            self.find_visible(t, key, self.lookup_time())
+        };
         if self.lock_reads {
             v = self.lock_found(t, key, v)?;
         }
@@ -508,7 +509,7 @@ impl<'db> Transaction<'db> {
         let mut stopped_at = None;
         ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
             // Check predicate (search predicate, then residual), then visibility.
-            if !ordered && !in_range(&ix.key_of(v), &lo, &hi) {
+            if !ordered && !in_range(&lo, &hi, &ix.key_of(v)) {
                 return true;
             }
             if let Some(p) = filter {
@@ -1033,7 +1034,7 @@ impl<'db> Transaction<'db> {
                 ScanKind::Range(lo, hi) => {
                     let ordered = ix.is_ordered();
                     ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
-                        (!ordered && !in_range(&ix.key_of(v), lo, hi)) || check(v)
+                        (!ordered && !in_range(lo, hi, &ix.key_of(v))) || check(v)
                     })
                 }
             }
@@ -1230,17 +1231,4 @@ fn writer_of(v: &Version) -> Writer {
         Word::Ts(b) => Writer::Committed(b),
         Word::Txn(id) => Writer::Txn(id),
     }
-}
-
-#[inline]
-fn in_range(k: &Key, lo: &Bound<Key>, hi: &Bound<Key>) -> bool {
-    (match lo {
-        Bound::Included(l) => k >= l,
-        Bound::Excluded(l) => k > l,
-        Bound::Unbounded => true,
-    }) && (match hi {
-        Bound::Included(h) => k <= h,
-        Bound::Excluded(h) => k < h,
-        Bound::Unbounded => true,
-    })
 }

@@ -2,7 +2,7 @@
 //! same versions (every version is linked into every index, section 2.1).
 
 use crate::index::hash::HashIndex;
-use crate::index::locks::{BucketLocks, RangeLocks};
+use crate::index::locks::RangeLocks;
 use crate::index::ordered::{IKey, OrderedIndex};
 use crate::key::Key;
 use crate::storage::version::Version;
@@ -108,8 +108,7 @@ pub(crate) struct Index {
     pub(crate) imp: IndexImpl,
     /// `None` for the primary index (keyed by the primary key).
     pub(crate) key_fn: Option<KeyFn>,
-    /// MV/L bucket locks (hash indexes only) and range locks (section 4.1.2).
-    pub(crate) buckets: Option<BucketLocks>,
+    /// MV/L range locks (section 4.1.2; bucket locks are in the buckets).
     pub(crate) ranges: RangeLocks,
 }
 
@@ -274,13 +273,7 @@ impl Table {
                 IndexKind::OrderedGrouped { prefix } => ordered(prefix),
             }
         };
-        let index = |name: String, imp: IndexImpl, key_fn| {
-            let buckets = match &imp {
-                IndexImpl::Hash(h) => Some(BucketLocks::new(h.buckets())),
-                IndexImpl::Ordered(_) => None,
-            };
-            Index { name, imp, key_fn, buckets, ranges: RangeLocks::new() }
-        };
+        let index = |name: String, imp: IndexImpl, key_fn| Index { name, imp, key_fn, ranges: RangeLocks::new() };
         let mut indexes = vec![index("primary".into(), make(spec.primary, 0), None)];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {
             if name == "primary" || spec.secondary[..i].iter().any(|s| &s.0 == name) {

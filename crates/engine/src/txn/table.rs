@@ -98,6 +98,10 @@ pub(crate) struct WaitInfo {
     pub(crate) blocked_seq: u64,
     /// The versions it holds read locks on, while blocked (implicit edges).
     pub(crate) read_locks: Vec<crate::storage::version::VPtr>,
+    /// BucketLockSet: (table, index, bucket) locked by this transaction.
+    /// Together these are the LockLists: an inserter that finds a bucket's
+    /// LockCount non-zero looks here for the lockers (see `bucket_lockers`).
+    pub(crate) bucket_locks: Vec<(u32, u8, u64)>,
     /// WaitingTxnList: ids of transactions whose WaitForCounter this one
     /// holds up (explicit dependencies from bucket and range locks).
     pub(crate) waiting_txns: Vec<u64>,
@@ -109,7 +113,14 @@ pub(crate) struct WaitInfo {
 
 impl Default for WaitInfo {
     fn default() -> WaitInfo {
-        WaitInfo { blocked: false, blocked_seq: 0, read_locks: Vec::new(), waiting_txns: Vec::new(), closed: true }
+        WaitInfo {
+            blocked: false,
+            blocked_seq: 0,
+            read_locks: Vec::new(),
+            bucket_locks: Vec::new(),
+            waiting_txns: Vec::new(),
+            closed: true,
+        }
     }
 }
 
@@ -450,6 +461,20 @@ impl TxnTable {
     pub(crate) fn wait_fors(&self, i: u32) -> u64 {
         // Acquire: pairs with the Release in `release_wait_for`.
         self.slot(i).wait_for.load(Ordering::Acquire) & WF_COUNT_MASK
+    }
+
+    /// Appends to `out` the transactions holding a lock on `bucket` of index
+    /// `index` of table `table`: the bucket's LockList, gathered from the
+    /// BucketLockSets. Called only when the bucket's LockCount is non-zero.
+    pub(crate) fn bucket_lockers(&self, table: u32, index: u8, bucket: u64, out: &mut Vec<u64>) {
+        for i in 0..self.high_water() as u32 {
+            let w = self.slot(i).waits.lock();
+            if w.bucket_locks.contains(&(table, index, bucket)) {
+                // Stable under the lock: a locker clears its set before its
+                // slot is given back.
+                out.push(self.id_of(i));
+            }
+        }
     }
 
     /// Number of slots ever handed out (deadlock detection scans them).
