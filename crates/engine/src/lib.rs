@@ -256,7 +256,7 @@ impl Default for Options {
             protocol: Protocol::MvOcc,
             max_transactions: 1024,
             max_value_size: 1 << 20,
-            deadlock_interval: Duration::from_millis(1),
+            deadlock_interval: Duration::from_micros(100),
             record_history: false,
             faults: Faults::default(),
         }

@@ -87,6 +87,11 @@ pub struct BenchArgs {
     /// of fresh pages (slow on virtual machines). Off by default.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub prefault: Option<u64>,
+    /// mv-lock and mv-mixed: how long a transaction blocked on wait-for
+    /// dependencies waits before it runs deadlock detection, and then
+    /// between runs, in microseconds (Hekaton section 4.4)
+    #[arg(long, value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub deadlock_us: u64,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
     #[command(flatten)]
@@ -181,9 +186,13 @@ pub(crate) fn check_bytes(need: u64, what: &str) -> Result<(), String> {
     }
 }
 
-fn open_db(protocol: Protocol, threads: usize) -> Result<Database, String> {
-    let opts =
-        Options { protocol, max_transactions: threads.max(Options::default().max_transactions), ..Options::default() };
+fn open_db(protocol: Protocol, threads: usize, deadlock_us: u64) -> Result<Database, String> {
+    let opts = Options {
+        protocol,
+        max_transactions: threads.max(Options::default().max_transactions),
+        deadlock_interval: Duration::from_micros(deadlock_us),
+        ..Options::default()
+    };
     Database::new(opts).map_err(|e| e.to_string())
 }
 
@@ -237,7 +246,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     let protocol = parse_protocol(&a.protocol)?;
     let isolation = parse_isolation(&a.isolation, protocol)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let db = open_db(protocol, threads)?;
+    let db = open_db(protocol, threads, a.deadlock_us)?;
     let ctx = Ctx {
         protocol,
         isolation,
@@ -387,7 +396,7 @@ pub fn default_comparison() -> Result<(), String> {
     );
     println!("(run `multiverse bench --help` for single runs, other sizes and JSON output)\n");
 
-    let db = open_db(protocol, threads)?;
+    let db = open_db(protocol, threads, Options::default().deadlock_interval.as_micros() as u64)?;
     let rss_before = sys::rss_bytes();
     let w = Hekaton::setup(&db, cfg)?;
     let load = harness::load(&db, &w, threads, show, rss_before)?;
