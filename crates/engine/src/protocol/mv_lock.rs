@@ -71,7 +71,7 @@ use crate::protocol::mv_occ::Transaction;
 use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{writer_of_end, RecordLock, Word, MAX_READ_LOCKS};
-use crate::txn::table::{Peek, TxnTable, WaitFor};
+use crate::txn::table::{bucket_key, Peek, TxnTable, WaitFor, PUBLISHED_BUCKETS};
 use crate::{Database, Result};
 use crossbeam_utils::Backoff;
 use std::collections::HashMap;
@@ -245,14 +245,20 @@ impl Transaction<'_> {
         for (t, i) in self.local().range_locks.drain(..) {
             self.db.table_by_id(t).indexes[i as usize].ranges.unlock_all(self.id);
         }
+        if !self.local().bucket_locks.is_empty() {
+            for &(t, i, b) in &self.local().bucket_locks {
+                if let IndexImpl::Hash(h) = &self.db.table_by_id(t).indexes[i as usize].imp {
+                    h.unlock_bucket(b);
+                }
+            }
+            self.local().bucket_locks.clear();
+            // Release: unpublished after the counts fell; an inserter that
+            // still finds us has merely waited for nothing.
+            self.slot().buckets_held.store(0, Ordering::Release);
+        }
         if self.used_waits {
             let list = {
                 let mut w = self.slot().waits.lock();
-                for (t, i, b) in w.bucket_locks.drain(..) {
-                    if let IndexImpl::Hash(h) = &self.db.table_by_id(t).indexes[i as usize].imp {
-                        h.unlock_bucket(b);
-                    }
-                }
                 w.closed = true;
                 std::mem::take(&mut w.waiting_txns)
             };
@@ -268,7 +274,6 @@ impl Transaction<'_> {
         w.blocked = false;
         w.read_locks.clear();
         w.waiting_txns.clear();
-        debug_assert!(w.bucket_locks.is_empty(), "bucket locks are released before the slot is reset");
         w.closed = true;
         self.used_waits = false;
     }
@@ -288,17 +293,25 @@ impl Transaction<'_> {
         self.open_waits();
         match &ix.imp {
             IndexImpl::Hash(h) => {
-                // Enter the lock in our BucketLockSet (the LockList entry),
-                // then increment LockCount.
+                // Publish the lock in our BucketLockSet (the LockList
+                // entry), then increment LockCount.
                 let b = h.bucket_of(key.hash64());
-                let mut w = self.slot().waits.lock();
-                w.bucket_locks.push((table, index, b));
+                let s = self.slot();
+                let n = self.local().bucket_locks.len();
+                if n < PUBLISHED_BUCKETS {
+                    // Release: as the count below.
+                    s.bucket_keys[n].store(bucket_key(table, index, b), Ordering::Release);
+                }
+                // Release: an inserter that Acquires the bucket's count sees
+                // this entry (the count's AcqRel increment comes after it).
+                s.buckets_held.store(n + 1, Ordering::Release);
                 if !h.lock_bucket(b) {
                     // 65,535 locks on one bucket: too many to track.
-                    w.bucket_locks.pop();
-                    drop(w);
+                    // Release: as above.
+                    s.buckets_held.store(n, Ordering::Release);
                     return Err(self.abort_with(AbortReason::ReadLock));
                 }
+                self.local().bucket_locks.push((table, index, b));
             }
             IndexImpl::Ordered(_) => self.lock_range(table, index, ix, Bound::Included(*key), Bound::Included(*key)),
         }

@@ -50,8 +50,10 @@ pub(crate) struct TxnLocal {
     /// Versions read locked by a pessimistic transaction (section 4: its
     /// ReadSet), released after precommit or on abort.
     pub(crate) read_locks: Vec<VPtr>,
-    /// The indexes where a serializable pessimistic transaction holds range
-    /// locks (its bucket locks are published in the slot's `WaitInfo`).
+    /// BucketLockSet (section 4): (table, index, bucket) locked by a
+    /// serializable pessimistic transaction (also published in its slot),
+    /// and the indexes where it holds range locks.
+    pub(crate) bucket_locks: Vec<(u32, u8, u64)>,
     pub(crate) range_locks: Vec<(u32, u8)>,
     /// Scratch: transactions found holding locks under a key.
     pub(crate) ids: Vec<u64>,
@@ -72,7 +74,7 @@ impl TxnLocal {
         self.read_set.clear();
         debug_assert!(self.read_locks.is_empty(), "read locks are released before the sets are cleared");
         self.read_locks.clear();
-        debug_assert!(self.range_locks.is_empty());
+        debug_assert!(self.bucket_locks.is_empty() && self.range_locks.is_empty());
         self.scan_set.clear();
         self.write_set.clear();
         self.history.clear();

@@ -98,10 +98,6 @@ pub(crate) struct WaitInfo {
     pub(crate) blocked_seq: u64,
     /// The versions it holds read locks on, while blocked (implicit edges).
     pub(crate) read_locks: Vec<crate::storage::version::VPtr>,
-    /// BucketLockSet: (table, index, bucket) locked by this transaction.
-    /// Together these are the LockLists: an inserter that finds a bucket's
-    /// LockCount non-zero looks here for the lockers (see `bucket_lockers`).
-    pub(crate) bucket_locks: Vec<(u32, u8, u64)>,
     /// WaitingTxnList: ids of transactions whose WaitForCounter this one
     /// holds up (explicit dependencies from bucket and range locks).
     pub(crate) waiting_txns: Vec<u64>,
@@ -113,15 +109,20 @@ pub(crate) struct WaitInfo {
 
 impl Default for WaitInfo {
     fn default() -> WaitInfo {
-        WaitInfo {
-            blocked: false,
-            blocked_seq: 0,
-            read_locks: Vec::new(),
-            bucket_locks: Vec::new(),
-            waiting_txns: Vec::new(),
-            closed: true,
-        }
+        WaitInfo { blocked: false, blocked_seq: 0, read_locks: Vec::new(), waiting_txns: Vec::new(), closed: true }
     }
+}
+
+/// Bucket locks a slot publishes one by one; beyond them it publishes
+/// "every bucket" (an inserter then waits for it whatever bucket it hit).
+pub(crate) const PUBLISHED_BUCKETS: usize = 16;
+
+/// A published bucket lock: table (8 bits), index (4 bits) and bucket number
+/// (51 bits), with the top bit set so that no key is 0.
+#[inline]
+pub(crate) fn bucket_key(table: u32, index: u8, bucket: u64) -> u64 {
+    debug_assert!(table < 256 && index < 16 && bucket < 1 << 51);
+    1 << 63 | (table as u64) << 55 | (index as u64) << 51 | bucket
 }
 
 /// One slot of the transaction table.
@@ -148,6 +149,12 @@ pub(crate) struct TxnSlot {
     pub(crate) victim: AtomicBool,
     /// Blocked state, read locks and WaitingTxnList (section 4.4).
     pub(crate) waits: Mutex<WaitInfo>,
+    /// BucketLockSet, published for inserters (the paper's LockLists, see
+    /// `bucket_lockers`): how many bucket locks the occupant holds, and the
+    /// first [`PUBLISHED_BUCKETS`] of them as `bucket_key`s. Written only by
+    /// the occupant, without a lock.
+    pub(crate) buckets_held: AtomicUsize,
+    pub(crate) bucket_keys: [AtomicU64; PUBLISHED_BUCKETS],
     /// Per-slot statistics, summed on demand (no shared counter per commit).
     pub(crate) committed: AtomicU64,
     pub(crate) aborts: [AtomicU64; AbortReason::COUNT],
@@ -202,6 +209,8 @@ impl TxnTable {
                     wait_for: AtomicU64::new(0),
                     victim: AtomicBool::new(false),
                     waits: Mutex::new(WaitInfo::default()),
+                    buckets_held: AtomicUsize::new(0),
+                    bucket_keys: std::array::from_fn(|_| AtomicU64::new(0)),
                     committed: AtomicU64::new(0),
                     created: AtomicU64::new(0),
                     freed: AtomicU64::new(0),
@@ -465,13 +474,19 @@ impl TxnTable {
 
     /// Appends to `out` the transactions holding a lock on `bucket` of index
     /// `index` of table `table`: the bucket's LockList, gathered from the
-    /// BucketLockSets. Called only when the bucket's LockCount is non-zero.
+    /// published BucketLockSets. Called only after the caller saw the
+    /// bucket's LockCount non-zero (Acquire), which every locker increments
+    /// after publishing its entry. A locker that released meanwhile may be
+    /// missed (it has precommitted: nothing to wait for); the occupant that
+    /// follows it may be named (a needless wait, never a missed one).
     pub(crate) fn bucket_lockers(&self, table: u32, index: u8, bucket: u64, out: &mut Vec<u64>) {
+        let key = bucket_key(table, index, bucket);
         for i in 0..self.high_water() as u32 {
-            let w = self.slot(i).waits.lock();
-            if w.bucket_locks.contains(&(table, index, bucket)) {
-                // Stable under the lock: a locker clears its set before its
-                // slot is given back.
+            let s = self.slot(i);
+            // Acquire: the entries are published before the count.
+            let n = s.buckets_held.load(Ordering::Acquire);
+            // Acquire (entries): as above.
+            if n > PUBLISHED_BUCKETS || s.bucket_keys[..n].iter().any(|k| k.load(Ordering::Acquire) == key) {
                 out.push(self.id_of(i));
             }
         }
