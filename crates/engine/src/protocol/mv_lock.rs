@@ -769,6 +769,23 @@ mod tests {
     }
 
     #[test]
+    fn bucket_locks_beyond_the_published_ones_still_hold_inserts_back() {
+        let db = Database::new(Options { protocol: Protocol::MvLock, ..Options::default() }).unwrap();
+        let t = db.create_table(TableSpec::hash("t", 4096)).unwrap();
+        let mut s = db.begin(Isolation::Serializable).unwrap();
+        let n = crate::txn::table::PUBLISHED_BUCKETS as u64 + 4;
+        for k in 0..n {
+            assert_eq!(s.get(t, &Key::from(k)).unwrap(), None);
+        }
+        let mut i = db.begin(Isolation::Serializable).unwrap();
+        i.insert(t, Key::from(n - 1), b"i").unwrap(); // the last lock: not published one by one
+        assert_eq!(wait_fors(&db, i.id()), 1);
+        s.commit().unwrap();
+        assert_eq!(wait_fors(&db, i.id()), 0);
+        i.commit().unwrap();
+    }
+
+    #[test]
     fn a_serializable_lookup_imposes_on_an_uncommitted_insert() {
         let (db, t) = db();
         let mut i = db.begin(Isolation::Serializable).unwrap();
