@@ -26,6 +26,13 @@
 //!    then report the outcome to the transactions in CommitDepSet, hand the
 //!    garbage to the collector, and terminate.
 //!
+//! [`Transaction`] is also the pessimistic transaction of MV/L (section 4):
+//! the phases, visibility and postprocessing are the same; reads that lock
+//! instead of being validated, wait-for dependencies and deadlock detection
+//! are in [`super::mv_lock`], and the places here that call into it are
+//! guarded by `lock_reads`, `lock_scans` and `honour_locks` (all false under
+//! `mv-occ`, which runs exactly the optimistic scheme).
+//!
 //! Deliberate differences from the paper, all conservative or equivalent:
 //!
 //! * A point lookup of a unique primary key that finds a visible version
