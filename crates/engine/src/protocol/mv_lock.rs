@@ -70,8 +70,9 @@ use crate::key::Key;
 use crate::protocol::mv_occ::Transaction;
 use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
-use crate::storage::word::{writer_of_end, RecordLock, Word, MAX_READ_LOCKS};
-use crate::txn::table::{bucket_key, Peek, TxnTable, WaitFor, PUBLISHED_BUCKETS};
+use crate::storage::word::{writer_of_end, RecordLock, Word, INFINITY, MAX_READ_LOCKS};
+use crate::txn::table::{bucket_key, slot_of, Peek, TxnTable, WaitFor, PUBLISHED_BUCKETS};
+use crate::txn::visibility::visible_at;
 use crate::{Database, Result};
 use crossbeam_utils::Backoff;
 use std::collections::HashMap;
@@ -235,6 +236,9 @@ impl Transaction<'_> {
 
     /// Releases the read locks and the dependencies imposed on others
     /// (WaitingTxnList): after the end timestamp is drawn, or on abort.
+    /// Every way a transaction ends under mv-lock and mv-mixed passes here,
+    /// and leaves the slot's `WaitInfo` clean and closed for the next
+    /// occupant (the end of `await_wait_fors` already unpublished the rest).
     pub(crate) fn release_locks(&mut self) {
         let txns = &self.db.txns;
         for VPtr(v) in self.local().read_locks.drain(..) {
@@ -266,16 +270,6 @@ impl Transaction<'_> {
                 txns.release_wait_for(id);
             }
         }
-    }
-
-    /// Leaves the slot's `WaitInfo` clean (and closed) for the next occupant.
-    pub(crate) fn reset_waits(&mut self) {
-        let mut w = self.slot().waits.lock();
-        w.blocked = false;
-        w.read_locks.clear();
-        w.waiting_txns.clear();
-        w.closed = true;
-        self.used_waits = false;
     }
 
     /// Opens our WaitingTxnList, before our id can appear in a lock list.
@@ -319,42 +313,25 @@ impl Transaction<'_> {
     }
 
     /// Start of a serializable pessimistic lookup of `key` in index `index`
-    /// of `t`: lock the key, then impose a wait-for on the writer of every
-    /// matching version not committed yet (it would be a phantom). The
-    /// caller is pinned and scans afterwards.
-    pub(crate) fn guard_key(&mut self, t: &Table, table: u32, index: u8, key: &Key) -> Result<()> {
+    /// of `t`: lock the key, then walk its chain once, imposing a wait-for
+    /// on the writer of every matching version not committed yet (it would
+    /// be a phantom). In the primary index, whose keys are unique, the walk
+    /// stops at the visible version and returns it (the lookup itself);
+    /// otherwise it returns null and the caller scans. The caller is pinned.
+    pub(crate) fn guard_key(&mut self, t: &Table, table: u32, index: u8, key: &Key) -> Result<*mut Version> {
         let ix = &t.indexes[index as usize];
         self.lock_key(table, index, ix, key)?;
-        let mut found = std::mem::take(&mut self.local().uncommitted);
-        // SeqCst: a clock reading after the lock (the lookup that follows
-        // reads at a later "now", so versions committed before it are seen).
-        let rt = self.db.clock.load(Ordering::SeqCst) - 1;
-        ix.for_each_eq(key, |v| {
-            if ix.matches(v, key) {
-                found.extend(self.uncommitted_writer(v, rt));
-            }
-            true
-        });
-        self.local().uncommitted = found;
-        self.impose_on_writers().map_err(|r| self.abort_with(r))
-    }
-
-    /// A serializable pessimistic point lookup through the primary index:
-    /// [`Self::guard_key`] and the lookup in one walk of the chain. Returns
-    /// the visible version (null if none).
-    pub(crate) fn find_guarded(&mut self, t: &Table, table: u32, key: &Key) -> Result<*mut Version> {
-        let ix = &t.indexes[0];
-        self.lock_key(table, 0, ix, key)?;
-        // SeqCst: a reading of the clock after the lock, as for a read time.
+        // SeqCst: a reading of the clock after the lock, as for a read time
+        // (a version committed after it had its writer see our lock).
         let rt = self.db.clock.load(Ordering::SeqCst) - 1;
         let me = self.me();
         let mut found = std::mem::take(&mut self.local().uncommitted);
         let mut visible = std::ptr::null_mut();
         ix.for_each_eq(key, |v| {
-            if !v.key_eq(key) {
+            if !ix.matches(v, key) {
                 return true;
             }
-            if crate::txn::visibility::visible_at(v, rt, &me).is_some() {
+            if index == 0 && visible_at(v, rt, &me).is_some() {
                 visible = v as *const Version as *mut Version;
                 return false;
             }
@@ -388,7 +365,7 @@ impl Transaction<'_> {
         loop {
             // Acquire: as in `visible_at`.
             return match Word::decode(v.begin.load(Ordering::Acquire)) {
-                Word::Ts(b) => (b != crate::storage::word::INFINITY && b >= rt).then_some((0, p)),
+                Word::Ts(b) => (b != INFINITY && b >= rt).then_some((0, p)),
                 Word::Txn(tb) if tb == self.id => None,
                 Word::Txn(tb) => match self.db.txns.peek(tb) {
                     Peek::Active | Peek::Preparing(_) => Some((tb, p)),
@@ -421,7 +398,7 @@ impl Transaction<'_> {
                     // SAFETY: met under the caller's epoch guard, still held.
                     // Acquire: the word as the finished writer left it.
                     let begin = unsafe { &*v }.begin.load(Ordering::Acquire);
-                    if begin != crate::storage::word::INFINITY {
+                    if begin != INFINITY {
                         r = Err(AbortReason::Phantom);
                         break;
                     }
@@ -461,7 +438,7 @@ impl Transaction<'_> {
                 r = Err(AbortReason::WaitFor);
                 break;
             }
-            let i = (ts & (crate::txn::table::MAX_SLOTS as u64 - 1)) as u32;
+            let i = slot_of(ts);
             let mut w = txns.slot(i).waits.lock();
             if txns.id_of(i) == ts && !w.closed {
                 w.waiting_txns.push(self.id);
@@ -668,7 +645,7 @@ mod tests {
     }
 
     fn wait_fors(db: &Database, id: u64) -> u64 {
-        db.txns.wait_fors((id & (crate::txn::table::MAX_SLOTS as u64 - 1)) as u32)
+        db.txns.wait_fors(slot_of(id))
     }
 
     #[test]
@@ -739,7 +716,7 @@ mod tests {
             });
             let wid = rx.recv().unwrap();
             // Wait until the writer has set NoMoreWaitFors (it is blocked).
-            while !db.txns.slot((wid & 0xfff) as u32).waits.lock().blocked {
+            while !db.txns.slot(slot_of(wid)).waits.lock().blocked {
                 std::thread::yield_now();
             }
             let mut r = db.begin(Isolation::RepeatableRead).unwrap();
@@ -751,7 +728,7 @@ mod tests {
     }
 
     fn waiting_txns(db: &Database, id: u64) -> Vec<u64> {
-        db.txns.slot((id & 0xfff) as u32).waits.lock().waiting_txns.clone()
+        db.txns.slot(slot_of(id)).waits.lock().waiting_txns.clone()
     }
 
     #[test]

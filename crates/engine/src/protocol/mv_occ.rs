@@ -137,7 +137,7 @@ pub struct Transaction<'db> {
     /// Other transactions may lock or impose wait-for dependencies on this
     /// one (mv-lock and mv-mixed; section 4.5), so it honours them.
     pub(crate) honour_locks: bool,
-    /// Published something in the slot's `WaitInfo` (reset it at the end).
+    /// Published something in the slot's `WaitInfo` (released at the end).
     pub(crate) used_waits: bool,
     status: Status,
     /// Versions this transaction allocated (statistics).
@@ -361,7 +361,7 @@ impl<'db> Transaction<'db> {
         let _guard = crossbeam_epoch::pin();
         let t = self.db.table_ref(table)?;
         let mut v = if self.lock_scans {
-            self.find_guarded(t, table.0, key)?
+            self.guard_key(t, table.0, 0, key)?
         } else {
             self.find_visible(t, key, self.lookup_time())
         };
@@ -450,7 +450,7 @@ impl<'db> Transaction<'db> {
         let t = self.db.table_ref(TableId(index.table))?;
         let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
         if self.lock_scans {
-            self.guard_key(t, index.table, index.index, key)?;
+            self.guard_key(t, index.table, index.index, key)?; // null: the scan follows
         }
         let rt = self.read_time();
         let me = self.me();
@@ -766,8 +766,7 @@ impl<'db> Transaction<'db> {
         if self.lock_scans {
             // Absence was read: lock it, and make sure it still holds.
             let t = self.db.table_ref(table)?;
-            self.guard_key(t, table.0, 0, key)?;
-            if !self.find_visible(t, key, self.lookup_time()).is_null() {
+            if !self.guard_key(t, table.0, 0, key)?.is_null() {
                 return Err(self.abort_with(AbortReason::WriteConflict));
             }
         }
@@ -1152,9 +1151,6 @@ impl<'db> Transaction<'db> {
 
     /// Clears the sets and gives the slot back (the transaction terminates).
     fn release(&mut self) {
-        if self.used_waits {
-            self.reset_waits();
-        }
         let s = self.slot();
         // Relaxed: statistics only.
         s.created.fetch_add(self.created, Ordering::Relaxed);

@@ -175,6 +175,12 @@ thread_local! {
 /// Spreads threads that have no hint yet over the table.
 static NEXT_HINT: AtomicUsize = AtomicUsize::new(0);
 
+/// The slot of transaction `id`.
+#[inline]
+pub(crate) fn slot_of(id: u64) -> u32 {
+    (id & SLOT_MASK) as u32
+}
+
 /// The transaction table.
 pub(crate) struct TxnTable {
     slots: Box<[CachePadded<TxnSlot>]>,
