@@ -19,12 +19,27 @@
 //! A long-running reader holds the watermark back, so exactly the versions it
 //! may still see (and those of later transactions) are kept; everything older
 //! is reclaimed.
+//!
+//! **Who frees.** A collection hands crossbeam-epoch one deferred function
+//! for its whole batch, and that function does not free: it moves the batch
+//! to its shard's *ready* list, which the shard's own collector frees at its
+//! next collection. crossbeam runs deferred functions on whichever thread
+//! collects its global queue, so a per-version `defer(free)` had the other
+//! worker free about half of a thread's versions: cross-thread frees in the
+//! allocator, and memory that came back to its owner late and cold. Since a
+//! thread keeps its transaction-table slot (and so its shard), the thread
+//! that made and replaced most versions frees them and reuses that memory
+//! while it is still in its cache. Measured on TPC-C (DBx1000 mix with
+//! inserts, 2 threads): +8%, the stall on the first write into each new
+//! version's memory going from 10% of the run's cycles to 7%.
 
 use crate::storage::table::Table;
 use crate::storage::version::{VPtr, Version};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 const SHARDS: usize = 16;
 
@@ -37,26 +52,73 @@ pub(crate) struct Garbage {
     pub(crate) v: VPtr,
 }
 
+/// A shard's unlinked versions whose grace epoch has passed: nothing can
+/// reach them any more; they wait for the shard's collector to free them.
+///
+/// Shared (`Arc`) with the deferred functions, which may run after the
+/// database is gone; whatever is left when the last owner drops is freed then.
+#[derive(Default)]
+struct Ready {
+    list: Mutex<Vec<VPtr>>,
+    /// The shard's versions unlinked and not yet freed (on the list or
+    /// still waiting for their epoch).
+    unfreed: AtomicUsize,
+}
+
+impl Ready {
+    /// Frees every version on the list.
+    fn free_all(&self) {
+        let batch = std::mem::take(&mut *self.list.lock());
+        // Relaxed: statistics only.
+        self.unfreed.fetch_sub(batch.len(), Ordering::Relaxed);
+        for p in batch {
+            // SAFETY: only `collect`'s deferred function puts versions here,
+            // after they were unlinked from every index and every thread
+            // pinned at the time has unpinned: no thread can reach them, and
+            // each is on the list once (a version is unlinked once).
+            unsafe { Version::free(p.0) };
+        }
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}
+
+/// One shard: its queue of stamped garbage and its ready list.
+struct Shard {
+    queue: Mutex<VecDeque<Garbage>>,
+    ready: Arc<Ready>,
+}
+
 /// The sharded garbage queues.
 pub(crate) struct Gc {
-    shards: Box<[CachePadded<Mutex<VecDeque<Garbage>>>]>,
+    shards: Box<[CachePadded<Shard>]>,
 }
 
 impl Gc {
     pub(crate) fn new() -> Gc {
-        Gc { shards: (0..SHARDS).map(|_| CachePadded::new(Mutex::new(VecDeque::new()))).collect() }
+        Gc {
+            shards: (0..SHARDS)
+                .map(|_| CachePadded::new(Shard { queue: Mutex::new(VecDeque::new()), ready: Arc::default() }))
+                .collect(),
+        }
     }
 
     /// Queues garbage in shard `s`; returns the shard's length.
     pub(crate) fn push(&self, s: usize, items: impl Iterator<Item = Garbage>) -> usize {
-        let mut q = self.shards[s % SHARDS].lock();
+        let mut q = self.shards[s % SHARDS].queue.lock();
         q.extend(items);
         q.len()
     }
 
-    /// Reclaims up to `budget` entries of shard `s` whose stamp is below
-    /// `watermark`. Skips the shard if another thread is collecting it.
-    /// Returns the number of versions reclaimed.
+    /// Frees the shard's ready list, then reclaims up to `budget` entries of
+    /// shard `s` whose stamp is below `watermark`: unlinks them now and
+    /// frees them at a later collection of the shard, once an epoch has
+    /// passed. Skips the shard if another thread is collecting it. Returns
+    /// the number of versions unlinked.
     pub(crate) fn collect<'t>(
         &self,
         s: usize,
@@ -64,9 +126,12 @@ impl Gc {
         budget: usize,
         table: impl Fn(u32) -> &'t Table,
     ) -> usize {
-        let Some(mut q) = self.shards[s % SHARDS].try_lock() else { return 0 };
+        let shard = &self.shards[s % SHARDS];
+        let Some(mut q) = shard.queue.try_lock() else { return 0 };
+        shard.ready.free_all();
         let guard = crossbeam_epoch::pin();
         let mut n = 0;
+        let mut batch = Vec::new();
         while n < budget {
             match q.front() {
                 Some(g) if g.ts < watermark => {
@@ -76,19 +141,23 @@ impl Gc {
                     // SAFETY: the version is still linked (only the collector
                     // unlinks, once) and alive; we are pinned while unlinking.
                     unsafe { t.unlink_all(g.v.0) };
-                    let p = g.v;
-                    // SAFETY: unlinked from every index, so only threads pinned
-                    // before this point can still reach it; the epoch scheme
-                    // runs the free after all of them have unpinned. No open
-                    // transaction holds it in a set: its stamp is below every
-                    // open transaction's begin timestamp.
-                    unsafe { guard.defer_unchecked(move || Version::free(p.0)) };
+                    batch.push(g.v);
                     n += 1;
                 }
                 _ => break,
             }
         }
         if n > 0 {
+            // Relaxed: statistics only.
+            shard.ready.unfreed.fetch_add(n, Ordering::Relaxed);
+            let ready = Arc::clone(&shard.ready);
+            // SAFETY: the batch is unlinked from every index, so only threads
+            // pinned before this point can still reach its versions; the
+            // epoch scheme runs the function after all of them have
+            // unpinned, and it only moves the pointers (the `Arc` keeps the
+            // list alive). No open transaction holds them in a set: their
+            // stamps are below every open transaction's begin timestamp.
+            unsafe { guard.defer_unchecked(move || ready.list.lock().extend(batch)) };
             guard.flush();
         }
         n
@@ -96,7 +165,13 @@ impl Gc {
 
     /// Number of queued entries.
     pub(crate) fn pending(&self) -> usize {
-        self.shards.iter().map(|q| q.lock().len()).sum()
+        self.shards.iter().map(|q| q.queue.lock().len()).sum()
+    }
+
+    /// Number of versions unlinked and not yet freed.
+    pub(crate) fn unfreed(&self) -> usize {
+        // Relaxed: statistics only.
+        self.shards.iter().map(|q| q.ready.unfreed.load(Ordering::Relaxed)).sum()
     }
 
     /// Number of shards.

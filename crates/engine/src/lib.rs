@@ -358,6 +358,9 @@ pub struct Stats {
     pub versions_alive: u64,
     /// Versions waiting in the garbage queues.
     pub garbage_pending: u64,
+    /// Versions unlinked from every index but not yet freed: they wait for
+    /// an epoch to pass and then for their queue's next collection.
+    pub garbage_unfreed: u64,
     /// Transactions open now.
     pub open_transactions: u64,
 }
@@ -582,6 +585,7 @@ impl Database {
             aborts,
             versions_alive: created.saturating_sub(freed),
             garbage_pending: self.gc.pending() as u64,
+            garbage_unfreed: self.gc.unfreed() as u64,
             open_transactions: self.txns.open_count() as u64,
         }
     }
