@@ -42,6 +42,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const SHARDS: usize = 16;
+/// Versions unlinked together, their cache misses overlapped.
+const PIPELINE: usize = 8;
 
 /// One queued version.
 #[derive(Clone, Copy)]
@@ -132,19 +134,39 @@ impl Gc {
         let guard = crossbeam_epoch::pin();
         let mut n = 0;
         let mut batch = Vec::new();
+        // Unlinking is a chain of cache misses per version (its key, its
+        // bucket, the chain up to it), and garbage is cold by now: take the
+        // versions a few at a time and hint each step for all of them before
+        // the next, so that their misses overlap.
+        let mut group = [VPtr(std::ptr::null_mut()); PIPELINE];
+        let mut tables = [0u32; PIPELINE];
         while n < budget {
-            match q.front() {
-                Some(g) if g.ts < watermark => {
-                    let g = *g;
-                    q.pop_front();
-                    let t = table(g.table);
-                    // SAFETY: the version is still linked (only the collector
-                    // unlinks, once) and alive; we are pinned while unlinking.
-                    unsafe { t.unlink_all(g.v.0) };
-                    batch.push(g.v);
-                    n += 1;
+            let mut k = 0;
+            while k < PIPELINE && n + k < budget {
+                match q.front() {
+                    Some(&g) if g.ts < watermark => {
+                        (group[k], tables[k]) = (g.v, g.table);
+                        q.pop_front();
+                        Table::prefetch_version(g.v.0);
+                        k += 1;
+                    }
+                    _ => break,
                 }
-                _ => break,
+            }
+            for j in 0..k {
+                // SAFETY: queued versions are linked and alive until their
+                // collector unlinks them (below); we are pinned.
+                unsafe { table(tables[j]).prefetch_chains(group[j].0) };
+            }
+            for j in 0..k {
+                // SAFETY: the version is still linked (only the collector
+                // unlinks, once) and alive; we are pinned while unlinking.
+                unsafe { table(tables[j]).unlink_all(group[j].0) };
+                batch.push(group[j]);
+            }
+            n += k;
+            if k < PIPELINE {
+                break;
             }
         }
         if n > 0 {

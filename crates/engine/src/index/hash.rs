@@ -243,7 +243,7 @@ impl HashIndex {
 
 /// A cache prefetch hint; never faults, whatever the address.
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch is a hint: it neither faults nor changes program state,
     // whatever the address.

@@ -393,6 +393,31 @@ impl Table {
         }
     }
 
+    /// Starts loading what [`Table::unlink_all`] reads first: `v`'s header,
+    /// links and key (its first two cache lines). A hint only: `v` is not
+    /// read.
+    #[inline]
+    pub(crate) fn prefetch_version(v: *const Version) {
+        crate::index::hash::prefetch(v as *const u8);
+        crate::index::hash::prefetch((v as *const u8).wrapping_add(64));
+    }
+
+    /// Starts loading the hash buckets [`Table::unlink_all`] will lock and
+    /// walk for `v` (reads `v`'s key to hash it).
+    ///
+    /// # Safety
+    /// `v` is live (as for `unlink_all`).
+    #[inline]
+    pub(crate) unsafe fn prefetch_chains(&self, v: *mut Version) {
+        // SAFETY: `v` is live per the contract.
+        let r = unsafe { &*v };
+        for ix in &self.indexes {
+            if let IndexImpl::Hash(h) = &ix.imp {
+                h.prefetch_bucket(ix.hash_of(r));
+            }
+        }
+    }
+
     /// Calls `f` on every version linked into the primary index.
     pub(crate) fn for_each_version(&self, mut f: impl FnMut(*mut Version)) {
         let ix = &self.indexes[0];
