@@ -106,7 +106,7 @@ struct Cell {
 }
 
 /// Parses `--protocols`: names must exist, be built, and offer the level.
-fn parse_lines(spec: &str, default_isolation: &str) -> Result<Vec<Line>, String> {
+fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>, String> {
     let mut lines: Vec<Line> = Vec::new();
     for item in spec.split(',').map(str::trim) {
         if item.is_empty() {
@@ -120,7 +120,7 @@ fn parse_lines(spec: &str, default_isolation: &str) -> Result<Vec<Line>, String>
         let isolation = match l {
             Some(l) => Some(bench::parse_isolation(l, protocol).map_err(|e| format!("--protocols: {e}"))?),
             None => {
-                bench::parse_isolation(default_isolation, protocol).map_err(|e| format!("--protocols: {e}"))?;
+                bench::resolve_isolation(default_isolation, protocol).map_err(|e| format!("--protocols: {e}"))?;
                 None
             }
         };
@@ -332,7 +332,7 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
     if a.bench.history.is_some() {
         return Err("--history applies to bench; use --verify to check every point's history".into());
     }
-    let lines = parse_lines(a.protocols.as_deref().unwrap_or(&a.bench.protocol), &a.bench.isolation)?;
+    let lines = parse_lines(a.protocols.as_deref().unwrap_or(&a.bench.protocol), a.bench.isolation.as_deref())?;
     if a.sweep.len() > 2 {
         return Err(format!("at most two --sweep flags (a grid), {} given", a.sweep.len()));
     }
@@ -363,7 +363,7 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
                     format!("sweep {at}: {e}")
                 }
             })?;
-            let isolation = bench::parse_isolation(&args.isolation, line.protocol)?;
+            let isolation = bench::resolve_isolation(args.isolation.as_deref(), line.protocol)?;
             cells.push(Cell { values: values.clone(), line: li, argv, isolation, runs: Vec::with_capacity(repeat) });
         }
     }
@@ -664,20 +664,27 @@ fn notes(records: &[Value], sweeps: &[Sweep]) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn parse_lines_s(spec: &str, default_isolation: &str) -> Result<Vec<Line>, String> {
+        parse_lines(spec, Some(default_isolation))
+    }
+
     #[test]
     fn lines_parse() {
-        let l = parse_lines("mv-occ@snapshot, mv-occ@serializable", "read-committed").unwrap();
+        // Without --isolation a protocol runs at read committed, or at its only level.
+        let l = parse_lines("mv-occ,silo", None).unwrap();
+        assert_eq!(l.len(), 2);
+        let l = parse_lines_s("mv-occ@snapshot, mv-occ@serializable", "read-committed").unwrap();
         assert_eq!(l.len(), 2);
         assert_eq!(l[0].isolation, Some(Isolation::Snapshot));
         assert_eq!(l[1].label, "mv-occ@serializable");
-        let l = parse_lines("mv-occ", "snapshot").unwrap();
+        let l = parse_lines_s("mv-occ", "snapshot").unwrap();
         assert_eq!((l[0].isolation, l[0].label.as_str()), (None, "mv-occ"));
-        assert!(parse_lines("paxos", "snapshot").unwrap_err().contains("unknown protocol 'paxos'"));
-        assert!(parse_lines("silo", "snapshot").unwrap_err().contains("not available"));
-        assert!(parse_lines("mv-occ@chaos", "snapshot").unwrap_err().contains("unknown isolation level 'chaos'"));
-        assert!(parse_lines("mv-occ", "chaos").unwrap_err().contains("chaos"));
-        assert!(parse_lines("mv-occ,,mv-occ@snapshot", "snapshot").unwrap_err().contains("empty entry"));
-        assert!(parse_lines("mv-occ,mv-occ", "snapshot").unwrap_err().contains("twice"));
+        assert!(parse_lines_s("paxos", "snapshot").unwrap_err().contains("unknown protocol 'paxos'"));
+        assert!(parse_lines_s("bohm", "snapshot").unwrap_err().contains("not available"));
+        assert!(parse_lines_s("mv-occ@chaos", "snapshot").unwrap_err().contains("unknown isolation level 'chaos'"));
+        assert!(parse_lines_s("mv-occ", "chaos").unwrap_err().contains("chaos"));
+        assert!(parse_lines_s("mv-occ,,mv-occ@snapshot", "snapshot").unwrap_err().contains("empty entry"));
+        assert!(parse_lines_s("mv-occ,mv-occ", "snapshot").unwrap_err().contains("twice"));
     }
 
     #[test]
@@ -723,9 +730,9 @@ mod tests {
         assert!(ids.contains(&"threads") && ids.contains(&"rows") && !ids.contains(&"duration"), "{base:?}");
         assert!(base.iter().any(|(_, a)| a == "--no-prefetch") && base.iter().any(|(_, a)| a == "--rows=1k"));
         let sweeps = vec![parse_sweep("threads=1,2").unwrap()];
-        let lines = parse_lines("mv-occ,mv-occ@serializable", "snapshot").unwrap();
+        let lines = parse_lines_s("mv-occ,mv-occ@serializable", "snapshot").unwrap();
         let (argv, a) = point_args(&base, &lines[0], &sweeps, &["2".into()]).unwrap();
-        assert_eq!((a.threads, a.rows, a.isolation.as_str()), (Some(2), Some(1000), "snapshot"));
+        assert_eq!((a.threads, a.rows, a.isolation.as_deref()), (Some(2), Some(1000), Some("snapshot")));
         assert!(a.hekaton.no_prefetch);
         // The run's own process gets the flags that were parsed here.
         for flag in ["--rows=1k", "--no-prefetch", "--protocol=mv-occ", "--threads=2"] {
@@ -733,7 +740,7 @@ mod tests {
         }
         assert!(!argv.iter().any(|x| x.starts_with("--threads=1")) && !argv[0].contains("compare"), "{argv:?}");
         let (_, a) = point_args(&base, &lines[1], &sweeps, &["1".into()]).unwrap();
-        assert_eq!((a.threads, a.isolation.as_str()), (Some(1), "serializable"));
+        assert_eq!((a.threads, a.isolation.as_deref()), (Some(1), Some("serializable")));
         let e = point_args(&base, &lines[0], &sweeps, &["0".into()]).unwrap_err();
         assert!(e.contains("--threads") && !e.contains('\n') && !e.starts_with("error"), "{e}");
         let other = [("workload".to_string(), "--workload=sibench".to_string())];

@@ -87,6 +87,12 @@ fn mv_lock_scripts_match_their_expected_output() {
     scripts_match(&scripts_dir().join("mv-lock"), &["--protocol", "mv-lock"], ANOMALIES.len() * LEVELS.len());
 }
 
+/// Silo: the five anomalies at serializable, its only level.
+#[test]
+fn silo_scripts_match_their_expected_output() {
+    scripts_match(&scripts_dir().join("silo"), &["--protocol", "silo"], ANOMALIES.len() - 1);
+}
+
 /// mv-mixed: optimistic and pessimistic transactions side by side.
 #[test]
 fn mv_mixed_scripts_match_their_expected_output() {
@@ -194,7 +200,7 @@ fn unknown_protocol_fails_with_one_line() {
 
 #[test]
 fn unimplemented_protocol_fails_with_one_line() {
-    assert_fails(&shell(&["--protocol", "silo"], b"t1 get 1\n"), "protocol 'silo' is not available");
+    assert_fails(&shell(&["--protocol", "bohm"], b"t1 get 1\n"), "protocol 'bohm' is not available");
 }
 
 #[test]

@@ -146,8 +146,12 @@ fn every_protocol_keeps_every_level_it_claims() {
 
 /// Runs until the checker reports a forbidden anomaly (or gives up).
 fn must_fail(iso: Isolation, faults: Faults, expect: &[Class]) -> Report {
+    must_fail_with(Protocol::MvOcc, iso, faults, expect)
+}
+
+fn must_fail_with(p: Protocol, iso: Isolation, faults: Faults, expect: &[Class]) -> Report {
     for round in 0..20 {
-        let report = run(Protocol::MvOcc, iso, faults, 200 + 100 * round);
+        let report = run(p, iso, faults, 200 + 100 * round);
         if !report.ok() {
             let found: Vec<Class> = report.forbidden().map(|a| a.class).collect();
             assert!(found.iter().any(|c| expect.contains(c)), "expected one of {expect:?}, found {found:?}:\n{report}");
@@ -161,6 +165,14 @@ fn must_fail(iso: Isolation, faults: Faults, expect: &[Class]) -> Report {
 fn without_validation_serializable_shows_cycles() {
     let faults = Faults { skip_validation: true, ..Faults::default() };
     must_fail(Isolation::Serializable, faults, &[Class::G2Item, Class::G2, Class::GSingle]);
+}
+
+/// Silo without its validation phase (the node-set and the ReadSet) is
+/// no longer serializable, and the checker sees it.
+#[test]
+fn silo_without_validation_shows_cycles() {
+    let faults = Faults { skip_validation: true, ..Faults::default() };
+    must_fail_with(Protocol::Silo, Isolation::Serializable, faults, &[Class::G2Item, Class::G2, Class::GSingle]);
 }
 
 #[test]

@@ -128,7 +128,12 @@ impl Protocol {
 
     /// True if this build implements the protocol.
     pub fn is_available(self) -> bool {
-        matches!(self, Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed)
+        matches!(self, Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed | Protocol::Silo)
+    }
+
+    /// True for the single-version protocols (an in-place store).
+    pub fn is_single_version(self) -> bool {
+        matches!(self, Protocol::OneVLock | Protocol::Silo | Protocol::TwoPlOrdered)
     }
 
     /// The isolation levels the protocol offers, weakest first.
@@ -391,6 +396,8 @@ pub struct Database {
     history: Mutex<Vec<history::TxnRecord>>,
     /// Whether transactions that begin now record their history.
     recording: std::sync::atomic::AtomicBool,
+    /// Silo's global epoch (single-version databases).
+    pub(crate) silo: protocol::silo::SiloGlobal,
 }
 
 impl Database {
@@ -418,6 +425,7 @@ impl Database {
             gc: Gc::new(),
             versions_freed: CachePadded::new(AtomicU64::new(0)),
             history: Mutex::new(Vec::new()),
+            silo: protocol::silo::SiloGlobal::new(),
         })
     }
 
@@ -514,6 +522,16 @@ impl Database {
         }
         let (slot, id) = self.txns.open()?;
         let s = self.txns.slot(slot);
+        if self.opts.protocol == Protocol::Silo {
+            // No shared counter: the begin "timestamp" is the epoch, published
+            // for the watermark that bounds when retired records are freed
+            // (see `protocol::silo`), in the same two SeqCst steps as below.
+            s.begin_ts.store(self.silo.epoch(), Ordering::SeqCst);
+            let e = self.silo.epoch_seqcst();
+            // Release: only raises the published value.
+            s.begin_ts.store(e, Ordering::Release);
+            return Ok(Transaction::new(self, slot, id, e, o));
+        }
         // The begin timestamp is a clock reading, not an increment: the time
         // just past every stamp handed out so far (odd, so it never equals a
         // commit stamp, which are even). Every stamp below it was drawn before
@@ -593,7 +611,11 @@ impl Database {
     /// The GC watermark: no open or future transaction reads before it.
     pub(crate) fn watermark(&self) -> u64 {
         // SeqCst: the bound must be read before the slot scan (see TxnTable).
-        let bound = self.clock.load(Ordering::SeqCst);
+        let bound = if self.opts.protocol == Protocol::Silo {
+            self.silo.epoch_seqcst()
+        } else {
+            self.clock.load(Ordering::SeqCst)
+        };
         self.txns.min_active_begin(bound)
     }
 

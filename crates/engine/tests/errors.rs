@@ -235,8 +235,8 @@ fn unsupported_protocol() {
         }
     }
     assert_eq!(
-        Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).err(),
-        Some(Error::UnsupportedProtocol("silo".into()))
+        Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).err(),
+        Some(Error::UnsupportedProtocol("bohm".into()))
     );
     assert_eq!("silo".parse::<Protocol>(), Ok(Protocol::Silo));
     assert!(matches!("nope".parse::<Protocol>(), Err(Error::Parse(_))));

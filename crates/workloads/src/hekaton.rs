@@ -264,7 +264,7 @@ impl Workload for Hekaton {
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(Isolation::ReadCommitted, |t| {
+            db.run(crate::load_isolation(db), |t| {
                 for k in lo..hi {
                     t.insert(self.table, Key::from_u64(k), &payload(k, 0, 0))?;
                 }

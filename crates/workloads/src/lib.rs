@@ -43,7 +43,7 @@ pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
 pub use mix::Mix;
 
 use multiverse::{
-    AbortReason, AccessSet, Database, Error, Filter, IndexId, Key, Result, TableId, Transaction, TxnOptions,
+    AbortReason, AccessSet, Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, Transaction, TxnOptions,
 };
 use std::fmt;
 use std::ops::RangeBounds;
@@ -378,6 +378,29 @@ fn backoff(k: &mut u32) {
         *k += 1;
     } else {
         std::thread::yield_now();
+    }
+}
+
+/// The isolation level loaders use: read committed where the protocol
+/// offers it (loaders insert disjoint rows: nothing to validate), else the
+/// protocol's only level.
+pub fn load_isolation(db: &Database) -> Isolation {
+    offered_or_strongest(db, Isolation::ReadCommitted)
+}
+
+/// The isolation level of the read-only transactions that check a
+/// workload's invariants after a run: snapshot where the protocol offers
+/// it, else the protocol's strongest level.
+pub fn check_isolation(db: &Database) -> Isolation {
+    offered_or_strongest(db, Isolation::Snapshot)
+}
+
+fn offered_or_strongest(db: &Database, want: Isolation) -> Isolation {
+    let p = db.protocol();
+    if p.isolation_levels().contains(&want) {
+        want
+    } else {
+        p.strongest()
     }
 }
 

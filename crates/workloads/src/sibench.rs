@@ -47,7 +47,7 @@
 //! number of committed writes to the record.
 
 use crate::{split_range, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Isolation, Key, Result, TableId, TableSpec, TxnOptions};
+use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -289,7 +289,7 @@ impl Workload for Sibench {
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(Isolation::ReadCommitted, |t| {
+            db.run(crate::load_isolation(db), |t| {
                 for k in lo..hi {
                     t.insert(self.table, Key::from_u64(k), &value(0, 0))?;
                 }
@@ -321,7 +321,7 @@ impl Workload for Sibench {
         let last = self.last_seq.lock().map_err(|_| "a worker panicked".to_string())?.clone();
         let mut sum = 0u64;
         let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) })
+            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
             .map_err(|e| e.to_string())?;
         for k in 0..self.cfg.rows {
             let r = t.get_with(self.table, &Key::from_u64(k), decode).map_err(|e| e.to_string())?;

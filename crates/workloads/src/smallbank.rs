@@ -60,7 +60,7 @@
 //! is still counted exactly).
 
 use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Isolation, Key, Result, TableId, TableSpec, TxnOptions};
+use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -266,7 +266,7 @@ impl SmallBank {
     /// savings rows, checking rows)`.
     pub fn total_money(&self, db: &Database) -> std::result::Result<(i128, u64, u64), String> {
         let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) })
+            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
             .map_err(|e| e.to_string())?;
         let mut total = 0i128;
         let mut bad = None;
@@ -327,7 +327,7 @@ impl Workload for SmallBank {
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(Isolation::ReadCommitted, |t| {
+            db.run(crate::load_isolation(db), |t| {
                 for id in lo..hi {
                     t.insert(self.customer, customer_key(id), &id.to_le_bytes())?;
                     t.insert(self.savings, Key::from_u64(id), &initial_balance(id, false).to_le_bytes())?;

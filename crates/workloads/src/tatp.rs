@@ -93,7 +93,7 @@
 
 use crate::{below, split_range, Mix, Param, Txn, TxnError, Worker, Workload};
 use multiverse::{
-    AccessSet, Database, Error, IndexId, IndexKind, Isolation, Key, KeyBuilder, Result, TableId, TableSpec, TxnOptions,
+    AccessSet, Database, Error, IndexId, IndexKind, Key, KeyBuilder, Result, TableId, TableSpec, TxnOptions,
 };
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
@@ -702,7 +702,8 @@ impl Tatp {
 }
 
 fn snapshot(db: &Database) -> std::result::Result<multiverse::Transaction<'_>, String> {
-    db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) }).map_err(|e| e.to_string())
+    db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
+        .map_err(|e| e.to_string())
 }
 
 impl Workload for Tatp {
@@ -738,7 +739,7 @@ impl Workload for Tatp {
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
             let mut rows = 0;
-            db.run(Isolation::ReadCommitted, |t| {
+            db.run(crate::load_isolation(db), |t| {
                 rows = 0;
                 let mut r = Ok(());
                 for s_id in lo + 1..=hi {

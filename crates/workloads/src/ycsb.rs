@@ -45,7 +45,7 @@
 
 use crate::zipf::Zipf;
 use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Isolation, Key, Result, TableId, TableSpec, TxnOptions};
+use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -257,7 +257,7 @@ impl Workload for Ycsb {
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(Isolation::ReadCommitted, |t| {
+            db.run(crate::load_isolation(db), |t| {
                 for k in lo..hi {
                     initial_value(k, self.cfg.value_bytes, &mut buf);
                     t.insert(self.table, Key::from_u64(k), &buf)?;
@@ -291,7 +291,7 @@ impl Workload for Ycsb {
         let len = self.cfg.value_bytes;
         let mut sum = 0u64;
         let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) })
+            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
             .map_err(|e| e.to_string())?;
         for k in 0..self.cfg.rows {
             let r = t.get_with(self.table, &Key::from_u64(k), |v| decode(v, len)).map_err(|e| e.to_string())?;

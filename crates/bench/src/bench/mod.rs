@@ -49,9 +49,10 @@ pub struct BenchArgs {
     /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, sibench.
     #[arg(long, default_value = "hekaton", value_name = "W")]
     pub workload: String,
-    /// Isolation level: read-committed, snapshot, repeatable-read or serializable.
-    #[arg(long, default_value = "read-committed", value_name = "L")]
-    pub isolation: String,
+    /// Isolation level: read-committed, snapshot, repeatable-read or
+    /// serializable [default: read-committed, or the protocol's only level].
+    #[arg(long, value_name = "L")]
+    pub isolation: Option<String>,
     /// Worker threads; loading uses the same number [default: number of CPUs].
     #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<usize>,
@@ -158,6 +159,16 @@ pub(crate) fn parse_protocol(s: &str) -> Result<Protocol, String> {
     Ok(p)
 }
 
+/// The level of `--isolation` (given or not) for protocol `p`: without the
+/// flag, read committed where `p` offers it, else `p`'s strongest level.
+pub(crate) fn resolve_isolation(flag: Option<&str>, p: Protocol) -> Result<Isolation, String> {
+    match flag {
+        Some(s) => parse_isolation(s, p),
+        None if p.isolation_levels().contains(&Isolation::ReadCommitted) => Ok(Isolation::ReadCommitted),
+        None => Ok(p.strongest()),
+    }
+}
+
 /// Parses an isolation level and checks the protocol offers it.
 pub(crate) fn parse_isolation(s: &str, p: Protocol) -> Result<Isolation, String> {
     let l: Isolation = s.parse().map_err(|e: multiverse::Error| e.to_string())?;
@@ -244,7 +255,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     let workload = check_name(&a.workload)?;
     wl::refuse_foreign_flags(a, workload)?;
     let protocol = parse_protocol(&a.protocol)?;
-    let isolation = parse_isolation(&a.isolation, protocol)?;
+    let isolation = resolve_isolation(a.isolation.as_deref(), protocol)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let db = open_db(protocol, threads, a.deadlock_us)?;
     let ctx = Ctx {
@@ -493,7 +504,7 @@ mod tests {
     #[test]
     fn names_are_checked() {
         assert_eq!(parse_protocol("mv-occ"), Ok(Protocol::MvOcc));
-        assert!(parse_protocol("silo").unwrap_err().contains("not available"));
+        assert!(parse_protocol("bohm").unwrap_err().contains("not available"));
         assert!(parse_protocol("nope").unwrap_err().contains("unknown protocol"));
         assert_eq!(parse_isolation("snapshot", Protocol::MvOcc), Ok(Isolation::Snapshot));
         assert!(parse_isolation("chaos", Protocol::MvOcc).unwrap_err().contains("unknown isolation"));

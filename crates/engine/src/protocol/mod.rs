@@ -3,3 +3,4 @@
 
 pub mod mv_lock;
 pub mod mv_occ;
+pub mod silo;

@@ -100,7 +100,7 @@ pub struct CommitInfo {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Status {
+pub(crate) enum Status {
     Active,
     Aborted(AbortReason),
 }
@@ -120,8 +120,8 @@ pub struct Transaction<'db> {
     pub(crate) id: u64,
     /// The id as a Begin/End word.
     word: u64,
-    begin_ts: u64,
-    isolation: Isolation,
+    pub(crate) begin_ts: u64,
+    pub(crate) isolation: Isolation,
     read_only: bool,
     /// ReadSet kept (repeatable read, serializable).
     track_reads: bool,
@@ -139,11 +139,14 @@ pub struct Transaction<'db> {
     pub(crate) honour_locks: bool,
     /// Published something in the slot's `WaitInfo` (released at the end).
     pub(crate) used_waits: bool,
-    status: Status,
+    /// A single-version (Silo) transaction: every operation goes to
+    /// `protocol::silo`.
+    pub(crate) single: bool,
+    pub(crate) status: Status,
     /// Versions this transaction allocated (statistics).
-    created: u64,
+    pub(crate) created: u64,
     /// History recording is on (see [`crate::history`]).
-    recording: bool,
+    pub(crate) recording: bool,
     /// `Send` but not `Sync`: the sets in the slot are used without locks.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -181,6 +184,7 @@ impl<'db> Transaction<'db> {
             lock_scans: pessimistic && iso == Isolation::Serializable,
             honour_locks: protocol != Protocol::MvOcc,
             used_waits: false,
+            single: protocol == Protocol::Silo,
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
@@ -238,13 +242,13 @@ impl<'db> Transaction<'db> {
 
     /// Appends an operation to the history buffer (recording only).
     #[cold]
-    fn record(&self, op: Op) {
+    pub(crate) fn record(&self, op: Op) {
         self.local().history.push(op);
     }
 
     /// Hands the finished transaction to the database's history.
     #[cold]
-    fn record_end(&self, commit_ts: Option<u64>, outcome: Outcome) {
+    pub(crate) fn record_end(&self, commit_ts: Option<u64>, outcome: Outcome) {
         let ops = std::mem::take(&mut self.local().history);
         self.db.record(TxnRecord {
             id: self.id,
@@ -252,7 +256,9 @@ impl<'db> Transaction<'db> {
             begin_ts: self.begin_ts,
             commit_ts,
             outcome,
-            locking: self.lock_reads,
+            // Silo validates every read at its serialization point, as a
+            // locking reader holds its locks until then.
+            locking: self.lock_reads || self.single,
             ops,
         });
     }
@@ -292,7 +298,7 @@ impl<'db> Transaction<'db> {
 
     /// Checks the transaction may run an operation.
     #[inline]
-    fn enter(&mut self) -> Result<()> {
+    pub(crate) fn enter(&mut self) -> Result<()> {
         if let Status::Aborted(r) = self.status {
             return Err(Error::TransactionClosed(Some(r)));
         }
@@ -304,7 +310,7 @@ impl<'db> Transaction<'db> {
     }
 
     #[inline]
-    fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
+    pub(crate) fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
         self.enter()?;
         if self.read_only {
             return Err(Error::InvalidArgument("write in a read-only transaction".into()));
@@ -356,6 +362,9 @@ impl<'db> Transaction<'db> {
     /// No allocation: the value is borrowed for the duration of `f`.
     #[inline]
     pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        if self.single {
+            return self.sv_get_with(table, key, f);
+        }
         self.enter()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
@@ -444,6 +453,9 @@ impl<'db> Transaction<'db> {
     /// `index` equals `key` (any index; secondary indexes may hold many rows
     /// per key), until `f` returns false.
     pub fn get_by(&mut self, index: IndexId, key: &Key, mut f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        if self.single {
+            return self.sv_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
+        }
         self.enter()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
@@ -486,6 +498,9 @@ impl<'db> Transaction<'db> {
         filter: Option<&Filter>,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
+        if self.single {
+            return self.sv_scan_range(index, range, filter, f);
+        }
         self.enter()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
@@ -581,6 +596,9 @@ impl<'db> Transaction<'db> {
     /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a
     /// visible row (the transaction stays usable).
     pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        if self.single {
+            return self.sv_insert(table, key, value);
+        }
         let t = self.enter_write(table, value.len())?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
@@ -680,6 +698,15 @@ impl<'db> Transaction<'db> {
     /// Replaces the value of an existing row; fails with
     /// [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        if self.single {
+            if value.len() > self.db.opts.max_value_size {
+                return Err(Error::ValueTooLarge { len: value.len(), max: self.db.opts.max_value_size });
+            }
+            return self.sv_write(table, key, |_, new| {
+                new.extend_from_slice(value);
+                true
+            });
+        }
         let t = self.enter_write(table, value.len())?;
         self.replace(t, table, key, Some(value))
     }
@@ -688,6 +715,12 @@ impl<'db> Transaction<'db> {
     /// old value, and the new value replaces exactly the version `f` saw. Uses
     /// a buffer owned by the transaction: no allocation in the steady state.
     pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        if self.single {
+            return self.sv_write(table, key, |old, new| {
+                f(old, new);
+                true
+            });
+        }
         let t = self.enter_write(table, 0)?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
@@ -715,6 +748,13 @@ impl<'db> Transaction<'db> {
     /// into the new version (one copy of the row; [`Transaction::update_with`]
     /// makes two), which is what fixed-layout rows want.
     pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        if self.single {
+            return self.sv_write(table, key, |old, new| {
+                new.extend_from_slice(old);
+                f(new);
+                true
+            });
+        }
         let t = self.enter_write(table, 0)?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
@@ -737,6 +777,9 @@ impl<'db> Transaction<'db> {
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
+        if self.single {
+            return self.sv_write(table, key, |_, _| false);
+        }
         let t = self.enter_write(table, 0)?;
         self.replace(t, table, key, None)
     }
@@ -886,6 +929,9 @@ impl<'db> Transaction<'db> {
     /// Commits. Waits only for commit dependencies. On failure the
     /// transaction is rolled back and the error says why.
     pub fn commit(mut self) -> Result<CommitInfo> {
+        if self.single {
+            return self.sv_commit();
+        }
         self.enter()?;
         let db = self.db;
         let local = self.local();
@@ -1074,6 +1120,9 @@ impl<'db> Transaction<'db> {
 
     /// Aborts: become Aborted, undo (section 3.3), report, terminate.
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
+        if self.single {
+            return self.sv_abort(reason);
+        }
         debug_assert_eq!(self.status, Status::Active);
         let db = self.db;
         db.txns.set_state(self.slot, TxnState::Aborted, 0);
@@ -1140,7 +1189,7 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    fn terminate(&mut self) {
+    pub(crate) fn terminate(&mut self) {
         // Relaxed: statistics only.
         self.slot().committed.fetch_add(1, Ordering::Relaxed);
         self.release();
@@ -1150,7 +1199,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Clears the sets and gives the slot back (the transaction terminates).
-    fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         let s = self.slot();
         // Relaxed: statistics only.
         s.created.fetch_add(self.created, Ordering::Relaxed);

@@ -118,7 +118,7 @@ impl Index {
     pub(crate) fn key_of(&self, v: &Version) -> Key {
         match self.key_fn {
             None => v.key(),
-            Some(f) => f(&v.key(), v.value()),
+            Some(f) => v.with_value(|val| f(&v.key(), val)),
         }
     }
 
@@ -126,7 +126,7 @@ impl Index {
     fn ikey(&self, v: &Version) -> IKey {
         match self.key_fn {
             None => (v.key(), Key::EMPTY),
-            Some(f) => (f(&v.key(), v.value()), v.key()),
+            Some(f) => (v.with_value(|val| f(&v.key(), val)), v.key()),
         }
     }
 
@@ -190,7 +190,7 @@ impl Index {
     pub(crate) fn hash_of(&self, v: &Version) -> u64 {
         match self.key_fn {
             None => crate::key::hash_bytes(v.key_bytes()),
-            Some(f) => f(&v.key(), v.value()).hash64(),
+            Some(f) => v.with_value(|val| f(&v.key(), val)).hash64(),
         }
     }
 
@@ -199,7 +199,7 @@ impl Index {
     pub(crate) fn matches(&self, v: &Version, k: &Key) -> bool {
         match self.key_fn {
             None => v.key_eq(k),
-            Some(f) => f(&v.key(), v.value()) == *k,
+            Some(f) => v.with_value(|val| f(&v.key(), val)) == *k,
         }
     }
 

@@ -25,7 +25,7 @@ use super::word::INFINITY;
 use crate::key::Key;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicU64};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// The fixed header of a version; links and value follow it in the same allocation.
 #[repr(C)]
@@ -38,6 +38,8 @@ pub struct Version {
     value_len: u32,
     n_links: u8,
     key_len: u8,
+    /// 1: a single-version record (value word-aligned, rewritten in place).
+    in_place: u8,
 }
 
 const HEADER: usize = std::mem::size_of::<Version>();
@@ -50,36 +52,63 @@ fn layout(n_links: usize, key_len: usize, value_len: usize) -> Layout {
     Layout::from_size_align(HEADER + n_links * LINK + key_len + value_len, 8).expect("version layout")
 }
 
+/// Where the value of a single-version record starts: word-aligned.
+#[inline]
+fn in_place_value_at(n_links: usize, key_len: usize) -> usize {
+    (HEADER + n_links * LINK + key_len + 7) & !7
+}
+
+fn in_place_layout(n_links: usize, key_len: usize, value_len: usize) -> Layout {
+    Layout::from_size_align(in_place_value_at(n_links, key_len) + value_len.div_ceil(8) * 8, 8).expect("record layout")
+}
+
 impl Version {
     /// Allocates a version with the given Begin word, End = INFINITY and null
     /// links. The caller owns it until it is published in an index.
     pub fn alloc(key: Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
+        let lay = layout(n_links, key.len(), value.len());
+        let nn = Self::alloc_header(key, n_links, value.len(), lay, 0, begin);
+        // SAFETY: fresh and ours; the value's bytes follow the key inside
+        // the allocation (raw copy: they are not initialised yet).
+        unsafe {
+            let at = HEADER + n_links * LINK + key.len();
+            ptr::copy_nonoverlapping(value.as_ptr(), (nn.as_ptr() as *mut u8).add(at), value.len());
+        }
+        nn
+    }
+
+    /// Allocates `lay` and writes the header, null links and the key.
+    fn alloc_header(
+        key: Key,
+        n_links: usize,
+        value_len: usize,
+        lay: Layout,
+        in_place: u8,
+        begin: u64,
+    ) -> NonNull<Version> {
         debug_assert!(n_links >= 1 && n_links <= u8::MAX as usize);
         let kb = key.as_bytes();
-        let lay = layout(n_links, kb.len(), value.len());
         let raw = spare::take(lay).unwrap_or_else(|| {
             // SAFETY: the layout has non-zero size (the header alone is > 0).
             unsafe { alloc(lay) }
         }) as *mut Version;
         let Some(nn) = NonNull::new(raw) else { handle_alloc_error(lay) };
         // SAFETY: `raw` points to a fresh allocation of `lay.size()` bytes with
-        // alignment 8; we initialise the header, every link and the value
-        // bytes, all of which lie inside it.
+        // alignment 8; header, links and key lie inside it.
         unsafe {
             raw.write(Version {
                 begin: AtomicU64::new(begin),
                 end: AtomicU64::new(INFINITY),
-                value_len: value.len() as u32,
+                value_len: value_len as u32,
                 n_links: n_links as u8,
                 key_len: kb.len() as u8,
+                in_place,
             });
             let links = (raw as *mut u8).add(HEADER) as *mut AtomicPtr<Version>;
             for i in 0..n_links {
                 links.add(i).write(AtomicPtr::new(ptr::null_mut()));
             }
-            let kp = (raw as *mut u8).add(HEADER + n_links * LINK);
-            ptr::copy_nonoverlapping(kb.as_ptr(), kp, kb.len());
-            ptr::copy_nonoverlapping(value.as_ptr(), kp.add(kb.len()), value.len());
+            ptr::copy_nonoverlapping(kb.as_ptr(), (raw as *mut u8).add(HEADER + n_links * LINK), kb.len());
         }
         nn
     }
@@ -94,7 +123,7 @@ impl Version {
         // SAFETY: per the contract `v` is a live allocation made with this
         // layout, and nobody can reach it any more: its memory may be reused.
         unsafe {
-            let lay = layout((*v).n_links as usize, (*v).key_len as usize, (*v).value_len as usize);
+            let lay = (*v).layout();
             if let Err(p) = spare::keep(v as *mut u8, lay) {
                 dealloc(p, lay);
             }
@@ -152,9 +181,11 @@ impl Version {
         }
     }
 
-    /// The row value (immutable after publication).
+    /// The row value (immutable after publication). Not for single-version
+    /// records: see [`Version::load_value`].
     #[inline]
     pub fn value(&self) -> &[u8] {
+        debug_assert!(self.in_place == 0, "a single-version record's value is read with load_value");
         // SAFETY: `value_len` bytes follow the key inside this allocation and
         // were initialised by `alloc`; they are never written again.
         unsafe {
@@ -168,7 +199,116 @@ impl Version {
 
     /// Bytes this version occupies (for memory accounting).
     pub fn footprint(&self) -> usize {
-        layout(self.n_links as usize, self.key_len as usize, self.value_len as usize).size()
+        self.layout().size()
+    }
+
+    fn layout(&self) -> Layout {
+        if self.in_place != 0 {
+            in_place_layout(self.n_links as usize, self.key_len as usize, self.value_len as usize)
+        } else {
+            layout(self.n_links as usize, self.key_len as usize, self.value_len as usize)
+        }
+    }
+
+    /// Allocates a single-version record: like [`Version::alloc`], with the
+    /// value in whole words so that it can be rewritten in place.
+    pub fn alloc_in_place(key: Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
+        let lay = in_place_layout(n_links, key.len(), value.len());
+        let nn = Self::alloc_header(key, n_links, value.len(), lay, 1, begin);
+        // SAFETY: just allocated, not yet shared.
+        unsafe { nn.as_ref() }.store_value(value);
+        nn
+    }
+
+    /// The value words of a single-version record.
+    #[inline]
+    fn value_words(&self) -> &[AtomicU64] {
+        debug_assert!(self.in_place != 0, "only single-version records are rewritten in place");
+        // SAFETY: an in-place record's value area starts word-aligned at
+        // `in_place_value_at` and spans `ceil(value_len / 8)` words inside
+        // the allocation; it is only ever accessed through these atomics.
+        unsafe {
+            std::slice::from_raw_parts(
+                (self as *const Version as *const u8)
+                    .add(in_place_value_at(self.n_links as usize, self.key_len as usize))
+                    as *const AtomicU64,
+                (self.value_len as usize).div_ceil(8),
+            )
+        }
+    }
+
+    /// Copies the value of a single-version record into `out` (resized to
+    /// the value's length). Relaxed loads: the caller brackets the copy with
+    /// reads of the record's TID word (Silo's stable read, section 4.5).
+    #[inline]
+    pub fn load_value(&self, out: &mut Vec<u8>) {
+        let n = self.value_len as usize;
+        let words = self.value_words();
+        out.clear();
+        out.resize(words.len() * 8, 0);
+        for (w, dst) in words.iter().zip(out.chunks_exact_mut(8)) {
+            // Relaxed: ordered by the caller's fences around the copy.
+            dst.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+        out.truncate(n);
+    }
+
+    /// Overwrites the value of a single-version record; `value` has the
+    /// record's length. The caller holds the record's lock.
+    #[inline]
+    pub fn store_value(&self, value: &[u8]) {
+        assert_eq!(value.len(), self.value_len as usize, "an in-place write keeps the value's length");
+        let words = self.value_words();
+        let whole = value.len() / 8;
+        for (w, src) in words.iter().zip(value.chunks_exact(8)) {
+            // Relaxed: published by the Release store of the TID word.
+            w.store(u64::from_le_bytes(src.try_into().expect("8 bytes")), Ordering::Relaxed);
+        }
+        let rest = &value[whole * 8..];
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            // Relaxed: as above.
+            words[whole].store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+    }
+
+    /// Calls `f` with the value: borrowed for a multi-version record, a
+    /// copy for a single-version one (rewritten in place). For the key
+    /// functions of secondary indexes: the bytes they read never change
+    /// while the record is linked (an update that would change them
+    /// replaces the record), so an unstable copy reads them right.
+    #[inline]
+    pub fn with_value<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        if self.in_place == 0 {
+            return f(self.value());
+        }
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut buf) => {
+                self.load_value(&mut buf);
+                f(&buf)
+            }
+            Err(_) => {
+                let mut buf = Vec::new();
+                self.load_value(&mut buf);
+                f(&buf)
+            }
+        })
+    }
+
+    /// True for a single-version record (rewritten in place).
+    #[inline]
+    pub fn is_in_place(&self) -> bool {
+        self.in_place != 0
+    }
+
+    /// Length of the value.
+    #[inline]
+    pub fn value_len(&self) -> usize {
+        self.value_len as usize
     }
 }
 

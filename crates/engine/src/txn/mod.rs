@@ -67,6 +67,8 @@ pub(crate) struct TxnLocal {
     pub(crate) scratch: Vec<u8>,
     /// Operations recorded for the history (recording only).
     pub(crate) history: Vec<crate::history::Op>,
+    /// Silo's sets (single-version databases).
+    pub(crate) silo: crate::protocol::silo::SiloLocal,
 }
 
 impl TxnLocal {
@@ -78,6 +80,7 @@ impl TxnLocal {
         self.scan_set.clear();
         self.write_set.clear();
         self.history.clear();
+        self.silo.clear();
     }
 }
 

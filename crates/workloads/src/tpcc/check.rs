@@ -10,7 +10,7 @@
 //! 4. The sum of the district's `O_OL_CNT` is the number of its order lines.
 
 use super::*;
-use multiverse::{Isolation, Transaction, TxnOptions};
+use multiverse::{Transaction, TxnOptions};
 
 /// Per-district tallies.
 #[derive(Clone, Copy, Default)]
@@ -35,7 +35,7 @@ fn wd(k: &Key) -> (u16, u8) {
 /// Checks conditions 1 to 4 and the counts; a one-line summary or what is broken.
 pub(super) fn check(tp: &Tpcc, db: &Database) -> std::result::Result<String, String> {
     let mut t = db
-        .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) })
+        .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
         .map_err(|e| e.to_string())?;
     let r = check_in(tp, db, &mut t);
     t.commit().map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@
 
 use super::*;
 use crate::split_range;
-use multiverse::{Isolation, Transaction};
+use multiverse::Transaction;
 use rand::SeedableRng;
 
 /// Item chunks, and stock chunks per warehouse.
@@ -109,7 +109,7 @@ fn batch(
     progress: &(impl Fn(u64) + Sync),
     body: impl FnMut(&mut Transaction<'_>) -> Result<()>,
 ) -> Result<()> {
-    db.run(Isolation::ReadCommitted, body)?;
+    db.run(crate::load_isolation(db), body)?;
     progress(rows);
     Ok(())
 }
@@ -242,7 +242,7 @@ fn district(w: &Tpcc, db: &Database, wh: u16, d: u8, progress: &(impl Fn(u64) + 
     }
     for lo in (0..ORDERS).step_by(ORDER_BATCH as usize) {
         let mut rows = 0;
-        db.run(Isolation::ReadCommitted, |t| {
+        db.run(crate::load_isolation(db), |t| {
             rows = 0;
             let mut rng = rng_for([7, wh as u64, d as u64, lo as u64]);
             let mut ov = [0u8; O_LEN];

@@ -1,0 +1,876 @@
+//! Silo OCC: Tu, Zheng, Kohler, Liskov and Madden, *Speedy Transactions in
+//! Multicore In-Memory Databases* (SOSP 2013), section 4 — the optimistic
+//! single-version baseline of BOHM (VLDB 2015, section 4) and SSN (section 8).
+//!
+//! **Records.** A Silo database stores one record per key, rewritten in
+//! place: [`Version::alloc_in_place`] records on the same tables and indexes
+//! as the multi-version store. The Begin word is the record's **TID word**
+//! (section 4.2); the End word is unused.
+//!
+//! ```text
+//!  63   62     61     60                     32 31                      0
+//! +----+------+------+-------------------------+-------------------------+
+//! |lock|latest|absent|  epoch (29 bits)        |  sequence in the epoch  |
+//! +----+------+------+-------------------------+-------------------------+
+//! ```
+//!
+//! * lock: a committing writer holds the record (phase 1 below);
+//! * latest: this is the key's current record. A record whose value must
+//!   change length (or whose secondary keys change) is replaced by a new one
+//!   and loses the bit, as in section 4.5;
+//! * absent: a placeholder — a row being inserted, or a deleted one.
+//!
+//! **Reads** (section 4.5) copy the value between two loads of the TID word
+//! and retry when they differ or the record is locked; the ReadSet keeps the
+//! record and the word seen. **Writes** are buffered in the WriteSet and
+//! installed at commit. **Inserts** link an absent, unlocked placeholder
+//! during execution, as Silo does; a second inserter of the same key meets it
+//! and aborts (`write-conflict`).
+//!
+//! **Commit** (Figure 2), in three phases:
+//! 1. lock the WriteSet's records in a global order (their addresses): no
+//!    deadlock; then read the global epoch E — the serialization point;
+//! 2. validate: every ReadSet record still carries the word read and is not
+//!    locked by another transaction (`read-validation`); the node-set
+//!    (below) is unchanged (`phantom`);
+//! 3. choose the commit TID — larger than every TID read or written, larger
+//!    than this worker's last, in epoch E — and install the writes, each
+//!    record's new TID word releasing its lock.
+//!
+//! **Phantoms.** Silo keeps a node-set of B-tree leaves and their versions:
+//! any insert into a leaf changes its version. The equivalent here: a point
+//! read that found no row records the key, and a scan its range, each with
+//! every record the walk passed (latest or retired, with its TID word then).
+//! Validation repeats the walk; a record it did not pass before (or that
+//! changed since while retired: a reused address) is a phantom if it has
+//! been a row at any time since — present, locked by a committing inserter,
+//! or retired with a nonzero TID (inserted, then deleted or replaced, after
+//! the walk). Retired records stay linked while we are open (the watermark
+//! below), so a row that came and went is still found. A placeholder that is
+//! still unlocked belongs to an inserter before its serialization point,
+//! which serializes after us; one retired with TID 0 was an aborted insert.
+//!
+//! **Epochs** (section 4.1): a global epoch advanced about every 40 ms. No
+//! background thread: a committer that sees the epoch older than that
+//! advances it. TIDs need no shared counter per transaction.
+//!
+//! What differs from the paper, deliberately:
+//! * no read-only snapshots (section 4.9 is optional in the issue);
+//! * with history recording on (tests), the commit TID is also drawn from a
+//!   shared sequence so that TID order follows the serialization points,
+//!   which the checker uses to place reads of absent keys; every rule above
+//!   still holds, the TIDs are only larger;
+//! * records that are replaced or deleted are unlinked by the shared garbage
+//!   collector and freed after an epoch of crossbeam-epoch.
+
+use crate::error::AbortReason;
+use crate::gc::Garbage;
+use crate::history::{Op, Outcome, WriteKind, Writer};
+use crate::index::locks::contains as in_range;
+use crate::key::Key;
+use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
+use crate::storage::table::{Index, Table};
+use crate::storage::version::{VPtr, Version};
+use crate::txn::Filter;
+use crate::{Error, IndexId, Result, TableId};
+use crossbeam_utils::{Backoff, CachePadded};
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// A committing writer holds the record.
+pub(crate) const LOCK: u64 = 1 << 63;
+/// The key's current record.
+pub(crate) const LATEST: u64 = 1 << 62;
+/// A placeholder: not (or no longer) a row.
+pub(crate) const ABSENT: u64 = 1 << 61;
+/// The TID itself: epoch and sequence.
+pub(crate) const TID: u64 = ABSENT - 1;
+const EPOCH_SHIFT: u32 = 32;
+/// How often the global epoch advances (section 4.1: 40 ms).
+const EPOCH_MS: u64 = 40;
+/// Retired records queued before a collection.
+const GC_THRESHOLD: usize = 128;
+
+/// The database-wide state of Silo: the global epoch E.
+pub(crate) struct SiloGlobal {
+    epoch: CachePadded<AtomicU64>,
+    /// When E last advanced, in milliseconds since `start`.
+    advanced_ms: AtomicU64,
+    start: Instant,
+    /// Recording only: the shared TID sequence (see the module docs).
+    order: CachePadded<AtomicU64>,
+}
+
+impl SiloGlobal {
+    pub(crate) fn new() -> SiloGlobal {
+        SiloGlobal {
+            epoch: CachePadded::new(AtomicU64::new(1)),
+            advanced_ms: AtomicU64::new(0),
+            start: Instant::now(),
+            order: CachePadded::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Advances E if it is older than [`EPOCH_MS`] (called now and then by
+    /// committers instead of a background thread).
+    fn tick(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        // Relaxed: a rate limiter; the CAS below decides who advances.
+        let last = self.advanced_ms.load(Ordering::Relaxed);
+        if now >= last + EPOCH_MS
+            && self.advanced_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            // SeqCst: E is also read in the total order (begin epochs, the
+            // watermark); Release for the committers' Acquire loads.
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The current epoch.
+    pub(crate) fn epoch(&self) -> u64 {
+        // Acquire: see `tick`.
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The current epoch, read in the single total order (begin
+    /// publication and the watermark's bound, as for the clock).
+    pub(crate) fn epoch_seqcst(&self) -> u64 {
+        // SeqCst: see `Database::begin_with` and `TxnTable::min_active_begin`.
+        self.epoch.load(Ordering::SeqCst)
+    }
+}
+
+/// One ReadSet entry: the record and its TID word as read (lock bit clear).
+#[derive(Clone, Copy)]
+pub(crate) struct SvRead {
+    pub(crate) rec: VPtr,
+    pub(crate) word: u64,
+}
+
+/// One WriteSet entry; the new value is in the transaction's value arena.
+#[derive(Clone, Copy)]
+pub(crate) struct SvWrite {
+    pub(crate) table: u32,
+    pub(crate) rec: VPtr,
+    pub(crate) kind: WriteKind,
+    /// The record is our own insert placeholder.
+    pub(crate) placeholder: bool,
+    pub(crate) at: u32,
+    pub(crate) len: u32,
+}
+
+/// A node-set entry: a lookup that found no row, or a scan. `seen` is the
+/// range of [`SiloLocal::seen`] holding every record the walk passed.
+#[derive(Clone)]
+pub(crate) enum SvNode {
+    /// `get`, `update` or `delete` of `key` found no row.
+    Missing { table: u32, key: Key, seen: (u32, u32) },
+    /// A scan of `index` over the range.
+    Scan { table: u32, index: u8, lo: Bound<Key>, hi: Bound<Key>, seen: (u32, u32) },
+}
+
+/// The per-slot sets of a Silo transaction (kept in the slot's `TxnLocal`,
+/// so their capacity is reused).
+#[derive(Default)]
+pub(crate) struct SiloLocal {
+    pub(crate) reads: Vec<SvRead>,
+    pub(crate) writes: Vec<SvWrite>,
+    pub(crate) nodes: Vec<SvNode>,
+    /// Every record a node-set walk passed, latest or not, and its word
+    /// then (lock clear). Compared by address only, never dereferenced
+    /// again: a record retired before we began may be freed meanwhile.
+    pub(crate) seen: Vec<(VPtr, u64)>,
+    pub(crate) values: Vec<u8>,
+    /// Scratch: the stable copy of a record's value.
+    pub(crate) copy: Vec<u8>,
+    /// Scratch: records sorted for validation.
+    pub(crate) sorted: Vec<usize>,
+    /// The last TID this slot's transactions chose (rule (b) of section 4.4).
+    pub(crate) last_tid: u64,
+    /// Commits since the epoch was last checked.
+    pub(crate) commits: u32,
+}
+
+impl SiloLocal {
+    pub(crate) fn clear(&mut self) {
+        self.reads.clear();
+        self.writes.clear();
+        self.nodes.clear();
+        self.seen.clear();
+        self.values.clear();
+    }
+}
+
+/// What a stable read found.
+enum Seen {
+    /// The record's word (lock clear) and its value in the copy buffer.
+    Row(u64),
+    /// A placeholder (word with the absent bit).
+    Absent(u64),
+    /// The record was replaced meanwhile: look the key up again.
+    Gone,
+}
+
+/// The record `rec`'s stable value (section 4.5's read protocol) into `out`.
+fn stable_read(rec: &Version, out: &mut Vec<u8>) -> Seen {
+    let backoff = Backoff::new();
+    loop {
+        // Acquire: the value words were written before the Release store of
+        // this word by the last committer.
+        let w1 = rec.begin.load(Ordering::Acquire);
+        if w1 & LOCK != 0 {
+            backoff.snooze();
+            continue;
+        }
+        if w1 & LATEST == 0 {
+            return Seen::Gone;
+        }
+        if w1 & ABSENT != 0 {
+            return Seen::Absent(w1);
+        }
+        rec.load_value(out);
+        // Acquire fence: the copy's loads happen before the second load of
+        // the word, so an unchanged word proves no writer overlapped it.
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        if rec.begin.load(Ordering::Relaxed) == w1 {
+            return Seen::Row(w1);
+        }
+    }
+}
+
+/// The latest record of `key` in `t`'s primary index, or null. The caller
+/// is pinned. When `seen` is given and nothing is found, every record of the
+/// key passed is added to it (the node-set of a missing key).
+fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
+    let mut found = std::ptr::null_mut();
+    t.indexes[0].for_each_eq(key, |v| {
+        if !v.key_eq(key) {
+            return true;
+        }
+        // Acquire: pairs with the Release stores of the word.
+        let w = v.begin.load(Ordering::Acquire);
+        if w & LATEST != 0 {
+            found = v as *const Version as *mut Version;
+            return false;
+        }
+        if let Some(s) = seen.as_deref_mut() {
+            s.push((VPtr(v as *const Version as *mut Version), w & !LOCK));
+        }
+        true
+    });
+    found
+}
+
+/// Calls `f` on every record (latest or not) whose key in `ix` lies in the
+/// range, until it returns false: one chain for a single key (`get_by`),
+/// else the range of an ordered index or the whole of a hash index.
+/// The caller is pinned.
+fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, mut f: impl FnMut(&Version) -> bool) {
+    if let (Bound::Included(a), Bound::Included(b)) = (lo, hi) {
+        if a == b {
+            ix.for_each_eq(a, |v| !ix.matches(v, a) || f(v));
+            return;
+        }
+    }
+    let ordered = ix.is_ordered();
+    ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| (!ordered && !in_range(lo, hi, &ix.key_of(v))) || f(v));
+}
+
+/// True if a record that a node-set walk did not pass has been a row at
+/// some time since, or is about to be one (its inserter is committing).
+/// `ours`: it is our own insert. An unlocked placeholder belongs to an
+/// inserter before its serialization point, which serializes after us; a
+/// retired record with TID 0 was an insert that aborted.
+fn ever_a_row(w: u64, ours: bool) -> bool {
+    if ours {
+        return false;
+    }
+    if w & LATEST != 0 {
+        w & ABSENT == 0 || w & LOCK != 0
+    } else {
+        w & TID != 0
+    }
+}
+
+impl<'db> Transaction<'db> {
+    /// The position of `rec` in the WriteSet, if we wrote it.
+    fn sv_written(&self, rec: *mut Version) -> Option<usize> {
+        self.local().silo.writes.iter().rposition(|w| w.rec.0 == rec)
+    }
+
+    /// Looks `key` up and reads it: `Ok(Some(rec))` with the value in the
+    /// copy buffer (our own write if we wrote it), `Ok(None)` if there is no
+    /// row; both observations are recorded for validation.
+    fn sv_lookup(&mut self, t: &Table, table: TableId, key: &Key) -> Option<*mut Version> {
+        loop {
+            let l = &mut self.local().silo;
+            let first = l.seen.len() as u32;
+            let rec = find_latest(t, key, Some(&mut l.seen));
+            if rec.is_null() {
+                let seen = (first, l.seen.len() as u32);
+                l.nodes.push(SvNode::Missing { table: table.0, key: *key, seen });
+                return None;
+            }
+            l.seen.truncate(first as usize);
+            if let Some(i) = self.sv_written(rec) {
+                let w = l.writes[i];
+                if w.kind == WriteKind::Delete {
+                    return None;
+                }
+                l.copy.clear();
+                l.copy.extend_from_slice(&l.values[w.at as usize..(w.at + w.len) as usize]);
+                return Some(rec);
+            }
+            // SAFETY: found under the caller's epoch guard.
+            match stable_read(unsafe { &*rec }, &mut l.copy) {
+                Seen::Row(word) => {
+                    l.reads.push(SvRead { rec: VPtr(rec), word });
+                    return Some(rec);
+                }
+                Seen::Absent(word) => {
+                    l.reads.push(SvRead { rec: VPtr(rec), word });
+                    return None;
+                }
+                Seen::Gone => continue,
+            }
+        }
+    }
+
+    /// Silo's `get_with`.
+    pub(crate) fn sv_get_with<R>(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.enter()?;
+        let t = self.db.table_ref(table)?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let found = self.sv_lookup(t, table, key);
+        let l = &self.local().silo;
+        if self.recording {
+            let version = found.map(|rec| (self.sv_writer(rec), l.copy.clone()));
+            self.record(Op::Read { table: table.0, key: *key, version });
+        }
+        Ok(found.map(|_| f(&l.copy)))
+    }
+
+    /// How the history names the record's current contents.
+    fn sv_writer(&self, rec: *mut Version) -> Writer {
+        if self.sv_written(rec).is_some() {
+            return Writer::Txn(self.id);
+        }
+        let l = &self.local().silo;
+        let word = l.reads.iter().rev().find(|r| r.rec.0 == rec).map_or(0, |r| r.word);
+        Writer::Committed(word & TID)
+    }
+
+    /// Adds a write of `rec` (or replaces our earlier write of it).
+    fn sv_buffer(&mut self, table: TableId, rec: *mut Version, kind: WriteKind, value: &[u8], placeholder: bool) {
+        let l = &mut self.local().silo;
+        let at = l.values.len() as u32;
+        l.values.extend_from_slice(value);
+        let len = value.len() as u32;
+        if let Some(i) = l.writes.iter().rposition(|w| w.rec.0 == rec) {
+            let w = &mut l.writes[i];
+            // An insert of our own placeholder stays an insert; a delete
+            // followed by an insert is an update of the row.
+            w.kind = match (w.kind, kind) {
+                (WriteKind::Insert, WriteKind::Update) => WriteKind::Insert,
+                (WriteKind::Delete, WriteKind::Insert) => WriteKind::Update,
+                (_, k) => k,
+            };
+            (w.at, w.len) = (at, len);
+        } else {
+            l.writes.push(SvWrite { table: table.0, rec: VPtr(rec), kind, placeholder, at, len });
+        }
+        if self.recording {
+            self.record(Op::Write { table: table.0, key: key_of_record(rec), kind, value: value.to_vec() });
+        }
+    }
+
+    /// Silo's insert: links an absent placeholder during execution.
+    pub(crate) fn sv_insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        let t = self.enter_write(table, value.len())?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        loop {
+            let rec = find_latest(t, &key, None);
+            if rec.is_null() {
+                break;
+            }
+            if let Some(i) = self.sv_written(rec) {
+                if self.local().silo.writes[i].kind != WriteKind::Delete {
+                    return Err(Error::DuplicateKey);
+                }
+                self.sv_buffer(table, rec, WriteKind::Insert, value, false);
+                return Ok(());
+            }
+            let l = &mut self.local().silo;
+            // SAFETY: found under the epoch guard.
+            match stable_read(unsafe { &*rec }, &mut l.copy) {
+                Seen::Row(word) => {
+                    // The key exists: an observation to validate.
+                    l.reads.push(SvRead { rec: VPtr(rec), word });
+                    return Err(Error::DuplicateKey);
+                }
+                // Another transaction's insert in progress.
+                Seen::Absent(_) => return Err(self.sv_abort(AbortReason::WriteConflict)),
+                Seen::Gone => continue,
+            }
+        }
+        let rec = Version::alloc_in_place(key, t.link_words(), value, LATEST | ABSENT).as_ptr();
+        // SAFETY: fresh and unlinked; linked into every index (its value is
+        // final, so its secondary keys are).
+        unsafe { t.link_all(rec) };
+        // Racing inserters: the one linked later sees the other after itself
+        // and withdraws (the earlier one cannot see the later).
+        let mut raced = false;
+        t.indexes[0].for_each_after(
+            // SAFETY: just linked, alive (ours).
+            unsafe { &*rec },
+            |v| {
+                // Relaxed: a latest record of the key, committed or not, wins.
+                if v.key_eq(&key) && v.begin.load(Ordering::Relaxed) & LATEST != 0 {
+                    raced = true;
+                    return false;
+                }
+                true
+            },
+        );
+        self.created += 1;
+        if raced {
+            self.sv_retire(table, rec, 0);
+            return Err(self.sv_abort(AbortReason::WriteConflict));
+        }
+        self.sv_buffer(table, rec, WriteKind::Insert, value, true);
+        Ok(())
+    }
+
+    /// Silo's update, modify, update_with and delete: `f` makes the new
+    /// value from the old (`None` deletes).
+    pub(crate) fn sv_write(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Result<()> {
+        let t = self.enter_write(table, 0)?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let Some(rec) = self.sv_lookup(t, table, key) else {
+            if self.recording {
+                self.record(Op::Read { table: table.0, key: *key, version: None });
+            }
+            return Err(Error::KeyNotFound);
+        };
+        if self.recording {
+            let version = Some((self.sv_writer(rec), self.local().silo.copy.clone()));
+            self.record(Op::Read { table: table.0, key: *key, version });
+        }
+        let mut new = std::mem::take(&mut self.local().scratch);
+        new.clear();
+        let l = &self.local().silo;
+        let keep = f(&l.copy, &mut new);
+        let r = if !keep {
+            self.sv_buffer(table, rec, WriteKind::Delete, &[], false);
+            Ok(())
+        } else if new.len() > self.db.opts.max_value_size {
+            Err(Error::ValueTooLarge { len: new.len(), max: self.db.opts.max_value_size })
+        } else {
+            self.sv_buffer(table, rec, WriteKind::Update, &new, false);
+            Ok(())
+        };
+        self.local().scratch = new;
+        r
+    }
+
+    /// Silo's `get_by` and `scan`: every latest row of `index` in the range
+    /// (`eq`: one key), recorded for validation.
+    pub(crate) fn sv_scan(
+        &mut self,
+        index: IndexId,
+        lo: Bound<Key>,
+        hi: Bound<Key>,
+        filter: Option<&Filter>,
+        mut f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        self.enter()?;
+        let t = self.db.table_ref(TableId(index.table))?;
+        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let first = self.local().silo.reads.len() as u32;
+        let first_seen = self.local().silo.seen.len() as u32;
+        let ordered = ix.is_ordered();
+        let mut rows = Vec::new();
+        let mut stopped_at = None;
+        let mut copy = std::mem::take(&mut self.local().silo.copy);
+        let mut retry = true;
+        while retry {
+            retry = false;
+            self.local().silo.reads.truncate(first as usize);
+            self.local().silo.seen.truncate(first_seen as usize);
+            rows.clear();
+            walk_range(ix, &lo, &hi, |v| {
+                let rec = v as *const Version as *mut Version;
+                // Acquire: pairs with the Release stores of the word.
+                let w = v.begin.load(Ordering::Acquire);
+                self.local().silo.seen.push((VPtr(rec), w & !LOCK));
+                if w & LATEST == 0 {
+                    return true;
+                }
+                let mine = self.sv_written(rec);
+                let l = &mut self.local().silo;
+                if let Some(i) = mine {
+                    let w = l.writes[i];
+                    if w.kind == WriteKind::Delete {
+                        return true;
+                    }
+                    copy.clear();
+                    copy.extend_from_slice(&l.values[w.at as usize..(w.at + w.len) as usize]);
+                } else {
+                    match stable_read(v, &mut copy) {
+                        Seen::Row(word) => l.reads.push(SvRead { rec: VPtr(rec), word }),
+                        Seen::Absent(word) => {
+                            l.reads.push(SvRead { rec: VPtr(rec), word });
+                            return true;
+                        }
+                        Seen::Gone => {
+                            // Replaced during the scan: start over.
+                            retry = true;
+                            return false;
+                        }
+                    }
+                }
+                let k = v.key();
+                if filter.is_some_and(|p| !p(&k, &copy)) {
+                    return true;
+                }
+                if self.recording {
+                    rows.push((k, self.sv_writer(rec), copy.clone()));
+                }
+                if f(&k, &copy) {
+                    return true;
+                }
+                stopped_at = Some(ix.key_of(v));
+                false
+            });
+        }
+        self.local().silo.copy = copy;
+        let hi = match stopped_at {
+            Some(k) if ordered => Bound::Included(k),
+            _ => hi,
+        };
+        let seen = (first_seen, self.local().silo.seen.len() as u32);
+        self.local().silo.nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, seen });
+        if self.recording {
+            let filtered = filter.is_some() || index.index != 0;
+            self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
+        }
+        Ok(())
+    }
+
+    /// Silo's `scan` with the caller's range.
+    pub(crate) fn sv_scan_range(
+        &mut self,
+        index: IndexId,
+        range: impl RangeBounds<Key>,
+        filter: Option<&Filter>,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        self.sv_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f)
+    }
+
+    /// Hands a record that is no longer (or never was) a row to the garbage
+    /// collector, after storing its final word `tid | ABSENT` (not latest,
+    /// unlocked).
+    ///
+    /// Transactions keep raw pointers to records in their sets between
+    /// operations, unpinned, so a retired record must outlive every
+    /// transaction open when it was retired: it is stamped with the epoch
+    /// read after the retirement, and reclaimed once every open
+    /// transaction began in a later epoch (the watermark over the begin
+    /// epochs, see `Database::watermark`). Such a transaction read E after
+    /// our fence, so it sees the record retired and never adds it to a set.
+    fn sv_retire(&mut self, table: TableId, rec: *mut Version, tid: u64) {
+        // SAFETY: alive (ours, or locked by us); Release: readers that see
+        // the word see everything before it.
+        unsafe { &*rec }.begin.store(tid | ABSENT, Ordering::Release);
+        // SeqCst fence, then E: pairs with the SeqCst publication of begin
+        // epochs (see above).
+        fence(Ordering::SeqCst);
+        let stamp = self.db.silo.epoch();
+        let db = self.db;
+        let shard = self.slot as usize;
+        let len = db.gc.push(shard, std::iter::once(Garbage { ts: stamp, table: table.0, v: VPtr(rec) }));
+        // Every GC_THRESHOLD records: the front waits for the epoch to move
+        // (40 ms), so do not scan the watermark on every retirement.
+        if len % GC_THRESHOLD == 0 {
+            let w = db.watermark();
+            let n = db.gc.collect(shard, w, usize::MAX, |t| db.table_by_id(t));
+            // Relaxed: statistics only.
+            self.slot().freed.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Rolls back: unlocks what phase 1 locked (`locked` WriteSet entries in
+    /// lock order) and retires our placeholders.
+    pub(crate) fn sv_abort(&mut self, reason: AbortReason) -> Error {
+        self.sv_unwind(&[], reason)
+    }
+
+    fn sv_unwind(&mut self, locked: &[usize], reason: AbortReason) -> Error {
+        debug_assert_eq!(self.status, Status::Active);
+        let l = &mut self.local().silo;
+        for &i in locked {
+            let w = l.writes[i];
+            // SAFETY: locked by us, so alive. Release: unlock (clear the bit).
+            let rec = unsafe { &*w.rec.0 };
+            rec.begin.fetch_and(!LOCK, Ordering::Release);
+        }
+        let placeholders: Vec<(u32, VPtr)> =
+            l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
+        for (table, rec) in placeholders {
+            self.sv_retire(TableId(table), rec.0, 0);
+        }
+        self.db.txns.report_outcome(self.slot, false);
+        if self.recording {
+            self.record_end(None, Outcome::Aborted(reason));
+        }
+        // Relaxed: statistics only.
+        self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
+        self.status = Status::Aborted(reason);
+        self.local().silo.clear();
+        self.release();
+        Error::Aborted(reason)
+    }
+
+    /// Silo's commit protocol (section 4.4, Figure 2).
+    pub(crate) fn sv_commit(mut self) -> Result<CommitInfo> {
+        self.enter()?;
+        let db = self.db;
+        let recording = self.recording;
+        // Epoch pin: records stay allocated through validation.
+        let _guard = crossbeam_epoch::pin();
+
+        // Phase 1: lock the WriteSet in address order.
+        let mut order = std::mem::take(&mut self.local().silo.sorted);
+        order.clear();
+        order.extend(0..self.local().silo.writes.len());
+        {
+            let l = &self.local().silo;
+            order.sort_unstable_by_key(|&i| l.writes[i].rec.0 as usize);
+        }
+        let mut max_tid = self.local().silo.last_tid;
+        for (n, &i) in order.iter().enumerate() {
+            let w = self.local().silo.writes[i];
+            // SAFETY: reached under the guard; records are freed only after
+            // an epoch once retired.
+            let rec = unsafe { &*w.rec.0 };
+            let backoff = Backoff::new();
+            let word = loop {
+                // Relaxed load, Acquire CAS: we read the record after locking.
+                let cur = rec.begin.load(Ordering::Relaxed);
+                if cur & LOCK == 0
+                    && rec.begin.compare_exchange_weak(cur, cur | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                {
+                    break cur;
+                }
+                backoff.snooze();
+            };
+            max_tid = max_tid.max(word & TID);
+            // A record replaced or retired since we read it: our write would
+            // be lost (the ReadSet would catch it too; a placeholder never is).
+            if word & LATEST == 0 {
+                let locked = order[..=n].to_vec();
+                self.local().silo.sorted = order;
+                return Err(self.sv_unwind(&locked, AbortReason::WriteConflict));
+            }
+        }
+        // SeqCst fence: the locks are visible before we read E (section 4.4:
+        // "the serialization point").
+        fence(Ordering::SeqCst);
+        let epoch = db.silo.epoch();
+        let mut drawn = 0;
+        if recording {
+            // Drawn before validation, so that a transaction whose reads we
+            // invalidate draws after us (module docs).
+            let l = &self.local().silo;
+            let floor = l.reads.iter().map(|r| r.word & TID).fold(max_tid, u64::max) + 1;
+            // Relaxed: the order is that of the RMWs on this one counter.
+            drawn = db
+                .silo
+                .order
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| Some(o.max(floor - 1) + 1))
+                .map(|o| o.max(floor - 1) + 1)
+                .unwrap_or(floor);
+        }
+
+        // Phase 2: validation.
+        let validate = !db.opts.faults.skip_validation;
+        if validate {
+            if let Err(reason) = self.sv_validate() {
+                let all = order.clone();
+                self.local().silo.sorted = order;
+                return Err(self.sv_unwind(&all, reason));
+            }
+        }
+
+        // Phase 3: the commit TID, then the writes.
+        let l = &mut self.local().silo;
+        for r in &l.reads {
+            max_tid = max_tid.max(r.word & TID);
+        }
+        let tid = if recording { drawn } else { (max_tid + 1).max(epoch << EPOCH_SHIFT) };
+        debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
+        l.last_tid = tid;
+        let writes = l.writes.len();
+        for &i in &order {
+            let w = self.local().silo.writes[i];
+            self.sv_install(w, tid);
+        }
+        self.local().silo.sorted = order;
+        db.txns.report_outcome(self.slot, true);
+        let l = &mut self.local().silo;
+        l.commits += 1;
+        if l.commits >= 64 {
+            l.commits = 0;
+            db.silo.tick();
+        }
+        let commit_ts = if writes == 0 && !recording { max_tid } else { tid };
+        if recording {
+            self.record_end(Some(commit_ts), Outcome::Committed);
+        }
+        self.local().silo.clear();
+        self.terminate();
+        Ok(CommitInfo { commit_ts, writes })
+    }
+
+    /// Phase 2 of the commit: the ReadSet and the node-set.
+    fn sv_validate(&mut self) -> std::result::Result<(), AbortReason> {
+        let l = &self.local().silo;
+        for r in &l.reads {
+            // SAFETY: records are freed only after an epoch once retired.
+            // Acquire: pairs with the committers' Release stores.
+            let now = unsafe { &*r.rec.0 }.begin.load(Ordering::Acquire);
+            if now & !LOCK != r.word || (now & LOCK != 0 && self.sv_written(r.rec.0).is_none()) {
+                return Err(AbortReason::ReadValidation);
+            }
+        }
+        let nodes = std::mem::take(&mut self.local().silo.nodes);
+        let seen = &mut self.local().silo.seen;
+        for n in &nodes {
+            let (SvNode::Missing { seen: (a, b), .. } | SvNode::Scan { seen: (a, b), .. }) = n;
+            seen[*a as usize..*b as usize].sort_unstable_by_key(|(r, _)| r.0 as usize);
+        }
+        let r = nodes.iter().try_for_each(|n| self.sv_check_node(n));
+        self.local().silo.nodes = nodes;
+        r
+    }
+
+    /// True if the repeated lookup or scan meets a record its original walk
+    /// did not pass (or passed in another state: an address reused after a
+    /// free) that has been a row since. A record the walk passed as the
+    /// latest is checked by the ReadSet instead.
+    fn sv_phantom(&self, v: &Version, seen: &[(VPtr, u64)]) -> bool {
+        let p = v as *const Version as *mut Version;
+        // Acquire: as in validation.
+        let w = v.begin.load(Ordering::Acquire);
+        // `seen` is sorted by address (see `sv_validate`).
+        if let Ok(i) = seen.binary_search_by_key(&(p as usize), |(r, _)| r.0 as usize) {
+            let then = seen[i].1;
+            if then & LATEST != 0 || then == w & !LOCK {
+                return false;
+            }
+        }
+        let ours = self.local().silo.writes.iter().any(|x| x.rec.0 == p && x.placeholder);
+        ever_a_row(w, ours)
+    }
+
+    fn sv_check_node(&self, n: &SvNode) -> std::result::Result<(), AbortReason> {
+        let l = &self.local().silo;
+        let mut phantom = false;
+        match n {
+            SvNode::Missing { table, key, seen } => {
+                let seen = &l.seen[seen.0 as usize..seen.1 as usize];
+                let t = self.db.table_by_id(*table);
+                t.indexes[0].for_each_eq(key, |v| {
+                    phantom = v.key_eq(key) && self.sv_phantom(v, seen);
+                    !phantom
+                });
+            }
+            SvNode::Scan { table, index, lo, hi, seen } => {
+                let seen = &l.seen[seen.0 as usize..seen.1 as usize];
+                let t = self.db.table_by_id(*table);
+                let ix = &t.indexes[*index as usize];
+                walk_range(ix, lo, hi, |v| {
+                    phantom = self.sv_phantom(v, seen);
+                    !phantom
+                });
+            }
+        }
+        if phantom {
+            Err(AbortReason::Phantom)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Installs one write with TID `tid`, releasing the record's lock.
+    fn sv_install(&mut self, w: SvWrite, tid: u64) {
+        let l = &self.local().silo;
+        let value = &l.values[w.at as usize..(w.at + w.len) as usize];
+        // SAFETY: locked by us, so alive.
+        let rec = unsafe { &*w.rec.0 };
+        let t = self.db.table_by_id(w.table);
+        match w.kind {
+            WriteKind::Delete => {
+                let table = TableId(w.table);
+                self.sv_retire(table, w.rec.0, tid);
+            }
+            WriteKind::Insert | WriteKind::Update if self.sv_in_place(t, rec, value) => {
+                rec.store_value(value);
+                // Release: publishes the value and unlocks.
+                rec.begin.store(tid | LATEST, Ordering::Release);
+            }
+            WriteKind::Insert | WriteKind::Update => {
+                // Section 4.5: a value that no longer fits (or moves in a
+                // secondary index) goes to a new record; the old one stops
+                // being the latest.
+                let key = rec.key();
+                let nv = Version::alloc_in_place(key, t.link_words(), value, tid | LATEST | LOCK).as_ptr();
+                // SAFETY: fresh, unlinked.
+                unsafe { t.link_all(nv) };
+                self.created += 1;
+                let table = TableId(w.table);
+                self.sv_retire(table, w.rec.0, tid);
+                // SAFETY: ours. Release: unlock the new record.
+                unsafe { &*nv }.begin.store(tid | LATEST, Ordering::Release);
+            }
+        }
+    }
+
+    /// True if `value` can overwrite `rec` in place: same length, and the
+    /// same keys in every secondary index.
+    fn sv_in_place(&self, t: &Table, rec: &Version, value: &[u8]) -> bool {
+        if value.len() != rec.value_len() {
+            return false;
+        }
+        let key = rec.key();
+        t.indexes[1..].iter().all(|ix| match ix.key_fn {
+            Some(f) => rec.with_value(|old| f(&key, old)) == f(&key, value),
+            None => true,
+        })
+    }
+}
+
+/// The primary key of a record (for the history).
+fn key_of_record(rec: *mut Version) -> Key {
+    // SAFETY: callers hold an epoch guard and reached `rec` through an index
+    // or created it.
+    unsafe { &*rec }.key()
+}
