@@ -1,0 +1,198 @@
+//! Silo OCC (SOSP 2013, section 4) on the single-version store: operations,
+//! the abort reasons of its commit protocol, record replacement, and
+//! bounded memory.
+
+use multiverse::*;
+use std::time::{Duration, Instant};
+
+fn open() -> (Database, TableId) {
+    let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    (db, t)
+}
+
+fn get(db: &Database, t: TableId, k: u64) -> Option<Vec<u8>> {
+    db.run(Isolation::Serializable, |x| x.get(t, &Key::from(k))).unwrap()
+}
+
+#[test]
+fn only_serializable_is_offered() {
+    let (db, _) = open();
+    assert!(matches!(db.begin(Isolation::Snapshot), Err(Error::InvalidIsolation { .. })));
+    assert_eq!(Protocol::Silo.isolation_levels(), &[Isolation::Serializable]);
+}
+
+#[test]
+fn insert_update_delete_and_reinsert() {
+    let (db, t) = open();
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"one")).unwrap();
+    assert_eq!(get(&db, t, 1).as_deref(), Some(&b"one"[..]));
+    // Same length: in place. Longer: a new record replaces the old.
+    db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), b"uno")).unwrap();
+    assert_eq!(get(&db, t, 1).as_deref(), Some(&b"uno"[..]));
+    db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), b"a longer value")).unwrap();
+    assert_eq!(get(&db, t, 1).as_deref(), Some(&b"a longer value"[..]));
+    db.run(Isolation::Serializable, |x| x.delete(t, &Key::from(1))).unwrap();
+    assert_eq!(get(&db, t, 1), None);
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"again")).unwrap();
+    assert_eq!(get(&db, t, 1).as_deref(), Some(&b"again"[..]));
+    // Errors that leave the transaction usable.
+    let mut x = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(x.insert(t, Key::from(1), b"dup"), Err(Error::DuplicateKey));
+    assert_eq!(x.update(t, &Key::from(9), b"nine"), Err(Error::KeyNotFound));
+    x.insert(t, Key::from(9), b"nine").unwrap();
+    x.commit().unwrap();
+    assert_eq!(get(&db, t, 9).as_deref(), Some(&b"nine"[..]));
+}
+
+#[test]
+fn a_transaction_reads_its_own_writes() {
+    let (db, t) = open();
+    let mut x = db.begin(Isolation::Serializable).unwrap();
+    x.insert(t, Key::from(1), b"a").unwrap();
+    assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"a"[..]));
+    x.update(t, &Key::from(1), b"bb").unwrap();
+    assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"bb"[..]));
+    x.delete(t, &Key::from(1)).unwrap();
+    assert_eq!(x.get(t, &Key::from(1)).unwrap(), None);
+    x.insert(t, Key::from(1), b"c").unwrap();
+    let mut seen = Vec::new();
+    x.scan(db.primary(t), .., None, |k, v| {
+        seen.push((k.u64_at(0).unwrap(), v.to_vec()));
+        true
+    })
+    .unwrap();
+    assert_eq!(seen, vec![(1, b"c".to_vec())]);
+    x.commit().unwrap();
+    assert_eq!(get(&db, t, 1).as_deref(), Some(&b"c"[..]));
+    // Nobody saw the uncommitted row meanwhile, and an abort leaves nothing.
+    let mut y = db.begin(Isolation::Serializable).unwrap();
+    y.insert(t, Key::from(2), b"x").unwrap();
+    assert_eq!(get(&db, t, 2), None);
+    y.abort();
+    assert_eq!(get(&db, t, 2), None);
+}
+
+#[test]
+fn a_changed_read_fails_validation() {
+    let (db, t) = open();
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"10")).unwrap();
+    let mut a = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(a.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"10"[..]));
+    db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), b"11")).unwrap();
+    a.insert(t, Key::from(2), b"20").unwrap();
+    assert_eq!(a.commit().unwrap_err(), Error::Aborted(AbortReason::ReadValidation));
+    assert_eq!(get(&db, t, 2), None, "the aborted insert left no row");
+}
+
+#[test]
+fn a_row_that_appears_after_a_miss_is_a_phantom() {
+    let (db, t) = open();
+    let mut a = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(a.get(t, &Key::from(5)).unwrap(), None);
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(5), b"5")).unwrap();
+    a.insert(t, Key::from(6), b"6").unwrap();
+    assert_eq!(a.commit().unwrap_err(), Error::Aborted(AbortReason::Phantom));
+    // Also when the row came and went again before the commit.
+    let mut b = db.begin(Isolation::Serializable).unwrap();
+    let mut n = 0;
+    b.scan(db.primary(t), .., None, |_, _| {
+        n += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(n, 1);
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(7), b"7")).unwrap();
+    db.run(Isolation::Serializable, |x| x.delete(t, &Key::from(7))).unwrap();
+    b.insert(t, Key::from(8), b"8").unwrap();
+    assert_eq!(b.commit().unwrap_err(), Error::Aborted(AbortReason::Phantom));
+}
+
+#[test]
+fn an_insert_in_progress_blocks_a_second_inserter() {
+    let (db, t) = open();
+    let mut a = db.begin(Isolation::Serializable).unwrap();
+    a.insert(t, Key::from(1), b"a").unwrap();
+    let mut b = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(b.insert(t, Key::from(1), b"b"), Err(Error::Aborted(AbortReason::WriteConflict)));
+    a.commit().unwrap();
+    assert_eq!(get(&db, t, 1).as_deref(), Some(&b"a"[..]));
+}
+
+#[test]
+fn a_secondary_key_change_moves_the_row() {
+    let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
+    fn first_byte(_: &Key, v: &[u8]) -> Key {
+        Key::from(v[0] as u64)
+    }
+    let t = db.create_table(TableSpec::hash("t", 64).secondary("by_first", IndexKind::Hash { capacity: 64 }, first_byte)).unwrap();
+    let ix = db.index(t, "by_first").unwrap();
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[3, 0])).unwrap();
+    db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), &[4, 0])).unwrap();
+    let rows = |b: u64| {
+        db.run(Isolation::Serializable, |x| {
+            let mut n = Vec::new();
+            x.get_by(ix, &Key::from(b), |k, v| {
+                n.push((k.u64_at(0).unwrap(), v.to_vec()));
+                true
+            })?;
+            Ok(n)
+        })
+        .unwrap()
+    };
+    assert_eq!(rows(3), vec![]);
+    assert_eq!(rows(4), vec![(1, vec![4, 0])]);
+}
+
+#[test]
+fn concurrent_increments_are_not_lost() {
+    let (db, t) = open();
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(0), &0u64.to_le_bytes())).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for _ in 0..5_000 {
+                    db.run(Isolation::Serializable, |x| {
+                        x.modify(t, &Key::from(0), |v| {
+                            let n = u64::from_le_bytes(v[..8].try_into().unwrap());
+                            v.copy_from_slice(&(n + 1).to_le_bytes());
+                        })
+                    })
+                    .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(get(&db, t, 0).unwrap(), 10_000u64.to_le_bytes());
+}
+
+/// Deleted and replaced records are freed once every transaction that
+/// was open when they were retired has ended (the epoch moves every 40 ms).
+#[test]
+fn retired_records_are_freed() {
+    let (db, t) = open();
+    let start = Instant::now();
+    let mut i = 0u64;
+    while start.elapsed() < Duration::from_millis(300) {
+        let k = Key::from(i % 8);
+        db.run(Isolation::Serializable, |x| match x.delete(t, &k) {
+            Err(Error::KeyNotFound) => x.insert(t, k, &i.to_le_bytes()),
+            r => r,
+        })
+        .unwrap();
+        i += 1;
+    }
+    assert!(i > 1_000, "only {i} transactions");
+    // Let the epoch move past every retirement, then collect.
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..200 {
+        db.run(Isolation::Serializable, |x| x.get(t, &Key::from(0)).map(|_| ())).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..200 {
+        db.run(Isolation::Serializable, |x| x.get(t, &Key::from(0)).map(|_| ())).unwrap();
+    }
+    db.collect_garbage();
+    let s = db.stats();
+    assert!(s.versions_alive <= 8, "{s:?} after {i} transactions");
+}
