@@ -125,7 +125,9 @@ fn a_secondary_key_change_moves_the_row() {
     fn first_byte(_: &Key, v: &[u8]) -> Key {
         Key::from(v[0] as u64)
     }
-    let t = db.create_table(TableSpec::hash("t", 64).secondary("by_first", IndexKind::Hash { capacity: 64 }, first_byte)).unwrap();
+    let t = db
+        .create_table(TableSpec::hash("t", 64).secondary("by_first", IndexKind::Hash { capacity: 64 }, first_byte))
+        .unwrap();
     let ix = db.index(t, "by_first").unwrap();
     db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[3, 0])).unwrap();
     db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), &[4, 0])).unwrap();
