@@ -8,11 +8,15 @@
 //! (section 4.2); the End word is unused.
 //!
 //! ```text
-//!  63   62     61     60                     32 31                      0
-//! +----+------+------+-------------------------+-------------------------+
-//! |lock|latest|absent|  epoch (29 bits)        |  sequence in the epoch  |
-//! +----+------+------+-------------------------+-------------------------+
+//!  63   62     61     60                          24 23                  0
+//! +----+------+------+------------------------------+--------------------+
+//! |lock|latest|absent|  epoch (37 bits)             | sequence (24 bits) |
+//! +----+------+------+------------------------------+--------------------+
 //! ```
+//!
+//! 37 bits of epochs last 174 years at 40 ms each; a sequence that outgrows
+//! 24 bits within one epoch (16M dependent commits in 40 ms) carries into
+//! the epoch field, which keeps TIDs ordered.
 //!
 //! * lock: a committing writer holds the record (phase 1 below);
 //! * latest: this is the key's current record. A record whose value must
@@ -86,7 +90,7 @@ pub(crate) const LATEST: u64 = 1 << 62;
 pub(crate) const ABSENT: u64 = 1 << 61;
 /// The TID itself: epoch and sequence.
 pub(crate) const TID: u64 = ABSENT - 1;
-const EPOCH_SHIFT: u32 = 32;
+const EPOCH_SHIFT: u32 = 24;
 /// How often the global epoch advances (section 4.1: 40 ms).
 const EPOCH_MS: u64 = 40;
 /// Retired records queued before a collection.
