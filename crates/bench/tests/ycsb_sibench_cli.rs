@@ -85,7 +85,7 @@ fn ycsb_runs_every_type_and_checks_its_counters() {
     assert_eq!((p["theta"].as_str(), p["mix"].as_str()), (Some("0.9"), Some("10rmw:40,2rmw-8r:40,scan:20")));
     let mut types = per_type(&v);
     types.sort();
-    assert_eq!(types, ["10rmw", "2rmw-8r", "scan"]);
+    assert_eq!(types, ["10op", "10rmw", "2rmw-8r", "scan"]);
     for t in ["10rmw", "2rmw-8r", "scan"] {
         assert!(v["per_type"][t]["committed"].as_u64().unwrap() > 0, "{t}: {v}");
         assert!(out.contains(t), "summary lists {t}: {out}");
@@ -93,6 +93,35 @@ fn ycsb_runs_every_type_and_checks_its_counters() {
     let c = v["consistency"].as_str().unwrap();
     assert!(c.contains("2000 records intact") && c.contains("committed read-modify-writes"), "{c}");
     assert!(out.contains("consistent 2000 records intact"), "{out}");
+}
+
+/// CCBench's YCSB: 10op with 4-byte values and blind writes, under Silo.
+#[test]
+fn ycsb_ten_op_runs_with_small_values() {
+    let (out, v) = run_json(
+        "ten-op",
+        &[
+            "--workload",
+            "ycsb",
+            "--mix",
+            "10op:100",
+            "--value-bytes",
+            "4",
+            "--write-pct",
+            "50",
+            "--rows",
+            "2000",
+            "--protocol",
+            "silo",
+            "--threads",
+            "2",
+            "--duration",
+            "0.3",
+        ],
+    );
+    assert_eq!((v["params"]["write_pct"].as_u64(), v["params"]["value_bytes"].as_u64()), (Some(50), Some(4)));
+    assert!(v["per_type"]["10op"]["committed"].as_u64().unwrap() > 0, "{v}");
+    assert!(out.contains("consistent 2000 records intact (10op's blind writes"), "{out}");
 }
 
 #[test]
@@ -197,6 +226,12 @@ fn bad_arguments_give_one_line_errors() {
         (&["--workload", "ycsb", "--value-bytes", "8"][..], "--value-bytes 8 is out of range"),
         (&["--workload", "ycsb", "--rows", "5"][..], "only 5"),
         (&["--workload", "ycsb", "--scan-records", "10"][..], "add scan to --mix"),
+        (&["--workload", "ycsb", "--write-pct", "10"][..], "add 10op to --mix"),
+        (&["--workload", "ycsb", "--mix", "10op:100", "--write-pct", "101"][..], "--write-pct 101 is above 100"),
+        (
+            &["--workload", "ycsb", "--mix", "10op:100", "--value-bytes", "3"][..],
+            "--value-bytes 3 is out of range: 4 to",
+        ),
         (&["--workload", "ycsb", "--mix", "scan:100", "--scan-records", "2000"][..], "only 1000"),
         (&["--workload", "ycsb", "--rows", "100M"][..], "needs about"),
         (&["--workload", "ycsb", "--reads", "3"][..], "--reads is a flag of workload hekaton, not of ycsb"),

@@ -53,13 +53,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Name of the table.
 pub const TABLE: &str = "ycsb";
 /// Transaction types (names for `--mix`).
-pub const TYPES: &[&str] = &["10rmw", "2rmw-8r", "scan"];
+pub const TYPES: &[&str] = &["10rmw", "2rmw-8r", "scan", "10op"];
 /// Index of `10rmw` in [`TYPES`].
 pub const RMW10: usize = 0;
 /// Index of `2rmw-8r` in [`TYPES`].
 pub const RMW2_R8: usize = 1;
 /// Index of `scan` in [`TYPES`].
 pub const SCAN: usize = 2;
+/// Index of `10op` in [`TYPES`]: ten operations, each a read or (with
+/// probability `write_pct`) a blind write — the YCSB configuration of the
+/// CCBench testbed (Tanabe et al., VLDB 2020) used for its Silo.
+pub const OP10: usize = 3;
+/// Smallest value when the mix is `10op` alone (no counter to keep).
+pub const MIN_BLIND_VALUE_BYTES: usize = 4;
 /// Records per `10rmw` and `2rmw-8r` transaction.
 pub const OPS: usize = 10;
 /// Read-modify-writes of a `2rmw-8r` transaction.
@@ -93,6 +99,8 @@ pub struct YcsbConfig {
     pub mix: Mix,
     /// Prefetch hints for a transaction's records before touching them.
     pub prefetch: bool,
+    /// `10op`: percent of its operations that are blind writes.
+    pub write_pct: u32,
 }
 
 impl Default for YcsbConfig {
@@ -103,8 +111,9 @@ impl Default for YcsbConfig {
             value_bytes: 1000,
             theta: 0.0,
             scan_records: 10_000,
-            mix: Mix::new(TYPES, &[100.0, 0.0, 0.0]).expect("the default mix is valid"),
+            mix: Mix::new(TYPES, &[100.0, 0.0, 0.0, 0.0]).expect("the default mix is valid"),
             prefetch: true,
+            write_pct: 50,
         }
     }
 }
@@ -126,20 +135,26 @@ impl YcsbConfig {
         if usize::try_from(self.rows).is_err() {
             return Err(format!("--rows {} is too large", self.rows));
         }
-        if !(MIN_VALUE_BYTES..=MAX_VALUE_BYTES).contains(&self.value_bytes) {
-            return Err(format!(
-                "--value-bytes {} is out of range: a value holds its key and a counter, {MIN_VALUE_BYTES} to {MAX_VALUE_BYTES} bytes",
-                self.value_bytes
-            ));
-        }
-        Zipf::new(self.rows, self.theta).map_err(|e| format!("--theta: {e}"))?;
         if self.mix.names() != TYPES {
             return Err(format!("the ycsb mix must be over the types {}", TYPES.join(", ")));
         }
-        let short = self.mix.pct(RMW10) > 0.0 || self.mix.pct(RMW2_R8) > 0.0;
+        let min = if self.mix.only(OP10) { MIN_BLIND_VALUE_BYTES } else { MIN_VALUE_BYTES };
+        if !(min..=MAX_VALUE_BYTES).contains(&self.value_bytes) {
+            return Err(format!(
+                "--value-bytes {} is out of range: {min} to {MAX_VALUE_BYTES} bytes (a value holds its key{}; \
+                 {MIN_BLIND_VALUE_BYTES} is the least with --mix 10op:100)",
+                self.value_bytes,
+                if min == MIN_VALUE_BYTES { " and a counter" } else { "" }
+            ));
+        }
+        if self.write_pct > 100 {
+            return Err(format!("--write-pct {} is above 100", self.write_pct));
+        }
+        Zipf::new(self.rows, self.theta).map_err(|e| format!("--theta: {e}"))?;
+        let short = self.mix.pct(RMW10) > 0.0 || self.mix.pct(RMW2_R8) > 0.0 || self.mix.pct(OP10) > 0.0;
         if short && self.rows < OPS as u64 {
             return Err(format!(
-                "10rmw and 2rmw-8r touch {OPS} distinct records but the table has only {} (--rows)",
+                "10rmw, 2rmw-8r and 10op touch {OPS} distinct records but the table has only {} (--rows)",
                 self.rows
             ));
         }
@@ -159,15 +174,32 @@ impl YcsbConfig {
     }
 }
 
-/// Writes the initial value of record `key` into `buf` (cleared first).
+/// Writes the initial value of record `key` into `buf` (cleared first); a
+/// `10op` blind write writes the same. Below [`MIN_VALUE_BYTES`] (`10op`
+/// alone) the value is the key's first bytes and filler, no counter.
 pub fn initial_value(key: u64, len: usize, buf: &mut Vec<u8>) {
     buf.clear();
     buf.resize(len, FILL);
-    buf[0..8].copy_from_slice(&key.to_le_bytes());
+    let kb = key.to_le_bytes();
+    if len < MIN_VALUE_BYTES {
+        let n = len.min(8);
+        buf[..n].copy_from_slice(&kb[..n]);
+        return;
+    }
+    buf[0..8].copy_from_slice(&kb);
     buf[8..16].copy_from_slice(&0u64.to_le_bytes());
     if len >= 24 {
-        buf[len - 8..].copy_from_slice(&key.to_le_bytes());
+        buf[len - 8..].copy_from_slice(&kb);
     }
+}
+
+/// True if `v` is an intact `len`-byte value of record `key` (any counter).
+pub fn intact(v: &[u8], key: u64, len: usize) -> bool {
+    if len < MIN_VALUE_BYTES {
+        let n = len.min(8);
+        return v.len() == len && v[..n] == key.to_le_bytes()[..n] && v[n..].iter().all(|&b| b == FILL);
+    }
+    decode(v, len).is_some_and(|(k, _)| k == key)
 }
 
 /// The `(key, counter)` of a value, if its layout is intact for `len` bytes.
@@ -236,6 +268,7 @@ impl Workload for Ycsb {
             ("scan_records", Param::Int(self.cfg.scan_records)),
             ("key_bytes", Param::Int(8)),
             ("prefetch", Param::Bool(self.cfg.prefetch)),
+            ("write_pct", Param::Int(self.cfg.write_pct as u64)),
         ]
     }
 
@@ -280,6 +313,8 @@ impl Workload for Ycsb {
             ty: RMW10,
             keys: [0; OPS],
             ikeys: [Key::EMPTY; OPS],
+            writes: 0,
+            blind: Vec::with_capacity(self.cfg.value_bytes),
             scan_keys: Vec::with_capacity(scan_len),
             seen: vec![0; bitmap],
             rmws: 0,
@@ -289,6 +324,9 @@ impl Workload for Ycsb {
 
     fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
         let len = self.cfg.value_bytes;
+        if self.cfg.mix.pct(OP10) > 0.0 {
+            return self.check_blind(db);
+        }
         let mut sum = 0u64;
         let mut t = db
             .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
@@ -313,6 +351,26 @@ impl Workload for Ycsb {
             "{} records intact; their counters add up to the {want} committed read-modify-writes",
             self.cfg.rows
         ))
+    }
+}
+
+impl Ycsb {
+    /// The check when `10op` runs: its blind writes reset counters, so only
+    /// every record's presence and layout are checked.
+    fn check_blind(&self, db: &Database) -> std::result::Result<String, String> {
+        let len = self.cfg.value_bytes;
+        let mut t = db
+            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
+            .map_err(|e| e.to_string())?;
+        for k in 0..self.cfg.rows {
+            match t.get_with(self.table, &Key::from_u64(k), |v| intact(v, k, len)).map_err(|e| e.to_string())? {
+                None => return Err(format!("record {k} is missing")),
+                Some(false) => return Err(format!("record {k} has a damaged value")),
+                Some(true) => {}
+            }
+        }
+        t.commit().map_err(|e| e.to_string())?;
+        Ok(format!("{} records intact (10op's blind writes reset counters: not summed)", self.cfg.rows))
     }
 }
 
@@ -342,6 +400,10 @@ pub struct YcsbWorker<'w> {
     keys: [u64; OPS],
     /// The same as index keys.
     ikeys: [Key; OPS],
+    /// `10op`: bit `i` set if operation `i` is a blind write.
+    writes: u16,
+    /// `10op`: the value a blind write writes.
+    blind: Vec<u8>,
     /// `scan`: the records to read.
     scan_keys: Vec<u64>,
     /// `scan`: a bitmap over the table for drawing distinct records (all
@@ -465,6 +527,10 @@ impl Worker for YcsbWorker<'_> {
         } else {
             self.draw_short();
         }
+        if self.ty == OP10 {
+            let pct = self.w.cfg.write_pct as u64;
+            self.writes = (0..OPS).filter(|_| crate::below(&mut self.rng, 100) < pct).fold(0, |m, i| m | 1 << i);
+        }
     }
 
     #[inline]
@@ -489,6 +555,28 @@ impl Worker for YcsbWorker<'_> {
                 }
                 for (&k, ik) in self.keys[..RMWS_2R8].iter().zip(&self.ikeys[..RMWS_2R8]) {
                     self.rmw(t, k, ik)?;
+                }
+            }
+            OP10 => {
+                if self.w.cfg.prefetch {
+                    t.prefetch(table, &self.ikeys);
+                }
+                let len = self.w.cfg.value_bytes;
+                for i in 0..OPS {
+                    let (k, ik) = (self.keys[i], &self.ikeys[i]);
+                    if self.writes & (1 << i) != 0 {
+                        initial_value(k, len, &mut self.blind);
+                        match t.update(table, ik, &self.blind) {
+                            Err(Error::KeyNotFound) => return Err(missing(k, "a blind write")),
+                            r => r?,
+                        }
+                    } else {
+                        match t.get_with(table, ik, |v| intact(v, k, len))? {
+                            None => return Err(missing(k, "a read")),
+                            Some(false) => return Err(damaged(k, len)),
+                            Some(true) => sum = sum.wrapping_add(1),
+                        }
+                    }
                 }
             }
             _ => {
@@ -550,6 +638,15 @@ impl Worker for YcsbWorker<'_> {
                 access.reads.extend(self.ikeys.iter().map(|&k| (t, k)));
                 access.writes.extend(self.ikeys[..RMWS_2R8].iter().map(|&k| (t, k)));
             }
+            OP10 => {
+                for (i, &k) in self.ikeys.iter().enumerate() {
+                    if self.writes & (1 << i) != 0 {
+                        access.writes.push((t, k));
+                    } else {
+                        access.reads.push((t, k));
+                    }
+                }
+            }
             _ => access.reads.extend(self.scan_keys.iter().map(|&k| (t, Key::from_u64(k)))),
         }
     }
@@ -590,11 +687,11 @@ mod tests {
         assert!(c(|c| c.theta = -1.0).unwrap_err().contains("--theta"));
         assert!(c(|c| c.theta = 1.0).is_ok());
         assert!(c(|c| c.scan_records = 0).is_err());
-        let scan = Mix::new(TYPES, &[50.0, 0.0, 50.0]).unwrap();
+        let scan = Mix::new(TYPES, &[50.0, 0.0, 50.0, 0.0]).unwrap();
         let e = YcsbConfig { rows: 100, scan_records: 101, mix: scan.clone(), ..YcsbConfig::default() }.validate();
         assert!(e.unwrap_err().contains("only 100"));
         // A scan-only mix needs no ten records.
-        let only = Mix::new(TYPES, &[0.0, 0.0, 100.0]).unwrap();
+        let only = Mix::new(TYPES, &[0.0, 0.0, 100.0, 0.0]).unwrap();
         assert!(YcsbConfig { rows: 5, scan_records: 5, mix: only, ..YcsbConfig::default() }.validate().is_ok());
     }
 }

@@ -5,7 +5,7 @@
 use multiverse::{
     AccessSet, Database, Filter, IndexId, Isolation, Key, Options, Result, TableId, Transaction, TxnOptions,
 };
-use multiverse_workloads::ycsb::{decode, Ycsb, YcsbConfig, RMW10, RMW2_R8, SCAN, TYPES};
+use multiverse_workloads::ycsb::{decode, intact, Ycsb, YcsbConfig, OP10, RMW10, RMW2_R8, SCAN, TYPES};
 use multiverse_workloads::zipf::{zeta, Zipf};
 use multiverse_workloads::{run_txn, AbortCounts, Mix, Txn, Worker, Workload};
 use rand::rngs::SmallRng;
@@ -203,7 +203,15 @@ impl Txn for Spy<'_, '_> {
 }
 
 fn cfg(rows: u64, value_bytes: usize, theta: f64, mix: &str) -> YcsbConfig {
-    YcsbConfig { rows, value_bytes, theta, scan_records: 50, mix: Mix::parse(TYPES, mix).unwrap(), prefetch: true }
+    YcsbConfig {
+        rows,
+        value_bytes,
+        theta,
+        scan_records: 50,
+        mix: Mix::parse(TYPES, mix).unwrap(),
+        prefetch: true,
+        write_pct: 50,
+    }
 }
 
 fn loaded(c: YcsbConfig, parts: usize) -> (Database, Ycsb) {
@@ -524,4 +532,50 @@ fn setup_refuses_bad_configurations() {
     Ycsb::setup(&db, cfg(100, 16, 0.9, "10rmw:100")).unwrap();
     let e = Ycsb::setup(&db, cfg(100, 16, 0.9, "10rmw:100")).unwrap_err();
     assert!(e.contains("already exists"), "{e}");
+}
+
+/// CCBench's YCSB: ten distinct records, each read or blindly written
+/// (`--write-pct`), values as small as 4 bytes; every protocol keeps the
+/// records intact.
+#[test]
+fn ten_op_reads_or_blindly_writes_ten_distinct_records() {
+    for protocol in [multiverse::Protocol::MvOcc, multiverse::Protocol::Silo] {
+        let db = Database::new(Options { protocol, ..Options::default() }).unwrap();
+        let w = Ycsb::setup(&db, cfg(200, 4, 0.9, "10op:100")).unwrap();
+        w.load(&db, 0, 1, &|_: u64| {}).unwrap();
+        let mut k = w.worker(0, 7);
+        let iso = protocol.strongest();
+        let (mut reads, mut writes) = (0, 0);
+        for _ in 0..200 {
+            k.next_txn();
+            assert_eq!(k.txn_type(), OP10);
+            let keys = k.keys().to_vec();
+            assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 10, "distinct: {keys:?}");
+            let mut access = AccessSet::default();
+            k.declare(&mut access);
+            let (r, wr) = spy_run(&db, &mut k, iso);
+            assert_eq!(r.len() + wr.len(), 10, "each record once");
+            let ids = |v: &[(multiverse::TableId, Key)]| v.iter().map(|(_, k)| k.to_u64().unwrap()).collect::<Vec<_>>();
+            assert_eq!((ids(&access.reads), ids(&access.writes)), (r.clone(), wr.clone()), "declared as done");
+            (reads, writes) = (reads + r.len(), writes + wr.len());
+        }
+        // 2,000 operations, half of them writes: far from all or none.
+        assert!((800..1200).contains(&writes), "{writes} writes, {reads} reads");
+        let msg = w.check_consistency(&db).unwrap();
+        assert!(msg.contains("200 records intact"), "{msg}");
+    }
+    let mut v = Vec::new();
+    multiverse_workloads::ycsb::initial_value(300, 4, &mut v);
+    assert!(intact(&v, 300, 4) && !intact(&v, 301, 4) && !intact(&v[..3], 300, 4));
+}
+
+#[test]
+fn small_values_and_write_shares_are_checked() {
+    let db = Database::new(Options::default()).unwrap();
+    let e = Ycsb::setup(&db, cfg(100, 4, 0.0, "10rmw:100")).unwrap_err();
+    assert!(e.contains("--value-bytes 4 is out of range: 16 to"), "{e}");
+    let e = Ycsb::setup(&db, cfg(100, 3, 0.0, "10op:100")).unwrap_err();
+    assert!(e.contains("--value-bytes 3 is out of range: 4 to"), "{e}");
+    let e = Ycsb::setup(&db, YcsbConfig { write_pct: 101, ..cfg(100, 8, 0.0, "10op:100") }).unwrap_err();
+    assert!(e.contains("--write-pct 101"), "{e}");
 }

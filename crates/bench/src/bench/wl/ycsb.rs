@@ -2,8 +2,9 @@
 //! (`multiverse_workloads::ycsb`): `--rows` records (default 1,000,000) of
 //! `--value-bytes` bytes (default 1,000), Zipfian keys with `--theta`
 //! (default 0, uniform; the paper's high contention is 0.9), the types
-//! `10rmw`, `2rmw-8r` and `scan` (`--scan-records`, default 10,000) in
-//! `--mix` (default `10rmw:100`).
+//! `10rmw`, `2rmw-8r`, `scan` (`--scan-records`, default 10,000) and
+//! `10op` (ten reads or blind writes, `--write-pct` of them writes, default
+//! 50: CCBench's YCSB) in `--mix` (default `10rmw:100`).
 
 use super::super::{check_bytes, measure, parse_count, report, Ctx, Measurement};
 use super::Given;
@@ -38,6 +39,9 @@ pub struct YcsbFlags {
     /// ycsb: do not issue prefetch hints for a transaction's records.
     #[arg(long, help_heading = "Workload ycsb")]
     pub ycsb_no_prefetch: bool,
+    /// ycsb: percent of a 10op transaction's operations that are blind writes [default: 50].
+    #[arg(long, value_name = "PCT", help_heading = "Workload ycsb", value_parser = parse_count)]
+    pub write_pct: Option<u64>,
 }
 
 impl Given for Flags {
@@ -56,6 +60,9 @@ impl Given for Flags {
         if f.ycsb_no_prefetch {
             g.push("--ycsb-no-prefetch");
         }
+        if f.write_pct.is_some() {
+            g.push("--write-pct");
+        }
         g
     }
 }
@@ -72,7 +79,11 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
         scan_records: f.scan_records.unwrap_or(d.scan_records),
         mix: c.mix.as_deref().map(|s| Mix::parse(TYPES, s)).transpose()?.unwrap_or(d.mix),
         prefetch: !f.ycsb_no_prefetch,
+        write_pct: f.write_pct.map_or(d.write_pct, |p| u32::try_from(p).unwrap_or(u32::MAX)),
     };
+    if f.write_pct.is_some() && cfg.mix.pct(multiverse_workloads::ycsb::OP10) == 0.0 {
+        return Err("--write-pct applies to 10op transactions: add 10op to --mix (e.g. 10op:100)".into());
+    }
     if f.scan_records.is_some() && cfg.mix.pct(multiverse_workloads::ycsb::SCAN) == 0.0 {
         return Err("--scan-records applies to scan transactions: add scan to --mix (e.g. 10rmw:99,scan:1)".into());
     }
