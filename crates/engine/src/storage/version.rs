@@ -244,7 +244,8 @@ impl Version {
     pub fn load_value(&self, out: &mut Vec<u8>) {
         let n = self.value_len as usize;
         let words = self.value_words();
-        out.clear();
+        // Every byte is overwritten below: keep what the buffer holds (no
+        // clearing memset in the steady state, where sizes repeat).
         out.resize(words.len() * 8, 0);
         for (w, dst) in words.iter().zip(out.chunks_exact_mut(8)) {
             // Relaxed: ordered by the caller's fences around the copy.
