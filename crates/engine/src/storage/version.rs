@@ -300,12 +300,6 @@ impl Version {
         })
     }
 
-    /// True for a single-version record (rewritten in place).
-    #[inline]
-    pub fn is_in_place(&self) -> bool {
-        self.in_place != 0
-    }
-
     /// Length of the value.
     #[inline]
     pub fn value_len(&self) -> usize {
