@@ -304,9 +304,10 @@ impl<'db> Transaction<'db> {
         self.local().silo.writes.iter().rposition(|w| w.rec.0 == rec)
     }
 
-    /// Looks `key` up and reads it: `Ok(Some(rec))` with the value in the
-    /// copy buffer (our own write if we wrote it), `Ok(None)` if there is no
-    /// row; both observations are recorded for validation.
+    /// Looks `key` up and reads it: `Some(rec)` with the value in the copy
+    /// buffer (our own write if we wrote it), `None` if there is no row;
+    /// both observations are recorded for validation (the sets are cleared
+    /// by `release`, with the rest of the slot's `TxnLocal`).
     fn sv_lookup(&mut self, t: &Table, table: TableId, key: &Key) -> Option<*mut Version> {
         loop {
             let l = &mut self.local().silo;
@@ -648,7 +649,6 @@ impl<'db> Transaction<'db> {
         // Relaxed: statistics only.
         self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
         self.status = Status::Aborted(reason);
-        self.local().silo.clear();
         self.release();
         Error::Aborted(reason)
     }
@@ -749,7 +749,6 @@ impl<'db> Transaction<'db> {
         if recording {
             self.record_end(Some(commit_ts), Outcome::Committed);
         }
-        self.local().silo.clear();
         self.terminate();
         Ok(CommitInfo { commit_ts, writes })
     }
