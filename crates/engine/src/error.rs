@@ -30,11 +30,16 @@ pub enum AbortReason {
     /// Chosen as the victim to break a deadlock of wait-for dependencies
     /// (section 4.4).
     Deadlock = 7,
+    /// Single-version locking: a lock wait outlasted the lock timeout
+    /// ([`crate::Options::lock_timeout`]). Timeouts are how 1V locking
+    /// detects and breaks deadlocks (VLDB 2011 section 5), so this is the
+    /// reason of every deadlock victim, and of a wait behind a long holder.
+    LockTimeout = 8,
 }
 
 impl AbortReason {
     /// All reasons, in a fixed order.
-    pub const ALL: [AbortReason; 8] = [
+    pub const ALL: [AbortReason; 9] = [
         AbortReason::WriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -43,6 +48,7 @@ impl AbortReason {
         AbortReason::ReadLock,
         AbortReason::WaitFor,
         AbortReason::Deadlock,
+        AbortReason::LockTimeout,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
@@ -58,6 +64,7 @@ impl AbortReason {
             AbortReason::ReadLock => "read-lock",
             AbortReason::WaitFor => "wait-for",
             AbortReason::Deadlock => "deadlock",
+            AbortReason::LockTimeout => "lock-timeout",
         }
     }
 
@@ -106,6 +113,10 @@ pub enum Error {
     Parse(String),
     /// Invalid schema or options.
     InvalidArgument(String),
+    /// Ordered 2PL: an access outside the transaction's declaration
+    /// ([`crate::AccessSet`]); its locks were taken before it ran, so it
+    /// cannot take more. The transaction stays open.
+    NotDeclared(String),
 }
 
 impl Error {
@@ -149,6 +160,7 @@ impl fmt::Display for Error {
             }
             Error::Parse(s) => write!(f, "{s}"),
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::NotDeclared(s) => write!(f, "not declared: {s}"),
         }
     }
 }

@@ -9,7 +9,11 @@
 //! scheme MV/L (section 4: record locks in the End word, bucket and range
 //! locks, wait-for dependencies, deadlock detection), and both at once
 //! (section 4.5), at read committed, snapshot, repeatable read and
-//! serializable.
+//! serializable. Beside them, on an in-place single-version store, the
+//! baselines the papers measure against: Silo OCC
+//! ([`protocol::silo`]), Hekaton's single-version locking 1V
+//! ([`protocol::lock_1v`]) and BOHM's ordered two-phase locking
+//! ([`protocol::ordered_2pl`]).
 //!
 //! ```
 //! use multiverse::{Database, Isolation, Key, Options, TableSpec};
@@ -128,7 +132,27 @@ impl Protocol {
 
     /// True if this build implements the protocol.
     pub fn is_available(self) -> bool {
-        matches!(self, Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed | Protocol::Silo)
+        matches!(
+            self,
+            Protocol::MvOcc
+                | Protocol::MvLock
+                | Protocol::MvMixed
+                | Protocol::OneVLock
+                | Protocol::Silo
+                | Protocol::TwoPlOrdered
+        )
+    }
+
+    /// True for the single-version locking protocols: every index carries a
+    /// lock table (Hekaton section 5).
+    pub fn uses_key_locks(self) -> bool {
+        matches!(self, Protocol::OneVLock | Protocol::TwoPlOrdered)
+    }
+
+    /// True for the protocols that use a transaction's access declaration
+    /// ([`TxnOptions::access`]) before it runs.
+    pub fn uses_declarations(self) -> bool {
+        matches!(self, Protocol::TwoPlOrdered | Protocol::Bohm)
     }
 
     /// True for the single-version protocols (an in-place store).
@@ -140,6 +164,8 @@ impl Protocol {
     pub fn isolation_levels(self) -> &'static [Isolation] {
         match self {
             Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL,
+            // One version: no snapshot to read (section 5 runs RC, RR, SER).
+            Protocol::OneVLock => &[Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable],
             _ => &[Isolation::Serializable],
         }
     }
@@ -234,6 +260,12 @@ pub struct Options {
     /// it runs deadlock detection, and then between runs (MV/L, section
     /// 4.4): a deadlock is broken within about this long.
     pub deadlock_interval: Duration,
+    /// How long a single-version locking transaction waits for a lock before
+    /// it aborts with [`AbortReason::LockTimeout`]: how `1v-lock` breaks
+    /// deadlocks (Hekaton section 5). Ordered 2PL waits without limit for
+    /// the locks it declared (it cannot deadlock) and uses this only for
+    /// the locks of undeclared transactions.
+    pub lock_timeout: Duration,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
@@ -248,7 +280,9 @@ pub struct Options {
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Faults {
-    /// Skip read validation and phantom detection (section 3.2).
+    /// Skip read validation and phantom detection (section 3.2); in the
+    /// single-version locking protocols, release read locks at once
+    /// (every level behaves as read committed).
     pub skip_validation: bool,
     /// Ignore first-writer-wins: update a version another transaction has
     /// already write-locked or replaced (section 2.6).
@@ -262,6 +296,7 @@ impl Default for Options {
             max_transactions: 1024,
             max_value_size: 1 << 20,
             deadlock_interval: Duration::from_micros(100),
+            lock_timeout: Duration::from_millis(2),
             record_history: false,
             faults: Faults::default(),
         }
@@ -449,7 +484,7 @@ impl Database {
         if id as usize >= MAX_TABLES {
             return Err(Error::InvalidArgument(format!("a database holds at most {MAX_TABLES} tables")));
         }
-        let t = Table::new(id, &spec)?;
+        let t = Table::new(id, &spec, self.opts.protocol.uses_key_locks())?;
         if self.tables[id as usize].set(t).is_err() {
             unreachable!("table ids are handed out under the names lock");
         }
@@ -522,7 +557,7 @@ impl Database {
         }
         let (slot, id) = self.txns.open()?;
         let s = self.txns.slot(slot);
-        if self.opts.protocol == Protocol::Silo {
+        if self.opts.protocol.is_single_version() {
             // No shared counter: the begin "timestamp" is the epoch, published
             // for the watermark that bounds when retired records are freed
             // (see `protocol::silo`), in the same two SeqCst steps as below.
@@ -530,7 +565,18 @@ impl Database {
             let e = self.silo.epoch_seqcst();
             // Release: only raises the published value.
             s.begin_ts.store(e, Ordering::Release);
-            return Ok(Transaction::new(self, slot, id, e, o));
+            if !self.opts.protocol.uses_key_locks() {
+                return Ok(Transaction::new(self, slot, id, e, o));
+            }
+            // Locking: the begin time the checker sees is a reading of the
+            // commit sequence (recording only; see `protocol::lock_1v`).
+            // Relaxed: the order is that of the RMWs on this one counter.
+            let b = if self.is_recording() { self.silo.order.load(Ordering::Relaxed) } else { e };
+            let mut t = Transaction::new(self, slot, id, b, o);
+            if let Some(access) = o.access.filter(|_| self.opts.protocol == Protocol::TwoPlOrdered) {
+                t.lock_declared(access)?;
+            }
+            return Ok(t);
         }
         // The begin timestamp is a clock reading, not an increment: the time
         // just past every stamp handed out so far (odd, so it never equals a
@@ -611,6 +657,12 @@ impl Database {
     /// The GC watermark: no open or future transaction reads before it.
     pub(crate) fn watermark(&self) -> u64 {
         // SeqCst: the bound must be read before the slot scan (see TxnTable).
+        if self.opts.protocol.uses_key_locks() {
+            // Locking transactions keep no record across operations that
+            // another transaction could retire (see `protocol::lock_1v`):
+            // an epoch of crossbeam-epoch is all a retired record needs.
+            return u64::MAX;
+        }
         let bound = if self.opts.protocol == Protocol::Silo {
             self.silo.epoch_seqcst()
         } else {

@@ -497,17 +497,18 @@ impl Worker for HekatonWorker<'_> {
         }
     }
 
-    fn declare(&self, access: &mut AccessSet) {
+    fn declare(&self, access: &mut AccessSet) -> bool {
         access.reads.clear();
         access.writes.clear();
         let t = self.w.table;
         if self.ty == LONG_READ {
             access.reads.extend(self.long_read_keys().map(|k| (t, Key::from_u64(k))));
-            return;
+            return true;
         }
         let (rd, wr) = self.ikeys[..self.n_keys].split_at(self.w.cfg.reads as usize);
         access.reads.extend(rd.iter().map(|&k| (t, k)));
         access.writes.extend(wr.iter().map(|&k| (t, k)));
+        true
     }
 }
 

@@ -290,10 +290,12 @@ pub trait Worker: Send {
 
     /// Declares the records the current transaction will read and write, for
     /// protocols that must know them before execution (BOHM, ordered 2PL).
-    /// Clears `access` first; its capacity is reused.
-    fn declare(&self, access: &mut AccessSet) {
+    /// Clears `access` first; its capacity is reused. Returns false if
+    /// the workload cannot declare its accesses (the default).
+    fn declare(&self, access: &mut AccessSet) -> bool {
         access.reads.clear();
         access.writes.clear();
+        false
     }
 }
 
@@ -339,8 +341,38 @@ pub fn run_txn<W: Worker>(
     opts: TxnOptions<'static>,
     aborts: &mut AbortCounts,
 ) -> Result<bool, TxnError> {
-    let mut spins = 0u32;
     let opts = w.options(opts);
+    if db.protocol().uses_declarations() {
+        // The protocol locks (or orders) before execution: hand it the
+        // declaration, in a buffer this thread reuses.
+        thread_local! {
+            static ACCESS: std::cell::Cell<AccessSet> = std::cell::Cell::new(AccessSet::default());
+        }
+        let mut access = ACCESS.take();
+        if !w.declare(&mut access) {
+            ACCESS.set(access);
+            return Err(TxnError::Engine(Error::InvalidArgument(format!(
+                "protocol {} runs declared transactions, and this workload does not declare its accesses \
+                 (hekaton, ycsb, smallbank, tatp and sibench do)",
+                db.protocol()
+            ))));
+        }
+        let r = run_attempts(db, w, TxnOptions { access: Some(&access), ..opts }, aborts);
+        ACCESS.set(access);
+        return r;
+    }
+    run_attempts(db, w, opts, aborts)
+}
+
+/// The attempts of [`run_txn`].
+#[inline]
+fn run_attempts<W: Worker>(
+    db: &Database,
+    w: &mut W,
+    opts: TxnOptions<'_>,
+    aborts: &mut AbortCounts,
+) -> Result<bool, TxnError> {
+    let mut spins = 0u32;
     loop {
         let mut t = db.begin_with(opts)?;
         let r = match w.execute(&mut t) {

@@ -499,7 +499,7 @@ impl Worker for SibenchWorker<'_> {
     }
 
     /// Reads and writes, each list without repeats (a record may be in both).
-    fn declare(&self, access: &mut AccessSet) {
+    fn declare(&self, access: &mut AccessSet) -> bool {
         access.reads.clear();
         access.writes.clear();
         let t = self.w.table;
@@ -510,6 +510,7 @@ impl Worker for SibenchWorker<'_> {
             l.sort_unstable_by_key(|a| a.1);
             l.dedup_by(|a, b| a.1 == b.1);
         }
+        true
     }
 }
 

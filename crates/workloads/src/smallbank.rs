@@ -655,7 +655,7 @@ impl Worker for SmallBankWorker<'_> {
     }
 
     /// Read-modify-written rows appear in both sets.
-    fn declare(&self, access: &mut AccessSet) {
+    fn declare(&self, access: &mut AccessSet) -> bool {
         access.reads.clear();
         access.writes.clear();
         let (cu, sav, chk) = (self.w.customer, self.w.savings, self.w.checking);
@@ -682,6 +682,7 @@ impl Worker for SmallBankWorker<'_> {
             }
             _ => {}
         }
+        true
     }
 }
 

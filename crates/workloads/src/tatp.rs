@@ -1182,7 +1182,7 @@ impl Worker for TatpWorker<'_> {
     /// keys (the workload knows them: `sub_nbr` is a function of `s_id` and is
     /// never updated; the call forwardings a query may return are those of
     /// the start times it admits). Read-modify-written rows appear in both sets.
-    fn declare(&self, access: &mut AccessSet) {
+    fn declare(&self, access: &mut AccessSet) -> bool {
         access.reads.clear();
         access.writes.clear();
         let w = self.w;
@@ -1215,6 +1215,7 @@ impl Worker for TatpWorker<'_> {
             }
             _ => {}
         }
+        true
     }
 }
 

@@ -625,7 +625,7 @@ impl Worker for YcsbWorker<'_> {
     }
 
     /// A read-modify-write both reads and writes its record.
-    fn declare(&self, access: &mut AccessSet) {
+    fn declare(&self, access: &mut AccessSet) -> bool {
         access.reads.clear();
         access.writes.clear();
         let t = self.w.table;
@@ -649,6 +649,7 @@ impl Worker for YcsbWorker<'_> {
             }
             _ => access.reads.extend(self.scan_keys.iter().map(|&k| (t, Key::from_u64(k)))),
         }
+        true
     }
 }
 

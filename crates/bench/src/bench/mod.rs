@@ -93,6 +93,11 @@ pub struct BenchArgs {
     /// between runs, in microseconds (Hekaton section 4.4)
     #[arg(long, value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub deadlock_us: u64,
+    /// 1v-lock and 2pl-ordered: how long a transaction waits for a lock
+    /// before it aborts (lock-timeout), in microseconds: how 1V locking
+    /// breaks deadlocks (Hekaton section 5)
+    #[arg(long, value_name = "US", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
+    pub lock_timeout_us: u64,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
     #[command(flatten)]
@@ -197,11 +202,12 @@ pub(crate) fn check_bytes(need: u64, what: &str) -> Result<(), String> {
     }
 }
 
-fn open_db(protocol: Protocol, threads: usize, deadlock_us: u64) -> Result<Database, String> {
+fn open_db(protocol: Protocol, threads: usize, deadlock_us: u64, lock_timeout_us: u64) -> Result<Database, String> {
     let opts = Options {
         protocol,
         max_transactions: threads.max(Options::default().max_transactions),
         deadlock_interval: Duration::from_micros(deadlock_us),
+        lock_timeout: Duration::from_micros(lock_timeout_us),
         ..Options::default()
     };
     Database::new(opts).map_err(|e| e.to_string())
@@ -257,7 +263,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     let protocol = parse_protocol(&a.protocol)?;
     let isolation = resolve_isolation(a.isolation.as_deref(), protocol)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let db = open_db(protocol, threads, a.deadlock_us)?;
+    let db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us)?;
     let ctx = Ctx {
         protocol,
         isolation,
@@ -407,7 +413,8 @@ pub fn default_comparison() -> Result<(), String> {
     );
     println!("(run `multiverse bench --help` for single runs, other sizes and JSON output)\n");
 
-    let db = open_db(protocol, threads, Options::default().deadlock_interval.as_micros() as u64)?;
+    let d = Options::default();
+    let db = open_db(protocol, threads, d.deadlock_interval.as_micros() as u64, d.lock_timeout.as_micros() as u64)?;
     let rss_before = sys::rss_bytes();
     let w = Hekaton::setup(&db, cfg)?;
     let load = harness::load(&db, &w, threads, show, rss_before)?;

@@ -45,6 +45,11 @@ pub struct ShellArgs {
     /// Script file; standard input when absent or "-".
     script: Option<PathBuf>,
 
+    /// Milliseconds a single-version locking transaction waits for a lock
+    /// before it aborts (lock-timeout; how 1v-lock breaks deadlocks).
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    lock_timeout_ms: u64,
+
     /// Milliseconds a command may take before it is reported as blocked.
     #[arg(long, hide = true, default_value_t = 100)]
     grace_ms: u64,
@@ -54,7 +59,7 @@ pub struct ShellArgs {
 pub fn run(a: ShellArgs) -> Result<(), String> {
     let protocol = available_protocol(&a.protocol)?;
     let (name, input) = open_script(a.script.as_deref())?;
-    let ctx = session::Context::open(protocol)?;
+    let ctx = session::Context::open(protocol, Duration::from_millis(a.lock_timeout_ms))?;
     let mut driver = Driver::new(ctx, Duration::from_millis(a.grace_ms), io::stdout().lock());
     let mut reader = input;
     let mut seq = 0;

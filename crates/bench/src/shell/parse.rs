@@ -72,9 +72,11 @@ impl Assign {
 /// A shell command.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Command {
-    /// `begin [ISOLATION] [optimistic|pessimistic]` (`None`: the protocol's
-    /// strongest level; the mode defaults to the protocol's choice).
-    Begin(Option<Isolation>, Mode),
+    /// `begin [ISOLATION] [optimistic|pessimistic] [reads K...] [writes K...]`
+    /// (`None`: the protocol's strongest level; the mode defaults to the
+    /// protocol's choice). `reads`/`writes` declare the keys the
+    /// transaction will access (ordered 2PL locks them at begin).
+    Begin(Option<Isolation>, Mode, Option<Declared>),
     /// `commit`.
     Commit,
     /// `abort`.
@@ -84,6 +86,9 @@ pub(crate) enum Command {
     /// A statement: runs in the open transaction, or in one of its own.
     Stmt(Stmt),
 }
+
+/// Keys a `begin` declares: (reads, writes).
+pub(crate) type Declared = (Vec<i64>, Vec<i64>);
 
 /// A statement over table `test`.
 #[derive(Clone, Debug, PartialEq)]
@@ -153,14 +158,33 @@ fn parse_command(name: &str, args: &[&str]) -> Parsed<Command> {
 }
 
 fn parse_begin(args: &[&str]) -> Parsed<Command> {
+    // The declaration: everything from the first `reads` or `writes` on.
+    let at = args.iter().position(|w| *w == "reads" || *w == "writes").unwrap_or(args.len());
+    let (args, decl) = args.split_at(at);
+    let declared = if decl.is_empty() {
+        None
+    } else {
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        let mut into: Option<&mut Vec<i64>> = None;
+        for w in decl {
+            match *w {
+                "reads" => into = Some(&mut reads),
+                "writes" => into = Some(&mut writes),
+                k => into.as_mut().expect("the declaration starts with a keyword").push(int(k)?),
+            }
+        }
+        Some((reads, writes))
+    };
     let (args, mode) = match args {
         [rest @ .., "optimistic"] => (rest, Mode::Optimistic),
         [rest @ .., "pessimistic"] => (rest, Mode::Pessimistic),
         _ => (args, Mode::Default),
     };
     match args {
-        [] => Ok(Command::Begin(None, mode)),
-        [level] => level.parse::<Isolation>().map(|i| Command::Begin(Some(i), mode)).map_err(|e| e.to_string()),
+        [] => Ok(Command::Begin(None, mode, declared)),
+        [level] => {
+            level.parse::<Isolation>().map(|i| Command::Begin(Some(i), mode, declared)).map_err(|e| e.to_string())
+        }
         [_, extra, ..] => Err(unexpected(extra)),
     }
 }
@@ -300,10 +324,19 @@ mod tests {
 
     #[test]
     fn parses_every_command() {
-        assert_eq!(cmd("t1 begin"), Command::Begin(None, Mode::Default));
-        assert_eq!(cmd("t1 begin snapshot"), Command::Begin(Some(Isolation::Snapshot), Mode::Default));
-        assert_eq!(cmd("t1 begin pessimistic"), Command::Begin(None, Mode::Pessimistic));
-        assert_eq!(cmd("t1 begin rr optimistic"), Command::Begin(Some(Isolation::RepeatableRead), Mode::Optimistic));
+        assert_eq!(cmd("t1 begin"), Command::Begin(None, Mode::Default, None));
+        assert_eq!(cmd("t1 begin snapshot"), Command::Begin(Some(Isolation::Snapshot), Mode::Default, None));
+        assert_eq!(cmd("t1 begin pessimistic"), Command::Begin(None, Mode::Pessimistic, None));
+        assert_eq!(
+            cmd("t1 begin rr optimistic"),
+            Command::Begin(Some(Isolation::RepeatableRead), Mode::Optimistic, None)
+        );
+        assert_eq!(
+            cmd("t1 begin serializable reads 1 2 writes 2 3"),
+            Command::Begin(Some(Isolation::Serializable), Mode::Default, Some((vec![1, 2], vec![2, 3])))
+        );
+        assert_eq!(cmd("t1 begin writes 4"), Command::Begin(None, Mode::Default, Some((vec![], vec![4]))));
+        assert!(bad("t1 begin reads x").contains("'x'"));
         assert_eq!(cmd("t1 commit"), Command::Commit);
         assert_eq!(cmd("t1 abort"), Command::Abort);
         assert_eq!(cmd("t1 sleep 10"), Command::Sleep(10));

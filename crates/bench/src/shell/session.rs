@@ -12,7 +12,7 @@
 //! `abort` ends it. A statement given to an idle session runs as its own
 //! one-statement transaction at the default level (an observer).
 
-use super::parse::{Assign, Command, Pred, Stmt};
+use super::parse::{Assign, Command, Declared, Pred, Stmt};
 use super::rows::{self, Rows};
 use multiverse::{
     AbortReason, Database, Error, Filter, IndexId, Isolation, Key, Options, Protocol, TableId, TableSpec, Transaction,
@@ -55,8 +55,8 @@ pub(crate) struct Context {
 
 impl Context {
     /// Opens a database running `protocol` with an empty table `test`.
-    pub(crate) fn open(protocol: Protocol) -> Result<Context, String> {
-        let db = Database::new(Options { protocol, ..Options::default() }).map_err(|e| e.to_string())?;
+    pub(crate) fn open(protocol: Protocol, lock_timeout: Duration) -> Result<Context, String> {
+        let db = Database::new(Options { protocol, lock_timeout, ..Options::default() }).map_err(|e| e.to_string())?;
         let table = db.create_table(TableSpec::hash("test", TEST_BUCKETS)).map_err(|e| e.to_string())?;
         let primary = db.primary(table);
         Ok(Context { db: Arc::new(db), table, primary, default: protocol.strongest() })
@@ -155,7 +155,7 @@ impl<'db> Session<'db> {
 
     fn run(&mut self, cmd: Command) -> String {
         match cmd {
-            Command::Begin(iso, mode) => self.begin(iso.unwrap_or(self.ctx.default), mode),
+            Command::Begin(iso, mode, declared) => self.begin(iso.unwrap_or(self.ctx.default), mode, declared),
             Command::Commit => self.commit(),
             Command::Abort => self.abort(),
             Command::Sleep(ms) => {
@@ -166,10 +166,15 @@ impl<'db> Session<'db> {
         }
     }
 
-    fn begin(&mut self, iso: Isolation, mode: multiverse::Mode) -> String {
+    fn begin(&mut self, iso: Isolation, mode: multiverse::Mode, declared: Option<Declared>) -> String {
+        let access = declared.map(|(reads, writes)| {
+            let keys = |ks: Vec<i64>| ks.into_iter().map(|k| (self.ctx.table, rows::key(k))).collect();
+            multiverse::AccessSet { reads: keys(reads), writes: keys(writes) }
+        });
         match &self.state {
             State::Idle => {
-                match self.db.begin_with(multiverse::TxnOptions { mode, ..multiverse::TxnOptions::new(iso) }) {
+                let opts = multiverse::TxnOptions { mode, access: access.as_ref(), ..multiverse::TxnOptions::new(iso) };
+                match self.db.begin_with(opts) {
                     Ok(t) => {
                         self.state = State::Open(t);
                         "ok".into()

@@ -97,6 +97,13 @@ impl HashIndex {
         &self.buckets[(b as usize) << self.spread]
     }
 
+    /// The bucket word of `hash`: its top bits are the key lock of
+    /// single-version locking (see [`crate::index::key_locks`]).
+    #[inline]
+    pub(crate) fn bucket_word(&self, hash: u64) -> &AtomicU64 {
+        self.bucket(hash)
+    }
+
     /// Increments the LockCount of bucket `b`; false (nothing changed) if
     /// it is at its maximum.
     pub fn lock_bucket(&self, b: u64) -> bool {

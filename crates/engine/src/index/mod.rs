@@ -15,6 +15,7 @@
 //! never take it.
 
 pub mod hash;
+pub(crate) mod key_locks;
 pub(crate) mod locks;
 pub mod ordered;
 

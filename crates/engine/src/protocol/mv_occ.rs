@@ -72,7 +72,7 @@ use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::mv_lock::{read_lock, Locked};
-use crate::storage::table::{IndexImpl, Table};
+use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{txn_word, writer_of_end, RecordLock, Word, INFINITY, NO_WRITER};
 use crate::txn::table::{TxnSlot, TxnState};
@@ -142,6 +142,16 @@ pub struct Transaction<'db> {
     /// A single-version (Silo) transaction: every operation goes to
     /// `protocol::silo`.
     pub(crate) single: bool,
+    /// A single-version locking transaction (1V or ordered 2PL): every
+    /// operation goes to `protocol::lock_1v`.
+    pub(crate) locking: bool,
+    /// Locking: read locks held to the end (repeatable read, serializable).
+    pub(crate) long_reads: bool,
+    /// Locking: key-range locks on scans (serializable).
+    pub(crate) key_range: bool,
+    /// Ordered 2PL: every declared lock was taken at begin; no more
+    /// primary-key locks may be taken.
+    pub(crate) declared: bool,
     pub(crate) status: Status,
     /// Versions this transaction allocated (statistics).
     pub(crate) created: u64,
@@ -185,6 +195,10 @@ impl<'db> Transaction<'db> {
             honour_locks: protocol != Protocol::MvOcc,
             used_waits: false,
             single: protocol == Protocol::Silo,
+            locking: protocol.uses_key_locks(),
+            long_reads: iso >= Isolation::RepeatableRead && !db.opts.faults.skip_validation,
+            key_range: iso == Isolation::Serializable && !db.opts.faults.skip_validation,
+            declared: false,
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
@@ -240,6 +254,30 @@ impl<'db> Transaction<'db> {
         Me { table: &self.db.txns, slot: self.slot, id: self.id, clock: &self.db.clock, now: Cell::new(0) }
     }
 
+    /// The table and index of `index`.
+    #[inline]
+    pub(crate) fn index_ref(&self, index: IndexId) -> Result<(&'db Table, &'db Index)> {
+        let t = self.db.table_ref(TableId(index.table))?;
+        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        Ok((t, ix))
+    }
+
+    /// Records a scan of `index` and its rows (recording only). The key
+    /// range alone describes what the scan matched unless it had a filter
+    /// or went through a secondary index.
+    #[cold]
+    pub(crate) fn record_scan(
+        &self,
+        index: IndexId,
+        lo: Bound<Key>,
+        hi: Bound<Key>,
+        filter: bool,
+        rows: Vec<(Key, Writer, Vec<u8>)>,
+    ) {
+        let filtered = filter || index.index != 0;
+        self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
+    }
+
     /// Appends an operation to the history buffer (recording only).
     #[cold]
     pub(crate) fn record(&self, op: Op) {
@@ -258,7 +296,7 @@ impl<'db> Transaction<'db> {
             outcome,
             // Silo validates every read at its serialization point, as a
             // locking reader holds its locks until then.
-            locking: self.lock_reads || self.single,
+            locking: self.lock_reads || self.single || (self.locking && self.long_reads),
             ops,
         });
     }
@@ -362,6 +400,9 @@ impl<'db> Transaction<'db> {
     /// No allocation: the value is borrowed for the duration of `f`.
     #[inline]
     pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        if self.locking {
+            return self.lk_get_with(table, key, f);
+        }
         if self.single {
             return self.sv_get_with(table, key, f);
         }
@@ -453,14 +494,16 @@ impl<'db> Transaction<'db> {
     /// `index` equals `key` (any index; secondary indexes may hold many rows
     /// per key), until `f` returns false.
     pub fn get_by(&mut self, index: IndexId, key: &Key, mut f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        if self.locking {
+            return self.lk_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
+        }
         if self.single {
             return self.sv_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
         }
         self.enter()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let t = self.db.table_ref(TableId(index.table))?;
-        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        let (t, ix) = self.index_ref(index)?;
         if self.lock_scans {
             self.guard_key(t, index.table, index.index, key)?; // null: the scan follows
         }
@@ -498,14 +541,16 @@ impl<'db> Transaction<'db> {
         filter: Option<&Filter>,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
+        if self.locking {
+            return self.lk_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f);
+        }
         if self.single {
             return self.sv_scan_range(index, range, filter, f);
         }
         self.enter()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let t = self.db.table_ref(TableId(index.table))?;
-        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        let (_, ix) = self.index_ref(index)?;
         let lo = range.start_bound().cloned();
         let hi = range.end_bound().cloned();
         if self.lock_scans {
@@ -583,8 +628,7 @@ impl<'db> Transaction<'db> {
             _ => hi,
         };
         if self.recording {
-            let filtered = filter.is_some() || index.index != 0;
-            self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
+            self.record_scan(index, lo, hi, filter.is_some(), rows);
         }
         Ok(())
     }
@@ -596,6 +640,9 @@ impl<'db> Transaction<'db> {
     /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a
     /// visible row (the transaction stays usable).
     pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        if self.locking {
+            return self.lk_insert(table, key, value);
+        }
         if self.single {
             return self.sv_insert(table, key, value);
         }
@@ -698,11 +745,11 @@ impl<'db> Transaction<'db> {
     /// Replaces the value of an existing row; fails with
     /// [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        if self.single {
+        if self.single || self.locking {
             if value.len() > self.db.opts.max_value_size {
                 return Err(Error::ValueTooLarge { len: value.len(), max: self.db.opts.max_value_size });
             }
-            return self.sv_write(table, key, |_, new| {
+            return self.one_version_write(table, key, |_, new| {
                 new.extend_from_slice(value);
                 true
             });
@@ -715,8 +762,8 @@ impl<'db> Transaction<'db> {
     /// old value, and the new value replaces exactly the version `f` saw. Uses
     /// a buffer owned by the transaction: no allocation in the steady state.
     pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        if self.single {
-            return self.sv_write(table, key, |old, new| {
+        if self.single || self.locking {
+            return self.one_version_write(table, key, |old, new| {
                 f(old, new);
                 true
             });
@@ -748,8 +795,8 @@ impl<'db> Transaction<'db> {
     /// into the new version (one copy of the row; [`Transaction::update_with`]
     /// makes two), which is what fixed-layout rows want.
     pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        if self.single {
-            return self.sv_write(table, key, |old, new| {
+        if self.single || self.locking {
+            return self.one_version_write(table, key, |old, new| {
                 new.extend_from_slice(old);
                 f(new);
                 true
@@ -777,8 +824,8 @@ impl<'db> Transaction<'db> {
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
-        if self.single {
-            return self.sv_write(table, key, |_, _| false);
+        if self.single || self.locking {
+            return self.one_version_write(table, key, |_, _| false);
         }
         let t = self.enter_write(table, 0)?;
         self.replace(t, table, key, None)
@@ -929,6 +976,9 @@ impl<'db> Transaction<'db> {
     /// Commits. Waits only for commit dependencies. On failure the
     /// transaction is rolled back and the error says why.
     pub fn commit(mut self) -> Result<CommitInfo> {
+        if self.locking {
+            return self.lk_commit();
+        }
         if self.single {
             return self.sv_commit();
         }
@@ -1030,6 +1080,21 @@ impl<'db> Transaction<'db> {
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
 
+    /// The single-version stores' update, modify, update_with and delete.
+    #[inline]
+    fn one_version_write(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Result<()> {
+        if self.locking {
+            self.lk_write(table, key, f)
+        } else {
+            self.sv_write(table, key, f)
+        }
+    }
+
     /// Rolls the transaction back.
     pub fn abort(mut self) {
         if self.status == Status::Active {
@@ -1120,6 +1185,9 @@ impl<'db> Transaction<'db> {
 
     /// Aborts: become Aborted, undo (section 3.3), report, terminate.
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
+        if self.locking {
+            return self.lk_abort(reason);
+        }
         if self.single {
             return self.sv_abort(reason);
         }
@@ -1166,6 +1234,12 @@ impl<'db> Transaction<'db> {
             table: w.table,
             v: VPtr(w.new),
         }));
+        self.aborted(reason)
+    }
+
+    /// The end of every protocol's rollback, once its own undo is done:
+    /// the history, the statistics, the status; the slot is given back.
+    pub(crate) fn aborted(&mut self, reason: AbortReason) -> Error {
         if self.recording {
             self.record_end(None, Outcome::Aborted(reason));
         }

@@ -103,7 +103,7 @@ pub(crate) struct SiloGlobal {
     advanced_ms: AtomicU64,
     start: Instant,
     /// Recording only: the shared TID sequence (see the module docs).
-    order: CachePadded<AtomicU64>,
+    pub(crate) order: CachePadded<AtomicU64>,
 }
 
 impl SiloGlobal {
@@ -247,7 +247,7 @@ fn stable_read(rec: &Version, out: &mut Vec<u8>) -> Seen {
 /// The latest record of `key` in `t`'s primary index, or null. The caller
 /// is pinned. When `seen` is given and nothing is found, every record of the
 /// key passed is added to it (the node-set of a missing key).
-fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
+pub(crate) fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
     let mut found = std::ptr::null_mut();
     t.indexes[0].for_each_eq(key, |v| {
         if !v.key_eq(key) {
@@ -271,7 +271,7 @@ fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr, u64)>>) ->
 /// range, until it returns false: one chain for a single key (`get_by`),
 /// else the range of an ordered index or the whole of a hash index.
 /// The caller is pinned.
-fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, mut f: impl FnMut(&Version) -> bool) {
+pub(crate) fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, mut f: impl FnMut(&Version) -> bool) {
     if let (Bound::Included(a), Bound::Included(b)) = (lo, hi) {
         if a == b {
             ix.for_each_eq(a, |v| !ix.matches(v, a) || f(v));
@@ -300,7 +300,7 @@ fn ever_a_row(w: u64, ours: bool) -> bool {
 
 impl<'db> Transaction<'db> {
     /// The position of `rec` in the WriteSet, if we wrote it.
-    fn sv_written(&self, rec: *mut Version) -> Option<usize> {
+    pub(crate) fn sv_written(&self, rec: *mut Version) -> Option<usize> {
         self.local().silo.writes.iter().rposition(|w| w.rec.0 == rec)
     }
 
@@ -374,7 +374,14 @@ impl<'db> Transaction<'db> {
     }
 
     /// Adds a write of `rec` (or replaces our earlier write of it).
-    fn sv_buffer(&mut self, table: TableId, rec: *mut Version, kind: WriteKind, value: &[u8], placeholder: bool) {
+    pub(crate) fn sv_buffer(
+        &mut self,
+        table: TableId,
+        rec: *mut Version,
+        kind: WriteKind,
+        value: &[u8],
+        placeholder: bool,
+    ) {
         let l = &mut self.local().silo;
         let at = l.values.len() as u32;
         l.values.extend_from_slice(value);
@@ -504,8 +511,7 @@ impl<'db> Transaction<'db> {
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
         self.enter()?;
-        let t = self.db.table_ref(TableId(index.table))?;
-        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        let (_, ix) = self.index_ref(index)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let first = self.local().silo.reads.len() as u32;
@@ -573,8 +579,7 @@ impl<'db> Transaction<'db> {
         let seen = (first_seen, self.local().silo.seen.len() as u32);
         self.local().silo.nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, seen });
         if self.recording {
-            let filtered = filter.is_some() || index.index != 0;
-            self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
+            self.record_scan(index, lo, hi, filter.is_some(), rows);
         }
         Ok(())
     }
@@ -601,7 +606,7 @@ impl<'db> Transaction<'db> {
     /// transaction began in a later epoch (the watermark over the begin
     /// epochs, see `Database::watermark`). Such a transaction read E after
     /// our fence, so it sees the record retired and never adds it to a set.
-    fn sv_retire(&mut self, table: TableId, rec: *mut Version, tid: u64) {
+    pub(crate) fn sv_retire(&mut self, table: TableId, rec: *mut Version, tid: u64) {
         // SAFETY: alive (ours, or locked by us); Release: readers that see
         // the word see everything before it.
         unsafe { &*rec }.begin.store(tid | ABSENT, Ordering::Release);
@@ -643,14 +648,7 @@ impl<'db> Transaction<'db> {
             self.sv_retire(TableId(table), rec.0, 0);
         }
         self.db.txns.report_outcome(self.slot, false);
-        if self.recording {
-            self.record_end(None, Outcome::Aborted(reason));
-        }
-        // Relaxed: statistics only.
-        self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
-        self.status = Status::Aborted(reason);
-        self.release();
-        Error::Aborted(reason)
+        self.aborted(reason)
     }
 
     /// Silo's commit protocol (section 4.4, Figure 2).
@@ -859,7 +857,7 @@ impl<'db> Transaction<'db> {
 
     /// True if `value` can overwrite `rec` in place: same length, and the
     /// same keys in every secondary index.
-    fn sv_in_place(&self, t: &Table, rec: &Version, value: &[u8]) -> bool {
+    pub(crate) fn sv_in_place(&self, t: &Table, rec: &Version, value: &[u8]) -> bool {
         if value.len() != rec.value_len() {
             return false;
         }
@@ -872,7 +870,7 @@ impl<'db> Transaction<'db> {
 }
 
 /// The primary key of a record (for the history).
-fn key_of_record(rec: *mut Version) -> Key {
+pub(crate) fn key_of_record(rec: *mut Version) -> Key {
     // SAFETY: callers hold an epoch guard and reached `rec` through an index
     // or created it.
     unsafe { &*rec }.key()

@@ -2,13 +2,17 @@
 //! same versions (every version is linked into every index, section 2.1).
 
 use crate::index::hash::HashIndex;
+use crate::index::key_locks::KeyLocks;
 use crate::index::locks::RangeLocks;
 use crate::index::ordered::{IKey, OrderedIndex};
 use crate::key::Key;
 use crate::storage::version::Version;
 use crate::Error;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Locks in the lock table of an ordered index (single-version locking).
+const ORDERED_LOCKS: usize = 1 << 16;
 
 /// Derives a secondary-index key from a row's primary key and value. A plain
 /// function pointer: called on writes and on secondary lookups only.
@@ -108,11 +112,28 @@ pub(crate) struct Index {
     pub(crate) imp: IndexImpl,
     /// `None` for the primary index (keyed by the primary key).
     pub(crate) key_fn: Option<KeyFn>,
-    /// MV/L range locks (section 4.1.2; bucket locks are in the buckets).
+    /// MV/L range locks (section 4.1.2; bucket locks are in the buckets),
+    /// also the key-range locks of single-version locking.
     pub(crate) ranges: RangeLocks,
+    /// The lock table of single-version locking (section 5) for an ordered
+    /// index (a hash index keeps its locks in its bucket words); `None`
+    /// otherwise.
+    pub(crate) locks: Option<KeyLocks>,
 }
 
 impl Index {
+    /// The lock of keys with this hash in a single-version locking
+    /// database (see [`crate::index::key_locks`]).
+    #[inline]
+    pub(crate) fn key_lock(&self, hash: u64) -> &AtomicU64 {
+        match &self.imp {
+            IndexImpl::Hash(h) => h.bucket_word(hash),
+            IndexImpl::Ordered(_) => {
+                self.locks.as_ref().expect("locking databases give ordered indexes a lock table").lock_of(hash)
+            }
+        }
+    }
+
     /// The index key of a version in this index.
     #[inline]
     pub(crate) fn key_of(&self, v: &Version) -> Key {
@@ -247,7 +268,9 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    pub(crate) fn new(id: u32, spec: &TableSpec) -> Result<Table, Error> {
+    /// A table; `key_locks`: give every index a lock table (single-version
+    /// locking).
+    pub(crate) fn new(id: u32, spec: &TableSpec, key_locks: bool) -> Result<Table, Error> {
         if spec.name.is_empty() {
             return Err(Error::InvalidArgument("a table needs a name".into()));
         }
@@ -273,13 +296,24 @@ impl Table {
                 IndexKind::OrderedGrouped { prefix } => ordered(prefix),
             }
         };
-        let index = |name: String, imp: IndexImpl, key_fn| Index { name, imp, key_fn, ranges: RangeLocks::new() };
-        let mut indexes = vec![index("primary".into(), make(spec.primary, 0), None)];
+        // Hash indexes lock in their bucket words; ordered ones get a table.
+        let locks = |kind: IndexKind| match kind {
+            IndexKind::Hash { .. } => None,
+            IndexKind::Ordered | IndexKind::OrderedGrouped { .. } => key_locks.then(|| KeyLocks::new(ORDERED_LOCKS)),
+        };
+        let index = |name: String, imp: IndexImpl, key_fn, kind| Index {
+            name,
+            imp,
+            key_fn,
+            ranges: RangeLocks::new(),
+            locks: locks(kind),
+        };
+        let mut indexes = vec![index("primary".into(), make(spec.primary, 0), None, spec.primary)];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {
             if name == "primary" || spec.secondary[..i].iter().any(|s| &s.0 == name) {
                 return Err(Error::InvalidArgument(format!("duplicate index name '{name}'")));
             }
-            indexes.push(index(name.clone(), make(*kind, i + 1), Some(*f)));
+            indexes.push(index(name.clone(), make(*kind, i + 1), Some(*f), *kind));
         }
         Ok(Table { id, name: spec.name.clone(), indexes, link_words: slot_word, row_hint: AtomicUsize::new(0) })
     }
@@ -448,7 +482,7 @@ mod tests {
     /// 1 KiB, and one cache line before any row exists.
     #[test]
     fn row_hint_follows_the_first_row() {
-        let t = Table::new(0, &TableSpec::hash("t", 16)).unwrap();
+        let t = Table::new(0, &TableSpec::hash("t", 16), false).unwrap();
         assert_eq!(t.row_hint(), 64);
         let a = Version::alloc(Key::from(1), t.link_words(), &[0u8; 300], 2).as_ptr();
         let b = Version::alloc(Key::from(2), t.link_words(), &[0u8; 20], 2).as_ptr();
@@ -459,7 +493,7 @@ mod tests {
         }
         // SAFETY: `a` is live.
         assert_eq!(t.row_hint(), unsafe { &*a }.footprint(), "the first row sets it; later ones do not");
-        let w = Table::new(1, &TableSpec::hash("w", 16)).unwrap();
+        let w = Table::new(1, &TableSpec::hash("w", 16), false).unwrap();
         let big = Version::alloc(Key::from(1), w.link_words(), &[0u8; 4000], 2).as_ptr();
         // SAFETY: as above.
         unsafe { w.link_all(big) };

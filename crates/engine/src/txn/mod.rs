@@ -67,8 +67,11 @@ pub(crate) struct TxnLocal {
     pub(crate) scratch: Vec<u8>,
     /// Operations recorded for the history (recording only).
     pub(crate) history: Vec<crate::history::Op>,
-    /// Silo's sets (single-version databases).
+    /// Silo's sets (single-version databases; the locking protocols keep
+    /// their WriteSet and values there too).
     pub(crate) silo: crate::protocol::silo::SiloLocal,
+    /// LockSet of the single-version locking protocols.
+    pub(crate) locks: crate::protocol::lock_1v::LockLocal,
 }
 
 impl TxnLocal {
@@ -81,6 +84,7 @@ impl TxnLocal {
         self.write_set.clear();
         self.history.clear();
         self.silo.clear();
+        self.locks.clear();
     }
 }
 

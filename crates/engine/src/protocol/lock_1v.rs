@@ -1,0 +1,773 @@
+//! Single-version locking, "1V": Larson et al., *High-Performance
+//! Concurrency Control Mechanisms for Main-Memory Databases* (VLDB 2011),
+//! section 5 — the baseline the paper measures MV/O and MV/L against.
+//!
+//! **Records** are Silo's in-place records ([`crate::protocol::silo`]): one
+//! per key, rewritten in place, the Begin word holding the latest and
+//! absent bits and the writer's commit TID (the lock bit is unused here).
+//!
+//! **Locks.** "No central lock manager [...] we embed a lock table in every
+//! index and assign each hash key to a lock in this partitioned lock table. A
+//! lock covers all records with the same hash key which automatically
+//! protects against phantoms. We use timeouts to detect and break
+//! deadlocks." The tables are `index::key_locks`: one word per lock,
+//! shared (S) or exclusive (X), found from the key's hash.
+//!
+//! * A read locks the key S. Read committed holds the lock only while the
+//!   row is copied (a short lock: cursor stability, section 5.2.1), so it
+//!   never sees a write in progress — and writes reach records only at
+//!   commit, so it never sees uncommitted data either. Repeatable read and
+//!   serializable hold read locks to the end ("long read locks").
+//! * A write (update, delete, insert) locks the key X to the end; an S lock
+//!   we hold is upgraded. An insert also locks its row's keys in every
+//!   secondary index, and an update that moves a row in a secondary index
+//!   its new key there, so that a reader who found no row under a secondary
+//!   key keeps the row out.
+//! * A lookup through a secondary index locks the secondary key S (at
+//!   serializable, long: phantoms), then each row's primary key S.
+//! * **Range scans** (ordered indexes, and scans of a whole hash index) at
+//!   serializable take a **key-range lock** on the index: the range, in the
+//!   index's list of locked ranges (`index::locks::RangeLocks`,
+//!   shared with MV/L). Anybody who links a record into a range locked by
+//!   another transaction — an insert, or a row moved into it — withdraws the
+//!   record, waits for the range to be unlocked (or times out) and tries
+//!   again. The two sides meet as in Dekker's algorithm: the scanner locks
+//!   the range and then walks; the writer links and then looks for ranges.
+//!   Either the walk meets the record (and waits for its key's lock) or the
+//!   writer meets the range.
+//! * Every wait is bounded by [`crate::Options::lock_timeout`]; a wait that
+//!   outlasts it aborts the waiter with `lock-timeout`. This is how a
+//!   deadlock is broken (section 5): each transaction of a cycle times out
+//!   unless another one of it did first.
+//!
+//! **Writes are deferred.** An update is kept in the WriteSet (with Silo's
+//! value arena) and written into the record at commit, while its X lock is
+//! held; an insert links an absent placeholder at once (the key is X
+//! locked, so nobody else can). Commit therefore has nothing to undo and no
+//! reader ever meets a half-written row. Commit runs in three phases:
+//! 1. *prepare*: a value that cannot be written in place (another length, or
+//!    another secondary key) gets a new record, linked absent; one that
+//!    moves into a range another transaction locked is withdrawn and waited
+//!    for (as for an insert);
+//! 2. *stamp*: with history recording on, the commit TID is drawn from a
+//!    shared sequence while every lock is held, so TIDs follow the
+//!    serialization order (2PL serializes at any point between a
+//!    transaction's last lock and its first release). Without recording no
+//!    shared counter is touched, and TIDs are 0;
+//! 3. *install* the writes, then release every lock.
+//!
+//! What differs from the paper, deliberately:
+//! * the paper names no lock mode for its range scans (its workloads use a
+//!   hash index only); the key-range locks above keep ordered-index scans
+//!   phantom-free at serializable;
+//! * repeatable read takes no key-range locks (its scans may see phantoms),
+//!   while its point lookups are phantom-free, as the paper says of a hash
+//!   key's lock.
+
+use crate::error::AbortReason;
+use crate::history::{Op, Outcome, WriteKind, Writer};
+use crate::index::key_locks::{looks_free, try_exclusive, try_shared, unlock, LockMode};
+use crate::index::locks::contains as in_range;
+use crate::key::Key;
+use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
+use crate::protocol::silo::{find_latest, walk_range, ABSENT, LATEST, TID};
+use crate::storage::table::{Index, Table};
+use crate::storage::version::{VPtr, Version};
+use crate::txn::Filter;
+use crate::{Error, IndexId, Result, TableId};
+use crossbeam_utils::Backoff;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Bound;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The final word of a placeholder that never became a row (an insert
+/// withdrawn from a locked range, or rolled back), with the absent bit: a
+/// scan waiting on it stops waiting. Silo's lock bit, which the locking
+/// protocols do not use otherwise.
+pub(crate) const WITHDRAWN: u64 = crate::protocol::silo::LOCK;
+
+/// Locks held looked up by a linear search up to this many; a map beyond.
+const LINEAR: usize = 16;
+
+/// A lock held: its word and mode.
+#[derive(Clone, Copy)]
+pub(crate) struct Held {
+    pub(crate) word: *const AtomicU64,
+    pub(crate) mode: LockMode,
+}
+
+/// Hashes lock addresses (already well spread below the alignment bits).
+#[derive(Default)]
+pub(crate) struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The lock sets of a locking transaction, kept in its slot's `TxnLocal`
+/// (capacity reused: no allocation per transaction in the steady state).
+#[derive(Default)]
+pub(crate) struct LockLocal {
+    /// LockSet: every lock held to the end, in acquisition order.
+    pub(crate) held: Vec<Held>,
+    /// Index into `held` by lock address, once `held` outgrows [`LINEAR`].
+    map: HashMap<usize, u32, BuildHasherDefault<AddrHasher>>,
+    /// Indexes in which we hold key-range locks.
+    pub(crate) ranges: Vec<(u32, u8)>,
+    /// Records a scan delivered out of its walk, and every record it
+    /// delivered (see `lk_scan`).
+    redirected: Vec<VPtr>,
+    delivered: Vec<VPtr>,
+    /// Commit phase 1: (WriteSet entry, its new record).
+    prepared: Vec<(usize, VPtr)>,
+    /// Ordered 2PL: the declared locks, sorted (see `ordered_2pl`).
+    pub(crate) order: Vec<(usize, LockMode)>,
+}
+
+impl LockLocal {
+    pub(crate) fn clear(&mut self) {
+        debug_assert!(self.held.is_empty() && self.ranges.is_empty(), "locks are released before the sets are cleared");
+        self.held.clear();
+        self.map.clear();
+        self.ranges.clear();
+        self.redirected.clear();
+        self.delivered.clear();
+        self.prepared.clear();
+    }
+
+    /// Where `w` is in the LockSet.
+    #[inline]
+    fn find(&self, w: *const AtomicU64) -> Option<usize> {
+        if self.held.len() <= LINEAR {
+            self.held.iter().position(|h| h.word == w)
+        } else {
+            self.map.get(&(w as usize)).map(|&i| i as usize)
+        }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, h: Held) {
+        self.held.push(h);
+        let n = self.held.len();
+        if n == LINEAR + 1 {
+            self.map.extend(self.held.iter().enumerate().map(|(i, h)| (h.word as usize, i as u32)));
+        } else if n > LINEAR + 1 {
+            self.map.insert(h.word as usize, (n - 1) as u32);
+        }
+    }
+}
+
+/// What `lk_lock` did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Got {
+    /// Taken now (a short lock must be released by the caller).
+    Taken,
+    /// Held already, in this mode or a stronger one (or upgraded).
+    Held,
+    /// The caller's give-up condition came true while waiting.
+    GaveUp,
+}
+
+/// How a wait ended.
+#[derive(PartialEq, Eq)]
+pub(crate) enum Waited {
+    Got,
+    GaveUp,
+    TimedOut,
+}
+
+/// Waits for `w` in `mode` (`upgrade`: from our sole S lock) until it is
+/// taken, `give_up()` holds, or `limit` passes. Spins first, then yields,
+/// then sleeps (a wait behind a long holder should not burn a core).
+pub(crate) fn wait_for_lock(
+    w: &AtomicU64,
+    mode: LockMode,
+    upgrade: bool,
+    limit: Option<Duration>,
+    mut give_up: impl FnMut() -> bool,
+) -> Waited {
+    let backoff = Backoff::new();
+    let mut start = None;
+    loop {
+        if looks_free(w, mode, upgrade) {
+            let got = match mode {
+                LockMode::Shared => try_shared(w),
+                LockMode::Exclusive => try_exclusive(w, upgrade),
+            };
+            if got {
+                return Waited::Got;
+            }
+        }
+        if give_up() {
+            return Waited::GaveUp;
+        }
+        if !backoff.is_completed() {
+            backoff.snooze();
+            continue;
+        }
+        let waited = start.get_or_insert_with(Instant::now).elapsed();
+        if limit.is_some_and(|l| waited >= l) {
+            return Waited::TimedOut;
+        }
+        if waited < Duration::from_millis(1) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
+
+/// True if `k` lies in the range (`Eq` scans pass equal bounds).
+#[inline]
+fn key_in(lo: &Bound<Key>, hi: &Bound<Key>, k: &Key) -> bool {
+    in_range(lo, hi, k)
+}
+
+impl<'db> Transaction<'db> {
+    /// Locks `w` in `mode`. `short`: a read lock released by the caller
+    /// right after the read (read committed); not entered in the LockSet.
+    /// `declared`: a lock ordered 2PL must have taken before it began.
+    fn lk_lock(
+        &mut self,
+        w: &'db AtomicU64,
+        mode: LockMode,
+        short: bool,
+        declared: bool,
+        give_up: impl FnMut() -> bool,
+    ) -> Result<Got> {
+        let l = &mut self.local().locks;
+        let held = l.find(w);
+        if let Some(i) = held {
+            if l.held[i].mode >= mode {
+                return Ok(Got::Held);
+            }
+        }
+        if declared && self.declared {
+            return Err(Error::NotDeclared(if mode == LockMode::Exclusive {
+                "a write of a record the access declaration does not list as written".into()
+            } else {
+                "a read of a record the access declaration does not list".into()
+            }));
+        }
+        let upgrade = held.is_some();
+        let fast = match mode {
+            LockMode::Shared => try_shared(w),
+            LockMode::Exclusive => try_exclusive(w, upgrade),
+        };
+        if !fast {
+            match wait_for_lock(w, mode, upgrade, Some(self.db.opts.lock_timeout), give_up) {
+                Waited::Got => {}
+                Waited::GaveUp => return Ok(Got::GaveUp),
+                Waited::TimedOut => return Err(self.lk_abort(AbortReason::LockTimeout)),
+            }
+        }
+        let l = &mut self.local().locks;
+        match held {
+            Some(i) => {
+                l.held[i].mode = LockMode::Exclusive;
+                Ok(Got::Held)
+            }
+            None if short => Ok(Got::Taken),
+            None => {
+                l.push(Held { word: w, mode });
+                Ok(Got::Taken)
+            }
+        }
+    }
+
+    /// The lock of `key` in index `ix`.
+    #[inline]
+    fn lk_word(ix: &'db Index, key: &Key) -> &'db AtomicU64 {
+        ix.key_lock(key.hash64())
+    }
+
+    /// Releases a short read lock taken by `lk_lock`.
+    #[inline]
+    fn lk_short_release(&self, w: &AtomicU64, got: Got) {
+        if got == Got::Taken && !self.long_reads {
+            unlock(w, LockMode::Shared);
+        }
+    }
+
+    /// The value of our own write of `rec`, if we wrote it: `Some(None)`
+    /// for a delete.
+    fn lk_own(&self, rec: *mut Version) -> Option<Option<(usize, usize)>> {
+        let l = &self.local().silo;
+        self.sv_written(rec).map(|i| {
+            let w = l.writes[i];
+            (w.kind != WriteKind::Delete).then_some((w.at as usize, (w.at + w.len) as usize))
+        })
+    }
+
+    /// Copies the row `rec` into the copy buffer: our own write, or the
+    /// record (we hold its key's lock). `None` if it is not a row.
+    fn lk_read(&self, rec: *mut Version) -> Option<Writer> {
+        let l = &mut self.local().silo;
+        if let Some(own) = self.lk_own(rec) {
+            let (a, b) = own?;
+            l.copy.clear();
+            l.copy.extend_from_slice(&l.values[a..b]);
+            return Some(Writer::Txn(self.id));
+        }
+        // SAFETY: reached under the caller's epoch guard.
+        let r = unsafe { &*rec };
+        // Acquire: the value words were written before the Release store of
+        // the word by the last committer (who held the X lock we now exclude).
+        let word = r.begin.load(Ordering::Acquire);
+        if word & (LATEST | ABSENT) != LATEST {
+            return None;
+        }
+        r.load_value(&mut l.copy);
+        Some(Writer::Committed(word & TID))
+    }
+
+    /// 1V's `get_with`.
+    pub(crate) fn lk_get_with<R>(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.enter()?;
+        let t = self.db.table_ref(table)?;
+        let w = Self::lk_word(&t.indexes[0], key);
+        let got = self.lk_lock(w, LockMode::Shared, !self.long_reads, true, || false)?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let guard = crossbeam_epoch::pin();
+        let rec = find_latest(t, key, None);
+        let found = if rec.is_null() { None } else { self.lk_read(rec) };
+        drop(guard);
+        self.lk_short_release(w, got);
+        let l = &self.local().silo;
+        if self.recording {
+            let version = found.map(|wr| (wr, l.copy.clone()));
+            self.record(Op::Read { table: table.0, key: *key, version });
+        }
+        Ok(found.map(|_| f(&l.copy)))
+    }
+
+    /// 1V's update, modify, update_with and delete: `f` makes the new
+    /// value from the old (`None` deletes).
+    pub(crate) fn lk_write(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Result<()> {
+        let t = self.enter_write(table, 0)?;
+        let w = Self::lk_word(&t.indexes[0], key);
+        self.lk_lock(w, LockMode::Exclusive, false, true, || false)?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let rec = find_latest(t, key, None);
+        let found = if rec.is_null() { None } else { self.lk_read(rec) };
+        if self.recording {
+            let version = found.map(|wr| (wr, self.local().silo.copy.clone()));
+            self.record(Op::Read { table: table.0, key: *key, version });
+        }
+        if found.is_none() {
+            return Err(Error::KeyNotFound);
+        }
+        let mut new = std::mem::take(&mut self.local().scratch);
+        new.clear();
+        let keep = f(&self.local().silo.copy, &mut new);
+        let r = if !keep {
+            self.sv_buffer(table, rec, WriteKind::Delete, &[], false);
+            Ok(())
+        } else if new.len() > self.db.opts.max_value_size {
+            Err(Error::ValueTooLarge { len: new.len(), max: self.db.opts.max_value_size })
+        } else {
+            // A row moved in a secondary index: lock its new key there.
+            let r = self.lk_lock_moved(t, key, &new);
+            if r.is_ok() {
+                self.sv_buffer(table, rec, WriteKind::Update, &new, false);
+            }
+            r
+        };
+        self.local().scratch = new;
+        r
+    }
+
+    /// X-locks the keys of `value` in every secondary index where they
+    /// differ from the current row's (in the copy buffer).
+    fn lk_lock_moved(&mut self, t: &'db Table, pk: &Key, value: &[u8]) -> Result<()> {
+        for ix in &t.indexes[1..] {
+            let Some(kf) = ix.key_fn else { continue };
+            let new = kf(pk, value);
+            if new != kf(pk, &self.local().silo.copy) {
+                self.lk_lock(Self::lk_word(ix, &new), LockMode::Exclusive, false, false, || false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The transactions other than us holding a key-range lock on a key of
+    /// `rec` in one of `t`'s indexes (`only`: just those indexes).
+    fn lk_range_holders(&mut self, t: &Table, rec: &Version, only: Option<&[bool]>) -> bool {
+        let mut ids = std::mem::take(&mut self.local().ids);
+        ids.clear();
+        for (i, ix) in t.indexes.iter().enumerate() {
+            if only.is_none_or(|m| m[i]) {
+                ix.ranges.lockers(|| ix.key_of(rec), &mut ids);
+            }
+        }
+        ids.retain(|&i| i != self.id);
+        let any = !ids.is_empty();
+        self.local().ids = ids;
+        any
+    }
+
+    /// Waits until no other transaction holds a key-range lock on any of
+    /// `keys` ((table, index, key)), or times out (and aborts).
+    fn lk_wait_ranges(&mut self, keys: &[(u32, usize, Key)]) -> Result<()> {
+        let start = Instant::now();
+        let limit = self.db.opts.lock_timeout;
+        let backoff = Backoff::new();
+        loop {
+            let mut ids = std::mem::take(&mut self.local().ids);
+            ids.clear();
+            for (t, i, k) in keys {
+                self.db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
+            }
+            ids.retain(|&i| i != self.id);
+            let free = ids.is_empty();
+            self.local().ids = ids;
+            if free {
+                return Ok(());
+            }
+            if start.elapsed() >= limit {
+                return Err(self.lk_abort(AbortReason::LockTimeout));
+            }
+            if backoff.is_completed() {
+                std::thread::sleep(Duration::from_micros(50));
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// 1V's insert: locks the key (and the row's secondary keys), then
+    /// links an absent placeholder, unless a range lock covers it.
+    pub(crate) fn lk_insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        let t = self.enter_write(table, value.len())?;
+        self.lk_lock(Self::lk_word(&t.indexes[0], &key), LockMode::Exclusive, false, true, || false)?;
+        for ix in &t.indexes[1..] {
+            let kf = ix.key_fn.expect("secondary indexes have a key function");
+            self.lk_lock(Self::lk_word(ix, &kf(&key, value)), LockMode::Exclusive, false, false, || false)?;
+        }
+        loop {
+            // Epoch pin: records reached through an index stay allocated until it drops.
+            let guard = crossbeam_epoch::pin();
+            let rec = find_latest(t, &key, None);
+            if !rec.is_null() {
+                match self.lk_own(rec) {
+                    Some(Some(_)) => return Err(Error::DuplicateKey),
+                    // Our own delete: the insert makes it an update.
+                    Some(None) => {
+                        self.sv_buffer(table, rec, WriteKind::Insert, value, false);
+                        return Ok(());
+                    }
+                    None => {
+                        // SAFETY: found under the guard.
+                        let w = unsafe { &*rec }.begin.load(Ordering::Acquire);
+                        // Another's placeholder cannot be latest: it holds the
+                        // key's X lock until it has installed or retired it.
+                        debug_assert!(w & ABSENT == 0, "a foreign placeholder under our X lock");
+                        if w & ABSENT == 0 {
+                            return Err(Error::DuplicateKey);
+                        }
+                    }
+                }
+            }
+            let rec = Version::alloc_in_place(key, t.link_words(), value, LATEST | ABSENT).as_ptr();
+            // SAFETY: fresh and unlinked; its value (and so its secondary keys) is final.
+            unsafe { t.link_all(rec) };
+            self.created += 1;
+            // SeqCst fence: the writer's side of the range-lock handshake
+            // (module docs): linked before we look for ranges.
+            fence(Ordering::SeqCst);
+            // SAFETY: ours, alive.
+            let r = unsafe { &*rec };
+            if !self.lk_range_holders(t, r, None) {
+                drop(guard);
+                self.sv_buffer(table, rec, WriteKind::Insert, value, true);
+                return Ok(());
+            }
+            // A scan at serializable locked a range holding the key: withdraw
+            // the placeholder (the scanner skips a record no longer latest),
+            // wait for the range, try again.
+            let keys: Vec<(u32, usize, Key)> =
+                t.indexes.iter().enumerate().map(|(i, ix)| (table.0, i, ix.key_of(r))).collect();
+            drop(guard);
+            self.sv_retire(table, rec, WITHDRAWN);
+            self.lk_wait_ranges(&keys)?;
+        }
+    }
+
+    /// 1V's `get_by` and `scan`: every row of `index` in the range
+    /// (`lo == hi`: one key), each read under its primary key's lock.
+    pub(crate) fn lk_scan(
+        &mut self,
+        index: IndexId,
+        lo: Bound<Key>,
+        hi: Bound<Key>,
+        filter: Option<&Filter>,
+        mut f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        self.enter()?;
+        let (t, ix) = self.index_ref(index)?;
+        let eq = matches!((&lo, &hi), (Bound::Included(a), Bound::Included(b)) if a == b);
+        if self.declared && !eq {
+            return Err(Error::NotDeclared("a range scan (an access declaration lists records, not ranges)".into()));
+        }
+        if self.key_range {
+            if let (true, Bound::Included(k)) = (eq, &lo) {
+                // One key: its hash key's lock covers it (section 5).
+                self.lk_lock(Self::lk_word(ix, k), LockMode::Shared, false, false, || false)?;
+            } else {
+                // Before the walk (module docs: the scanner's side).
+                ix.ranges.lock(lo, hi, self.id);
+                let l = &mut self.local().locks;
+                if !l.ranges.contains(&(index.table, index.index)) {
+                    l.ranges.push((index.table, index.index));
+                }
+            }
+        }
+        let primary = &t.indexes[0];
+        let ordered = ix.is_ordered();
+        let mut rows = Vec::new();
+        let mut stopped_at = None;
+        let mut failed = None;
+        let mut delivered = std::mem::take(&mut self.local().locks.delivered);
+        delivered.clear();
+        self.local().locks.redirected.clear();
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let guard = crossbeam_epoch::pin();
+        walk_range(ix, &lo, &hi, |v| {
+            let first = v as *const Version as *mut Version;
+            // Acquire: pairs with the Release stores of the word.
+            let withdrawn = || v.begin.load(Ordering::Acquire) & WITHDRAWN != 0;
+            if withdrawn() || self.local().locks.redirected.contains(&VPtr(first)) {
+                return true;
+            }
+            let pk = v.key();
+            let w = Self::lk_word(primary, &pk);
+            // A placeholder withdrawn while we wait was never a row: stop
+            // waiting (its inserter may be waiting for our range).
+            let got = match self.lk_lock(w, LockMode::Shared, !self.long_reads, true, withdrawn) {
+                Ok(Got::GaveUp) => return true,
+                Ok(g) => g,
+                Err(e) => {
+                    failed = Some(e);
+                    return false;
+                }
+            };
+            // Under the key's lock. A record no longer latest was deleted or
+            // replaced, before or while we waited; a replacement may sit
+            // where the walk has passed already: the key's row now is the
+            // one to read, if it is in the range and not delivered yet.
+            let mut rec = first;
+            if v.begin.load(Ordering::Acquire) & LATEST == 0 {
+                let now = find_latest(t, &pk, None);
+                let l = &self.local().locks;
+                // SAFETY: found under the guard.
+                let skip = now.is_null()
+                    || !key_in(&lo, &hi, &ix.key_of(unsafe { &*now }))
+                    || delivered.contains(&VPtr(now))
+                    || l.redirected.contains(&VPtr(now));
+                if skip {
+                    self.lk_short_release(w, got);
+                    return true;
+                }
+                self.local().locks.redirected.push(VPtr(now));
+                rec = now;
+            }
+            let Some(writer) = self.lk_read(rec) else {
+                self.lk_short_release(w, got);
+                return true;
+            };
+            delivered.push(VPtr(rec));
+            let l = &self.local().silo;
+            let go_on = if filter.is_some_and(|p| !p(&pk, &l.copy)) {
+                true
+            } else {
+                if self.recording {
+                    rows.push((pk, writer, l.copy.clone()));
+                }
+                f(&pk, &l.copy)
+            };
+            if !go_on {
+                // SAFETY: as above.
+                stopped_at = Some(ix.key_of(unsafe { &*rec }));
+            }
+            self.lk_short_release(w, got);
+            go_on
+        });
+        drop(guard);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        self.local().locks.delivered = delivered;
+        let hi = match stopped_at {
+            Some(k) if ordered => {
+                if self.key_range && !eq {
+                    ix.ranges.narrow_last(self.id, Bound::Included(k));
+                }
+                Bound::Included(k)
+            }
+            _ => hi,
+        };
+        if self.recording {
+            self.record_scan(index, lo, hi, filter.is_some(), rows);
+        }
+        Ok(())
+    }
+
+    /// Releases every lock: the LockSet and the key-range locks.
+    fn lk_release_locks(&mut self) {
+        let l = &mut self.local().locks;
+        for h in l.held.drain(..) {
+            // SAFETY: lock words live in the tables' indexes, which live as
+            // long as the database.
+            unlock(unsafe { &*h.word }, h.mode);
+        }
+        l.map.clear();
+        for (table, index) in l.ranges.drain(..) {
+            self.db.table_by_id(table).indexes[index as usize].ranges.unlock_all(self.id);
+        }
+    }
+
+    /// Rolls back: retires our placeholders and prepared records, releases
+    /// the locks. Nothing else to undo: writes reach records at commit.
+    pub(crate) fn lk_abort(&mut self, reason: AbortReason) -> Error {
+        debug_assert_eq!(self.status, Status::Active);
+        let l = self.local();
+        let mut dead: Vec<(u32, VPtr)> =
+            l.silo.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
+        dead.extend(l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)));
+        for (table, rec) in dead {
+            self.sv_retire(TableId(table), rec.0, WITHDRAWN);
+        }
+        self.lk_release_locks();
+        self.db.txns.report_outcome(self.slot, false);
+        self.aborted(reason)
+    }
+
+    /// Commit phase 1: a new record for every write that cannot be made in
+    /// place, linked absent; false if one landed in another transaction's
+    /// key range (they were all withdrawn; the caller waits and retries).
+    fn lk_prepare(&mut self, ranges_hit: &mut Vec<(u32, usize, Key)>) -> bool {
+        let n = self.local().silo.writes.len();
+        for i in 0..n {
+            let w = self.local().silo.writes[i];
+            if w.kind == WriteKind::Delete {
+                continue;
+            }
+            let t = self.db.table_by_id(w.table);
+            // SAFETY: X-locked by us (or our placeholder), so alive and ours to replace.
+            let rec = unsafe { &*w.rec.0 };
+            let value = &self.local().silo.values[w.at as usize..(w.at + w.len) as usize];
+            if self.sv_in_place(t, rec, value) {
+                continue;
+            }
+            let nv = Version::alloc_in_place(rec.key(), t.link_words(), value, LATEST | ABSENT).as_ptr();
+            // SAFETY: fresh, unlinked.
+            unsafe { t.link_all(nv) };
+            self.created += 1;
+            self.local().locks.prepared.push((i, VPtr(nv)));
+            // SeqCst fence: the writer's side of the range-lock handshake.
+            fence(Ordering::SeqCst);
+            // SAFETY: ours, alive.
+            let r = unsafe { &*nv };
+            let moved: Vec<bool> =
+                t.indexes.iter().map(|ix| ix.key_fn.is_some() && ix.key_of(r) != ix.key_of(rec)).collect();
+            if moved.iter().any(|&m| m) && self.lk_range_holders(t, r, Some(&moved)) {
+                let table = w.table;
+                ranges_hit.extend(
+                    t.indexes.iter().enumerate().filter(|(i, _)| moved[*i]).map(|(i, ix)| (table, i, ix.key_of(r))),
+                );
+                let dead: Vec<(u32, VPtr)> = {
+                    let l = self.local();
+                    l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)).collect()
+                };
+                for (table, rec) in dead {
+                    self.sv_retire(TableId(table), rec.0, WITHDRAWN);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    /// 1V's commit (module docs: prepare, stamp, install, release).
+    pub(crate) fn lk_commit(mut self) -> Result<CommitInfo> {
+        self.enter()?;
+        let db = self.db;
+        // Phase 1: prepare.
+        loop {
+            let mut hit = Vec::new();
+            // Epoch pin: records stay allocated while we prepare.
+            let guard = crossbeam_epoch::pin();
+            if self.lk_prepare(&mut hit) {
+                break;
+            }
+            drop(guard);
+            self.lk_wait_ranges(&hit)?;
+        }
+        // Phase 2: the commit TID (recording only; module docs).
+        let recording = self.recording;
+        // Relaxed: the order is that of the RMWs on this one counter.
+        let tid = if recording { db.silo.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
+        debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
+        // Phase 3: install, then release.
+        let writes = self.local().silo.writes.len();
+        {
+            // Epoch pin: records stay allocated while we install.
+            let _guard = crossbeam_epoch::pin();
+            let prepared = std::mem::take(&mut self.local().locks.prepared);
+            let mut p = prepared.iter().peekable();
+            for i in 0..writes {
+                let w = self.local().silo.writes[i];
+                // SAFETY: X-locked by us, alive.
+                let rec = unsafe { &*w.rec.0 };
+                let table = TableId(w.table);
+                if w.kind == WriteKind::Delete {
+                    self.sv_retire(table, w.rec.0, tid);
+                } else if let Some(&(_, nv)) = p.next_if(|(j, _)| *j == i) {
+                    // Release: publishes the new row; then the old one stops
+                    // being latest (a scan waiting on it looks the key up).
+                    // SAFETY: ours, alive.
+                    unsafe { &*nv.0 }.begin.store(tid | LATEST, Ordering::Release);
+                    self.sv_retire(table, w.rec.0, tid);
+                } else {
+                    let value = &self.local().silo.values[w.at as usize..(w.at + w.len) as usize];
+                    rec.store_value(value);
+                    // Release: publishes the value (and a placeholder as a row).
+                    rec.begin.store(tid | LATEST, Ordering::Release);
+                }
+            }
+            let mut prepared = prepared;
+            prepared.clear();
+            self.local().locks.prepared = prepared;
+        }
+        if recording {
+            self.record_end(Some(tid), Outcome::Committed);
+        }
+        self.lk_release_locks();
+        db.txns.report_outcome(self.slot, true);
+        self.terminate();
+        Ok(CommitInfo { commit_ts: tid, writes })
+    }
+}

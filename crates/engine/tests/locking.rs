@@ -1,0 +1,391 @@
+//! Single-version locking (Hekaton VLDB 2011 section 5, `1v-lock`) and
+//! ordered 2PL (BOHM section 4, `2pl-ordered`): operations, blocking, the
+//! `lock-timeout` abort that breaks deadlocks, read committed never seeing
+//! uncommitted data, key-range locks on ordered scans, record replacement
+//! under a waiting scan, and bounded memory.
+
+use multiverse::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn open_with(protocol: Protocol, timeout: Duration) -> (Database, TableId, TableId) {
+    let db = Database::new(Options { protocol, lock_timeout: timeout, ..Options::default() }).unwrap();
+    let h = db.create_table(TableSpec::hash("h", 64)).unwrap();
+    let o = db.create_table(TableSpec::ordered("o")).unwrap();
+    (db, h, o)
+}
+
+fn open() -> (Database, TableId, TableId) {
+    open_with(Protocol::OneVLock, Duration::from_millis(200))
+}
+
+fn u(v: u64) -> [u8; 8] {
+    v.to_le_bytes()
+}
+
+fn get(db: &Database, t: TableId, k: u64) -> Option<u64> {
+    db.run(Isolation::Serializable, |x| x.get(t, &Key::from(k)))
+        .unwrap()
+        .map(|v| u64::from_le_bytes(v.try_into().unwrap()))
+}
+
+#[test]
+fn levels_offered() {
+    assert_eq!(
+        Protocol::OneVLock.isolation_levels(),
+        &[Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable]
+    );
+    assert_eq!(Protocol::TwoPlOrdered.isolation_levels(), &[Isolation::Serializable]);
+    let (db, _, _) = open();
+    assert!(matches!(db.begin(Isolation::Snapshot), Err(Error::InvalidIsolation { .. })));
+}
+
+#[test]
+fn operations_and_own_writes() {
+    for p in [Protocol::OneVLock, Protocol::TwoPlOrdered] {
+        let (db, h, o) = open_with(p, Duration::from_millis(200));
+        for t in [h, o] {
+            db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"one")).unwrap();
+            let mut x = db.begin(Isolation::Serializable).unwrap();
+            assert_eq!(x.insert(t, Key::from(1), b"dup"), Err(Error::DuplicateKey));
+            assert_eq!(x.update(t, &Key::from(9), b"nine"), Err(Error::KeyNotFound));
+            x.update(t, &Key::from(1), b"uno").unwrap();
+            assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"uno"[..]));
+            // Another length: replaced by a new record at commit.
+            x.update(t, &Key::from(1), b"a longer value").unwrap();
+            x.insert(t, Key::from(2), b"two").unwrap();
+            x.delete(t, &Key::from(2)).unwrap();
+            assert_eq!(x.get(t, &Key::from(2)).unwrap(), None);
+            x.insert(t, Key::from(2), b"deux").unwrap();
+            let mut seen = Vec::new();
+            x.scan(db.primary(t), .., None, |k, v| {
+                seen.push((*k, v.to_vec()));
+                true
+            })
+            .unwrap();
+            seen.sort();
+            assert_eq!(seen, vec![(Key::from(1), b"a longer value".to_vec()), (Key::from(2), b"deux".to_vec())]);
+            x.commit().unwrap();
+            let mut x = db.begin(Isolation::Serializable).unwrap();
+            assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"a longer value"[..]));
+            assert_eq!(x.get(t, &Key::from(2)).unwrap().as_deref(), Some(&b"deux"[..]));
+            x.delete(t, &Key::from(1)).unwrap();
+            x.commit().unwrap();
+            let mut x = db.begin(Isolation::Serializable).unwrap();
+            assert_eq!(x.get(t, &Key::from(1)).unwrap(), None);
+            x.abort();
+        }
+    }
+}
+
+/// A writer's X lock blocks a reader; the reader gets the committed value
+/// once the writer commits, never the uncommitted one. Read committed too.
+#[test]
+fn a_write_lock_blocks_readers_until_commit() {
+    let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_secs(5));
+    db.run(Isolation::ReadCommitted, |x| x.insert(h, Key::from(1), &u(10))).unwrap();
+    for iso in [Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable] {
+        let mut w = db.begin(Isolation::ReadCommitted).unwrap();
+        w.update(h, &Key::from(1), &u(11)).unwrap();
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let r = s.spawn(|| {
+                let mut r = db.begin(iso).unwrap();
+                let v = r.get(h, &Key::from(1)).unwrap().unwrap();
+                r.commit().unwrap();
+                (done.load(Ordering::SeqCst), v)
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            done.store(true, Ordering::SeqCst);
+            w.commit().unwrap();
+            let (after, v) = r.join().unwrap();
+            assert!(after, "{iso}: the reader waited for the writer");
+            assert_eq!(v, u(11).to_vec(), "{iso}: the committed value");
+        });
+        db.run(Isolation::ReadCommitted, |x| x.update(h, &Key::from(1), &u(10))).unwrap();
+    }
+}
+
+/// Read committed, hammered: writers keep both rows of a pair equal and
+/// roll half their transactions back after writing; a reader at read
+/// committed must only ever see committed values (never an odd one).
+#[test]
+fn read_committed_never_returns_uncommitted_data() {
+    let (db, h, o) = open_with(Protocol::OneVLock, Duration::from_millis(50));
+    for t in [h, o] {
+        db.run(Isolation::ReadCommitted, |x| x.insert(t, Key::from(1), &u(0))).unwrap();
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let t = if n % 2 == 0 { h } else { o };
+                let Ok(mut x) = db.begin(Isolation::ReadCommitted) else { continue };
+                // Odd values are written and always rolled back.
+                if x.update(t, &Key::from(1), &u(2 * n + 1)).is_ok() {
+                    x.abort();
+                }
+                let _ = db.run(Isolation::ReadCommitted, |x| x.update(t, &Key::from(1), &u(2 * n)));
+            }
+        });
+        let deadline = Instant::now() + Duration::from_millis(300);
+        let mut reads = 0;
+        while Instant::now() < deadline {
+            for t in [h, o] {
+                let mut x = db.begin(Isolation::ReadCommitted).unwrap();
+                if let Ok(Some(v)) = x.get(t, &Key::from(1)) {
+                    assert_eq!(u64::from_le_bytes(v.try_into().unwrap()) % 2, 0, "an uncommitted value was read");
+                    reads += 1;
+                }
+                x.scan(db.primary(t), .., None, |_, v| {
+                    assert_eq!(v[0] % 2, 0, "a scan read an uncommitted value");
+                    true
+                })
+                .unwrap_or(());
+                let _ = x.commit();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(reads > 10);
+    });
+}
+
+/// Two transactions each hold a lock the other wants: a deadlock. Timeouts
+/// break it (section 5): at least one aborts with `lock-timeout`, and the
+/// database counts it.
+#[test]
+fn deadlocks_end_in_lock_timeouts() {
+    let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_millis(100));
+    db.run(Isolation::Serializable, |x| {
+        x.insert(h, Key::from(1), &u(1))?;
+        x.insert(h, Key::from(2), &u(2))
+    })
+    .unwrap();
+    let barrier = std::sync::Barrier::new(2);
+    let outcomes: Vec<Result<()>> = std::thread::scope(|s| {
+        let hs: Vec<_> = [(1u64, 2u64), (2, 1)]
+            .into_iter()
+            .map(|(a, b)| {
+                let (db, barrier) = (&db, &barrier);
+                s.spawn(move || {
+                    let mut x = db.begin(Isolation::Serializable).unwrap();
+                    x.update(h, &Key::from(a), &u(10))?;
+                    barrier.wait();
+                    x.update(h, &Key::from(b), &u(20))?;
+                    x.commit().map(|_| ())
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let timeouts = outcomes.iter().filter(|o| **o == Err(Error::Aborted(AbortReason::LockTimeout))).count();
+    assert!(timeouts >= 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o.is_ok() || *o == Err(Error::Aborted(AbortReason::LockTimeout))));
+    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], timeouts as u64);
+    assert_eq!(AbortReason::LockTimeout.name(), "lock-timeout");
+    assert!(AbortReason::LockTimeout.is_transient());
+}
+
+/// A long holder: a waiter gives up after the timeout, whatever it waits for.
+#[test]
+fn a_wait_behind_a_long_holder_times_out() {
+    let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_millis(30));
+    db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), &u(1))).unwrap();
+    let mut reader = db.begin(Isolation::RepeatableRead).unwrap();
+    reader.get(h, &Key::from(1)).unwrap();
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut w = db.begin(Isolation::ReadCommitted).unwrap();
+            assert_eq!(w.update(h, &Key::from(1), &u(2)), Err(Error::Aborted(AbortReason::LockTimeout)));
+            assert!(started.elapsed() >= Duration::from_millis(30));
+            assert!(matches!(w.get(h, &Key::from(1)), Err(Error::TransactionClosed(Some(AbortReason::LockTimeout)))));
+        });
+    });
+    reader.commit().unwrap();
+    assert_eq!(get(&db, h, 1), Some(1));
+}
+
+/// Serializable range scans of an ordered index lock the range: an insert
+/// into it waits for the scanner (no phantom); one outside it does not.
+/// Below serializable there is no key-range lock.
+#[test]
+fn key_range_locks_keep_phantoms_out() {
+    let (db, _, o) = open_with(Protocol::OneVLock, Duration::from_secs(5));
+    db.run(Isolation::Serializable, |x| {
+        for k in [10, 20, 30] {
+            x.insert(o, Key::from(k), &u(k))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let count = |x: &mut Transaction<'_>| {
+        let mut n = 0;
+        x.scan(db.primary(o), Key::from(10)..=Key::from(20), None, |_, _| {
+            n += 1;
+            true
+        })
+        .unwrap();
+        n
+    };
+    let mut scanner = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(count(&mut scanner), 2);
+    let inserted = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let flag = inserted.clone();
+        let db = &db;
+        let t = s.spawn(move || {
+            // Outside the range: no wait.
+            db.run(Isolation::Serializable, |x| x.insert(o, Key::from(25), &u(25))).unwrap();
+            db.run(Isolation::Serializable, |x| x.insert(o, Key::from(15), &u(15))).unwrap();
+            flag.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!inserted.load(Ordering::SeqCst), "the insert into the locked range waits");
+        assert_eq!(count(&mut scanner), 2, "no phantom");
+        scanner.commit().unwrap();
+        t.join().unwrap();
+    });
+    assert!(inserted.load(Ordering::SeqCst));
+    assert_eq!(get(&db, o, 15), Some(15));
+    // Repeatable read: no range lock, the insert goes through at once.
+    let mut rr = db.begin(Isolation::RepeatableRead).unwrap();
+    let mut n = 0;
+    rr.scan(db.primary(o), Key::from(10)..=Key::from(20), None, |_, _| {
+        n += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(n, 3);
+    db.run(Isolation::Serializable, |x| x.insert(o, Key::from(12), &u(12))).unwrap();
+    rr.commit().unwrap();
+}
+
+/// A scan that waits on a row whose writer replaces its record (the value
+/// changes length) reads the new record, once, in a hash index and an
+/// ordered one.
+#[test]
+fn a_scan_waiting_on_a_replaced_record_reads_its_successor() {
+    let (db, h, o) = open_with(Protocol::OneVLock, Duration::from_secs(5));
+    for t in [h, o] {
+        db.run(Isolation::Serializable, |x| {
+            for k in 0..8 {
+                x.insert(t, Key::from(k), b"short")?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let mut w = db.begin(Isolation::Serializable).unwrap();
+        w.update(t, &Key::from(3), b"a much longer value").unwrap();
+        std::thread::scope(|s| {
+            let db = &db;
+            let r = s.spawn(move || {
+                let mut x = db.begin(Isolation::Serializable).unwrap();
+                let mut rows = Vec::new();
+                x.scan(db.primary(t), .., None, |k, v| {
+                    rows.push((*k, v.to_vec()));
+                    true
+                })
+                .unwrap();
+                x.commit().unwrap();
+                rows
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            w.commit().unwrap();
+            let mut rows = r.join().unwrap();
+            rows.sort();
+            assert_eq!(rows.len(), 8, "every row once: {rows:?}");
+            assert_eq!(rows[3], (Key::from(3), b"a much longer value".to_vec()));
+        });
+    }
+}
+
+/// A secondary index: lookups lock the secondary key, so an insert of a row
+/// under that key waits for a serializable reader who found nothing.
+#[test]
+fn secondary_lookups_lock_their_key() {
+    let db = Database::new(Options { protocol: Protocol::OneVLock, ..Options::default() }).unwrap();
+    let spec = TableSpec::hash("t", 64).secondary("by_value", IndexKind::Hash { capacity: 64 }, |_, v| {
+        Key::from(u64::from_le_bytes(v[..8].try_into().unwrap()))
+    });
+    let t = db.create_table(spec).unwrap();
+    let by = db.index(t, "by_value").unwrap();
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &u(7))).unwrap();
+    let mut r = db.begin(Isolation::Serializable).unwrap();
+    let mut n = 0;
+    r.get_by(by, &Key::from(8), |_, _| {
+        n += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(n, 0);
+    let mut w = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(w.insert(t, Key::from(2), &u(8)), Err(Error::Aborted(AbortReason::LockTimeout)));
+    // Moving row 1 to value 8 also needs the key's lock.
+    let mut w = db.begin(Isolation::Serializable).unwrap();
+    assert_eq!(w.update(t, &Key::from(1), &u(8)), Err(Error::Aborted(AbortReason::LockTimeout)));
+    r.commit().unwrap();
+    db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), &u(8))).unwrap();
+    let mut rows = Vec::new();
+    db.run(Isolation::Serializable, |x| {
+        rows.clear();
+        x.get_by(by, &Key::from(8), |k, _| {
+            rows.push(*k);
+            true
+        })
+    })
+    .unwrap();
+    assert_eq!(rows, vec![Key::from(1)]);
+}
+
+/// Replaced and deleted records are freed: memory stays bounded.
+#[test]
+fn retired_records_are_freed() {
+    let (db, h, _) = open();
+    db.run(Isolation::ReadCommitted, |x| x.insert(h, Key::from(1), b"x")).unwrap();
+    for i in 0..2000u32 {
+        let v = vec![b'v'; 1 + (i % 7) as usize];
+        db.run(Isolation::ReadCommitted, |x| x.update(h, &Key::from(1), &v)).unwrap();
+        db.run(Isolation::ReadCommitted, |x| x.insert(h, Key::from(2), b"y")).unwrap();
+        db.run(Isolation::ReadCommitted, |x| x.delete(h, &Key::from(2))).unwrap();
+    }
+    db.collect_garbage();
+    let alive = db.stats().versions_alive;
+    assert!(alive < 300, "{alive} records alive");
+}
+
+/// Ordered 2PL takes a declaration's locks at begin: a second transaction
+/// that declares a write of the same key waits at begin, and starts once
+/// the first commits.
+#[test]
+fn ordered_2pl_locks_at_begin() {
+    let (db, h, _) = open_with(Protocol::TwoPlOrdered, Duration::from_millis(10));
+    db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), &u(1))).unwrap();
+    let access = AccessSet { reads: vec![(h, Key::from(1))], writes: vec![(h, Key::from(1))] };
+    let opts = TxnOptions { access: Some(&access), ..TxnOptions::new(Isolation::Serializable) };
+    let mut a = db.begin_with(opts).unwrap();
+    let started = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (db, started, access) = (&db, &started, &access);
+        let b = s.spawn(move || {
+            let opts = TxnOptions { access: Some(access), ..TxnOptions::new(Isolation::Serializable) };
+            // Longer than the lock timeout: declared locks wait without limit.
+            let mut b = db.begin_with(opts).unwrap();
+            started.store(true, Ordering::SeqCst);
+            let v = b.get(h, &Key::from(1)).unwrap().unwrap();
+            b.update(h, &Key::from(1), &u(u64::from_le_bytes(v.try_into().unwrap()) + 1)).unwrap();
+            b.commit().unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(!started.load(Ordering::SeqCst), "b waits at begin");
+        let v = a.get(h, &Key::from(1)).unwrap().unwrap();
+        a.update(h, &Key::from(1), &u(u64::from_le_bytes(v.try_into().unwrap()) + 1)).unwrap();
+        a.commit().unwrap();
+        b.join().unwrap();
+    });
+    assert_eq!(get(&db, h, 1), Some(3));
+    assert_eq!(db.stats().aborted(), 0);
+}
