@@ -264,7 +264,11 @@ pub struct Options {
     /// it aborts with [`AbortReason::LockTimeout`]: how `1v-lock` breaks
     /// deadlocks (Hekaton section 5). Ordered 2PL waits without limit for
     /// the locks it declared (it cannot deadlock) and uses this only for
-    /// the locks of undeclared transactions.
+    /// the locks of undeclared transactions. 100 µs by default: each
+    /// deadlock costs its transactions this long (docs/BENCHMARKS.md
+    /// measures 2 ms to 20 µs at high contention), and a transaction that
+    /// holds its locks longer than this (user think time between
+    /// statements) makes its waiters abort and retry: raise it then.
     pub lock_timeout: Duration,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
@@ -296,7 +300,7 @@ impl Default for Options {
             max_transactions: 1024,
             max_value_size: 1 << 20,
             deadlock_interval: Duration::from_micros(100),
-            lock_timeout: Duration::from_millis(2),
+            lock_timeout: Duration::from_micros(100),
             record_history: false,
             faults: Faults::default(),
         }

@@ -96,7 +96,7 @@ pub struct BenchArgs {
     /// 1v-lock and 2pl-ordered: how long a transaction waits for a lock
     /// before it aborts (lock-timeout), in microseconds: how 1V locking
     /// breaks deadlocks (Hekaton section 5)
-    #[arg(long, value_name = "US", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
+    #[arg(long, value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
     pub lock_timeout_us: u64,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
