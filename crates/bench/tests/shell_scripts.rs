@@ -97,8 +97,8 @@ fn silo_scripts_match_their_expected_output() {
 /// blocked behind a lock is reported after the grace period (2 s), and the
 /// driver settles for another grace period before the next line: a lock
 /// released by that next line is released about 4 s after the wait began,
-/// and a deadlock closed by it is broken at 5 s, inside that line's own
-/// grace period, so the outputs do not depend on timing.
+/// well inside the timeout. Deadlocks are found by detection within about
+/// 100 µs of the wait that closes them.
 const LOCK_TIMEOUT_MS: &str = "5000";
 
 /// 1V locking: the anomalies at its three levels, a dirty read that waits,

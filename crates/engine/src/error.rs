@@ -27,13 +27,14 @@ pub enum AbortReason {
     /// MV/L: a wait-for dependency could not be installed because the other
     /// transaction had set NoMoreWaitFors (section 4.2).
     WaitFor = 6,
-    /// Chosen as the victim to break a deadlock of wait-for dependencies
-    /// (section 4.4).
+    /// Chosen as the victim to break a deadlock: of wait-for dependencies
+    /// (MV/L, section 4.4), or of lock waits (single-version locking, where
+    /// the youngest transaction of the cycle is chosen).
     Deadlock = 7,
     /// Single-version locking: a lock wait outlasted the lock timeout
-    /// ([`crate::Options::lock_timeout`]). Timeouts are how 1V locking
-    /// detects and breaks deadlocks (VLDB 2011 section 5), so this is the
-    /// reason of every deadlock victim, and of a wait behind a long holder.
+    /// ([`crate::Options::lock_timeout`]): a wait behind a holder that kept
+    /// running (or a deadlock the detector did not get to first; VLDB 2011
+    /// section 5 breaks deadlocks by timeouts alone).
     LockTimeout = 8,
 }
 

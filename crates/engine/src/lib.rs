@@ -256,19 +256,20 @@ pub struct Options {
     pub max_transactions: usize,
     /// Largest value accepted, in bytes.
     pub max_value_size: usize,
-    /// How long a transaction blocked on wait-for dependencies waits before
-    /// it runs deadlock detection, and then between runs (MV/L, section
-    /// 4.4): a deadlock is broken within about this long.
+    /// How long a transaction blocked on wait-for dependencies (MV/L,
+    /// section 4.4) or on a lock (1V locking) waits before it runs deadlock
+    /// detection, and then between runs: a deadlock is broken within about
+    /// this long.
     pub deadlock_interval: Duration,
     /// How long a single-version locking transaction waits for a lock before
-    /// it aborts with [`AbortReason::LockTimeout`]: how `1v-lock` breaks
-    /// deadlocks (Hekaton section 5). Ordered 2PL waits without limit for
-    /// the locks it declared (it cannot deadlock) and uses this only for
-    /// the locks of undeclared transactions. 100 µs by default: each
-    /// deadlock costs its transactions this long (docs/BENCHMARKS.md
-    /// measures 2 ms to 20 µs at high contention), and a transaction that
-    /// holds its locks longer than this (user think time between
-    /// statements) makes its waiters abort and retry: raise it then.
+    /// it aborts with [`AbortReason::LockTimeout`] (Hekaton section 5 breaks
+    /// deadlocks with timeouts). Deadlocks are also detected: a waiter
+    /// looks for a cycle of waits every [`Options::deadlock_interval`], and
+    /// the cycle's youngest transaction aborts with
+    /// [`AbortReason::Deadlock`]; the timeout then bounds waits behind a
+    /// running holder. Ordered 2PL waits without limit for the locks it
+    /// declared (it cannot deadlock) and uses this only for the locks of
+    /// undeclared transactions. 10 ms by default.
     pub lock_timeout: Duration,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
@@ -300,7 +301,7 @@ impl Default for Options {
             max_transactions: 1024,
             max_value_size: 1 << 20,
             deadlock_interval: Duration::from_micros(100),
-            lock_timeout: Duration::from_micros(100),
+            lock_timeout: Duration::from_millis(10),
             record_history: false,
             faults: Faults::default(),
         }

@@ -1,6 +1,6 @@
 //! Single-version locking (Hekaton VLDB 2011 section 5, `1v-lock`) and
 //! ordered 2PL (BOHM section 4, `2pl-ordered`): operations, blocking, the
-//! `lock-timeout` abort that breaks deadlocks, read committed never seeing
+//! deadlock detection (`deadlock`) and the `lock-timeout` abort, read committed never seeing
 //! uncommitted data, key-range locks on ordered scans, record replacement
 //! under a waiting scan, and bounded memory.
 
@@ -153,40 +153,71 @@ fn read_committed_never_returns_uncommitted_data() {
     });
 }
 
-/// Two transactions each hold a lock the other wants: a deadlock. Timeouts
-/// break it (section 5): at least one aborts with `lock-timeout`, and the
-/// database counts it.
+/// Two transactions each hold a lock the other wants: a deadlock. The
+/// detector finds it well before the timeout, and the younger transaction
+/// (the larger id) aborts with `deadlock`; the older one commits.
 #[test]
-fn deadlocks_end_in_lock_timeouts() {
-    let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_millis(100));
+fn deadlocks_are_detected_and_the_younger_aborts() {
+    let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_secs(10));
     db.run(Isolation::Serializable, |x| {
         x.insert(h, Key::from(1), &u(1))?;
         x.insert(h, Key::from(2), &u(2))
     })
     .unwrap();
     let barrier = std::sync::Barrier::new(2);
-    let outcomes: Vec<Result<()>> = std::thread::scope(|s| {
+    let started = Instant::now();
+    let mut outcomes: Vec<(u64, Result<()>)> = std::thread::scope(|s| {
         let hs: Vec<_> = [(1u64, 2u64), (2, 1)]
             .into_iter()
             .map(|(a, b)| {
                 let (db, barrier) = (&db, &barrier);
                 s.spawn(move || {
                     let mut x = db.begin(Isolation::Serializable).unwrap();
-                    x.update(h, &Key::from(a), &u(10))?;
+                    let id = x.id();
+                    let r = (|| {
+                        x.update(h, &Key::from(a), &u(10))?;
+                        barrier.wait();
+                        x.update(h, &Key::from(b), &u(20))?;
+                        x.commit().map(|_| ())
+                    })();
+                    (id, r)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(started.elapsed() < Duration::from_secs(5), "found long before the 10-s timeout");
+    outcomes.sort_by_key(|o| o.0);
+    assert_eq!(outcomes[0].1, Ok(()), "the older commits: {outcomes:?}");
+    assert_eq!(outcomes[1].1, Err(Error::Aborted(AbortReason::Deadlock)), "the younger is chosen: {outcomes:?}");
+    assert_eq!(db.stats().aborts[AbortReason::Deadlock as usize], 1);
+    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
+}
+
+/// A deadlock through key-range locks: each serializable scan locks the
+/// whole table, and each then inserts into the other's range.
+#[test]
+fn range_lock_deadlocks_are_detected() {
+    let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_secs(10));
+    let barrier = std::sync::Barrier::new(2);
+    let outcomes: Vec<Result<()>> = std::thread::scope(|s| {
+        let hs: Vec<_> = [3u64, 4]
+            .into_iter()
+            .map(|k| {
+                let (db, barrier) = (&db, &barrier);
+                s.spawn(move || {
+                    let mut x = db.begin(Isolation::Serializable).unwrap();
+                    x.scan(db.primary(h), .., None, |_, _| true)?;
                     barrier.wait();
-                    x.update(h, &Key::from(b), &u(20))?;
+                    x.insert(h, Key::from(k), &u(k))?;
                     x.commit().map(|_| ())
                 })
             })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let timeouts = outcomes.iter().filter(|o| **o == Err(Error::Aborted(AbortReason::LockTimeout))).count();
-    assert!(timeouts >= 1, "{outcomes:?}");
-    assert!(outcomes.iter().all(|o| o.is_ok() || *o == Err(Error::Aborted(AbortReason::LockTimeout))));
-    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], timeouts as u64);
-    assert_eq!(AbortReason::LockTimeout.name(), "lock-timeout");
-    assert!(AbortReason::LockTimeout.is_transient());
+    assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 1, "{outcomes:?}");
+    assert!(outcomes.contains(&Err(Error::Aborted(AbortReason::Deadlock))), "{outcomes:?}");
 }
 
 /// A long holder: a waiter gives up after the timeout, whatever it waits for.

@@ -88,15 +88,16 @@ pub struct BenchArgs {
     /// of fresh pages (slow on virtual machines). Off by default.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub prefault: Option<u64>,
-    /// mv-lock and mv-mixed: how long a transaction blocked on wait-for
-    /// dependencies waits before it runs deadlock detection, and then
-    /// between runs, in microseconds (Hekaton section 4.4)
+    /// mv-lock, mv-mixed, 1v-lock and 2pl-ordered: how long a transaction
+    /// blocked on wait-for dependencies or on a lock waits before it runs
+    /// deadlock detection, and then between runs, in microseconds (Hekaton
+    /// section 4.4)
     #[arg(long, value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub deadlock_us: u64,
     /// 1v-lock and 2pl-ordered: how long a transaction waits for a lock
-    /// before it aborts (lock-timeout), in microseconds: how 1V locking
-    /// breaks deadlocks (Hekaton section 5)
-    #[arg(long, value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
+    /// before it aborts (lock-timeout), in microseconds (deadlocks are
+    /// detected every --deadlock-us)
+    #[arg(long, value_name = "US", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
     pub lock_timeout_us: u64,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,

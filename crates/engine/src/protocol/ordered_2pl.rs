@@ -60,7 +60,7 @@ impl Transaction<'_> {
             };
             if !fast {
                 // No limit: ordered acquisition cannot deadlock.
-                wait_for_lock(w, mode, false, None, || false);
+                wait_for_lock(w, mode, false, None, || false, |_| false);
             }
             self.local().locks.push(Held { word: w, mode });
         }

@@ -149,6 +149,9 @@ pub(crate) struct TxnSlot {
     pub(crate) victim: AtomicBool,
     /// Blocked state, read locks and WaitingTxnList (section 4.4).
     pub(crate) waits: Mutex<WaitInfo>,
+    /// Single-version locking: what the occupant waits for, while it waits
+    /// (see `protocol::lock_1v`, deadlock detection).
+    pub(crate) lock_wait: Mutex<Option<crate::protocol::lock_1v::LockWait>>,
     /// BucketLockSet, published for inserters (the paper's LockLists, see
     /// `bucket_lockers`): how many bucket locks the occupant holds, and the
     /// first [`PUBLISHED_BUCKETS`] of them as `bucket_key`s. Written only by
@@ -215,6 +218,7 @@ impl TxnTable {
                     wait_for: AtomicU64::new(0),
                     victim: AtomicBool::new(false),
                     waits: Mutex::new(WaitInfo::default()),
+                    lock_wait: Mutex::new(None),
                     buckets_held: AtomicUsize::new(0),
                     bucket_keys: std::array::from_fn(|_| AtomicU64::new(0)),
                     committed: AtomicU64::new(0),
