@@ -36,7 +36,8 @@ const MAX_RUNS: usize = 10_000;
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// Protocol lines, comma-separated: P (at --isolation) or P@ISOLATION,
-    /// e.g. mv-occ@snapshot,mv-occ@serializable [default: --protocol].
+    /// e.g. mv-occ@snapshot,mv-occ@serializable; SSN's base as ssn+rc or
+    /// ssn+si [default: --protocol].
     #[arg(long, value_name = "P[@L],...", help_heading = "Comparison")]
     pub protocols: Option<String>,
     /// A bench flag and its values: threads=1,2,4 or theta=0,0.5,0.9 (values
@@ -69,6 +70,8 @@ struct PointCli {
 #[derive(Clone, Debug, PartialEq)]
 struct Line {
     protocol: Protocol,
+    /// SSN's base, given as `ssn+rc` or `ssn+si`; otherwise `--base`.
+    base: Option<&'static str>,
     /// Given as `P@L`; otherwise the point uses `--isolation`.
     isolation: Option<Isolation>,
     label: String,
@@ -116,7 +119,18 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
             Some((p, l)) => (p.trim(), Some(l.trim())),
             None => (item, None),
         };
+        let (p, base) = match p.split_once('+') {
+            Some((p, b)) => (p.trim(), Some(b.trim())),
+            None => (p, None),
+        };
         let protocol = bench::parse_protocol(p).map_err(|e| format!("--protocols: {e}"))?;
+        let base = match base {
+            None => None,
+            Some(b) => {
+                let iso = bench::parse_base(Some(b), protocol).map_err(|e| format!("--protocols '{item}': {e}"))?;
+                Some(if iso == Isolation::ReadCommitted { "rc" } else { "si" })
+            }
+        };
         let isolation = match l {
             Some(l) => Some(bench::parse_isolation(l, protocol).map_err(|e| format!("--protocols: {e}"))?),
             None => {
@@ -124,14 +138,18 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
                 None
             }
         };
-        let label = match isolation {
-            Some(l) => format!("{}@{}", protocol.name(), l.name()),
+        let name = match base {
+            Some(b) => format!("{}+{b}", protocol.name()),
             None => protocol.name().to_string(),
+        };
+        let label = match isolation {
+            Some(l) => format!("{name}@{}", l.name()),
+            None => name,
         };
         if lines.iter().any(|x| x.label == label) {
             return Err(format!("--protocols: '{label}' is given twice"));
         }
-        lines.push(Line { protocol, isolation, label });
+        lines.push(Line { protocol, base, isolation, label });
     }
     Ok(lines)
 }
@@ -213,13 +231,19 @@ fn point_args(
     values: &[String],
 ) -> Result<(Vec<String>, BenchArgs), String> {
     let replaced = |id: &str| {
-        id == "protocol" || (id == "isolation" && line.isolation.is_some()) || sweeps.iter().any(|s| s.id == id)
+        id == "protocol"
+            || (id == "isolation" && line.isolation.is_some())
+            || (id == "base" && line.base.is_some())
+            || sweeps.iter().any(|s| s.id == id)
     };
     let mut argv = vec!["multiverse compare".to_string()];
     argv.extend(base.iter().filter(|(id, _)| !replaced(id)).map(|(_, a)| a.clone()));
     argv.push(format!("--protocol={}", line.protocol.name()));
     if let Some(l) = line.isolation {
         argv.push(format!("--isolation={}", l.name()));
+    }
+    if let Some(b) = line.base {
+        argv.push(format!("--base={b}"));
     }
     for (s, v) in sweeps.iter().zip(values) {
         argv.push(format!("--{}={v}", s.name));

@@ -117,6 +117,26 @@ fn ordered_2pl_scripts_match_their_expected_output() {
     scripts_match(&scripts_dir().join("2pl-ordered"), &args, ANOMALIES.len());
 }
 
+/// SSN over snapshot isolation (the default base): the anomalies, and a
+/// schedule SSI refuses that SSN commits.
+#[test]
+fn ssn_scripts_match_their_expected_output() {
+    scripts_match(&scripts_dir().join("ssn"), &["--protocol", "ssn"], ANOMALIES.len());
+}
+
+/// SSN over read committed: the anomalies, and the false positive of the
+/// SSN paper's Figure 2(d).
+#[test]
+fn ssn_rc_scripts_match_their_expected_output() {
+    scripts_match(&scripts_dir().join("ssn-rc"), &["--protocol", "ssn", "--base", "rc"], ANOMALIES.len());
+}
+
+/// SSI: the anomalies, and the dangerous structure without a cycle.
+#[test]
+fn ssi_scripts_match_their_expected_output() {
+    scripts_match(&scripts_dir().join("ssi"), &["--protocol", "ssi"], ANOMALIES.len());
+}
+
 /// mv-mixed: optimistic and pessimistic transactions side by side.
 #[test]
 fn mv_mixed_scripts_match_their_expected_output() {

@@ -262,7 +262,7 @@ impl<'m, 'h> Deps<'m, 'h> {
         let (mut seen, mut point) = (at_begin, t.begin_ts);
         if let (true, Some(commit)) = (t.isolation >= Isolation::RepeatableRead, t.commit_ts) {
             let at_commit = self.m.visible_at(k, commit);
-            if !live(at_commit) && (t.locking || !live(at_begin)) {
+            if !t.snapshot && !live(at_commit) && (t.locking || !live(at_begin)) {
                 (seen, point) = (at_commit, commit);
             }
         }

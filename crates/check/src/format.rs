@@ -74,7 +74,14 @@ fn txn_line(t: &TxnRecord, s: &mut String) {
         Outcome::Aborted(r) => format!("aborted:{}", r.name()),
     };
     let locking = if t.locking { " locking" } else { "" };
-    let _ = writeln!(s, "txn {} {} begin={} commit={commit} {outcome}{locking}", t.id, t.isolation.name(), t.begin_ts);
+    let snapshot = if t.snapshot { " snapshot" } else { "" };
+    let _ = writeln!(
+        s,
+        "txn {} {} begin={} commit={commit} {outcome}{locking}{snapshot}",
+        t.id,
+        t.isolation.name(),
+        t.begin_ts
+    );
 }
 
 fn op_lines(op: &Op, s: &mut String) {
@@ -229,13 +236,21 @@ impl Parser {
     }
 
     fn txn(&mut self, args: &[&str]) -> Parsed<()> {
-        const SHAPE: &str = "expected 'txn ID ISOLATION begin=TS commit=TS|- committed|aborted:REASON [locking]'";
+        const SHAPE: &str =
+            "expected 'txn ID ISOLATION begin=TS commit=TS|- committed|aborted:REASON [locking] [snapshot]'";
+        let (args, snapshot) = match args {
+            [rest @ .., "snapshot"] => (rest, true),
+            _ => (args, false),
+        };
         let (args, locking) = match args {
             [rest @ .., "locking"] => (rest, true),
             _ => (args, false),
         };
         let [id, iso, begin, commit, outcome] = args else {
-            return Err(format!("{SHAPE}, got {} fields after 'txn'", args.len() + locking as usize));
+            return Err(format!(
+                "{SHAPE}, got {} fields after 'txn'",
+                args.len() + locking as usize + snapshot as usize
+            ));
         };
         let id = parse_u64(id, "transaction id")?;
         let isolation: Isolation = iso.parse().map_err(|_| {
@@ -250,7 +265,8 @@ impl Parser {
         if let Some(t) = self.current.take() {
             self.history.txns.push(t);
         }
-        self.current = Some(TxnRecord { id, isolation, begin_ts, commit_ts, outcome, locking, ops: Vec::new() });
+        self.current =
+            Some(TxnRecord { id, isolation, begin_ts, commit_ts, outcome, locking, snapshot, ops: Vec::new() });
         Ok(())
     }
 

@@ -25,12 +25,12 @@
 //!
 //! let w = TxnRecord {
 //!     id: 1, isolation: Isolation::Serializable, begin_ts: 2, commit_ts: Some(4),
-//!     outcome: Outcome::Committed, locking: false,
+//!     outcome: Outcome::Committed, locking: false, snapshot: false,
 //!     ops: vec![Op::Write { table: 0, key: Key::from(7), kind: WriteKind::Insert, value: vec![1] }],
 //! };
 //! let r = TxnRecord {
 //!     id: 2, isolation: Isolation::Serializable, begin_ts: 6, commit_ts: Some(6),
-//!     outcome: Outcome::Committed, locking: false,
+//!     outcome: Outcome::Committed, locking: false, snapshot: false,
 //!     ops: vec![Op::Read { table: 0, key: Key::from(7), version: Some((Writer::Committed(4), vec![1])) }],
 //! };
 //! let history = History { txns: vec![w, r] };

@@ -226,6 +226,7 @@ pub fn random_history(rng: &mut SmallRng) -> History {
                 Outcome::Aborted(AbortReason::ALL[rng.gen_range(0..AbortReason::COUNT)])
             },
             locking: rng.gen(),
+            snapshot: rng.gen(),
             ops: (0..rng.gen_range(0..8)).map(|_| random_op(rng)).collect(),
         })
         .collect();
@@ -294,6 +295,7 @@ fn tangled_history(rng: &mut SmallRng) -> History {
             commit_ts: if rng.gen_bool(0.8) { Some(rng.gen_range(0..12)) } else { None },
             outcome: if rng.gen_bool(0.8) { Outcome::Committed } else { Outcome::Aborted(AbortReason::User) },
             locking: false,
+            snapshot: false,
             ops: (0..rng.gen_range(0..8))
                 .map(|_| match rng.gen_range(0..4) {
                     0 => Op::Read { table: 0, key: small_key(rng), version: None },

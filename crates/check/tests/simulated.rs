@@ -102,6 +102,7 @@ impl Sim {
             commit_ts: None,
             outcome: Outcome::Committed,
             locking: false,
+            snapshot: false,
             ops: Vec::new(),
         };
         let left = self.rng.gen_range(1..6);

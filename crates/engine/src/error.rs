@@ -36,11 +36,18 @@ pub enum AbortReason {
     /// running (or a deadlock the detector did not get to first; VLDB 2011
     /// section 5 breaks deadlocks by timeouts alone).
     LockTimeout = 8,
+    /// SSN: the exclusion window was violated, π(T) ≤ η(T): a transaction
+    /// that committed before this one might also have to follow it, so
+    /// committing could close a cycle (SSN paper, section 3.1).
+    ExclusionWindow = 9,
+    /// SSI: a dangerous structure T1 →rw T2 →rw T3 with T3 committed first
+    /// (Cahill et al.; SSN paper, section 2), this transaction in it.
+    DangerousStructure = 10,
 }
 
 impl AbortReason {
     /// All reasons, in a fixed order.
-    pub const ALL: [AbortReason; 9] = [
+    pub const ALL: [AbortReason; 11] = [
         AbortReason::WriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -50,6 +57,8 @@ impl AbortReason {
         AbortReason::WaitFor,
         AbortReason::Deadlock,
         AbortReason::LockTimeout,
+        AbortReason::ExclusionWindow,
+        AbortReason::DangerousStructure,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
@@ -66,6 +75,8 @@ impl AbortReason {
             AbortReason::WaitFor => "wait-for",
             AbortReason::Deadlock => "deadlock",
             AbortReason::LockTimeout => "lock-timeout",
+            AbortReason::ExclusionWindow => "exclusion-window",
+            AbortReason::DangerousStructure => "dangerous-structure",
         }
     }
 

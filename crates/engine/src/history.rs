@@ -112,6 +112,11 @@ pub struct TxnRecord {
     /// read as of its begin timestamp (or the current time under read
     /// committed).
     pub locking: bool,
+    /// It read as of its begin timestamp and was certified at commit without
+    /// revalidating its reads there (SSN over snapshot isolation, SSI): what
+    /// it found absent was absent as of its begin timestamp, and that is
+    /// where the checker places it.
+    pub snapshot: bool,
     /// Its operations in program order.
     pub ops: Vec<Op>,
 }

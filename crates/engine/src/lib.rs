@@ -13,7 +13,9 @@
 //! baselines the papers measure against: Silo OCC
 //! ([`protocol::silo`]), Hekaton's single-version locking 1V
 //! ([`protocol::lock_1v`]) and BOHM's ordered two-phase locking
-//! ([`protocol::ordered_2pl`]).
+//! ([`protocol::ordered_2pl`]). And two certifiers that make MV/O's weaker
+//! levels serializable: SSN, the serial safety net, over read committed or
+//! snapshot isolation ([`protocol::ssn`]), and SSI ([`protocol::ssi`]).
 //!
 //! ```
 //! use multiverse::{Database, Isolation, Key, Options, TableSpec};
@@ -140,6 +142,8 @@ impl Protocol {
                 | Protocol::OneVLock
                 | Protocol::Silo
                 | Protocol::TwoPlOrdered
+                | Protocol::Ssn
+                | Protocol::Ssi
         )
     }
 
@@ -271,6 +275,13 @@ pub struct Options {
     /// declared (it cannot deadlock) and uses this only for the locks of
     /// undeclared transactions. 10 ms by default.
     pub lock_timeout: Duration,
+    /// SSN: the concurrency control that SSN certifies (SSN paper, section
+    /// 3: any scheme at least as strong as read committed):
+    /// [`Isolation::ReadCommitted`] (reads see the latest committed version)
+    /// or [`Isolation::Snapshot`] (reads see the snapshot at begin; first
+    /// updater wins). Snapshot by default, ERMIA's choice. SSI always runs
+    /// over snapshot isolation.
+    pub ssn_base: Isolation,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
@@ -302,6 +313,7 @@ impl Default for Options {
             max_value_size: 1 << 20,
             deadlock_interval: Duration::from_micros(100),
             lock_timeout: Duration::from_millis(10),
+            ssn_base: Isolation::Snapshot,
             record_history: false,
             faults: Faults::default(),
         }
@@ -452,6 +464,12 @@ impl Database {
                 txn::table::MAX_SLOTS
             )));
         }
+        if !matches!(opts.ssn_base, Isolation::ReadCommitted | Isolation::Snapshot) {
+            return Err(Error::InvalidArgument(format!(
+                "SSN certifies read committed or snapshot isolation, not {}",
+                opts.ssn_base
+            )));
+        }
         if opts.max_value_size > u32::MAX as usize {
             return Err(Error::InvalidArgument("max_value_size must fit in 32 bits".into()));
         }
@@ -489,7 +507,8 @@ impl Database {
         if id as usize >= MAX_TABLES {
             return Err(Error::InvalidArgument(format!("a database holds at most {MAX_TABLES} tables")));
         }
-        let t = Table::new(id, &spec, self.opts.protocol.uses_key_locks())?;
+        let ssn = matches!(self.opts.protocol, Protocol::Ssn | Protocol::Ssi);
+        let t = Table::new(id, &spec, self.opts.protocol.uses_key_locks(), ssn)?;
         if self.tables[id as usize].set(t).is_err() {
             unreachable!("table ids are handed out under the names lock");
         }
@@ -632,6 +651,10 @@ impl Database {
             };
             match r {
                 Ok(r) => return Ok(r),
+                // SSN's safe retry (section 3.2): the committed transaction
+                // that violated the exclusion window cannot do it again to a
+                // retry begun now, which reads its versions: no backoff.
+                Err(Error::Aborted(AbortReason::ExclusionWindow)) if attempt < policy.max_attempts => {}
                 Err(e) if e.is_transient() && attempt < policy.max_attempts => {
                     // Jittered exponential backoff, seeded cheaply per attempt.
                     let jitter = (attempt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;

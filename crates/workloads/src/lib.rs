@@ -392,8 +392,14 @@ fn run_attempts<W: Worker>(
                 return Ok(false);
             }
             Err(TxnError::Engine(e)) if e.is_transient() => {
-                aborts.add(e.abort_reason().expect("transient errors are aborts"));
-                backoff(&mut spins);
+                let r = e.abort_reason().expect("transient errors are aborts");
+                aborts.add(r);
+                // SSN's safe retry (section 3.2): the transaction that
+                // violated the exclusion window has committed, and a retry
+                // begun now reads its versions: retry at once.
+                if r != AbortReason::ExclusionWindow {
+                    backoff(&mut spins);
+                }
             }
             Err(e) => return Err(e),
         }

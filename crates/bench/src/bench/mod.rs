@@ -99,6 +99,10 @@ pub struct BenchArgs {
     /// detected every --deadlock-us)
     #[arg(long, value_name = "US", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
     pub lock_timeout_us: u64,
+    /// ssn: the concurrency control SSN certifies, rc (read committed) or
+    /// si (snapshot isolation) [default: si]; ssi runs over si only
+    #[arg(long, value_name = "B")]
+    pub base: Option<String>,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
     #[command(flatten)]
@@ -203,9 +207,32 @@ pub(crate) fn check_bytes(need: u64, what: &str) -> Result<(), String> {
     }
 }
 
-fn open_db(protocol: Protocol, threads: usize, deadlock_us: u64, lock_timeout_us: u64) -> Result<Database, String> {
+/// The base of `--base` for protocol `p` (SSN's certified scheme).
+pub(crate) fn parse_base(flag: Option<&str>, p: Protocol) -> Result<Isolation, String> {
+    let base = match flag {
+        None => return Ok(Isolation::Snapshot),
+        Some("rc" | "read-committed") => Isolation::ReadCommitted,
+        Some("si" | "snapshot") => Isolation::Snapshot,
+        Some(other) => return Err(format!("--base '{other}': expected rc or si")),
+    };
+    match p {
+        Protocol::Ssn => Ok(base),
+        Protocol::Ssi if base == Isolation::Snapshot => Ok(base),
+        Protocol::Ssi => Err("--base: ssi runs over snapshot isolation only".into()),
+        _ => Err(format!("--base applies to ssn (and ssi), not {p}")),
+    }
+}
+
+fn open_db(
+    protocol: Protocol,
+    threads: usize,
+    deadlock_us: u64,
+    lock_timeout_us: u64,
+    ssn_base: Isolation,
+) -> Result<Database, String> {
     let opts = Options {
         protocol,
+        ssn_base,
         max_transactions: threads.max(Options::default().max_transactions),
         deadlock_interval: Duration::from_micros(deadlock_us),
         lock_timeout: Duration::from_micros(lock_timeout_us),
@@ -217,6 +244,8 @@ fn open_db(protocol: Protocol, threads: usize, deadlock_us: u64, lock_timeout_us
 /// Everything one `bench` run measured, for the summary and the JSON record.
 pub(crate) struct Measurement {
     pub protocol: Protocol,
+    /// SSN's base (ssn and ssi runs only).
+    pub ssn_base: Option<Isolation>,
     pub isolation: Isolation,
     pub workload: &'static str,
     pub params: Vec<(&'static str, multiverse_workloads::Param)>,
@@ -264,7 +293,8 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     let protocol = parse_protocol(&a.protocol)?;
     let isolation = resolve_isolation(a.isolation.as_deref(), protocol)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us)?;
+    let ssn_base = parse_base(a.base.as_deref(), protocol)?;
+    let db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base)?;
     let ctx = Ctx {
         protocol,
         isolation,
@@ -359,8 +389,10 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
     let stats_end = db.stats();
     let consistency = w.check_consistency(db).map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
+    let ssn_base = matches!(c.protocol, Protocol::Ssn | Protocol::Ssi).then(|| db.options().ssn_base);
     Ok(Measurement {
         protocol: c.protocol,
+        ssn_base,
         isolation: c.isolation,
         workload: w.name(),
         params: w.params(),
@@ -415,7 +447,13 @@ pub fn default_comparison() -> Result<(), String> {
     println!("(run `multiverse bench --help` for single runs, other sizes and JSON output)\n");
 
     let d = Options::default();
-    let db = open_db(protocol, threads, d.deadlock_interval.as_micros() as u64, d.lock_timeout.as_micros() as u64)?;
+    let db = open_db(
+        protocol,
+        threads,
+        d.deadlock_interval.as_micros() as u64,
+        d.lock_timeout.as_micros() as u64,
+        d.ssn_base,
+    )?;
     let rss_before = sys::rss_bytes();
     let w = Hekaton::setup(&db, cfg)?;
     let load = harness::load(&db, &w, threads, show, rss_before)?;

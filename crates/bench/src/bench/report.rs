@@ -77,8 +77,13 @@ pub fn summary(m: &Measurement) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} / {} ({}) / {} / {}",
+        "{}{} / {} ({}) / {} / {}",
         m.protocol,
+        match m.ssn_base {
+            Some(Isolation::ReadCommitted) => " over read committed",
+            Some(_) => " over snapshot",
+            None => "",
+        },
         m.workload,
         params.join(" "),
         m.isolation,
@@ -250,6 +255,9 @@ pub struct Record {
     versions_alive_end: u64,
     git_commit: String,
     // Extras.
+    /// ssn and ssi: the certified base, `read-committed` or `snapshot`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ssn_base: Option<String>,
     duration_requested_s: f64,
     seed: u64,
     load_s: f64,
@@ -308,6 +316,7 @@ pub fn json(m: &Measurement) -> Record {
         peak_rss_bytes: m.peak_rss,
         versions_alive_end: m.stats_end.versions_alive,
         git_commit: sys::GIT_COMMIT.into(),
+        ssn_base: m.ssn_base.map(|b| b.name().to_string()),
         duration_requested_s: m.duration_requested,
         seed: m.seed,
         load_s: l.elapsed.as_secs_f64(),

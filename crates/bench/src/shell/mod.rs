@@ -50,6 +50,11 @@ pub struct ShellArgs {
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     lock_timeout_ms: u64,
 
+    /// ssn: the concurrency control SSN certifies, rc (read committed) or
+    /// si (snapshot isolation) [default: si].
+    #[arg(long, value_name = "B")]
+    base: Option<String>,
+
     /// Milliseconds a command may take before it is reported as blocked.
     #[arg(long, hide = true, default_value_t = 100)]
     grace_ms: u64,
@@ -59,7 +64,8 @@ pub struct ShellArgs {
 pub fn run(a: ShellArgs) -> Result<(), String> {
     let protocol = available_protocol(&a.protocol)?;
     let (name, input) = open_script(a.script.as_deref())?;
-    let ctx = session::Context::open(protocol, Duration::from_millis(a.lock_timeout_ms))?;
+    let ssn_base = crate::bench::parse_base(a.base.as_deref(), protocol)?;
+    let ctx = session::Context::open(protocol, Duration::from_millis(a.lock_timeout_ms), ssn_base)?;
     let mut driver = Driver::new(ctx, Duration::from_millis(a.grace_ms), io::stdout().lock());
     let mut reader = input;
     let mut seq = 0;

@@ -55,8 +55,9 @@ pub(crate) struct Context {
 
 impl Context {
     /// Opens a database running `protocol` with an empty table `test`.
-    pub(crate) fn open(protocol: Protocol, lock_timeout: Duration) -> Result<Context, String> {
-        let db = Database::new(Options { protocol, lock_timeout, ..Options::default() }).map_err(|e| e.to_string())?;
+    pub(crate) fn open(protocol: Protocol, lock_timeout: Duration, ssn_base: Isolation) -> Result<Context, String> {
+        let opts = Options { protocol, lock_timeout, ssn_base, ..Options::default() };
+        let db = Database::new(opts).map_err(|e| e.to_string())?;
         let table = db.create_table(TableSpec::hash("test", TEST_BUCKETS)).map_err(|e| e.to_string())?;
         let primary = db.primary(table);
         Ok(Context { db: Arc::new(db), table, primary, default: protocol.strongest() })

@@ -39,6 +39,7 @@ pub fn txn(id: u64, begin: u64, commit: u64) -> Txn {
         commit_ts: Some(commit),
         outcome: Outcome::Committed,
         locking: false,
+        snapshot: false,
         ops: Vec::new(),
     })
 }

@@ -6,3 +6,5 @@ pub mod mv_lock;
 pub mod mv_occ;
 pub mod ordered_2pl;
 pub mod silo;
+pub mod ssi;
+pub mod ssn;

@@ -72,6 +72,7 @@ use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::mv_lock::{read_lock, Locked};
+use crate::protocol::ssn::{self, Cert};
 use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{txn_word, writer_of_end, RecordLock, Word, INFINITY, NO_WRITER};
@@ -119,7 +120,7 @@ pub struct Transaction<'db> {
     pub(crate) slot: u32,
     pub(crate) id: u64,
     /// The id as a Begin/End word.
-    word: u64,
+    pub(crate) word: u64,
     pub(crate) begin_ts: u64,
     pub(crate) isolation: Isolation,
     read_only: bool,
@@ -152,6 +153,10 @@ pub struct Transaction<'db> {
     /// Ordered 2PL: every declared lock was taken at begin; no more
     /// primary-key locks may be taken.
     pub(crate) declared: bool,
+    /// SSN or SSI certifies this transaction (see `protocol::ssn`).
+    pub(crate) cert: Cert,
+    /// SSN over read committed: reads at the current time.
+    base_rc: bool,
     pub(crate) status: Status,
     /// Versions this transaction allocated (statistics).
     pub(crate) created: u64,
@@ -169,6 +174,12 @@ impl<'db> Transaction<'db> {
         // under either scheme (section 5.2.1: "the two MV schemes behave
         // identically"). Under mv-mixed the default alternates with the id's
         // generation, so every workload runs both kinds side by side.
+        let cert = match protocol {
+            Protocol::Ssn => Cert::Ssn,
+            Protocol::Ssi => Cert::Ssi,
+            _ => Cert::Off,
+        };
+        let certified = cert != Cert::Off;
         let pessimistic = !o.read_only
             && match o.mode {
                 Mode::Optimistic => false,
@@ -179,7 +190,7 @@ impl<'db> Transaction<'db> {
                     _ => false,
                 },
             };
-        Transaction {
+        let t = Transaction {
             db,
             slot,
             id,
@@ -187,8 +198,9 @@ impl<'db> Transaction<'db> {
             begin_ts,
             isolation: iso,
             read_only: o.read_only,
-            track_reads: !o.read_only && !pessimistic && iso >= Isolation::RepeatableRead,
-            track_scans: !o.read_only && !pessimistic && iso == Isolation::Serializable,
+            // SSN and SSI track reads their own way, read-only ones too.
+            track_reads: !o.read_only && !pessimistic && !certified && iso >= Isolation::RepeatableRead,
+            track_scans: (certified || !o.read_only) && !pessimistic && iso == Isolation::Serializable,
             pessimistic,
             lock_reads: pessimistic && iso >= Isolation::RepeatableRead,
             lock_scans: pessimistic && iso == Isolation::Serializable,
@@ -199,11 +211,17 @@ impl<'db> Transaction<'db> {
             long_reads: iso >= Isolation::RepeatableRead && !db.opts.faults.skip_validation,
             key_range: iso == Isolation::Serializable && !db.opts.faults.skip_validation,
             declared: false,
+            cert,
+            base_rc: protocol == Protocol::Ssn && db.opts.ssn_base == Isolation::ReadCommitted,
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
             _not_sync: PhantomData,
+        };
+        if certified {
+            t.ssn().lax = db.opts.faults.skip_validation;
         }
+        t
     }
 
     /// The isolation level.
@@ -296,7 +314,10 @@ impl<'db> Transaction<'db> {
             outcome,
             // Silo validates every read at its serialization point, as a
             // locking reader holds its locks until then.
-            locking: self.lock_reads || self.single || (self.locking && self.long_reads),
+            // SSN over read committed read at the current time, and its
+            // phantom detection keeps every absence it saw until its commit.
+            locking: self.lock_reads || self.single || (self.locking && self.long_reads) || self.base_rc,
+            snapshot: self.cert != Cert::Off && !self.base_rc,
             ops,
         });
     }
@@ -305,14 +326,16 @@ impl<'db> Transaction<'db> {
     /// transactions at every level but snapshot (section 4.3.1).
     #[inline]
     fn reads_now(&self) -> bool {
-        self.isolation == Isolation::ReadCommitted || (self.pessimistic && self.isolation != Isolation::Snapshot)
+        self.isolation == Isolation::ReadCommitted
+            || self.base_rc
+            || (self.pessimistic && self.isolation != Isolation::Snapshot)
     }
 
     /// The logical read time (sections 3.4 and 4.3.1): now under read
     /// committed and for pessimistic transactions above snapshot, the begin
     /// timestamp otherwise.
     #[inline]
-    fn read_time(&self) -> u64 {
+    pub(crate) fn read_time(&self) -> u64 {
         if self.reads_now() {
             // SeqCst: a reader must not see a committer as Active after the
             // committer's end timestamp was drawn below our read time (see the
@@ -425,7 +448,13 @@ impl<'db> Transaction<'db> {
                     index: 0,
                     kind: ScanKind::Eq(*key),
                     filter: None,
+                    since: self.begin_ts,
                 });
+            }
+            if self.cert != Cert::Off {
+                self.ssn_scan(t, 0, &ScanKind::Eq(*key));
+                self.ssn_absent_key(t, key);
+                self.ssn().verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
             }
             if self.recording {
                 self.record(Op::Read { table: table.0, key: *key, version: None });
@@ -434,6 +463,9 @@ impl<'db> Transaction<'db> {
         }
         if self.track_reads {
             self.local().read_set.push(VPtr(v));
+        }
+        if self.cert != Cert::Off {
+            self.ssn_read(v)?;
         }
         // SAFETY: found under the epoch guard, which is still held.
         let v = unsafe { &*v };
@@ -515,10 +547,28 @@ impl<'db> Transaction<'db> {
                 index: index.index,
                 kind: ScanKind::Eq(*key),
                 filter: None,
+                since: rt,
             });
         }
+        if self.cert != Cert::Off {
+            self.ssn_scan(t, index.index, &ScanKind::Eq(*key));
+        }
         let mut out = Delivery::new(self);
-        ix.for_each_eq(key, |v| !(ix.matches(v, key) && visible_at(v, rt, &me).is_some()) || out.deliver(v, &mut f));
+        ix.for_each_eq(key, |v| {
+            if !ix.matches(v, key) {
+                return true;
+            }
+            if visible_at(v, rt, &me).is_none() {
+                out.ssn_absent(v, rt);
+                return true;
+            }
+            out.deliver(v, &mut f)
+        });
+        if let Some(s) = &out.ssn {
+            if let Err(r) = s.st.verdict_now(s.cert) {
+                out.refused = out.refused.or(Some(r));
+            }
+        }
         if let Some(r) = out.refused {
             return Err(self.abort_with(r));
         }
@@ -550,7 +600,7 @@ impl<'db> Transaction<'db> {
         self.enter()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let (_, ix) = self.index_ref(index)?;
+        let (t, ix) = self.index_ref(index)?;
         let lo = range.start_bound().cloned();
         let hi = range.end_bound().cloned();
         if self.lock_scans {
@@ -566,7 +616,11 @@ impl<'db> Transaction<'db> {
                 index: index.index,
                 kind: ScanKind::Range(lo, hi),
                 filter: filter.cloned(),
+                since: rt,
             });
+        }
+        if self.cert != Cert::Off {
+            self.ssn_scan(t, index.index, &ScanKind::Range(lo, hi));
         }
         // Writers of versions a serializable pessimistic scan cannot see yet.
         let mut uncommitted = std::mem::take(&mut self.local().uncommitted);
@@ -581,6 +635,11 @@ impl<'db> Transaction<'db> {
             }
             if let Some(p) = filter {
                 if !p(&v.key(), v.value()) {
+                    // SSN and SSI: the predicate read this row too, so an
+                    // update that makes it match overwrites a version read.
+                    if out.ssn.is_some() && visible_at(v, rt, &me).is_some() {
+                        return out.ssn_read(v);
+                    }
                     return true;
                 }
             }
@@ -588,6 +647,7 @@ impl<'db> Transaction<'db> {
                 if lock_scans {
                     uncommitted.extend(self.uncommitted_writer(v, rt));
                 }
+                out.ssn_absent(v, rt);
                 return true;
             }
             if out.deliver(v, &mut f) {
@@ -596,6 +656,11 @@ impl<'db> Transaction<'db> {
             stopped_at = Some(ix.key_of(v));
             false
         });
+        if let Some(s) = &out.ssn {
+            if let Err(r) = s.st.verdict_now(s.cert) {
+                out.refused = out.refused.or(Some(r));
+            }
+        }
         let refused = out.refused;
         let rows = out.rows;
         self.local().uncommitted = uncommitted;
@@ -693,6 +758,9 @@ impl<'db> Transaction<'db> {
             if self.track_reads {
                 self.local().read_set.push(VPtr(dup));
             }
+            if self.cert != Cert::Off {
+                self.ssn_read(dup)?;
+            }
             if self.lock_reads {
                 // SAFETY: found under the epoch guard, which is still held.
                 match read_lock(unsafe { &*dup }, self.id, &self.db.txns, &mut self.local().read_locks) {
@@ -738,6 +806,11 @@ impl<'db> Transaction<'db> {
         });
         if conflict {
             return Err(self.abort_with(AbortReason::WriteConflict));
+        }
+        if self.cert != Cert::Off {
+            // The insert follows the key's last deleter (a w:w edge).
+            self.ssn_absent_key(t, &key);
+            self.ssn().verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
         }
         Ok(())
     }
@@ -862,7 +935,20 @@ impl<'db> Transaction<'db> {
         }
         if self.track_scans {
             // Absence was read: a later insert of this key is a phantom.
-            self.local().scan_set.push(ScanRecord { table: table.0, index: 0, kind: ScanKind::Eq(*key), filter: None });
+            let since = self.begin_ts;
+            self.local().scan_set.push(ScanRecord {
+                table: table.0,
+                index: 0,
+                kind: ScanKind::Eq(*key),
+                filter: None,
+                since,
+            });
+        }
+        if self.cert != Cert::Off {
+            let t = self.db.table_ref(table)?;
+            self.ssn_scan(t, 0, &ScanKind::Eq(*key));
+            self.ssn_absent_key(t, key);
+            self.ssn().verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
         }
         Err(Error::KeyNotFound)
     }
@@ -948,6 +1034,9 @@ impl<'db> Transaction<'db> {
             unsafe { t.link_update(new, v) };
         }
         self.local().write_set.push(WriteEntry { table: table.0, old: v, new });
+        if self.cert != Cert::Off {
+            self.ssn_write(v)?; // Algorithm 1's ssn_write (an early abort undoes the entry)
+        }
         if self.recording {
             // SAFETY: both versions stay allocated while we are pinned (the
             // caller is) and hold the write lock.
@@ -985,7 +1074,12 @@ impl<'db> Transaction<'db> {
         self.enter()?;
         let db = self.db;
         let local = self.local();
-        if local.write_set.is_empty() {
+        if local.write_set.is_empty() && self.cert != Cert::Off && !self.base_rc && local.scan_set.is_empty() {
+            if let Some(r) = self.ssn_read_only_commit() {
+                return r;
+            }
+        }
+        if local.write_set.is_empty() && self.cert == Cert::Off {
             // Nothing written: serialized at the begin timestamp (see module
             // docs) — or, for a pessimistic transaction reading at the
             // current time, at a time when it still holds all its read locks.
@@ -1037,12 +1131,20 @@ impl<'db> Transaction<'db> {
         if validate && self.isolation == Isolation::Serializable && !self.detect_phantoms(end_ts) {
             return Err(self.abort_with(AbortReason::Phantom));
         }
+        if self.cert != Cert::Off {
+            if let Err(r) = self.ssn_precommit(end_ts) {
+                return Err(self.abort_with(r));
+            }
+        }
         if !self.wait_for_dependencies() {
             return Err(self.abort_with(AbortReason::CommitDependency));
         }
         db.txns.set_state(self.slot, TxnState::Committed, end_ts);
 
-        // Postprocessing: propagate the end timestamp.
+        // Postprocessing: propagate the end timestamp (SSN's stamps first).
+        if self.cert != Cert::Off {
+            self.ssn_postcommit(end_ts);
+        }
         let local = self.local();
         for w in &local.write_set {
             if !w.new.is_null() {
@@ -1131,15 +1233,30 @@ impl<'db> Transaction<'db> {
             let mut check = |v: &Version| {
                 // Acquire: see the final Begin word.
                 if v.begin.load(Ordering::Acquire) == self.word {
-                    return true; // our own insert
+                    return true; // our own insert or new version
                 }
                 if let Some(p) = &s.filter {
                     if !p(&v.key(), v.value()) {
                         return true;
                     }
                 }
-                if let Some(b) = visible_at(v, end_ts, &me) {
-                    if b > self.begin_ts {
+                // A version we replaced or deleted ourselves stands for itself:
+                // under SSN over read committed a transaction may replace a
+                // row its own scan was too early to see.
+                // Acquire: the End word as we left it.
+                // Under SSN over read committed, a version that came and went
+                // after the scan counts too: what the scan found absent then
+                // stays absent until the commit, as a locking reader's would
+                // (the checker places such observations at the commit).
+                let began = if writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.id) {
+                    Some(ssn::cstamp_of(v, &self.db.txns))
+                } else if self.base_rc {
+                    Some(ssn::cstamp_of(v, &self.db.txns)).filter(|&b| b != 0 && b < end_ts)
+                } else {
+                    visible_at(v, end_ts, &me)
+                };
+                if let Some(b) = began {
+                    if b > s.since {
                         phantom = true;
                         return false;
                     }
@@ -1163,7 +1280,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Waits until CommitDepCounter is zero (true) or AbortNow is set (false).
-    fn wait_for_dependencies(&self) -> bool {
+    pub(crate) fn wait_for_dependencies(&self) -> bool {
         let s = self.slot();
         let backoff = Backoff::new();
         loop {
@@ -1221,6 +1338,9 @@ impl<'db> Transaction<'db> {
         }
         if self.honour_locks {
             self.release_locks();
+        }
+        if self.cert != Cert::Off {
+            self.ssn_release(None);
         }
         db.txns.report_outcome(self.slot, false);
         // New versions become garbage once every transaction open now is gone:
@@ -1302,9 +1422,20 @@ struct Delivery<'a> {
     /// delivered (our id and the transaction table), into `locks`.
     lock: Option<(u64, &'a crate::txn::table::TxnTable)>,
     locks: &'a mut Vec<VPtr>,
+    /// SSN and SSI: every row delivered is an `ssn_read`.
+    ssn: Option<SsnRead<'a>>,
     /// Why a read lock was refused (the scan stopped; the caller aborts).
     refused: Option<AbortReason>,
     rows: Vec<(Key, Writer, Vec<u8>)>,
+}
+
+/// What a [`Delivery`] needs for SSN's reads.
+struct SsnRead<'a> {
+    st: &'a mut ssn::SsnLocal,
+    cert: Cert,
+    txns: &'a crate::txn::table::TxnTable,
+    slot: u32,
+    word: u64,
 }
 
 impl<'a> Delivery<'a> {
@@ -1316,6 +1447,13 @@ impl<'a> Delivery<'a> {
             reads: &mut l.read_set,
             lock: t.lock_reads.then_some((t.id, &t.db.txns)),
             locks: &mut l.read_locks,
+            ssn: (t.cert != Cert::Off).then_some(SsnRead {
+                st: &mut l.ssn,
+                cert: t.cert,
+                txns: &t.db.txns,
+                slot: t.slot,
+                word: t.word,
+            }),
             refused: None,
             rows: Vec::new(),
         }
@@ -1343,10 +1481,34 @@ impl<'a> Delivery<'a> {
         if self.track {
             self.reads.push(VPtr(v as *const Version as *mut Version));
         }
+        if self.ssn.is_some() && !self.ssn_read(v) {
+            return false;
+        }
         if self.recording {
             self.rows.push((v.key(), writer_of(v), v.value().to_vec()));
         }
         f(&v.key(), v.value())
+    }
+
+    /// SSN: the scan passed over `v`, invisible at `rt` (see `ssn::absent`).
+    #[inline]
+    fn ssn_absent(&mut self, v: &Version, rt: u64) {
+        if let Some(s) = self.ssn.as_mut() {
+            ssn::absent(s.st, s.cert, s.txns, v, rt);
+        }
+    }
+
+    /// SSN's read of `v`; false (and `refused` set) on an early abort.
+    #[inline]
+    fn ssn_read(&mut self, v: &Version) -> bool {
+        let s = self.ssn.as_mut().expect("an SSN delivery");
+        match ssn::read(s.st, s.cert, s.txns, s.slot, s.word, v) {
+            Ok(()) => true,
+            Err(r) => {
+                self.refused = Some(r);
+                false
+            }
+        }
     }
 }
 

@@ -119,6 +119,9 @@ pub(crate) struct Index {
     /// index (a hash index keeps its locks in its bucket words); `None`
     /// otherwise.
     pub(crate) locks: Option<KeyLocks>,
+    /// SSN and SSI: the index's pseudo-versions for phantom protection
+    /// (see [`crate::protocol::ssn`]); `None` otherwise.
+    pub(crate) gaps: Option<Box<crate::protocol::ssn::Gaps>>,
 }
 
 impl Index {
@@ -269,8 +272,9 @@ pub(crate) struct Table {
 
 impl Table {
     /// A table; `key_locks`: give every index a lock table (single-version
-    /// locking).
-    pub(crate) fn new(id: u32, spec: &TableSpec, key_locks: bool) -> Result<Table, Error> {
+    /// locking); `ssn`: give every version SSN's two words and every index
+    /// its pseudo-versions (SSN and SSI).
+    pub(crate) fn new(id: u32, spec: &TableSpec, key_locks: bool, ssn: bool) -> Result<Table, Error> {
         if spec.name.is_empty() {
             return Err(Error::InvalidArgument("a table needs a name".into()));
         }
@@ -307,6 +311,7 @@ impl Table {
             key_fn,
             ranges: RangeLocks::new(),
             locks: locks(kind),
+            gaps: ssn.then(Box::default),
         };
         let mut indexes = vec![index("primary".into(), make(spec.primary, 0), None, spec.primary)];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {
@@ -315,7 +320,9 @@ impl Table {
             }
             indexes.push(index(name.clone(), make(*kind, i + 1), Some(*f), *kind));
         }
-        Ok(Table { id, name: spec.name.clone(), indexes, link_words: slot_word, row_hint: AtomicUsize::new(0) })
+        // SSN's words come last: the stamp word and the readers bitmap.
+        let link_words = if ssn { slot_word + 2 } else { slot_word };
+        Ok(Table { id, name: spec.name.clone(), indexes, link_words, row_hint: AtomicUsize::new(0) })
     }
 
     /// Links a new version into every index.
@@ -359,8 +366,9 @@ impl Table {
     }
 
     /// The link words each version of this table carries
-    /// ([`Version::alloc`]'s `n_links`): one chain link per index, and one
-    /// word per ordered index for the slot heading the version's chain.
+    /// ([`Version::alloc`]'s `n_links`): one chain link per index, one
+    /// word per ordered index for the slot heading the version's chain,
+    /// and under SSN and SSI the version's stamp word and readers bitmap.
     #[inline]
     pub(crate) fn link_words(&self) -> usize {
         self.link_words
@@ -482,7 +490,7 @@ mod tests {
     /// 1 KiB, and one cache line before any row exists.
     #[test]
     fn row_hint_follows_the_first_row() {
-        let t = Table::new(0, &TableSpec::hash("t", 16), false).unwrap();
+        let t = Table::new(0, &TableSpec::hash("t", 16), false, false).unwrap();
         assert_eq!(t.row_hint(), 64);
         let a = Version::alloc(Key::from(1), t.link_words(), &[0u8; 300], 2).as_ptr();
         let b = Version::alloc(Key::from(2), t.link_words(), &[0u8; 20], 2).as_ptr();
@@ -493,7 +501,7 @@ mod tests {
         }
         // SAFETY: `a` is live.
         assert_eq!(t.row_hint(), unsafe { &*a }.footprint(), "the first row sets it; later ones do not");
-        let w = Table::new(1, &TableSpec::hash("w", 16), false).unwrap();
+        let w = Table::new(1, &TableSpec::hash("w", 16), false, false).unwrap();
         let big = Version::alloc(Key::from(1), w.link_words(), &[0u8; 4000], 2).as_ptr();
         // SAFETY: as above.
         unsafe { w.link_all(big) };

@@ -45,6 +45,11 @@ pub struct Version {
 const HEADER: usize = std::mem::size_of::<Version>();
 const LINK: usize = std::mem::size_of::<AtomicPtr<Version>>();
 
+// A link word doubles as a plain word (`Version::word`).
+const _: () = assert!(
+    LINK == std::mem::size_of::<AtomicU64>()
+        && std::mem::align_of::<AtomicPtr<Version>>() == std::mem::align_of::<AtomicU64>()
+);
 // The link array starts right after the header and must be pointer-aligned.
 const _: () = assert!(HEADER & (std::mem::align_of::<AtomicPtr<Version>>() - 1) == 0);
 
@@ -137,6 +142,25 @@ impl Version {
         // SAFETY: the link array of `n_links` entries directly follows the
         // header inside this allocation, and `i` is in bounds.
         unsafe { &*((self as *const Version as *const u8).add(HEADER + i * LINK) as *const AtomicPtr<Version>) }
+    }
+
+    /// Number of link words.
+    #[inline]
+    pub fn n_links(&self) -> usize {
+        self.n_links as usize
+    }
+
+    /// Link word `i` read as a plain word: the words a table adds after the
+    /// links for its protocol (SSN's stamp word and readers bitmap), zero
+    /// when the version is allocated.
+    #[inline]
+    pub fn word(&self, i: usize) -> &AtomicU64 {
+        let l = self.link(i);
+        // SAFETY: `AtomicPtr<Version>` and `AtomicU64` have the same size
+        // and alignment on the 64-bit targets this crate builds for, every
+        // bit pattern is a valid `u64`, and a word a table reserves for its
+        // protocol is only ever accessed through this view.
+        unsafe { &*(l as *const AtomicPtr<Version> as *const AtomicU64) }
     }
 
     /// The primary key's bytes (immutable after publication).

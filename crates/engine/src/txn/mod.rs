@@ -38,6 +38,10 @@ pub(crate) struct ScanRecord {
     pub(crate) index: u8,
     pub(crate) kind: ScanKind,
     pub(crate) filter: Option<Filter>,
+    /// The scan's read time: a version that began after it and is visible
+    /// at the end timestamp is a phantom (the begin timestamp, except for
+    /// scans at the current time under SSN over read committed).
+    pub(crate) since: u64,
 }
 
 /// The sets of one transaction, kept in its transaction-table slot so their
@@ -72,6 +76,8 @@ pub(crate) struct TxnLocal {
     pub(crate) silo: crate::protocol::silo::SiloLocal,
     /// LockSet of the single-version locking protocols.
     pub(crate) locks: crate::protocol::lock_1v::LockLocal,
+    /// SSN's and SSI's state (η, π, the read set of section 4).
+    pub(crate) ssn: crate::protocol::ssn::SsnLocal,
 }
 
 impl TxnLocal {
@@ -85,6 +91,7 @@ impl TxnLocal {
         self.history.clear();
         self.silo.clear();
         self.locks.clear();
+        self.ssn.clear();
     }
 }
 

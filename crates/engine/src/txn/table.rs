@@ -152,6 +152,11 @@ pub(crate) struct TxnSlot {
     /// Single-version locking: what the occupant waits for, while it waits
     /// (see `protocol::lock_1v`, deadlock detection).
     pub(crate) lock_wait: Mutex<Option<crate::protocol::lock_1v::LockWait>>,
+    /// SSN: π(T) of the occupant (SSI: the commit stamp of its oldest
+    /// successor that committed first), published before it becomes
+    /// Committed, for readers finalizing their own π (SSN paper, Algorithm
+    /// 3 line 18: `u.sstamp`).
+    pub(crate) ssn_sstamp: AtomicU64,
     /// BucketLockSet, published for inserters (the paper's LockLists, see
     /// `bucket_lockers`): how many bucket locks the occupant holds, and the
     /// first [`PUBLISHED_BUCKETS`] of them as `bucket_key`s. Written only by
@@ -219,6 +224,7 @@ impl TxnTable {
                     victim: AtomicBool::new(false),
                     waits: Mutex::new(WaitInfo::default()),
                     lock_wait: Mutex::new(None),
+                    ssn_sstamp: AtomicU64::new(0),
                     buckets_held: AtomicUsize::new(0),
                     bucket_keys: std::array::from_fn(|_| AtomicU64::new(0)),
                     committed: AtomicU64::new(0),
@@ -257,6 +263,7 @@ impl TxnTable {
         s.dep_counter.store(0, Ordering::Relaxed);
         s.abort_now.store(false, Ordering::Relaxed);
         s.victim.store(false, Ordering::Relaxed);
+        s.ssn_sstamp.store(crate::protocol::ssn::NONE, Ordering::Relaxed);
         // Release: a wait-for adder that Acquires this word and sees our
         // generation has also seen the reset counter.
         s.wait_for.store(gen << WF_GEN_SHIFT, Ordering::Release);
@@ -361,6 +368,19 @@ impl TxnTable {
             1 => Peek::Preparing(ts),
             2 => Peek::Committed(ts),
             _ => Peek::Aborted,
+        }
+    }
+
+    /// The occupant of slot `i` and what [`TxnTable::peek`] says of it, or
+    /// `None` when the slot is free (SSN's readers bitmap names slots).
+    #[inline]
+    pub(crate) fn peek_slot(&self, i: usize) -> Option<(u64, Peek)> {
+        let s = self.slots.get(i)?;
+        // Acquire: pairs with the Release store of the id in `open`.
+        let id = s.id.load(Ordering::Acquire);
+        match id {
+            0 => None,
+            _ => Some((id, self.peek(id))),
         }
     }
 

@@ -1,0 +1,744 @@
+//! SSN, the serial safety net (Wang, Johnson, Fekete, Pandis; VLDB
+//! Journal 2017 / "Efficiently making (almost) any concurrency control
+//! mechanism serializable"), over Hekaton's multi-version store, certifying
+//! read committed or snapshot isolation (`Options::ssn_base`).
+//!
+//! SSN is a pre-commit certifier layered on a CC scheme that forbids lost
+//! writes and dirty reads (section 3, Definition 3). Here the base is MV/O
+//! at read committed or snapshot isolation ([`super::mv_occ`]): first
+//! updater wins, reads return committed versions (or those of a Preparing
+//! transaction, behind a commit dependency), nothing blocks. SSN adds:
+//!
+//! * **Per version** (Table 1): `v.cstamp` is the Begin word; `v.prev` is
+//!   the WriteSet's old version; **pstamp η(V)** and **sstamp π(V)** share
+//!   one word (section 5.1: nobody needs η(V) once an overwrite of V has
+//!   committed), and a **readers bitmap** (section 4.2.3). Both are two
+//!   extra link words that SSN and SSI tables give every version:
+//!
+//!   ```text
+//!    63  62                                                        0
+//!   +---+-----------------------------------------------------------+
+//!   | 0 | pstamp η(V): largest commit stamp of a reader or creator  |
+//!   +---+-----------------------------------------------------------+
+//!   | 1 | sstamp π(V): π of the overwriter, once it committed       |
+//!   +---+-----------------------------------------------------------+
+//!   ```
+//!
+//!   Raising η(V) is a `fetch_max`: a word holding π(V) is larger than any
+//!   η, so a late reader's raise leaves it alone. The paper's "TID in
+//!   v.sstamp" (an overwrite in flight) is the End word's write lock,
+//!   which MV/O installs anyway.
+//! * **Per transaction** (Table 1): c(T) is the end timestamp; the status
+//!   is Hekaton's state (INFLIGHT = Active, COMMITTING = Preparing,
+//!   including "timestamp pending"); η(T), π(T) and the non-overwritten
+//!   read set live in `SsnLocal`; π(T) is published in the slot for
+//!   readers that finalize against it.
+//! * **Reads and writes** (Algorithm 1) with early exclusion-window checks:
+//!   a read raises η(T) with c(V) and, if V's overwrite already committed,
+//!   lowers π(T) with π(V); otherwise V joins the read set and the reader's
+//!   bit is set in V's readers bitmap. A write raises η(T) with c(V) and
+//!   η(V) of the version it replaces.
+//! * **The latch-free parallel commit of Algorithm 3**: the transaction
+//!   becomes Preparing (COMMITTING) before it draws c(T); it finalizes π by
+//!   following the overwriters of its reads, waiting only on those that
+//!   drew a smaller stamp and are still Preparing; it finalizes η through
+//!   each replaced version's readers bitmap (waiting likewise) and η(V);
+//!   aborts with [`AbortReason::ExclusionWindow`] if π(T) ≤ η(T); and after
+//!   becoming Committed raises η(V) of its reads with `fetch_max`, writes
+//!   π(T) into the versions it replaced and c(T) into the ones it created.
+//!   No latch anywhere: every wait is on a transaction with a smaller
+//!   commit stamp, so waits cannot form a cycle.
+//! * **Deletes are versions too**: a lookup or scan that passes over a
+//!   version ended by a transaction committed before its read time saw
+//!   that transaction's delete (η), and an insert follows the key's last
+//!   deleter (η): our store keeps no tombstones, so these edges are taken
+//!   from the ended versions still in the chains.
+//! * **Phantoms** (section 6): the coarse form of section 6.1's
+//!   hierarchical tracking. Every index has pseudo-versions (`Gaps`): one
+//!   per hash class of keys, read by scans of one key (lookups that found
+//!   nothing, `get_by`), and one for key ranges, read by range scans. A
+//!   write that changes which rows an index holds (insert, delete, an index
+//!   key changed) treats them as versions it replaces: it finalizes η
+//!   against their readers that committed first, and — since a scan keeps
+//!   no version through which it could find the writer — it lowers the π of
+//!   the readers that will commit after it itself, through section 5.3's
+//!   MSB-locked sstamp handshake: each transaction publishes its π in its
+//!   slot, a writer lowers it by compare-and-swap, the owner locks it (the
+//!   top bit) right before its exclusion-window test, and a writer that
+//!   finds it locked aborts. Filtered scans also read the visible rows
+//!   their filter rejects, so an update that makes a row match replaces a
+//!   version read. And the base's own scan validation stays: a serializable
+//!   scan is repeated at c(T) (MV/O's phantom detection) and a version that
+//!   came into a scanned range after the scan aborts the scanner (`phantom`);
+//!   over read committed, so does one that came and went again, so that what
+//!   a scan found absent stays absent until the commit.
+//! * **Read-only transactions over snapshot isolation** (section 5.2, the
+//!   empty-write-set optimization of Ports and Grittner): a transaction
+//!   that reaches commit with an empty WriteSet and ScanSet commits at its
+//!   begin timestamp if none of its reads has an overwriter yet. It
+//!   publishes "Preparing at c(T) = begin" before it looks, so an
+//!   overwriter that drew a larger stamp waits for it and counts it in η;
+//!   if an overwriter is there already it commits normally instead.
+//!
+//! Deliberate differences from the paper:
+//!
+//! * The readers bitmap has 64 bits: slot `i < 63` owns bit `i` and clears
+//!   it when it ends; slots from 63 on share bit 63, which is never
+//!   cleared (an overwriter then looks at all of them). Bits never
+//!   undercount, and a stale bit only costs a look at a slot: the paper's
+//!   own conservative fallback (η(V) is re-read after the bitmap, line 32).
+//! * Phantom protection is per index and coarse (above), not Graefe's
+//!   key/gap locks of section 6.2; an edge found by repeating a scan aborts
+//!   the scanner rather than lowering its π. Slots from 63 on share a
+//!   readers bit, so a gap writer lowers the π of every transaction in
+//!   them: a false positive only with more than 63 transactions open.
+//! * Safe snapshots (section 5.2's active mechanism) and the read-mostly
+//!   optimization (section 5.3) are not built yet.
+//!
+//! SSI (Cahill et al., the paper's main comparison) runs on the same words
+//! and the same commit; only the test differs: see [`super::ssi`].
+
+use super::mv_occ::Transaction;
+use crate::error::AbortReason;
+use crate::storage::table::Table;
+use crate::storage::version::{VPtr, Version};
+use crate::storage::word::{writer_of_end, Word, INFINITY};
+use crate::txn::table::{Peek, TxnState, TxnTable};
+use crate::txn::{ScanKind, WriteEntry};
+use crossbeam_utils::{Backoff, CachePadded};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// Flag of a stamp word holding π(V) (an sstamp) rather than η(V).
+pub(crate) const SSTAMP: u64 = 1 << 63;
+/// "Infinity" for π: no successor yet.
+pub(crate) const NONE: u64 = SSTAMP - 1;
+/// The lock bit of a slot's published π (section 5.3's MSB handshake): set
+/// by the owner right before its exclusion-window test; a writer that finds
+/// it set can no longer lower the owner's π.
+const LOCKED: u64 = 1 << 63;
+/// Hash classes of keys with a pseudo-version each, per index.
+pub(crate) const GAP_CLASSES: usize = 64;
+/// The readers-bitmap bit shared by slots 63 and up (never cleared).
+const SHARED_BIT: u32 = 63;
+
+/// Which certifier a transaction runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cert {
+    /// None: plain MV/O, MV/L.
+    Off,
+    /// The serial safety net.
+    Ssn,
+    /// Serializable snapshot isolation.
+    Ssi,
+}
+
+/// A pseudo-version: what a scan reads instead of the rows it did not see.
+#[derive(Default)]
+pub(crate) struct PseudoVersion {
+    /// η: largest commit stamp of a committed reader (never an sstamp).
+    stamp: AtomicU64,
+    /// Readers bitmap.
+    readers: AtomicU64,
+}
+
+/// The pseudo-versions of one index.
+pub(crate) struct Gaps {
+    key: Box<[CachePadded<PseudoVersion>]>,
+    range: CachePadded<PseudoVersion>,
+}
+
+impl Default for Gaps {
+    fn default() -> Gaps {
+        Gaps { key: (0..GAP_CLASSES).map(|_| CachePadded::default()).collect(), range: CachePadded::default() }
+    }
+}
+
+impl Gaps {
+    fn of_key(&self, k: &crate::key::Key) -> &PseudoVersion {
+        &self.key[(k.hash64() % GAP_CLASSES as u64) as usize]
+    }
+}
+
+/// SSN's per-transaction state (Table 1), kept in the slot's sets.
+pub(crate) struct SsnLocal {
+    /// η(T) (`t.pstamp`); SSI: the largest commit stamp of a reader of a
+    /// version this transaction replaced.
+    pub(crate) pstamp: u64,
+    /// π(T) (`t.sstamp`); SSI: the smallest commit stamp of an overwriter
+    /// of a version read that committed first.
+    pub(crate) sstamp: u64,
+    /// SSI: a read's overwriter committed first with a successor that
+    /// committed before it (this transaction is T1 of a dangerous structure).
+    pub(crate) doomed: bool,
+    /// `t.reads`: versions read that had no committed overwrite when read,
+    /// each with our bit set in its readers bitmap.
+    pub(crate) reads: Vec<VPtr>,
+    /// Pseudo-versions read (scans), each with our bit set.
+    pub(crate) gaps: Vec<*const PseudoVersion>,
+    /// Test-only fault (`Faults::skip_validation`): track, never abort.
+    pub(crate) lax: bool,
+    /// Scratch: readers of pseudo-versions we changed that will commit
+    /// after us (slot, id): they get our π before we commit.
+    push_to: Vec<(u32, u64)>,
+}
+
+impl Default for SsnLocal {
+    fn default() -> SsnLocal {
+        SsnLocal {
+            pstamp: 0,
+            sstamp: NONE,
+            doomed: false,
+            reads: Vec::new(),
+            gaps: Vec::new(),
+            lax: false,
+            push_to: Vec::new(),
+        }
+    }
+}
+
+impl SsnLocal {
+    pub(crate) fn clear(&mut self) {
+        self.pstamp = 0;
+        self.sstamp = NONE;
+        self.doomed = false;
+        self.reads.clear();
+        self.gaps.clear();
+        self.lax = false;
+        self.push_to.clear();
+    }
+
+    /// The exclusion-window test (`verify_exclusion_or_abort`), or SSI's.
+    #[inline]
+    fn verdict(&self, cert: Cert) -> Result<(), AbortReason> {
+        if self.lax {
+            return Ok(());
+        }
+        match cert {
+            Cert::Ssn if self.sstamp <= self.pstamp => Err(AbortReason::ExclusionWindow),
+            Cert::Ssi => super::ssi::verdict(self),
+            _ => Ok(()),
+        }
+    }
+
+    /// The early check, for callers outside this module.
+    #[inline]
+    pub(crate) fn verdict_now(&self, cert: Cert) -> Result<(), AbortReason> {
+        self.verdict(cert)
+    }
+
+    /// A read's overwriter committed with stamp `c` and published `s`
+    /// (π for SSN): lower π(T) (Algorithm 1 line 10, Algorithm 3 line 18).
+    #[inline]
+    fn overwritten_by(&mut self, cert: Cert, c: u64, s: u64) {
+        match cert {
+            Cert::Ssn => self.sstamp = self.sstamp.min(s),
+            Cert::Ssi => super::ssi::overwritten_by(self, c, s),
+            Cert::Off => {}
+        }
+    }
+}
+
+/// The readers-bitmap bit of slot `slot`.
+#[inline]
+fn bit(slot: u32) -> u64 {
+    1 << slot.min(SHARED_BIT)
+}
+
+/// The stamp word and readers bitmap of version `v`: the last two of its
+/// link words (SSN and SSI tables add them after the links).
+#[inline]
+fn words(v: &Version) -> (&AtomicU64, &AtomicU64) {
+    let n = v.n_links();
+    (v.word(n - 2), v.word(n - 1))
+}
+
+/// Sets our bit in a readers bitmap, then fences: an overwriter that draws
+/// its commit stamp after we fenced sees the bit, and one that fenced first
+/// installed its write lock where our next load of the End word sees it
+/// (the store-load pairing behind section 4.2.3's happens-before argument).
+#[inline]
+fn register(readers: &AtomicU64, slot: u32) {
+    let b = bit(slot);
+    // Relaxed: only skips a redundant write; the fence orders what matters.
+    if readers.load(Ordering::Relaxed) & b == 0 {
+        // Relaxed: ordered by the fence below.
+        readers.fetch_or(b, Ordering::Relaxed);
+    }
+    fence(Ordering::SeqCst);
+}
+
+/// Clears our bit (slots that own theirs), once our stamps are in place.
+#[inline]
+fn unregister(readers: &AtomicU64, slot: u32) {
+    if slot < SHARED_BIT {
+        // Release: a writer that sees the bit gone sees our η(V) raise.
+        readers.fetch_and(!bit(slot), Ordering::Release);
+    }
+}
+
+/// c(V): the commit stamp of the creator of `v`, which is visible to us
+/// (committed, or Preparing behind a commit dependency).
+#[inline]
+pub(crate) fn cstamp_of(v: &Version, txns: &TxnTable) -> u64 {
+    loop {
+        // Acquire: the final stamp, if postprocessing wrote it.
+        match Word::decode(v.begin.load(Ordering::Acquire)) {
+            Word::Ts(ts) => return if ts == INFINITY { 0 } else { ts },
+            Word::Txn(c) => match txns.peek(c) {
+                Peek::Preparing(ts) | Peek::Committed(ts) => return ts,
+                // Finalized meanwhile: reread the word.
+                Peek::Gone => continue,
+                Peek::Active | Peek::Aborted => return 0,
+            },
+        }
+    }
+}
+
+/// Waits while transaction `id` is Preparing with a stamp below `bound`;
+/// returns its commit stamp if it committed with one below `bound`.
+fn committed_before(txns: &TxnTable, id: u64, bound: u64) -> Option<u64> {
+    let backoff = Backoff::new();
+    loop {
+        match txns.peek(id) {
+            Peek::Preparing(c) if c < bound => {}
+            Peek::Committed(c) if c < bound => return Some(c),
+            _ => return None,
+        }
+        if backoff.is_completed() {
+            std::thread::yield_now();
+        } else {
+            backoff.snooze();
+        }
+    }
+}
+
+/// Algorithm 1, `ssn_read`: version `v` (of a table whose SSN words are at
+/// `at`) was returned by the base CC to the transaction in slot `slot`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read(
+    st: &mut SsnLocal,
+    cert: Cert,
+    txns: &TxnTable,
+    slot: u32,
+    my_word: u64,
+    v: &Version,
+) -> Result<(), AbortReason> {
+    // Acquire: see the creator's final stamp if it wrote one.
+    if v.begin.load(Ordering::Acquire) == my_word {
+        return Ok(()); // our own version: reads of own writes are not tracked
+    }
+    if cert == Cert::Ssn {
+        // η(T) with the w:r edge from the creator (line 4).
+        st.pstamp = st.pstamp.max(cstamp_of(v, txns));
+    }
+    let (stamp, readers) = words(v);
+    // Acquire: pairs with the overwriter's Release store of the End word,
+    // made after it wrote π(V) into the stamp word.
+    match Word::decode(v.end.load(Ordering::Acquire)) {
+        Word::Ts(e) if e != INFINITY => {
+            // Overwritten, and the overwrite committed and finalized: π(V)
+            // is in place (lines 9-10).
+            // Acquire: as above.
+            let s = stamp.load(Ordering::Acquire);
+            debug_assert!(s & SSTAMP != 0, "a finalized overwrite leaves π(V) in the stamp word");
+            st.overwritten_by(cert, e, s & !SSTAMP);
+        }
+        _ => {
+            // Not overwritten yet, or an overwrite in flight (the paper's
+            // TID in v.sstamp): track it (line 7).
+            register(readers, slot);
+            st.reads.push(VPtr(v as *const Version as *mut Version));
+        }
+    }
+    st.verdict(cert)
+}
+
+/// A lookup or scan at read time `rt` passed over `v`, which it could not
+/// see: if `v` was ended (deleted or replaced) by a transaction that
+/// committed before `rt`, the reader saw that transaction's write — the
+/// absence of `v` — and takes it as a predecessor (η, the w:r edge of
+/// Algorithm 1 line 4; a delete is a version too). SSI counts no w:r edges.
+#[inline]
+pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt: u64) {
+    if cert != Cert::Ssn {
+        return;
+    }
+    // Acquire: as for any End word we act on.
+    let e = match Word::decode(v.end.load(Ordering::Acquire)) {
+        Word::Ts(e) => e,
+        Word::Txn(u) => match txns.peek(u) {
+            Peek::Preparing(e) | Peek::Committed(e) => e,
+            _ => return,
+        },
+    };
+    if e < rt && e != INFINITY {
+        st.pstamp = st.pstamp.max(e);
+    }
+}
+
+/// Lowers the published π of transaction `id` in slot `s` to `value`: an
+/// edge `id` →rw us that `id` cannot see (it scanned a gap we changed) and
+/// that we commit before. False when that is not certain to take effect:
+/// `id` already locked its π for its test (section 5.3's MSB handshake: the
+/// writer then aborts), or it finished meanwhile and did not abort.
+fn push(txns: &TxnTable, s: u32, id: u64, value: u64) -> bool {
+    let slot = txns.slot(s);
+    let fate = || matches!(txns.peek(id), Peek::Aborted);
+    // Acquire: a word read while the slot is still `id`'s.
+    let mut w = slot.ssn_sstamp.load(Ordering::Acquire);
+    loop {
+        // Acquire: pairs with the Release id store of `open`.
+        if slot.id.load(Ordering::Acquire) != id {
+            return fate();
+        }
+        if w & LOCKED != 0 {
+            return fate();
+        }
+        if w <= value {
+            return true;
+        }
+        // AcqRel: the owner's fetch_or acquires it.
+        match slot.ssn_sstamp.compare_exchange(w, value, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(now) => w = now,
+        }
+    }
+    // Still `id`'s after the CAS: it will see the value. Otherwise the
+    // value landed on a newer occupant (harmless) and `id`'s fate decides.
+    // Acquire: as above.
+    slot.id.load(Ordering::Acquire) == id || fate()
+}
+
+/// Registers a read of a pseudo-version (a scan of `kind`, section 6).
+pub(crate) fn read_gap(st: &mut SsnLocal, slot: u32, gaps: &Gaps, kind: &ScanKind) {
+    let pv = match kind {
+        ScanKind::Eq(k) => gaps.of_key(k),
+        ScanKind::Range(..) => &gaps.range,
+    };
+    let p = pv as *const PseudoVersion;
+    if st.gaps.last() == Some(&p) {
+        return;
+    }
+    register(&pv.readers, slot);
+    st.gaps.push(p);
+}
+
+impl<'db> Transaction<'db> {
+    /// The empty-write-set read-only optimization over snapshot isolation
+    /// (section 5.2, after Ports and Grittner): commit at c(T) = the begin
+    /// timestamp. `None`: not applicable, commit normally.
+    ///
+    /// Safe when no read has an overwriter: we publish "Preparing at the
+    /// begin timestamp" and fence before we look, so an overwriter that
+    /// fenced later (and drew a larger stamp) finds us in its readers bitmap
+    /// Preparing with the smaller stamp, waits for us and counts us in its
+    /// η; one that fenced earlier has its write lock in place where we look,
+    /// and we commit normally (with a fresh stamp, after it).
+    pub(crate) fn ssn_read_only_commit(&mut self) -> Option<crate::Result<super::mv_occ::CommitInfo>> {
+        let st = self.ssn();
+        if st.sstamp != NONE || st.doomed {
+            return None; // a read's overwrite committed: a back edge to weigh
+        }
+        let b = self.begin_ts;
+        let txns = &self.db.txns;
+        txns.set_state(self.slot, TxnState::Preparing, b);
+        // SeqCst fence: pairs with the overwriters' fence in `finalize_eta`.
+        fence(Ordering::SeqCst);
+        let clean = st.reads.iter().all(|&VPtr(v)| {
+            // SAFETY: as in `ssn_precommit`.
+            let v = unsafe { &*v };
+            // Relaxed: ordered by the fence above.
+            Word::decode(v.end.load(Ordering::Relaxed)) == Word::Ts(INFINITY)
+        });
+        if !clean {
+            return None;
+        }
+        // Take the lock on our π as the full commit would; a push means a
+        // writer of a gap we read committed first: commit normally.
+        // AcqRel: as in `ssn_precommit`.
+        if self.slot().ssn_sstamp.fetch_or(LOCKED, Ordering::AcqRel) & !LOCKED != NONE {
+            return None;
+        }
+        if !self.wait_for_dependencies() {
+            return Some(Err(self.abort_with(AbortReason::CommitDependency)));
+        }
+        txns.set_state(self.slot, TxnState::Committed, b);
+        self.ssn_release(Some(b));
+        if self.recording {
+            self.record_end(Some(b), crate::history::Outcome::Committed);
+        }
+        self.terminate();
+        Some(Ok(super::mv_occ::CommitInfo { commit_ts: b, writes: 0 }))
+    }
+
+    /// SSN's state of this transaction.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) fn ssn(&self) -> &'db mut SsnLocal {
+        &mut self.local().ssn
+    }
+
+    /// `ssn_read` for a version found by a lookup.
+    #[inline]
+    pub(crate) fn ssn_read(&mut self, v: *mut Version) -> crate::Result<()> {
+        // SAFETY: found under the caller's epoch guard, still held.
+        let v = unsafe { &*v };
+        let r = read(self.ssn(), self.cert, &self.db.txns, self.slot, self.word, v);
+        r.map_err(|r| self.abort_with(r))
+    }
+
+    /// A lookup of `key` in `t` found nothing: the deleters of the
+    /// versions of `key` it passed over are predecessors (see [`absent`]).
+    pub(crate) fn ssn_absent_key(&mut self, t: &Table, key: &crate::key::Key) {
+        if self.cert != Cert::Ssn {
+            return;
+        }
+        let rt = self.read_time();
+        let (st, txns) = (self.ssn(), &self.db.txns);
+        t.indexes[0].for_each_eq(key, |v| {
+            if v.key_eq(key) {
+                absent(st, Cert::Ssn, txns, v, rt);
+            }
+            true
+        });
+    }
+
+    /// A serializable scan read the gap `kind` of index `index` of `t`.
+    #[inline]
+    pub(crate) fn ssn_scan(&mut self, t: &Table, index: u8, kind: &ScanKind) {
+        if let Some(g) = &t.indexes[index as usize].gaps {
+            read_gap(self.ssn(), self.slot, g, kind);
+        }
+    }
+
+    /// Algorithm 1, `ssn_write`: we replaced `old` (write-locked by us).
+    #[inline]
+    pub(crate) fn ssn_write(&mut self, old: *mut Version) -> crate::Result<()> {
+        // SAFETY: write-locked by us, so not reclaimable.
+        let old = unsafe { &*old };
+        let st = self.ssn();
+        if self.cert == Cert::Ssn {
+            // The w:w edge from the creator.
+            st.pstamp = st.pstamp.max(cstamp_of(old, &self.db.txns));
+        }
+        // Relaxed: a hint for the early check only; precommit rereads it
+        // (Acquire) after the readers bitmap. η(V) of a latest version: never
+        // an sstamp (only its overwriter, us, could write one).
+        let s = words(old).0.load(Ordering::Relaxed);
+        st.pstamp = st.pstamp.max(s & !SSTAMP);
+        st.verdict(self.cert).map_err(|r| self.abort_with(r))
+    }
+
+    /// Finalizes η(T) against the readers of a replaced version or
+    /// pseudo-version (Algorithm 3 lines 24-32).
+    ///
+    /// `push`: for a pseudo-version, also note the readers that will commit
+    /// after us: they cannot find us (a scan keeps no version to follow), so
+    /// we lower their π ourselves (see `push`).
+    fn finalize_eta(&self, stamp: &AtomicU64, readers: &AtomicU64, c: u64, push: bool) {
+        let txns = &self.db.txns;
+        let st = self.ssn();
+        // SeqCst fence: pairs with the readers' fence in `register` (our
+        // write lock or insert went in before our Preparing state and this
+        // fence; see there).
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence.
+        let mut bits = readers.load(Ordering::Relaxed);
+        let hw = txns.high_water();
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            bits &= bits - 1;
+            let range = if b < SHARED_BIT { b as usize..b as usize + 1 } else { SHARED_BIT as usize..hw };
+            for s in range {
+                if s == self.slot as usize {
+                    continue;
+                }
+                match txns.peek_slot(s) {
+                    Some((id, Peek::Preparing(r) | Peek::Committed(r))) if r < c => {
+                        if let Some(r) = committed_before(txns, id, c) {
+                            st.pstamp = st.pstamp.max(r);
+                        }
+                    }
+                    Some((id, Peek::Active | Peek::Preparing(_))) if push => st.push_to.push((s as u32, id)),
+                    _ => {}
+                }
+            }
+        }
+        // Re-read η(V) in case we missed a reader that already left (line 32).
+        // Acquire: pairs with the readers' Release `unregister`.
+        let s = stamp.load(Ordering::Acquire);
+        if s & SSTAMP == 0 {
+            st.pstamp = st.pstamp.max(s);
+        }
+    }
+
+    /// Pre-commit (Algorithm 3 lines 4-34): we are Preparing with end
+    /// timestamp `c`. Finalizes π(T) and η(T) and tests them; on success
+    /// publishes π(T) for readers that finalize against us.
+    pub(crate) fn ssn_precommit(&mut self, c: u64) -> Result<(), AbortReason> {
+        let txns = &self.db.txns;
+        let cert = self.cert;
+        let st = self.ssn();
+        if cert == Cert::Ssn {
+            st.sstamp = st.sstamp.min(c); // line 6
+        }
+        // Finalize π(T): follow the overwriters of the reads (lines 7-20).
+        let reads = std::mem::take(&mut st.reads);
+        for &VPtr(v) in &reads {
+            // SAFETY: visible to us while we are open (its End exceeds our
+            // begin timestamp, which holds the GC watermark back).
+            let v = unsafe { &*v };
+            loop {
+                // Acquire: see π(V) once the End word holds a timestamp.
+                let e = v.end.load(Ordering::Acquire);
+                if writer_of_end(e) == Some(self.id) {
+                    break; // we replaced it ourselves (footnote 6)
+                }
+                match Word::decode(e) {
+                    Word::Ts(INFINITY) => break,
+                    Word::Ts(e) => {
+                        if e < c {
+                            // Acquire: π(V) was written before the End
+                            // timestamp we saw.
+                            let s = words(v).0.load(Ordering::Acquire);
+                            debug_assert!(s & SSTAMP != 0, "a finalized overwrite leaves π(V)");
+                            st.overwritten_by(cert, e, s & !SSTAMP);
+                        }
+                        break;
+                    }
+                    Word::Txn(u) => match txns.peek(u) {
+                        Peek::Active | Peek::Aborted => break,
+                        Peek::Preparing(cu) | Peek::Committed(cu) if cu > c => break,
+                        Peek::Preparing(_) | Peek::Committed(_) => {
+                            if committed_before(txns, u, c).is_some() {
+                                let slot = txns.slot(crate::txn::table::slot_of(u));
+                                // Acquire: published before the Committed state.
+                                let s = slot.ssn_sstamp.load(Ordering::Acquire) & !LOCKED;
+                                // Acquire: still U's? If not, U finished
+                                // postprocessing: reread the version.
+                                if slot.id.load(Ordering::Acquire) != u {
+                                    continue;
+                                }
+                                let cu = match txns.peek(u) {
+                                    Peek::Committed(cu) => cu,
+                                    _ => continue,
+                                };
+                                st.overwritten_by(cert, cu, s);
+                                break;
+                            }
+                            // Aborted, or it finished: reread the word.
+                            continue;
+                        }
+                        Peek::Gone => continue,
+                    },
+                }
+            }
+        }
+        st.reads = reads;
+        // Finalize η(T): the readers of what we replaced (lines 22-32), and of
+        // the pseudo-versions whose rows we changed.
+        for w in &self.local().write_set {
+            if !w.old.is_null() {
+                // SAFETY: write-locked by us.
+                let (stamp, readers) = words(unsafe { &*w.old });
+                self.finalize_eta(stamp, readers, c, false);
+            }
+            self.finalize_gaps(self.db.table_by_id(w.table), w, c);
+        }
+        // Take what writers pushed, and lock our π against later pushes.
+        // AcqRel: acquire the pushes; release nothing yet (see below).
+        let pushed = self.slot().ssn_sstamp.fetch_or(LOCKED, Ordering::AcqRel) & !LOCKED;
+        st.sstamp = st.sstamp.min(pushed);
+        st.verdict(cert)?;
+        // Lower the π of the scanners that will commit after us.
+        let value = match cert {
+            Cert::Ssi if st.sstamp != NONE => 0, // rule 2 for them
+            Cert::Ssi => c,
+            _ => st.sstamp,
+        };
+        for i in 0..st.push_to.len() {
+            let (s, id) = st.push_to[i];
+            if !push(txns, s, id, value) && !st.lax {
+                return Err(match cert {
+                    Cert::Ssi => AbortReason::DangerousStructure,
+                    _ => AbortReason::ExclusionWindow,
+                });
+            }
+        }
+        // Release: readers that see us Committed (Acquire) read this.
+        self.slot().ssn_sstamp.store(LOCKED | st.sstamp, Ordering::Release);
+        Ok(())
+    }
+
+    /// η(T) against the pseudo-versions of the index entries write `w`
+    /// adds or removes (section 6).
+    fn finalize_gaps(&self, t: &Table, w: &WriteEntry, c: u64) {
+        // SAFETY: ours (new) or write-locked by us (old).
+        let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
+        for ix in &t.indexes {
+            let Some(g) = &ix.gaps else { continue };
+            let ko = old.map(|o| ix.key_of(o));
+            let kn = new.map(|n| ix.key_of(n));
+            if ko == kn {
+                continue; // same entry: the version-level read covers it
+            }
+            for k in [ko, kn].iter().flatten() {
+                let pv = g.of_key(k);
+                self.finalize_eta(&pv.stamp, &pv.readers, c, true);
+            }
+            self.finalize_eta(&g.range.stamp, &g.range.readers, c, true);
+        }
+    }
+
+    /// Post-commit (Algorithm 3 lines 37-47), before MV/O stamps the
+    /// Begin and End words: raise η(V) of the reads, write π(T) into the
+    /// replaced versions (before their End words turn into timestamps) and
+    /// η = c(T) into the new ones; clear our reader bits.
+    pub(crate) fn ssn_postcommit(&mut self, c: u64) {
+        let st = self.ssn();
+        let local = self.local();
+        for w in &local.write_set {
+            if !w.old.is_null() {
+                // SAFETY: write-locked by us.
+                let (stamp, _) = words(unsafe { &*w.old });
+                // Release: pairs with the Acquire load of a reader that saw
+                // the End timestamp stored after this.
+                stamp.store(SSTAMP | st.sstamp, Ordering::Release);
+            }
+            if !w.new.is_null() && self.cert == Cert::Ssn {
+                // SAFETY: our own version.
+                let (stamp, _) = words(unsafe { &*w.new });
+                // Relaxed: published by the Release store of its Begin word.
+                stamp.fetch_max(c, Ordering::Relaxed);
+            }
+        }
+        self.ssn_release(Some(c));
+    }
+
+    /// Raises η(V) of everything read to `c` (when committed) and clears
+    /// our reader bits (commit or abort).
+    pub(crate) fn ssn_release(&mut self, c: Option<u64>) {
+        let st = self.ssn();
+        let slot = self.slot;
+        for &VPtr(v) in &st.reads {
+            // SAFETY: as in `ssn_precommit`.
+            let (stamp, readers) = words(unsafe { &*v });
+            if let Some(c) = c {
+                // Release: a writer that reads η(V) after our bit is gone
+                // sees this raise. A stamp word holding π(V) stays (larger).
+                stamp.fetch_max(c, Ordering::Release);
+            }
+            unregister(readers, slot);
+        }
+        for &p in &st.gaps {
+            // SAFETY: pseudo-versions live as long as their index.
+            let pv = unsafe { &*p };
+            if let Some(c) = c {
+                // Release: as above.
+                pv.stamp.fetch_max(c, Ordering::Release);
+            }
+            unregister(&pv.readers, slot);
+        }
+    }
+}
