@@ -204,7 +204,7 @@ impl<'db> Transaction<'db> {
             pessimistic,
             lock_reads: pessimistic && iso >= Isolation::RepeatableRead,
             lock_scans: pessimistic && iso == Isolation::Serializable,
-            honour_locks: protocol != Protocol::MvOcc,
+            honour_locks: !matches!(protocol, Protocol::MvOcc | Protocol::Ssn | Protocol::Ssi),
             used_waits: false,
             single: protocol == Protocol::Silo,
             locking: protocol.uses_key_locks(),

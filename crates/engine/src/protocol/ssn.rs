@@ -252,19 +252,20 @@ fn words(v: &Version) -> (&AtomicU64, &AtomicU64) {
     (v.word(n - 2), v.word(n - 1))
 }
 
-/// Sets our bit in a readers bitmap, then fences: an overwriter that draws
-/// its commit stamp after we fenced sees the bit, and one that fenced first
-/// installed its write lock where our next load of the End word sees it
-/// (the store-load pairing behind section 4.2.3's happens-before argument).
+/// Sets our bit in a readers bitmap (section 4.2.3's happens-before
+/// argument). SeqCst: the bit precedes, in the single total order, our own
+/// later draw of a commit stamp (a SeqCst `fetch_add`); so an overwriter
+/// whose SeqCst load of the bitmap, made after it drew its stamp, misses
+/// the bit drew a smaller stamp than we will — and we, committing later,
+/// find it through the version's End word. A bit already set was set by
+/// us earlier (or is the shared bit, which stays set).
 #[inline]
 fn register(readers: &AtomicU64, slot: u32) {
     let b = bit(slot);
-    // Relaxed: only skips a redundant write; the fence orders what matters.
+    // Relaxed: only skips a redundant write (see above).
     if readers.load(Ordering::Relaxed) & b == 0 {
-        // Relaxed: ordered by the fence below.
-        readers.fetch_or(b, Ordering::Relaxed);
+        readers.fetch_or(b, Ordering::SeqCst);
     }
-    fence(Ordering::SeqCst);
 }
 
 /// Clears our bit (slots that own theirs), once our stamps are in place.
@@ -443,7 +444,9 @@ impl<'db> Transaction<'db> {
         let b = self.begin_ts;
         let txns = &self.db.txns;
         txns.set_state(self.slot, TxnState::Preparing, b);
-        // SeqCst fence: pairs with the overwriters' fence in `finalize_eta`.
+        // SeqCst fence: our state store, then the End loads below; an
+        // overwriter installs its write lock, fences, then looks for us (see
+        // `ssn_precommit`): one of the two sees the other.
         fence(Ordering::SeqCst);
         let clean = st.reads.iter().all(|&VPtr(v)| {
             // SAFETY: as in `ssn_precommit`.
@@ -539,12 +542,10 @@ impl<'db> Transaction<'db> {
     fn finalize_eta(&self, stamp: &AtomicU64, readers: &AtomicU64, c: u64, push: bool) {
         let txns = &self.db.txns;
         let st = self.ssn();
-        // SeqCst fence: pairs with the readers' fence in `register` (our
-        // write lock or insert went in before our Preparing state and this
-        // fence; see there).
-        fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence.
-        let mut bits = readers.load(Ordering::Relaxed);
+        // SeqCst: after our stamp's draw in the total order (see `register`);
+        // and a bit found cleared was cleared (Release) after its reader
+        // raised η(V), which the reread below must then see (Acquire).
+        let mut bits = readers.load(Ordering::SeqCst);
         let hw = txns.high_water();
         while bits != 0 {
             let b = bits.trailing_zeros();
@@ -636,6 +637,12 @@ impl<'db> Transaction<'db> {
             }
         }
         st.reads = reads;
+        // SeqCst fence: our write locks (End words, installed by AcqRel CAS
+        // during forward processing) precede it; a read-only transaction
+        // committing at its begin timestamp stores its state, fences, and
+        // then looks at those End words (`ssn_read_only_commit`): either it
+        // sees our lock or our look at its state below sees it Preparing.
+        fence(Ordering::SeqCst);
         // Finalize η(T): the readers of what we replaced (lines 22-32), and of
         // the pseudo-versions whose rows we changed.
         for w in &self.local().write_set {
@@ -676,8 +683,11 @@ impl<'db> Transaction<'db> {
     fn finalize_gaps(&self, t: &Table, w: &WriteEntry, c: u64) {
         // SAFETY: ours (new) or write-locked by us (old).
         let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
-        for ix in &t.indexes {
+        for (i, ix) in t.indexes.iter().enumerate() {
             let Some(g) = &ix.gaps else { continue };
+            if i == 0 && old.is_some() && new.is_some() {
+                continue; // an update keeps its primary key
+            }
             let ko = old.map(|o| ix.key_of(o));
             let kn = new.map(|n| ix.key_of(n));
             if ko == kn {
