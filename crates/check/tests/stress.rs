@@ -11,7 +11,7 @@
 //! Sizes are modest by default; `MULTIVERSE_STRESS=N` multiplies the number
 //! of transactions (e.g. 1000 for millions).
 
-use multiverse::{Database, Error, Faults, Filter, Isolation, Key, Options, Protocol, TableId, TableSpec};
+use multiverse::{Database, Error, Faults, Filter, Isolation, Key, Options, Protocol, TableId, TableSpec, TxnOptions};
 use multiverse_check::{check, Class, Report};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -191,6 +191,55 @@ fn ssn_and_ssi_with_many_threads_are_serializable() {
         assert!(report.ok(), "{protocol} over {ssn_base}: {report}");
         eprintln!("{protocol} over {ssn_base}: {} of {} committed", report.stats.committed, n * 80);
         assert!(report.stats.committed as u64 > n, "{protocol} over {ssn_base}: too few commits\n{report}");
+    }
+}
+
+/// Read-only transactions on safe snapshots (SSN paper, section 5.2)
+/// beside the random updaters: two threads only read (lookups and scans,
+/// declared read-only), two run the usual mix; serializable throughout.
+#[test]
+fn safe_snapshots_keep_ssn_and_ssi_serializable() {
+    let n = 250 * stress_factor();
+    for (protocol, ssn_base) in [
+        (Protocol::Ssn, Isolation::ReadCommitted),
+        (Protocol::Ssn, Isolation::Snapshot),
+        (Protocol::Ssi, Isolation::Snapshot),
+    ] {
+        let interval = Some(std::time::Duration::from_micros(50));
+        let opts = Options {
+            protocol,
+            ssn_base,
+            safe_snapshot_interval: interval,
+            record_history: true,
+            ..Options::default()
+        };
+        let s = setup_with(opts);
+        std::thread::scope(|sc| {
+            for th in 0..4 {
+                let s = &s;
+                sc.spawn(move || {
+                    if th >= 2 {
+                        return worker(s, Isolation::Serializable, th, n);
+                    }
+                    let mut rng = SmallRng::seed_from_u64(th);
+                    let ro = TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Serializable) };
+                    for _ in 0..n {
+                        let mut t = s.db.begin_with(ro).unwrap();
+                        for _ in 0..rng.gen_range(1..=4) {
+                            let table = if rng.gen_bool(0.5) { s.hash } else { s.ordered };
+                            if rng.gen_bool(0.8) {
+                                t.get(table, &Key::from(rng.gen_range(0..KEYS))).unwrap();
+                            } else {
+                                t.scan(s.db.primary(table), .., None, |_, _| true).unwrap();
+                            }
+                        }
+                        t.commit().expect("a safe snapshot never aborts");
+                    }
+                });
+            }
+        });
+        let report = check(&s.db.take_history(), Isolation::Serializable);
+        assert!(report.ok(), "{protocol} over {ssn_base} with safe snapshots: {report}");
     }
 }
 

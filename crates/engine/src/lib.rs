@@ -282,6 +282,16 @@ pub struct Options {
     /// updater wins). Snapshot by default, ERMIA's choice. SSI always runs
     /// over snapshot isolation.
     pub ssn_base: Isolation,
+    /// SSN and SSI: active safe snapshots (SSN paper, section 5.2). With
+    /// `Some(interval)`, a read-only serializable transaction
+    /// ([`TxnOptions::read_only`]) reads without any tracking as of the
+    /// latest safe snapshot, taken anew when the latest is older than
+    /// `interval`: it never aborts and costs updaters nothing but a check at
+    /// commit, but it may not see what committed within the last `interval`.
+    /// `None` (the default): read-only transactions are certified like the
+    /// others (over snapshot isolation they usually commit at their begin
+    /// timestamp, the empty-write-set optimization).
+    pub safe_snapshot_interval: Option<Duration>,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
@@ -314,6 +324,7 @@ impl Default for Options {
             deadlock_interval: Duration::from_micros(100),
             lock_timeout: Duration::from_millis(10),
             ssn_base: Isolation::Snapshot,
+            safe_snapshot_interval: None,
             record_history: false,
             faults: Faults::default(),
         }
@@ -450,6 +461,8 @@ pub struct Database {
     recording: std::sync::atomic::AtomicBool,
     /// Silo's global epoch (single-version databases).
     pub(crate) silo: protocol::silo::SiloGlobal,
+    /// SSN and SSI: active safe snapshots.
+    pub(crate) ssn_safe: protocol::ssn::SafeSnapshots,
 }
 
 impl Database {
@@ -484,6 +497,7 @@ impl Database {
             versions_freed: CachePadded::new(AtomicU64::new(0)),
             history: Mutex::new(Vec::new()),
             silo: protocol::silo::SiloGlobal::new(),
+            ssn_safe: protocol::ssn::SafeSnapshots::default(),
         })
     }
 
@@ -615,6 +629,17 @@ impl Database {
         // concurrent watermark scan sees the provisional value (no larger
         // than the real one), or our second clock reading follows the scan's
         // and is at least its bound minus one, above every stamp it reclaims.
+        if let Some(interval) = self.opts.safe_snapshot_interval.filter(|_| protocol::ssn::uses_safe_snapshot(self, &o))
+        {
+            // The same two steps with the safe snapshot (see `watermark`): a
+            // scan that misses the first store read a `latest` no larger
+            // than the one we read after it.
+            s.begin_ts.store(self.ssn_safe.latest(), Ordering::SeqCst);
+            let begin_ts = self.ssn_safe.get(&self.clock, interval);
+            // Release: only raises the published value.
+            s.begin_ts.store(begin_ts, Ordering::Release);
+            return Ok(Transaction::new(self, slot, id, begin_ts, o));
+        }
         s.begin_ts.store(self.clock.load(Ordering::SeqCst) - 1, Ordering::SeqCst);
         let begin_ts = self.clock.load(Ordering::SeqCst) - 1;
         // Release: only raises the published value; readers need no more.
@@ -694,7 +719,12 @@ impl Database {
         let bound = if self.opts.protocol == Protocol::Silo {
             self.silo.epoch_seqcst()
         } else {
-            self.clock.load(Ordering::SeqCst)
+            let c = self.clock.load(Ordering::SeqCst);
+            // A safe snapshot's versions stay while new readers may take it.
+            match self.ssn_safe.latest() {
+                0 => c,
+                s => c.min(s),
+            }
         };
         self.txns.min_active_begin(bound)
     }

@@ -20,12 +20,16 @@ enum Cfg {
 const ALL: [Cfg; 3] = [Cfg::SsnRc, Cfg::SsnSi, Cfg::Ssi];
 
 fn open(c: Cfg) -> (Database, TableId) {
+    open_with(c, None)
+}
+
+fn open_with(c: Cfg, safe_snapshot_interval: Option<std::time::Duration>) -> (Database, TableId) {
     let (protocol, ssn_base) = match c {
         Cfg::SsnRc => (Protocol::Ssn, Isolation::ReadCommitted),
         Cfg::SsnSi => (Protocol::Ssn, Isolation::Snapshot),
         Cfg::Ssi => (Protocol::Ssi, Isolation::Snapshot),
     };
-    let db = Database::new(Options { protocol, ssn_base, ..Options::default() }).unwrap();
+    let db = Database::new(Options { protocol, ssn_base, safe_snapshot_interval, ..Options::default() }).unwrap();
     let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     db.run(SER, |x| {
         for k in 0..10 {
@@ -332,5 +336,61 @@ fn transfers_keep_the_total_under_many_threads() {
             .unwrap();
         assert_eq!(total, 0, "{c:?}");
         assert!(db.stats().committed > THREADS * per / 2, "{c:?}: {:?}", db.stats());
+    }
+}
+
+fn open_safe(c: Cfg, interval: std::time::Duration) -> (Database, TableId) {
+    open_with(c, Some(interval))
+}
+
+fn read_only() -> TxnOptions<'static> {
+    TxnOptions { read_only: true, ..TxnOptions::new(SER) }
+}
+
+/// Section 5.2's active safe snapshots: a read-only transaction reads the
+/// latest snapshot, without tracking, and a snapshot lives for the
+/// configured interval (so it may miss the newest commits).
+#[test]
+fn safe_snapshots_are_shared_for_their_interval() {
+    for c in ALL {
+        let (db, t) = open_safe(c, std::time::Duration::from_secs(3600));
+        db.run(SER, |x| x.update(t, &k(1), &v(1))).unwrap();
+        let mut r1 = db.begin_with(read_only()).unwrap();
+        assert_eq!(r1.get(t, &k(1)).unwrap(), Some(v(1).to_vec()), "{c:?}");
+        db.run(SER, |x| x.update(t, &k(1), &v(2))).unwrap();
+        // Within the interval: the same snapshot, without the new commit.
+        let mut r2 = db.begin_with(read_only()).unwrap();
+        assert_eq!(r2.begin_ts(), r1.begin_ts(), "{c:?}");
+        assert_eq!(r2.get(t, &k(1)).unwrap(), Some(v(1).to_vec()), "{c:?}");
+        r1.commit().unwrap();
+        r2.commit().unwrap();
+        // A new snapshot once the interval is over.
+        let (db, t) = open_safe(c, std::time::Duration::ZERO);
+        db.run(SER, |x| x.update(t, &k(1), &v(1))).unwrap();
+        db.begin_with(read_only()).unwrap().commit().unwrap();
+        db.run(SER, |x| x.update(t, &k(1), &v(2))).unwrap();
+        let mut r3 = db.begin_with(read_only()).unwrap();
+        assert_eq!(r3.get(t, &k(1)).unwrap(), Some(v(2).to_vec()), "{c:?}");
+        r3.commit().unwrap();
+    }
+}
+
+/// The read-only anomaly with the reader on a safe snapshot: the snapshot
+/// sees T1's x and the old y, so T2 (which read x before T1 and now
+/// replaces y, a version the snapshot read) must not commit.
+#[test]
+fn a_safe_snapshot_is_a_predecessor_of_later_updaters() {
+    for c in ALL {
+        let (db, t) = open_safe(c, std::time::Duration::ZERO);
+        let mut t2 = db.begin(SER).unwrap();
+        t2.get(t, &k(1)).unwrap();
+        t2.get(t, &k(2)).unwrap();
+        db.run(SER, |x| x.update(t, &k(1), &v(1))).unwrap(); // T1
+        let mut t3 = db.begin_with(read_only()).unwrap();
+        assert_eq!(t3.get(t, &k(1)).unwrap(), Some(v(1).to_vec()));
+        assert_eq!(t3.get(t, &k(2)).unwrap(), Some(v(0).to_vec()));
+        t3.commit().unwrap(); // a safe snapshot never aborts
+        t2.update(t, &k(2), &v(2)).unwrap();
+        assert_eq!(aborted(t2.commit()), reason(c), "{c:?}");
     }
 }

@@ -299,9 +299,11 @@ pub trait Worker: Send {
     }
 }
 
-/// Aborts counted by reason (indexed like [`AbortReason::ALL`]).
+/// Aborts counted by reason (indexed like [`AbortReason::ALL`]); and, in
+/// the second array, the aborts of a retry that failed for the same reason
+/// as the attempt before it (how safe a retry is: SSN section 3.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AbortCounts(pub [u64; AbortReason::COUNT]);
+pub struct AbortCounts(pub [u64; AbortReason::COUNT], pub [u64; AbortReason::COUNT]);
 
 impl AbortCounts {
     /// Counts one abort.
@@ -313,11 +315,28 @@ impl AbortCounts {
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
     }
+    /// Counts an abort of a retry that failed for the same reason as the
+    /// attempt before it (also counted by [`AbortCounts::add`]).
+    #[inline]
+    pub fn add_repeat(&mut self, r: AbortReason) {
+        self.1[r as usize] += 1;
+    }
+    /// Total repeated aborts.
+    pub fn repeats(&self) -> u64 {
+        self.1.iter().sum()
+    }
     /// Adds another set of counts.
     pub fn merge(&mut self, o: &AbortCounts) {
         for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
             *a += b;
         }
+        for (a, b) in self.1.iter_mut().zip(o.1.iter()) {
+            *a += b;
+        }
+    }
+    /// (reason, repeats) pairs in the order of [`AbortReason::ALL`].
+    pub fn repeats_by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
+        AbortReason::ALL.into_iter().zip(self.1.iter().copied())
     }
     /// (reason, count) pairs in the order of [`AbortReason::ALL`].
     pub fn by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
@@ -373,6 +392,7 @@ fn run_attempts<W: Worker>(
     aborts: &mut AbortCounts,
 ) -> Result<bool, TxnError> {
     let mut spins = 0u32;
+    let mut last = None;
     loop {
         let mut t = db.begin_with(opts)?;
         let r = match w.execute(&mut t) {
@@ -394,6 +414,10 @@ fn run_attempts<W: Worker>(
             Err(TxnError::Engine(e)) if e.is_transient() => {
                 let r = e.abort_reason().expect("transient errors are aborts");
                 aborts.add(r);
+                if last == Some(r) {
+                    aborts.add_repeat(r);
+                }
+                last = Some(r);
                 // SSN's safe retry (section 3.2): the transaction that
                 // violated the exclusion window has committed, and a retry
                 // begun now reads its versions: retry at once.

@@ -103,6 +103,10 @@ pub struct BenchArgs {
     /// si (snapshot isolation) [default: si]; ssi runs over si only
     #[arg(long, value_name = "B")]
     pub base: Option<String>,
+    /// ssn and ssi: read-only transactions read safe snapshots (SSN section
+    /// 5.2), a new one at most every US microseconds [default: off]
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
+    pub safe_snapshot_us: Option<u64>,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
     #[command(flatten)]
@@ -246,6 +250,8 @@ pub(crate) struct Measurement {
     pub protocol: Protocol,
     /// SSN's base (ssn and ssi runs only).
     pub ssn_base: Option<Isolation>,
+    /// The safe-snapshot interval, if on.
+    pub safe_snapshot: Option<Duration>,
     pub isolation: Isolation,
     pub workload: &'static str,
     pub params: Vec<(&'static str, multiverse_workloads::Param)>,
@@ -294,7 +300,14 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     let isolation = resolve_isolation(a.isolation.as_deref(), protocol)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let ssn_base = parse_base(a.base.as_deref(), protocol)?;
-    let db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base)?;
+    if a.safe_snapshot_us.is_some() && !matches!(protocol, Protocol::Ssn | Protocol::Ssi) {
+        return Err(format!("--safe-snapshot-us applies to ssn and ssi, not {protocol}"));
+    }
+    let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base)?;
+    if let Some(us) = a.safe_snapshot_us {
+        let opts = Options { safe_snapshot_interval: Some(Duration::from_micros(us)), ..db.options().clone() };
+        db = Database::new(opts).map_err(|e| e.to_string())?;
+    }
     let ctx = Ctx {
         protocol,
         isolation,
@@ -393,6 +406,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     Ok(Measurement {
         protocol: c.protocol,
         ssn_base,
+        safe_snapshot: db.options().safe_snapshot_interval,
         isolation: c.isolation,
         workload: w.name(),
         params: w.params(),

@@ -121,6 +121,11 @@ pub fn summary(m: &Measurement) -> String {
         abort_rate(r),
         abort_text(&r.aborts)
     );
+    if r.aborts.repeats() > 0 {
+        let reps: Vec<String> =
+            r.aborts.repeats_by_reason().filter(|&(_, n)| n > 0).map(|(k, n)| format!("{k} {}", int(n))).collect();
+        let _ = writeln!(s, "  retries    failed again for the same reason: {}", reps.join(", "));
+    }
     let _ = writeln!(
         s,
         "  latency    p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, max {:.1} us",
@@ -255,9 +260,16 @@ pub struct Record {
     versions_alive_end: u64,
     git_commit: String,
     // Extras.
+    /// Aborts of a retry that failed for the same reason as the attempt
+    /// before it, by reason (SSN's safe retry, section 3.2).
+    retry_aborts_same_reason: Map<String, Value>,
     /// ssn and ssi: the certified base, `read-committed` or `snapshot`.
     #[serde(skip_serializing_if = "Option::is_none")]
     ssn_base: Option<String>,
+    /// ssn and ssi: the safe-snapshot interval, when read-only
+    /// transactions read safe snapshots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    safe_snapshot_us: Option<u64>,
     duration_requested_s: f64,
     seed: u64,
     load_s: f64,
@@ -316,7 +328,14 @@ pub fn json(m: &Measurement) -> Record {
         peak_rss_bytes: m.peak_rss,
         versions_alive_end: m.stats_end.versions_alive,
         git_commit: sys::GIT_COMMIT.into(),
+        retry_aborts_same_reason: r
+            .aborts
+            .repeats_by_reason()
+            .filter(|&(_, n)| n > 0)
+            .map(|(k, n)| (k.name().to_string(), Value::from(n)))
+            .collect(),
         ssn_base: m.ssn_base.map(|b| b.name().to_string()),
+        safe_snapshot_us: m.safe_snapshot.map(|d| d.as_micros() as u64),
         duration_requested_s: m.duration_requested,
         seed: m.seed,
         load_s: l.elapsed.as_secs_f64(),

@@ -175,6 +175,8 @@ impl<'db> Transaction<'db> {
         // identically"). Under mv-mixed the default alternates with the id's
         // generation, so every workload runs both kinds side by side.
         let cert = match protocol {
+            // A safe snapshot needs no certification (section 5.2).
+            _ if ssn::uses_safe_snapshot(db, &o) => Cert::Off,
             Protocol::Ssn => Cert::Ssn,
             Protocol::Ssi => Cert::Ssi,
             _ => Cert::Off,
@@ -212,7 +214,7 @@ impl<'db> Transaction<'db> {
             key_range: iso == Isolation::Serializable && !db.opts.faults.skip_validation,
             declared: false,
             cert,
-            base_rc: protocol == Protocol::Ssn && db.opts.ssn_base == Isolation::ReadCommitted,
+            base_rc: cert == Cert::Ssn && db.opts.ssn_base == Isolation::ReadCommitted,
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
