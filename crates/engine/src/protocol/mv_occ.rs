@@ -444,6 +444,7 @@ impl<'db> Transaction<'db> {
             v = self.lock_found(t, key, v)?;
         }
         if v.is_null() {
+            self.settle_speculation()?;
             if self.track_scans {
                 self.local().scan_set.push(ScanRecord {
                     table: table.0,
@@ -926,8 +927,25 @@ impl<'db> Transaction<'db> {
         self.install(t, table, key, v, value)
     }
 
+    /// A lookup found no row. If this transaction read speculatively (a
+    /// commit dependency is pending), the row may be missing only because
+    /// the transaction it depends on just aborted, before telling us: wait
+    /// for the dependencies first, so that an absence is never reported on
+    /// a view that is about to be rolled back (a workload would take it for
+    /// a broken invariant). Only such transactions wait, and only on ones
+    /// that are Preparing, which never wait for an active transaction.
+    #[inline]
+    fn settle_speculation(&mut self) -> Result<()> {
+        // Acquire: pairs with the Release decrement of a reporting dependency.
+        if self.slot().dep_counter.load(Ordering::Acquire) > 0 && !self.wait_for_dependencies() {
+            return Err(self.abort_with(AbortReason::CommitDependency));
+        }
+        Ok(())
+    }
+
     /// An update or delete found no visible row.
     fn not_found(&mut self, table: TableId, key: &Key) -> Result<()> {
+        self.settle_speculation()?;
         if self.lock_scans {
             // Absence was read: lock it, and make sure it still holds.
             let t = self.db.table_ref(table)?;

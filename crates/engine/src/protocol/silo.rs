@@ -427,6 +427,14 @@ impl<'db> Transaction<'db> {
                 Seen::Row(word) => {
                     // The key exists: an observation to validate.
                     l.reads.push(SvRead { rec: VPtr(rec), word });
+                    // Reads already overwritten make the duplicate suspect:
+                    // the key may come from them (TPC-C's new order id, read
+                    // from a district another NewOrder has since advanced).
+                    // The commit would abort anyway: abort now, so the
+                    // caller never acts on an inconsistent view.
+                    if self.sv_reads_changed() {
+                        return Err(self.sv_abort(AbortReason::ReadValidation));
+                    }
                     return Err(Error::DuplicateKey);
                 }
                 // Another transaction's insert in progress.
@@ -751,16 +759,20 @@ impl<'db> Transaction<'db> {
         Ok(CommitInfo { commit_ts, writes })
     }
 
-    /// Phase 2 of the commit: the ReadSet and the node-set.
-    fn sv_validate(&mut self) -> std::result::Result<(), AbortReason> {
-        let l = &self.local().silo;
-        for r in &l.reads {
+    /// True if a record read has changed since (phase 2's ReadSet check).
+    fn sv_reads_changed(&self) -> bool {
+        self.local().silo.reads.iter().any(|r| {
             // SAFETY: records are freed only after an epoch once retired.
             // Acquire: pairs with the committers' Release stores.
             let now = unsafe { &*r.rec.0 }.begin.load(Ordering::Acquire);
-            if now & !LOCK != r.word || (now & LOCK != 0 && self.sv_written(r.rec.0).is_none()) {
-                return Err(AbortReason::ReadValidation);
-            }
+            now & !LOCK != r.word || (now & LOCK != 0 && self.sv_written(r.rec.0).is_none())
+        })
+    }
+
+    /// Phase 2 of the commit: the ReadSet and the node-set.
+    fn sv_validate(&mut self) -> std::result::Result<(), AbortReason> {
+        if self.sv_reads_changed() {
+            return Err(AbortReason::ReadValidation);
         }
         let nodes = std::mem::take(&mut self.local().silo.nodes);
         let seen = &mut self.local().silo.seen;

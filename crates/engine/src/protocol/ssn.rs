@@ -55,8 +55,10 @@
 //!   from the ended versions still in the chains.
 //! * **Phantoms** (section 6): the coarse form of section 6.1's
 //!   hierarchical tracking. Every index has pseudo-versions (`Gaps`): one
-//!   per hash class of keys, read by scans of one key (lookups that found
-//!   nothing, `get_by`), and one for key ranges, read by range scans. A
+//!   per hash class of keys and key prefixes, read by scans of one key
+//!   (lookups that found nothing, `get_by`) and by key ranges whose bounds
+//!   share a prefix of 2, 3, 4 or 8 bytes (the prefix's class: the range
+//!   holds only keys with that prefix), and one for other key ranges. A
 //!   write that changes which rows an index holds (insert, delete, an index
 //!   key changed) treats them as versions it replaces: it finalizes η
 //!   against their readers that committed first, and — since a scan keeps
@@ -264,9 +266,46 @@ impl Default for Gaps {
     }
 }
 
+/// Key-prefix lengths that name a range's gap: a range whose bounds share
+/// the first `L` bytes (for the largest such `L` listed) holds only keys
+/// with that prefix (byte order), so its gap is that prefix's class — a
+/// TPC-C scan of one district's new orders does not meet inserts into
+/// another district's. Other ranges read the whole index's gap.
+const PREFIXES: [usize; 4] = [8, 4, 3, 2];
+
 impl Gaps {
+    /// The class of the key bytes `b` (a whole key, or a prefix).
+    fn class(&self, b: &[u8]) -> &PseudoVersion {
+        let h = crate::key::hash_bytes(b) ^ (b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &self.key[(h % GAP_CLASSES as u64) as usize]
+    }
+
+    /// The gap a scan of one key reads.
     fn of_key(&self, k: &crate::key::Key) -> &PseudoVersion {
-        &self.key[(k.hash64() % GAP_CLASSES as u64) as usize]
+        self.class(k.as_bytes())
+    }
+
+    /// The gap a scan of a key range reads.
+    fn of_range(&self, lo: &std::ops::Bound<crate::key::Key>, hi: &std::ops::Bound<crate::key::Key>) -> &PseudoVersion {
+        use std::ops::Bound::{Excluded, Included};
+        let (Included(a) | Excluded(a), Included(b) | Excluded(b)) = (lo, hi) else { return &self.range };
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        match PREFIXES.iter().find(|&&l| l <= common) {
+            Some(&l) => self.class(&a[..l]),
+            None => &self.range,
+        }
+    }
+
+    /// Every gap a write that adds or removes index key `k` changes: the
+    /// key's own, its prefixes', and the whole index's.
+    fn of_write(&self, k: &crate::key::Key, mut f: impl FnMut(&PseudoVersion)) {
+        let b = k.as_bytes();
+        f(self.class(b));
+        for &l in PREFIXES.iter().filter(|&&l| l < b.len()) {
+            f(self.class(&b[..l]));
+        }
+        f(&self.range);
     }
 }
 
@@ -535,7 +574,7 @@ fn push(txns: &TxnTable, s: u32, id: u64, value: u64) -> bool {
 pub(crate) fn read_gap(st: &mut SsnLocal, slot: u32, gaps: &Gaps, kind: &ScanKind) {
     let pv = match kind {
         ScanKind::Eq(k) => gaps.of_key(k),
-        ScanKind::Range(..) => &gaps.range,
+        ScanKind::Range(lo, hi) => gaps.of_range(lo, hi),
     };
     let p = pv as *const PseudoVersion;
     if st.gaps.last() == Some(&p) {
@@ -826,10 +865,8 @@ impl<'db> Transaction<'db> {
                 continue; // same entry: the version-level read covers it
             }
             for k in [ko, kn].iter().flatten() {
-                let pv = g.of_key(k);
-                self.finalize_eta(&pv.stamp, &pv.readers, c, true);
+                g.of_write(k, |pv| self.finalize_eta(&pv.stamp, &pv.readers, c, true));
             }
-            self.finalize_eta(&g.range.stamp, &g.range.readers, c, true);
         }
     }
 
@@ -882,5 +919,70 @@ impl<'db> Transaction<'db> {
             }
             unregister(&pv.readers, slot);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// T's state after its reads and writes: `succ` are (c, π) of the
+    /// overwriters of what it read that committed before it (back edges),
+    /// `pred` the commit stamps of its predecessors that committed first.
+    fn t(succ: &[(u64, u64)], pred: &[u64]) -> SsnLocal {
+        let mut st = SsnLocal::default();
+        for &(c, pi) in succ {
+            st.overwritten_by(Cert::Ssn, c, pi);
+        }
+        for &p in pred {
+            st.pstamp = st.pstamp.max(p);
+        }
+        st
+    }
+
+    #[test]
+    fn figure_2a_a_cycle_violates_the_exclusion_window() {
+        // T2's oldest successor T5 (through a back edge) committed at 5,
+        // its predecessor T1 at 10: π(T2) = 5 ≤ η(T2) = 10.
+        let st = t(&[(5, 5)], &[10]);
+        assert_eq!(st.verdict(Cert::Ssn), Err(AbortReason::ExclusionWindow));
+    }
+
+    #[test]
+    fn figure_2c_an_older_predecessor_is_safe() {
+        // Tx's predecessor T3 committed at 3, before its oldest successor
+        // T1 (at 8, itself with no older successor): η = 3 < π = 8.
+        let st = t(&[(8, 8)], &[3]);
+        assert_eq!(st.verdict(Cert::Ssn), Ok(()));
+    }
+
+    #[test]
+    fn figure_2d_the_false_positive() {
+        // T3's successor T1 committed at 4, its predecessor T2 at 6: no
+        // cycle, but T2 might follow T1's successors: abort.
+        let st = t(&[(4, 4)], &[6]);
+        assert_eq!(st.verdict(Cert::Ssn), Err(AbortReason::ExclusionWindow));
+    }
+
+    #[test]
+    fn pi_follows_successors_transitively() {
+        // T's successor U committed at 9, but U's own oldest successor
+        // committed at 2: π(T) = π(U) = 2, so a predecessor at 5 violates.
+        let st = t(&[(9, 2)], &[5]);
+        assert_eq!(st.sstamp, 2);
+        assert_eq!(st.verdict(Cert::Ssn), Err(AbortReason::ExclusionWindow));
+        // With no successor at all, π is infinite: anything commits.
+        assert_eq!(t(&[], &[u64::MAX >> 2]).verdict(Cert::Ssn), Ok(()));
+    }
+
+    #[test]
+    fn stamp_words_keep_pi_over_a_late_eta_raise() {
+        // A reader's late fetch_max cannot overwrite π(V) (flagged, larger).
+        let w = AtomicU64::new(SSTAMP | 7);
+        w.fetch_max(1_000_000, Ordering::Relaxed);
+        assert_eq!(w.load(Ordering::Relaxed), SSTAMP | 7);
+        let w = AtomicU64::new(40);
+        w.fetch_max(50, Ordering::Relaxed);
+        assert_eq!(w.load(Ordering::Relaxed), 50);
     }
 }
