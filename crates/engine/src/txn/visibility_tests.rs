@@ -858,23 +858,45 @@ fn dependency_resolved_by_abort_fails_dependent_commit() {
 }
 
 /// Table 2 end to end: a Preparing delete with TS < RT is speculatively
-/// ignored (the reader sees no row); when the deleter aborts, the reader's
-/// next operation fails with CommitDependency and it is closed afterwards.
+/// ignored, which registers a commit dependency. A lookup that then finds
+/// nothing waits for its dependencies before reporting the absence (see
+/// `settle_speculation`): when the deleter aborts, the lookup itself fails
+/// with CommitDependency and the transaction is closed afterwards.
 #[test]
-fn speculative_ignore_then_abort_fails_next_operation() {
+fn speculative_ignore_then_abort_fails_the_lookup() {
     let (db, t) = db3();
     let f = FakeWriter::prepare(&db, t, 2, None);
     let mut x = db.begin(Isolation::ReadCommitted).unwrap();
-    assert_eq!(get(&mut x, t, 2).unwrap(), None, "speculatively ignored");
-    // A read-committed lookup that finds nothing walks the chain twice (see
-    // `find_visible`), registering the same dependency once per walk.
-    assert!(deps_of(&db, x.id()) >= 1);
-    f.abort();
-    assert_eq!(get(&mut x, t, 3), Err(Error::Aborted(AbortReason::CommitDependency)));
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            f.abort();
+        });
+        assert_eq!(get(&mut x, t, 2), Err(Error::Aborted(AbortReason::CommitDependency)));
+    });
     assert_eq!(get(&mut x, t, 3), Err(Error::TransactionClosed(Some(AbortReason::CommitDependency))));
     assert_eq!(x.commit(), Err(Error::TransactionClosed(Some(AbortReason::CommitDependency))));
     let mut y = db.begin(Isolation::Snapshot).unwrap();
     assert_eq!(get(&mut y, t, 2).unwrap().as_deref(), Some(&b"v2"[..]), "the delete was undone");
+}
+
+/// As above, but the deleter commits: the lookup waits for it and then
+/// reports the row absent, and the reader commits.
+#[test]
+fn speculative_ignore_then_commit_reports_absence() {
+    let (db, t) = db3();
+    let f = FakeWriter::prepare(&db, t, 2, None);
+    let mut x = db.begin(Isolation::ReadCommitted).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            f.commit();
+        });
+        assert_eq!(get(&mut x, t, 2).unwrap(), None, "deleted");
+        assert_eq!(deps_of(&db, x.id()), 0, "the dependency was settled before the answer");
+    });
+    assert_eq!(get(&mut x, t, 3).unwrap().as_deref(), Some(&b"v3"[..]));
+    assert!(x.commit().is_ok());
 }
 
 /// A reader that began before the writer's end timestamp is not affected
