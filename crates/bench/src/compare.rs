@@ -37,7 +37,8 @@ const MAX_RUNS: usize = 10_000;
 pub struct CompareArgs {
     /// Protocol lines, comma-separated: P (at --isolation) or P@ISOLATION,
     /// e.g. mv-occ@snapshot,mv-occ@serializable; SSN's base as ssn+rc or
-    /// ssn+si [default: --protocol].
+    /// ssn+si, and with its read-mostly optimization as ssn+rc-r or ssn+si-r
+    /// (at --read-mostly-age, default 1000) [default: --protocol].
     #[arg(long, value_name = "P[@L],...", help_heading = "Comparison")]
     pub protocols: Option<String>,
     /// A bench flag and its values: threads=1,2,4 or theta=0,0.5,0.9 (values
@@ -72,10 +73,17 @@ struct Line {
     protocol: Protocol,
     /// SSN's base, given as `ssn+rc` or `ssn+si`; otherwise `--base`.
     base: Option<&'static str>,
+    /// `ssn+rc-r`, `ssn+si-r`: SSN's read-mostly optimization (the paper's
+    /// SI+SSN-R), at `--read-mostly-age` (which other lines leave out) or
+    /// [`DEFAULT_READ_MOSTLY_AGE`].
+    read_mostly: bool,
     /// Given as `P@L`; otherwise the point uses `--isolation`.
     isolation: Option<Isolation>,
     label: String,
 }
+
+/// The read-mostly age of an `-r` line when `--read-mostly-age` is not given.
+const DEFAULT_READ_MOSTLY_AGE: u64 = 1000;
 
 /// One swept bench flag.
 #[derive(Clone, Debug)]
@@ -124,6 +132,11 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
             None => (p, None),
         };
         let protocol = bench::parse_protocol(p).map_err(|e| format!("--protocols: {e}"))?;
+        let (base, read_mostly) = match base.map(|b| b.strip_suffix("-r")) {
+            Some(Some(b)) if protocol == Protocol::Ssn => (Some(b.trim()), true),
+            Some(Some(_)) => return Err(format!("--protocols '{item}': -r (read-mostly) applies to ssn only")),
+            _ => (base, false),
+        };
         let base = match base {
             None => None,
             Some(b) => {
@@ -139,7 +152,7 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
             }
         };
         let name = match base {
-            Some(b) => format!("{}+{b}", protocol.name()),
+            Some(b) => format!("{}+{b}{}", protocol.name(), if read_mostly { "-r" } else { "" }),
             None => protocol.name().to_string(),
         };
         let label = match isolation {
@@ -149,7 +162,7 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
         if lines.iter().any(|x| x.label == label) {
             return Err(format!("--protocols: '{label}' is given twice"));
         }
-        lines.push(Line { protocol, base, isolation, label });
+        lines.push(Line { protocol, base, read_mostly, isolation, label });
     }
     Ok(lines)
 }
@@ -234,6 +247,7 @@ fn point_args(
         id == "protocol"
             || (id == "isolation" && line.isolation.is_some())
             || (id == "base" && line.base.is_some())
+            || (id == "read_mostly_age" && !line.read_mostly)
             || sweeps.iter().any(|s| s.id == id)
     };
     let mut argv = vec!["multiverse compare".to_string()];
@@ -244,6 +258,9 @@ fn point_args(
     }
     if let Some(b) = line.base {
         argv.push(format!("--base={b}"));
+    }
+    if line.read_mostly && !base.iter().any(|(id, _)| id == "read_mostly_age") {
+        argv.push(format!("--read-mostly-age={DEFAULT_READ_MOSTLY_AGE}"));
     }
     for (s, v) in sweeps.iter().zip(values) {
         argv.push(format!("--{}={v}", s.name));
@@ -709,6 +726,17 @@ mod tests {
         assert!(parse_lines_s("mv-occ", "chaos").unwrap_err().contains("chaos"));
         assert!(parse_lines_s("mv-occ,,mv-occ@snapshot", "snapshot").unwrap_err().contains("empty entry"));
         assert!(parse_lines_s("mv-occ,mv-occ", "snapshot").unwrap_err().contains("twice"));
+        // SSN's read-mostly lines, beside the plain ones.
+        let l = parse_lines("ssn+si,ssn+si-r,ssn+rc-r", None).unwrap();
+        assert_eq!(l.iter().map(|x| x.read_mostly).collect::<Vec<_>>(), [false, true, true]);
+        assert_eq!((l[1].label.as_str(), l[2].base), ("ssn+si-r", Some("rc")));
+        assert!(parse_lines("ssi+si-r", None).unwrap_err().contains("ssn only"));
+        let none: &[(String, String)] = &[];
+        let (argv, a) = point_args(none, &l[1], &[], &[]).unwrap();
+        assert_eq!(a.read_mostly_age, Some(DEFAULT_READ_MOSTLY_AGE), "{argv:?}");
+        let given = [("read_mostly_age".to_string(), "--read-mostly-age=50".to_string())];
+        assert_eq!(point_args(&given, &l[1], &[], &[]).unwrap().1.read_mostly_age, Some(50));
+        assert_eq!(point_args(&given, &l[0], &[], &[]).unwrap().1.read_mostly_age, None, "left out of plain lines");
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! Sizes are modest by default; `MULTIVERSE_STRESS=N` multiplies the number
 //! of transactions (e.g. 1000 for millions).
 
-use multiverse::{Database, Error, Faults, Filter, Isolation, Key, Options, Protocol, TableId, TableSpec, TxnOptions};
+use multiverse::{
+    Database, Error, Faults, Filter, Isolation, Key, Options, Protocol, Stats, TableId, TableSpec, TxnOptions,
+};
 use multiverse_check::{check, Class, Report};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -122,6 +124,11 @@ fn run_with(opts: Options, iso: Isolation, txns_per_thread: u64) -> Report {
 }
 
 fn run_threads(opts: Options, iso: Isolation, txns_per_thread: u64, threads: u64) -> Report {
+    run_threads_stats(opts, iso, txns_per_thread, threads).0
+}
+
+/// `run_threads`, also returning the database's counters.
+fn run_threads_stats(opts: Options, iso: Isolation, txns_per_thread: u64, threads: u64) -> (Report, Stats) {
     let protocol = opts.protocol;
     let s = setup_with(opts);
     std::thread::scope(|sc| {
@@ -139,7 +146,7 @@ fn run_threads(opts: Options, iso: Isolation, txns_per_thread: u64, threads: u64
             multiverse_check::write_history(&history, std::io::BufWriter::new(f)).unwrap();
         }
     }
-    report
+    (report, s.db.stats())
 }
 
 #[test]
@@ -181,12 +188,14 @@ fn ssn_over_read_committed_is_serializable() {
 #[test]
 fn ssn_and_ssi_with_many_threads_are_serializable() {
     let n = 40 * stress_factor();
-    for (protocol, ssn_base) in [
-        (Protocol::Ssn, Isolation::ReadCommitted),
-        (Protocol::Ssn, Isolation::Snapshot),
-        (Protocol::Ssi, Isolation::Snapshot),
+    for (protocol, ssn_base, ssn_read_mostly_age) in [
+        (Protocol::Ssn, Isolation::ReadCommitted, None),
+        (Protocol::Ssn, Isolation::Snapshot, None),
+        (Protocol::Ssi, Isolation::Snapshot, None),
+        // Section 5.3's untracked readers, many sharing bit 63.
+        (Protocol::Ssn, Isolation::Snapshot, Some(0)),
     ] {
-        let opts = Options { protocol, ssn_base, record_history: true, ..Options::default() };
+        let opts = Options { protocol, ssn_base, ssn_read_mostly_age, record_history: true, ..Options::default() };
         let report = run_threads(opts, Isolation::Serializable, n, 80);
         assert!(report.ok(), "{protocol} over {ssn_base}: {report}");
         eprintln!("{protocol} over {ssn_base}: {} of {} committed", report.stats.committed, n * 80);
@@ -265,6 +274,50 @@ fn ssn_and_ssi_without_certification_show_cycles() {
         }
     }
     panic!("the checker never caught read committed without SSN");
+}
+
+/// SSN's read-mostly optimization (section 5.3) over both bases, with
+/// every version older than the reader untracked (age 0) and with a
+/// threshold: serializable, run after run; and the writers' side of it
+/// switched off (the test-only fault: writers ignore untracked readers),
+/// which the checker must catch.
+#[test]
+fn ssn_read_mostly_is_serializable_and_needs_its_handshake() {
+    let n = 250 * stress_factor();
+    for ssn_base in [Isolation::ReadCommitted, Isolation::Snapshot] {
+        for age in [0, 4] {
+            let opts = Options {
+                protocol: Protocol::Ssn,
+                ssn_base,
+                ssn_read_mostly_age: Some(age),
+                record_history: true,
+                ..Options::default()
+            };
+            let (report, db) = run_threads_stats(opts, Isolation::Serializable, n, THREADS);
+            assert!(report.ok(), "ssn over {ssn_base}, read-mostly age {age}: {report}");
+            assert!(report.stats.committed as u64 > n, "too few commits to mean anything\n{report}");
+            assert!(db.ssn_untracked_reads > 0, "no read went untracked\n{report}");
+            eprintln!("ssn over {ssn_base}, age {age}: {} reads untracked", db.ssn_untracked_reads);
+        }
+    }
+    let faults = Faults { skip_read_mostly_handshake: true, ..Faults::default() };
+    for round in 0..20 {
+        let opts = Options {
+            protocol: Protocol::Ssn,
+            ssn_read_mostly_age: Some(0),
+            record_history: true,
+            faults,
+            ..Options::default()
+        };
+        let report = run_with(opts, Isolation::Serializable, 200 + 100 * round);
+        if !report.ok() {
+            let found: Vec<Class> = report.forbidden().map(|a| a.class).collect();
+            let cycles = [Class::G2Item, Class::G2, Class::GSingle];
+            assert!(found.iter().any(|c| cycles.contains(c)), "expected a cycle, found {found:?}:\n{report}");
+            return;
+        }
+    }
+    panic!("the checker never caught writers ignoring untracked readers");
 }
 
 /// Runs until the checker reports a forbidden anomaly (or gives up).

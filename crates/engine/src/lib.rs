@@ -292,6 +292,16 @@ pub struct Options {
     /// others (over snapshot isolation they usually commit at their begin
     /// timestamp, the empty-write-set optimization).
     pub safe_snapshot_interval: Option<Duration>,
+    /// SSN: the read-mostly optimization (SSN paper, section 5.3). With
+    /// `Some(age)`, a read of a version created more than `age` commits
+    /// before the reader began (a version "not overwritten recently") is
+    /// not tracked: it sets the reader's bit in the version's readers bitmap
+    /// and nothing more, and writers account for such readers through the
+    /// per-slot last commit stamp and by lowering their π. Long read-mostly
+    /// transactions then skip most of their pre-commit; updaters may abort
+    /// more (a stale bit makes them look at whoever runs in that slot now).
+    /// `None` (the default): every read is tracked.
+    pub ssn_read_mostly_age: Option<u64>,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
@@ -313,6 +323,9 @@ pub struct Faults {
     /// Ignore first-writer-wins: update a version another transaction has
     /// already write-locked or replaced (section 2.6).
     pub skip_write_conflicts: bool,
+    /// SSN's read-mostly optimization: writers ignore untracked readers (no
+    /// last commit stamp, no lowering of their π; section 5.3).
+    pub skip_read_mostly_handshake: bool,
 }
 
 impl Default for Options {
@@ -325,6 +338,7 @@ impl Default for Options {
             lock_timeout: Duration::from_millis(10),
             ssn_base: Isolation::Snapshot,
             safe_snapshot_interval: None,
+            ssn_read_mostly_age: None,
             record_history: false,
             faults: Faults::default(),
         }
@@ -431,6 +445,8 @@ pub struct Stats {
     pub garbage_unfreed: u64,
     /// Transactions open now.
     pub open_transactions: u64,
+    /// SSN's read-mostly optimization: reads not tracked (section 5.3).
+    pub ssn_untracked_reads: u64,
 }
 
 impl Stats {
@@ -694,7 +710,7 @@ impl Database {
 
     /// Counters since the database was opened.
     pub fn stats(&self) -> Stats {
-        let (committed, aborts, created, freed) = self.txns.totals();
+        let (committed, aborts, created, freed, ssn_untracked_reads) = self.txns.totals();
         // Relaxed: statistics only.
         let freed = freed + self.versions_freed.load(Ordering::Relaxed);
         Stats {
@@ -704,6 +720,7 @@ impl Database {
             garbage_pending: self.gc.pending() as u64,
             garbage_unfreed: self.gc.unfreed() as u64,
             open_transactions: self.txns.open_count() as u64,
+            ssn_untracked_reads,
         }
     }
 

@@ -11,6 +11,10 @@
 //! * `scan`: a read-only transaction reading `--scan-records` records
 //!   (default 10,000) "chosen uniformly at random" (section 4.2.3). It runs
 //!   with the read-only option set.
+//! * `scan-rmw` (not in the BOHM paper): the same reads, then one
+//!   read-modify-write of a Zipfian record — a long read-mostly
+//!   transaction, the shape of the SSN paper's section 5.3 and 8.4 (TPC-E's
+//!   Asset-Eval: a long read with a tiny write set).
 //!
 //! The records of `10rmw` and `2rmw-8r` are drawn from a Zipfian
 //! distribution with parameter `--theta` (section 4.2.1: 0 for low
@@ -53,7 +57,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Name of the table.
 pub const TABLE: &str = "ycsb";
 /// Transaction types (names for `--mix`).
-pub const TYPES: &[&str] = &["10rmw", "2rmw-8r", "scan", "10op"];
+pub const TYPES: &[&str] = &["10rmw", "2rmw-8r", "scan", "10op", "scan-rmw"];
 /// Index of `10rmw` in [`TYPES`].
 pub const RMW10: usize = 0;
 /// Index of `2rmw-8r` in [`TYPES`].
@@ -64,6 +68,9 @@ pub const SCAN: usize = 2;
 /// probability `write_pct`) a blind write — the YCSB configuration of the
 /// CCBench testbed (Tanabe et al., VLDB 2020) used for its Silo.
 pub const OP10: usize = 3;
+/// Index of `scan-rmw` in [`TYPES`]: a `scan`'s reads, then one
+/// read-modify-write of a Zipfian record (a read-mostly transaction).
+pub const SCAN_RMW: usize = 4;
 /// Smallest value when the mix is `10op` alone (no counter to keep).
 pub const MIN_BLIND_VALUE_BYTES: usize = 4;
 /// Records per `10rmw` and `2rmw-8r` transaction.
@@ -111,7 +118,7 @@ impl Default for YcsbConfig {
             value_bytes: 1000,
             theta: 0.0,
             scan_records: 10_000,
-            mix: Mix::new(TYPES, &[100.0, 0.0, 0.0, 0.0]).expect("the default mix is valid"),
+            mix: Mix::new(TYPES, &[100.0, 0.0, 0.0, 0.0, 0.0]).expect("the default mix is valid"),
             prefetch: true,
             write_pct: 50,
         }
@@ -151,17 +158,18 @@ impl YcsbConfig {
             return Err(format!("--write-pct {} is above 100", self.write_pct));
         }
         Zipf::new(self.rows, self.theta).map_err(|e| format!("--theta: {e}"))?;
-        let short = self.mix.pct(RMW10) > 0.0 || self.mix.pct(RMW2_R8) > 0.0 || self.mix.pct(OP10) > 0.0;
+        let short = [RMW10, RMW2_R8, OP10, SCAN_RMW].iter().any(|&t| self.mix.pct(t) > 0.0);
+        let scans = self.mix.pct(SCAN) > 0.0 || self.mix.pct(SCAN_RMW) > 0.0;
         if short && self.rows < OPS as u64 {
             return Err(format!(
-                "10rmw, 2rmw-8r and 10op touch {OPS} distinct records but the table has only {} (--rows)",
+                "10rmw, 2rmw-8r, 10op and scan-rmw draw {OPS} distinct records but the table has only {} (--rows)",
                 self.rows
             ));
         }
         if self.scan_records == 0 {
             return Err("--scan-records must be at least 1".into());
         }
-        if self.mix.pct(SCAN) > 0.0 && self.scan_records > self.rows {
+        if scans && self.scan_records > self.rows {
             return Err(format!(
                 "a scan reads {} distinct records (--scan-records) but the table has only {} (--rows)",
                 self.scan_records, self.rows
@@ -304,7 +312,7 @@ impl Workload for Ycsb {
     }
 
     fn worker(&self, thread: usize, seed: u64) -> YcsbWorker<'_> {
-        let scans = self.cfg.mix.pct(SCAN) > 0.0;
+        let scans = self.cfg.mix.pct(SCAN) > 0.0 || self.cfg.mix.pct(SCAN_RMW) > 0.0;
         let scan_len = if scans { self.cfg.scan_records as usize } else { 0 };
         let bitmap = if scans { self.cfg.rows.div_ceil(64) as usize } else { 0 };
         YcsbWorker {
@@ -442,6 +450,7 @@ impl YcsbWorker<'_> {
         match self.ty {
             RMW10 => OPS as u64,
             RMW2_R8 => RMWS_2R8 as u64,
+            SCAN_RMW => 1,
             _ => 0,
         }
     }
@@ -522,9 +531,11 @@ impl Worker for YcsbWorker<'_> {
     fn next_txn(&mut self) {
         let mix = &self.w.cfg.mix;
         self.ty = if mix.only(RMW10) { RMW10 } else { mix.draw(self.rng.next_u64()) };
-        if self.ty == SCAN {
+        if self.ty == SCAN || self.ty == SCAN_RMW {
             self.draw_scan();
-        } else {
+        }
+        if self.ty != SCAN {
+            // scan-rmw modifies the first of these.
             self.draw_short();
         }
         if self.ty == OP10 {
@@ -593,6 +604,9 @@ impl Worker for YcsbWorker<'_> {
                         sum = sum.wrapping_add(self.read(t, k, ik)?);
                     }
                 }
+                if self.ty == SCAN_RMW {
+                    self.rmw(t, self.keys[0], &self.ikeys[0])?;
+                }
             }
         }
         self.checksum = sum;
@@ -647,7 +661,13 @@ impl Worker for YcsbWorker<'_> {
                     }
                 }
             }
-            _ => access.reads.extend(self.scan_keys.iter().map(|&k| (t, Key::from_u64(k)))),
+            _ => {
+                access.reads.extend(self.scan_keys.iter().map(|&k| (t, Key::from_u64(k))));
+                if self.ty == SCAN_RMW {
+                    access.reads.push((t, self.ikeys[0]));
+                    access.writes.push((t, self.ikeys[0]));
+                }
+            }
         }
         true
     }
@@ -688,11 +708,15 @@ mod tests {
         assert!(c(|c| c.theta = -1.0).unwrap_err().contains("--theta"));
         assert!(c(|c| c.theta = 1.0).is_ok());
         assert!(c(|c| c.scan_records = 0).is_err());
-        let scan = Mix::new(TYPES, &[50.0, 0.0, 50.0, 0.0]).unwrap();
+        let scan = Mix::new(TYPES, &[50.0, 0.0, 50.0, 0.0, 0.0]).unwrap();
         let e = YcsbConfig { rows: 100, scan_records: 101, mix: scan.clone(), ..YcsbConfig::default() }.validate();
         assert!(e.unwrap_err().contains("only 100"));
+        // scan-rmw needs its records too.
+        let rm = Mix::new(TYPES, &[0.0, 0.0, 0.0, 0.0, 100.0]).unwrap();
+        let e = YcsbConfig { rows: 100, scan_records: 101, mix: rm, ..YcsbConfig::default() }.validate();
+        assert!(e.unwrap_err().contains("only 100"));
         // A scan-only mix needs no ten records.
-        let only = Mix::new(TYPES, &[0.0, 0.0, 100.0, 0.0]).unwrap();
+        let only = Mix::new(TYPES, &[0.0, 0.0, 100.0, 0.0, 0.0]).unwrap();
         assert!(YcsbConfig { rows: 5, scan_records: 5, mix: only, ..YcsbConfig::default() }.validate().is_ok());
     }
 }

@@ -107,6 +107,11 @@ pub struct BenchArgs {
     /// 5.2), a new one at most every US microseconds [default: off]
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
     pub safe_snapshot_us: Option<u64>,
+    /// ssn: the read-mostly optimization (SSN section 5.3): reads of
+    /// versions created more than N commits before the reader began are
+    /// not tracked [default: off]
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub read_mostly_age: Option<u64>,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
     #[command(flatten)]
@@ -252,6 +257,8 @@ pub(crate) struct Measurement {
     pub ssn_base: Option<Isolation>,
     /// The safe-snapshot interval, if on.
     pub safe_snapshot: Option<Duration>,
+    /// SSN's read-mostly age, if on.
+    pub read_mostly_age: Option<u64>,
     pub isolation: Isolation,
     pub workload: &'static str,
     pub params: Vec<(&'static str, multiverse_workloads::Param)>,
@@ -303,9 +310,16 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     if a.safe_snapshot_us.is_some() && !matches!(protocol, Protocol::Ssn | Protocol::Ssi) {
         return Err(format!("--safe-snapshot-us applies to ssn and ssi, not {protocol}"));
     }
+    if a.read_mostly_age.is_some() && protocol != Protocol::Ssn {
+        return Err(format!("--read-mostly-age applies to ssn, not {protocol}"));
+    }
     let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base)?;
-    if let Some(us) = a.safe_snapshot_us {
-        let opts = Options { safe_snapshot_interval: Some(Duration::from_micros(us)), ..db.options().clone() };
+    if a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some() {
+        let opts = Options {
+            safe_snapshot_interval: a.safe_snapshot_us.map(Duration::from_micros),
+            ssn_read_mostly_age: a.read_mostly_age,
+            ..db.options().clone()
+        };
         db = Database::new(opts).map_err(|e| e.to_string())?;
     }
     let ctx = Ctx {
@@ -407,6 +421,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         protocol: c.protocol,
         ssn_base,
         safe_snapshot: db.options().safe_snapshot_interval,
+        read_mostly_age: db.options().ssn_read_mostly_age,
         isolation: c.isolation,
         workload: w.name(),
         params: w.params(),

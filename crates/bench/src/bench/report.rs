@@ -126,6 +126,14 @@ pub fn summary(m: &Measurement) -> String {
             r.aborts.repeats_by_reason().filter(|&(_, n)| n > 0).map(|(k, n)| format!("{k} {}", int(n))).collect();
         let _ = writeln!(s, "  retries    failed again for the same reason: {}", reps.join(", "));
     }
+    if let Some(age) = m.read_mostly_age {
+        let _ = writeln!(
+            s,
+            "  untracked  {} reads of versions older than {} commits (read-mostly, section 5.3)",
+            int(m.stats_end.ssn_untracked_reads),
+            int(age)
+        );
+    }
     let _ = writeln!(
         s,
         "  latency    p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, max {:.1} us",
@@ -270,6 +278,12 @@ pub struct Record {
     /// transactions read safe snapshots.
     #[serde(skip_serializing_if = "Option::is_none")]
     safe_snapshot_us: Option<u64>,
+    /// ssn: the read-mostly age (section 5.3), when on, and the reads
+    /// that went untracked (the load's included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_mostly_age: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    untracked_reads: Option<u64>,
     duration_requested_s: f64,
     seed: u64,
     load_s: f64,
@@ -336,6 +350,8 @@ pub fn json(m: &Measurement) -> Record {
             .collect(),
         ssn_base: m.ssn_base.map(|b| b.name().to_string()),
         safe_snapshot_us: m.safe_snapshot.map(|d| d.as_micros() as u64),
+        read_mostly_age: m.read_mostly_age,
+        untracked_reads: m.read_mostly_age.map(|_| m.stats_end.ssn_untracked_reads),
         duration_requested_s: m.duration_requested,
         seed: m.seed,
         load_s: l.elapsed.as_secs_f64(),

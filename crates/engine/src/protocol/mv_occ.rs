@@ -221,7 +221,14 @@ impl<'db> Transaction<'db> {
             _not_sync: PhantomData,
         };
         if certified {
-            t.ssn().lax = db.opts.faults.skip_validation;
+            let st = t.ssn();
+            st.lax = db.opts.faults.skip_validation;
+            // Section 5.3: versions created more than `age` commits (two
+            // clock steps each) before we began are read untracked.
+            st.stale_below = match db.opts.ssn_read_mostly_age {
+                Some(age) if cert == Cert::Ssn => begin_ts.saturating_sub(age.saturating_mul(2)),
+                _ => 0,
+            };
         }
         t
     }

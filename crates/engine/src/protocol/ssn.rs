@@ -76,6 +76,21 @@
 //!   a scan found absent stays absent until the commit.
 //! * **Safe snapshots** (section 5.2, the active mechanism, with
 //!   `Options::safe_snapshot_interval`): see `SafeSnapshots`.
+//! * **Read-mostly transactions** (section 5.3, with
+//!   `Options::ssn_read_mostly_age`): a version created more than `age`
+//!   commits before the reader began is "stale"; reading it sets the
+//!   reader's bit in its readers bitmap (then checks the End word: see
+//!   `read`) and nothing else — no read-set entry, no η(V) raise, no
+//!   pre-commit work. The bit stays set. Each slot keeps the **last
+//!   cstamp** of its occupants that made such reads (Figure 5), and an
+//!   overwriter, for every bit of a version it replaces: counts the slot's
+//!   last cstamp in η(T) (and aborts if it is above c(T): that reader
+//!   committed after us without knowing of us), counts its occupant if it
+//!   committed first, aborts if it committed after, and otherwise lowers
+//!   the occupant's π through the **MSB-locked sstamp** (the handshake
+//!   above). A tracked reader that clears a bit its slot's
+//!   earlier untracked readers also set first raises η(V) to the last
+//!   cstamp.
 //! * **Read-only transactions over snapshot isolation** (section 5.2, the
 //!   empty-write-set optimization of Ports and Grittner): a transaction
 //!   that reaches commit with an empty WriteSet and ScanSet commits at its
@@ -103,8 +118,10 @@
 //!   writer of what it read (30 threads on 2 cores: 5-20K txn/s with the
 //!   wait, 64-118K without). Finalizing π still waits (π(U) is known only
 //!   when U is done), spinning, then yielding, then sleeping 20 µs at a time.
-//! * The read-mostly optimization (section 5.3) is not built yet (its MSB
-//!   handshake is, for the gaps above).
+//! * The read-mostly threshold is an age in commits on the clock, not the
+//!   paper's unspecified notion of "recently"; with it on, writers treat
+//!   every readers bit as a possibly untracked reader (they cannot tell),
+//!   so they push to and may abort on tracked readers too.
 //!
 //! SSI (Cahill et al., the paper's main comparison) runs on the same words
 //! and the same commit; only the test differs: see [`super::ssi`].
@@ -327,6 +344,11 @@ pub(crate) struct SsnLocal {
     pub(crate) gaps: Vec<*const PseudoVersion>,
     /// Test-only fault (`Faults::skip_validation`): track, never abort.
     pub(crate) lax: bool,
+    /// Section 5.3: a version whose c(V) is below this is "stale" and read
+    /// untracked (0: every read is tracked).
+    pub(crate) stale_below: u64,
+    /// Reads not tracked (section 5.3).
+    untracked: u64,
     /// Scratch: readers of pseudo-versions we changed that will commit
     /// after us (slot, id): they get our π before we commit.
     push_to: Vec<(u32, u64)>,
@@ -341,6 +363,8 @@ impl Default for SsnLocal {
             reads: Vec::new(),
             gaps: Vec::new(),
             lax: false,
+            stale_below: 0,
+            untracked: 0,
             push_to: Vec::new(),
         }
     }
@@ -354,6 +378,8 @@ impl SsnLocal {
         self.reads.clear();
         self.gaps.clear();
         self.lax = false;
+        self.stale_below = 0;
+        self.untracked = 0;
         self.push_to.clear();
     }
 
@@ -414,6 +440,21 @@ fn register(readers: &AtomicU64, slot: u32) {
     let b = bit(slot);
     // Relaxed: only skips a redundant write (see above).
     if readers.load(Ordering::Relaxed) & b == 0 {
+        readers.fetch_or(b, Ordering::SeqCst);
+    }
+}
+
+/// Sets our bit for an untracked read (section 5.3), where the bit must
+/// precede our End load in the single total order even when it was set
+/// before (by an earlier read, an earlier occupant of our slot, or another
+/// slot sharing bit 63).
+#[inline]
+fn register_untracked(readers: &AtomicU64, slot: u32) {
+    let b = bit(slot);
+    // Acquire: a bit seen set was set by a SeqCst read-modify-write that
+    // then happens before our SeqCst End load, so it precedes the load in
+    // the total order too.
+    if readers.load(Ordering::Acquire) & b == 0 {
         readers.fetch_or(b, Ordering::SeqCst);
     }
 }
@@ -488,11 +529,27 @@ pub(crate) fn read(
     if v.begin.load(Ordering::Acquire) == my_word {
         return Ok(()); // our own version: reads of own writes are not tracked
     }
+    let (stamp, readers) = words(v);
+    let mut registered = false;
     if cert == Cert::Ssn {
         // η(T) with the w:r edge from the creator (line 4).
-        st.pstamp = st.pstamp.max(cstamp_of(v, txns));
+        let cv = cstamp_of(v, txns);
+        st.pstamp = st.pstamp.max(cv);
+        if cv < st.stale_below {
+            // Section 5.3: a version not overwritten recently. Set our bit
+            // first, then look at the End word, both SeqCst: an overwriter
+            // locks the End word, fences and then loads the bitmap
+            // (`ssn_precommit`), so either it finds our bit or we find its
+            // lock (and track the read as usual).
+            register_untracked(readers, slot);
+            registered = true;
+            // SeqCst: the other half of the handshake above.
+            if Word::decode(v.end.load(Ordering::SeqCst)) == Word::Ts(INFINITY) {
+                st.untracked += 1;
+                return st.verdict(cert);
+            }
+        }
     }
-    let (stamp, readers) = words(v);
     // Acquire: pairs with the overwriter's Release store of the End word,
     // made after it wrote π(V) into the stamp word.
     match Word::decode(v.end.load(Ordering::Acquire)) {
@@ -507,7 +564,9 @@ pub(crate) fn read(
         _ => {
             // Not overwritten yet, or an overwrite in flight (the paper's
             // TID in v.sstamp): track it (line 7).
-            register(readers, slot);
+            if !registered {
+                register(readers, slot);
+            }
             st.reads.push(VPtr(v as *const Version as *mut Version));
         }
     }
@@ -698,7 +757,22 @@ impl<'db> Transaction<'db> {
     /// `push`: for a pseudo-version, also note the readers that will commit
     /// after us: they cannot find us (a scan keeps no version to follow), so
     /// we lower their π ourselves (see `push`).
-    fn finalize_eta(&self, stamp: &AtomicU64, readers: &AtomicU64, c: u64, push: bool) {
+    ///
+    /// `proxy`: a version that readers may have read untracked (section
+    /// 5.3). Such a reader leaves its bit set and never follows us, so for
+    /// every bit: a reader that will commit after us gets our π (`push`),
+    /// one that committed after us already is an edge nobody can account
+    /// for (we abort), and the slot's last commit stamp (its earlier
+    /// occupants' untracked reads) joins η(T) — or aborts us if it is
+    /// larger than our own stamp.
+    fn finalize_eta(
+        &self,
+        stamp: &AtomicU64,
+        readers: &AtomicU64,
+        c: u64,
+        push: bool,
+        proxy: bool,
+    ) -> Result<(), AbortReason> {
         let txns = &self.db.txns;
         let st = self.ssn();
         // SeqCst: after our stamp's draw in the total order (see `register`);
@@ -711,20 +785,32 @@ impl<'db> Transaction<'db> {
             bits &= bits - 1;
             let range = if b < SHARED_BIT { b as usize..b as usize + 1 } else { SHARED_BIT as usize..hw };
             for s in range {
-                if s == self.slot as usize {
-                    continue;
-                }
-                match txns.peek_slot(s) {
-                    // Algorithm 3 waits for a reader still in its
-                    // pre-commit and counts it if it commits; we count it
-                    // at once, as if it will (a conservative η, and no
-                    // wait: with more threads than cores, a reader that
-                    // was descheduled mid-pre-commit would hold us up).
-                    Some((_, Peek::Preparing(r) | Peek::Committed(r))) if r < c => {
-                        st.pstamp = st.pstamp.max(r);
+                if s != self.slot as usize {
+                    match txns.peek_slot(s) {
+                        // Algorithm 3 waits for a reader still in its
+                        // pre-commit and counts it if it commits; we count
+                        // it at once, as if it will (a conservative η, and
+                        // no wait: with more threads than cores, a reader
+                        // descheduled mid-pre-commit would hold us up).
+                        Some((_, Peek::Preparing(r) | Peek::Committed(r))) if r < c => {
+                            st.pstamp = st.pstamp.max(r);
+                        }
+                        // Committed after us, perhaps without knowing of us.
+                        Some((_, Peek::Committed(_))) if proxy => return Err(AbortReason::ExclusionWindow),
+                        Some((id, Peek::Active | Peek::Preparing(_))) if push || proxy => {
+                            st.push_to.push((s as u32, id));
+                        }
+                        _ => {}
                     }
-                    Some((id, Peek::Active | Peek::Preparing(_))) if push => st.push_to.push((s as u32, id)),
-                    _ => {}
+                }
+                if proxy {
+                    // Acquire, after the peek: an untracked reader that left
+                    // the slot raised this (Release) before it left.
+                    let last = txns.slot(s as u32).ssn_last_cstamp.load(Ordering::Acquire);
+                    if last > c {
+                        return Err(AbortReason::ExclusionWindow);
+                    }
+                    st.pstamp = st.pstamp.max(last);
                 }
             }
         }
@@ -734,6 +820,15 @@ impl<'db> Transaction<'db> {
         if s & SSTAMP == 0 {
             st.pstamp = st.pstamp.max(s);
         }
+        Ok(())
+    }
+
+    /// Whether readers may have read versions untracked (section 5.3), so
+    /// that writers must account for them.
+    #[inline]
+    fn read_mostly(&self) -> bool {
+        let o = &self.db.opts;
+        self.cert == Cert::Ssn && o.ssn_read_mostly_age.is_some() && !o.faults.skip_read_mostly_handshake
     }
 
     /// Pre-commit (Algorithm 3 lines 4-34): we are Preparing with end
@@ -808,11 +903,12 @@ impl<'db> Transaction<'db> {
         // Finalize η(T): the readers of what we replaced (lines 22-32), and of
         // the pseudo-versions whose rows we changed.
         let safe = if self.db.opts.safe_snapshot_interval.is_some() { self.db.ssn_safe.below(c) } else { None };
+        let proxy = self.read_mostly();
         for w in &self.local().write_set {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us.
                 let (stamp, readers) = words(unsafe { &*w.old });
-                self.finalize_eta(stamp, readers, c, false);
+                self.finalize_eta(stamp, readers, c, false, proxy)?;
             }
             self.finalize_gaps(self.db.table_by_id(w.table), w, c);
             if let Some(s) = safe {
@@ -865,7 +961,11 @@ impl<'db> Transaction<'db> {
                 continue; // same entry: the version-level read covers it
             }
             for k in [ko, kn].iter().flatten() {
-                g.of_write(k, |pv| self.finalize_eta(&pv.stamp, &pv.readers, c, true));
+                g.of_write(k, |pv| {
+                    // Gaps are always tracked: no proxy, so no error.
+                    let r = self.finalize_eta(&pv.stamp, &pv.readers, c, true, false);
+                    debug_assert!(r.is_ok());
+                });
             }
         }
     }
@@ -900,15 +1000,31 @@ impl<'db> Transaction<'db> {
     pub(crate) fn ssn_release(&mut self, c: Option<u64>) {
         let st = self.ssn();
         let slot = self.slot;
+        let me = self.db.txns.slot(slot);
+        // Section 5.3: the bit we clear may also stand for untracked reads
+        // of earlier occupants of our slot; their stamps (the last cstamp)
+        // go into η(V) first. Relaxed: written by earlier occupants only,
+        // ordered before us by the slot's handover.
+        let floor = if self.read_mostly() { me.ssn_last_cstamp.load(Ordering::Relaxed) } else { 0 };
+        let raise = c.unwrap_or(0).max(floor);
         for &VPtr(v) in &st.reads {
             // SAFETY: as in `ssn_precommit`.
             let (stamp, readers) = words(unsafe { &*v });
-            if let Some(c) = c {
+            if raise != 0 {
                 // Release: a writer that reads η(V) after our bit is gone
                 // sees this raise. A stamp word holding π(V) stays (larger).
-                stamp.fetch_max(c, Ordering::Release);
+                stamp.fetch_max(raise, Ordering::Release);
             }
             unregister(readers, slot);
+        }
+        if st.untracked != 0 {
+            if let Some(c) = c {
+                // Release: a writer that finds the slot left (Acquire on
+                // its id) sees this; we raise it before we leave.
+                me.ssn_last_cstamp.fetch_max(c, Ordering::Release);
+            }
+            // Relaxed: statistics only.
+            me.ssn_untracked.fetch_add(st.untracked, Ordering::Relaxed);
         }
         for &p in &st.gaps {
             // SAFETY: pseudo-versions live as long as their index.

@@ -157,6 +157,13 @@ pub(crate) struct TxnSlot {
     /// Committed, for readers finalizing their own π (SSN paper, Algorithm
     /// 3 line 18: `u.sstamp`).
     pub(crate) ssn_sstamp: AtomicU64,
+    /// SSN's read-mostly optimization: the largest commit stamp of the
+    /// slot's occupants that made untracked reads (the paper's "last
+    /// cstamp", section 5.3 and Figure 5). Never reset: their bits stay in
+    /// the readers bitmaps of what they read.
+    pub(crate) ssn_last_cstamp: AtomicU64,
+    /// Statistics: reads the slot's occupants did not track.
+    pub(crate) ssn_untracked: AtomicU64,
     /// BucketLockSet, published for inserters (the paper's LockLists, see
     /// `bucket_lockers`): how many bucket locks the occupant holds, and the
     /// first [`PUBLISHED_BUCKETS`] of them as `bucket_key`s. Written only by
@@ -225,6 +232,8 @@ impl TxnTable {
                     waits: Mutex::new(WaitInfo::default()),
                     lock_wait: Mutex::new(None),
                     ssn_sstamp: AtomicU64::new(0),
+                    ssn_last_cstamp: AtomicU64::new(0),
+                    ssn_untracked: AtomicU64::new(0),
                     buckets_held: AtomicUsize::new(0),
                     bucket_keys: std::array::from_fn(|_| AtomicU64::new(0)),
                     committed: AtomicU64::new(0),
@@ -535,20 +544,21 @@ impl TxnTable {
     }
 
     /// Sums per-slot statistics.
-    pub(crate) fn totals(&self) -> (u64, [u64; AbortReason::COUNT], u64, u64) {
+    pub(crate) fn totals(&self) -> (u64, [u64; AbortReason::COUNT], u64, u64, u64) {
         let mut c = 0;
-        let (mut created, mut freed) = (0, 0);
+        let (mut created, mut freed, mut untracked) = (0, 0, 0);
         let mut a = [0u64; AbortReason::COUNT];
         for s in self.slots.iter() {
             // Relaxed: statistics only.
             c += s.committed.load(Ordering::Relaxed);
             created += s.created.load(Ordering::Relaxed);
             freed += s.freed.load(Ordering::Relaxed);
+            untracked += s.ssn_untracked.load(Ordering::Relaxed);
             for (k, x) in a.iter_mut().enumerate() {
                 *x += s.aborts[k].load(Ordering::Relaxed);
             }
         }
-        (c, a, created, freed)
+        (c, a, created, freed, untracked)
     }
 
     /// Number of open transactions.

@@ -2,9 +2,10 @@
 //! (`multiverse_workloads::ycsb`): `--rows` records (default 1,000,000) of
 //! `--value-bytes` bytes (default 1,000), Zipfian keys with `--theta`
 //! (default 0, uniform; the paper's high contention is 0.9), the types
-//! `10rmw`, `2rmw-8r`, `scan` (`--scan-records`, default 10,000) and
-//! `10op` (ten reads or blind writes, `--write-pct` of them writes, default
-//! 50: CCBench's YCSB) in `--mix` (default `10rmw:100`).
+//! `10rmw`, `2rmw-8r`, `scan` (`--scan-records`, default 10,000), `10op`
+//! (ten reads or blind writes, `--write-pct` of them writes, default 50:
+//! CCBench's YCSB) and `scan-rmw` (a scan's reads and one read-modify-write:
+//! read-mostly) in `--mix` (default `10rmw:100`).
 
 use super::super::{check_bytes, measure, parse_count, report, Ctx, Measurement};
 use super::Given;
@@ -84,8 +85,11 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
     if f.write_pct.is_some() && cfg.mix.pct(multiverse_workloads::ycsb::OP10) == 0.0 {
         return Err("--write-pct applies to 10op transactions: add 10op to --mix (e.g. 10op:100)".into());
     }
-    if f.scan_records.is_some() && cfg.mix.pct(multiverse_workloads::ycsb::SCAN) == 0.0 {
-        return Err("--scan-records applies to scan transactions: add scan to --mix (e.g. 10rmw:99,scan:1)".into());
+    let scans = cfg.mix.pct(multiverse_workloads::ycsb::SCAN) + cfg.mix.pct(multiverse_workloads::ycsb::SCAN_RMW);
+    if f.scan_records.is_some() && scans == 0.0 {
+        return Err(
+            "--scan-records applies to scan and scan-rmw transactions: add one to --mix (e.g. 10rmw:99,scan:1)".into(),
+        );
     }
     cfg.validate()?;
     // Before the table (and its bucket array) is created.
