@@ -857,6 +857,22 @@ fn dependency_resolved_by_abort_fails_dependent_commit() {
     assert_eq!(get(&mut y, t, 1).unwrap().as_deref(), Some(&b"v1"[..]));
 }
 
+/// Runs `op` while another thread, after a short delay, commits or aborts
+/// the held-Preparing writer `f` (which `op` may wait for).
+fn resolve_later<R>(f: FakeWriter<'_>, commit: bool, op: impl FnOnce() -> R) -> R {
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            if commit {
+                f.commit()
+            } else {
+                f.abort()
+            }
+        });
+        op()
+    })
+}
+
 /// Table 2 end to end: a Preparing delete with TS < RT is speculatively
 /// ignored, which registers a commit dependency. A lookup that then finds
 /// nothing waits for its dependencies before reporting the absence (see
@@ -867,13 +883,8 @@ fn speculative_ignore_then_abort_fails_the_lookup() {
     let (db, t) = db3();
     let f = FakeWriter::prepare(&db, t, 2, None);
     let mut x = db.begin(Isolation::ReadCommitted).unwrap();
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            f.abort();
-        });
-        assert_eq!(get(&mut x, t, 2), Err(Error::Aborted(AbortReason::CommitDependency)));
-    });
+    let r = resolve_later(f, false, || get(&mut x, t, 2));
+    assert_eq!(r, Err(Error::Aborted(AbortReason::CommitDependency)));
     assert_eq!(get(&mut x, t, 3), Err(Error::TransactionClosed(Some(AbortReason::CommitDependency))));
     assert_eq!(x.commit(), Err(Error::TransactionClosed(Some(AbortReason::CommitDependency))));
     let mut y = db.begin(Isolation::Snapshot).unwrap();
@@ -887,14 +898,8 @@ fn speculative_ignore_then_commit_reports_absence() {
     let (db, t) = db3();
     let f = FakeWriter::prepare(&db, t, 2, None);
     let mut x = db.begin(Isolation::ReadCommitted).unwrap();
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            f.commit();
-        });
-        assert_eq!(get(&mut x, t, 2).unwrap(), None, "deleted");
-        assert_eq!(deps_of(&db, x.id()), 0, "the dependency was settled before the answer");
-    });
+    assert_eq!(resolve_later(f, true, || get(&mut x, t, 2)).unwrap(), None, "deleted");
+    assert_eq!(deps_of(&db, x.id()), 0, "the dependency was settled before the answer");
     assert_eq!(get(&mut x, t, 3).unwrap().as_deref(), Some(&b"v3"[..]));
     assert!(x.commit().is_ok());
 }
