@@ -129,6 +129,8 @@ pub enum Error {
     /// ([`crate::AccessSet`]); its locks were taken before it ran, so it
     /// cannot take more. The transaction stays open.
     NotDeclared(String),
+    /// BOHM: the server has begun to stop; the transaction was not run.
+    ShuttingDown,
 }
 
 impl Error {
@@ -173,6 +175,7 @@ impl fmt::Display for Error {
             Error::Parse(s) => write!(f, "{s}"),
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::NotDeclared(s) => write!(f, "not declared: {s}"),
+            Error::ShuttingDown => write!(f, "the BOHM server is shutting down; the transaction was not run"),
         }
     }
 }

@@ -144,6 +144,7 @@ impl Protocol {
                 | Protocol::TwoPlOrdered
                 | Protocol::Ssn
                 | Protocol::Ssi
+                | Protocol::Bohm
         )
     }
 
@@ -479,6 +480,8 @@ pub struct Database {
     pub(crate) silo: protocol::silo::SiloGlobal,
     /// SSN and SSI: active safe snapshots.
     pub(crate) ssn_safe: protocol::ssn::SafeSnapshots,
+    /// BOHM's store (bohm databases only).
+    pub(crate) bohm: Option<protocol::bohm::Store>,
 }
 
 impl Database {
@@ -505,7 +508,6 @@ impl Database {
         Ok(Database {
             txns: TxnTable::new(opts.max_transactions),
             recording: std::sync::atomic::AtomicBool::new(opts.record_history),
-            opts,
             clock: CachePadded::new(AtomicU64::new(2)),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),
@@ -514,6 +516,8 @@ impl Database {
             history: Mutex::new(Vec::new()),
             silo: protocol::silo::SiloGlobal::new(),
             ssn_safe: protocol::ssn::SafeSnapshots::default(),
+            bohm: (opts.protocol == Protocol::Bohm).then(protocol::bohm::Store::new),
+            opts,
         })
     }
 
@@ -611,6 +615,11 @@ impl Database {
         }
         let (slot, id) = self.txns.open()?;
         let s = self.txns.slot(slot);
+        if self.opts.protocol == Protocol::Bohm {
+            // Alone, at the next log position (see `protocol::bohm`).
+            let ts = self.bohm_enter();
+            return Ok(Transaction::new(self, slot, id, ts, o));
+        }
         if self.opts.protocol.is_single_version() {
             // No shared counter: the begin "timestamp" is the epoch, published
             // for the watermark that bounds when retired records are freed
@@ -710,13 +719,22 @@ impl Database {
 
     /// Counters since the database was opened.
     pub fn stats(&self) -> Stats {
-        let (committed, aborts, created, freed, ssn_untracked_reads) = self.txns.totals();
+        let (mut committed, mut aborts, created, freed, ssn_untracked_reads) = self.txns.totals();
         // Relaxed: statistics only.
         let freed = freed + self.versions_freed.load(Ordering::Relaxed);
+        let mut versions_alive = created.saturating_sub(freed);
+        if let Some(b) = &self.bohm {
+            let (c, a, alive) = b.totals();
+            committed += c;
+            for (x, y) in aborts.iter_mut().zip(a) {
+                *x += y;
+            }
+            versions_alive += alive;
+        }
         Stats {
             committed,
             aborts,
-            versions_alive: created.saturating_sub(freed),
+            versions_alive,
             garbage_pending: self.gc.pending() as u64,
             garbage_unfreed: self.gc.unfreed() as u64,
             open_transactions: self.txns.open_count() as u64,

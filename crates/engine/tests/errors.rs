@@ -235,8 +235,8 @@ fn unsupported_protocol() {
         }
     }
     assert_eq!(
-        Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).err(),
-        Some(Error::UnsupportedProtocol("bohm".into()))
+        Database::new(Options { protocol: Protocol::Pomvcc, ..Options::default() }).err(),
+        Some(Error::UnsupportedProtocol("pomvcc".into()))
     );
     assert_eq!("silo".parse::<Protocol>(), Ok(Protocol::Silo));
     assert!(matches!("nope".parse::<Protocol>(), Err(Error::Parse(_))));

@@ -210,6 +210,81 @@ impl Txn for Transaction<'_> {
     }
 }
 
+impl Txn for multiverse::protocol::bohm::ExecTxn<'_> {
+    #[inline]
+    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        multiverse::protocol::bohm::ExecTxn::get_with(self, table, key, f)
+    }
+    #[inline]
+    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        multiverse::protocol::bohm::ExecTxn::update(self, table, key, value)
+    }
+    #[inline]
+    fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        multiverse::protocol::bohm::ExecTxn::insert(self, table, key, value)
+    }
+    #[inline]
+    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        multiverse::protocol::bohm::ExecTxn::update_with(self, table, key, f)
+    }
+    #[inline]
+    fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        multiverse::protocol::bohm::ExecTxn::modify(self, table, key, f)
+    }
+    #[inline]
+    fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
+        multiverse::protocol::bohm::ExecTxn::delete(self, table, key)
+    }
+    #[inline]
+    fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        multiverse::protocol::bohm::ExecTxn::get_by(self, index, key, f)
+    }
+    #[inline]
+    fn scan(
+        &mut self,
+        index: IndexId,
+        range: impl RangeBounds<Key>,
+        filter: Option<&Filter>,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        multiverse::protocol::bohm::ExecTxn::scan(self, index, range, filter, f)
+    }
+}
+
+/// A worker as a BOHM transaction (section 3: the whole transaction is
+/// submitted at once): the worker holds the inputs its last
+/// [`Worker::next_txn`] drew, and its declaration is taken when the
+/// sequencer logs it. BOHM keeps many transactions in flight, so a harness
+/// makes one worker per log position and reuses them.
+pub struct WorkerProc<W: Worker> {
+    /// The worker, with the inputs of the transaction.
+    pub worker: W,
+    /// The transaction type (see [`Worker::txn_type`]).
+    pub ty: usize,
+}
+
+impl<W: Worker> multiverse::protocol::bohm::Procedure for WorkerProc<W> {
+    type Error = TxnError;
+    fn declare(&self, access: &mut AccessSet) {
+        if !self.worker.declare(access) {
+            // Checked by the harness before the run (see `declares`); an
+            // empty declaration makes every access fail NotDeclared.
+            access.reads.clear();
+            access.writes.clear();
+        }
+    }
+    #[inline]
+    fn run(&mut self, t: &mut multiverse::protocol::bohm::ExecTxn<'_>) -> Result<(), TxnError> {
+        self.worker.execute(t)
+    }
+}
+
+/// True if the worker's current transaction can be declared (BOHM and
+/// ordered 2PL need it).
+pub fn declares<W: Worker>(w: &W) -> bool {
+    w.declare(&mut AccessSet::default())
+}
+
 /// A workload: schema, initial data, and per-thread transaction generators.
 pub trait Workload: Sync {
     /// The per-thread transaction generator.

@@ -12,8 +12,9 @@
 use super::sys;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use multiverse::protocol::bohm::{Config as BohmConfig, Done, Feed, Next, Outcome};
 use multiverse::{Database, Isolation, TxnOptions};
-use multiverse_workloads::{run_txn, AbortCounts, TxnError, Worker, Workload};
+use multiverse_workloads::{run_txn, AbortCounts, TxnError, Worker, WorkerProc, Workload};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -314,4 +315,116 @@ fn worker_loop<K: Worker>(
     };
     worker.finish();
     Ok(WorkerOutcome { per_type, cpu_ns, wait_ns })
+}
+
+/// A BOHM stream over a workload's workers: one worker per log position
+/// (each holds the inputs of one transaction in flight), drawn and declared
+/// on the sequencer thread, accounted for when the pipeline hands them back.
+struct BohmFeed<'w, W: Workload + 'w> {
+    pool: Vec<WorkerProc<W::Worker<'w>>>,
+    /// Every worker made (to call `finish` on all of them at the end).
+    made: usize,
+    deadline: Instant,
+    per_type: Vec<TypeTally>,
+    checks: u32,
+    failure: Option<String>,
+}
+
+impl<'w, W: Workload + 'w> Feed<WorkerProc<W::Worker<'w>>> for BohmFeed<'w, W> {
+    fn next(&mut self, _idle: bool) -> Next<WorkerProc<W::Worker<'w>>> {
+        self.checks += 1;
+        if self.failure.is_some() || (self.checks % 64 == 0 && Instant::now() >= self.deadline) {
+            return Next::Stop;
+        }
+        let Some(mut p) = self.pool.pop() else { return Next::Wait };
+        p.worker.next_txn();
+        p.ty = p.worker.txn_type();
+        Next::Txn(p)
+    }
+
+    fn done(&mut self, d: Done<WorkerProc<W::Worker<'w>>>) {
+        let mut p = d.proc;
+        let types = self.per_type.len();
+        let tally = &mut self.per_type[p.ty.min(types - 1)];
+        match d.outcome {
+            Outcome::Committed => {
+                p.worker.committed();
+                tally.committed += 1;
+                tally.latency_ns.saturating_record(d.latency.as_nanos() as u64);
+            }
+            Outcome::Aborted(TxnError::Rollback) => tally.aborts.add(multiverse::AbortReason::User),
+            Outcome::Aborted(e) => {
+                self.failure.get_or_insert_with(|| e.to_string());
+            }
+            Outcome::Refused(e) => {
+                self.failure.get_or_insert_with(|| e.to_string());
+            }
+        }
+        self.pool.push(p);
+    }
+}
+
+/// Runs a workload through BOHM's pipeline for `cfg.duration` (the
+/// sequencer is this thread; `bohm.cc_threads` and `bohm.exec_threads` more
+/// threads plan and execute). Latency is from entering the log to
+/// completion.
+pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmConfig) -> Result<RunResult, String> {
+    let types = w.txn_types().len().max(1);
+    let n = bohm.batch_size * (bohm.batches_in_flight + 1);
+    let pool: Vec<_> = (0..n).map(|i| WorkerProc { worker: w.worker(i, cfg.seed), ty: 0 }).collect();
+    if let Some(p) = pool.first() {
+        let mut probe = w.worker(0, cfg.seed);
+        probe.next_txn();
+        if !multiverse_workloads::declares(&probe) {
+            let _ = p;
+            return Err(format!(
+                "protocol bohm runs declared transactions, and workload {} does not declare its accesses \
+                 (hekaton, ycsb, smallbank, tatp and sibench do)",
+                w.name()
+            ));
+        }
+    }
+    let per_type = (0..types)
+        .map(|_| TypeTally { committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })
+        .collect();
+    let start = Instant::now();
+    let feed = BohmFeed::<W> { pool, made: n, deadline: start + cfg.duration, per_type, checks: 0, failure: None };
+    let cpu0 = sys::process_cpu_ns();
+    let (mut feed, _stats) = db.bohm_run(bohm, feed).map_err(|e| e.to_string())?;
+    let elapsed = start.elapsed();
+    let cpu_ns = match (cpu0, sys::process_cpu_ns()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+    debug_assert_eq!(feed.pool.len(), feed.made);
+    for p in feed.pool.iter_mut() {
+        p.worker.finish();
+    }
+    if let Some(f) = feed.failure {
+        return Err(format!("{} transaction failed: {f}", w.name()));
+    }
+    let mut committed = 0;
+    let mut aborts = AbortCounts::default();
+    let mut latency_ns = new_histogram();
+    let mut per_type_out = Vec::new();
+    for (t, &name) in feed.per_type.iter().zip(w.txn_types()) {
+        committed += t.committed;
+        aborts.merge(&t.aborts);
+        latency_ns.add(&t.latency_ns).map_err(|e| format!("merging latency histograms: {e}"))?;
+        per_type_out.push(TypeResult {
+            name,
+            committed: t.committed,
+            aborts: t.aborts,
+            latency_ns: t.latency_ns.clone(),
+        });
+    }
+    Ok(RunResult {
+        committed,
+        aborts,
+        elapsed,
+        latency_ns,
+        cpu_s: cpu_ns as f64 / 1e9,
+        cpu_wait_s: 0.0,
+        per_type: per_type_out,
+    })
 }

@@ -112,6 +112,18 @@ pub struct BenchArgs {
     /// not tracked [default: off]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub read_mostly_age: Option<u64>,
+    /// bohm: concurrency-control threads, which plan placeholders (section
+    /// 3.2) [default: a quarter of --threads, at least 1]
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    pub cc_threads: Option<usize>,
+    /// bohm: execution threads (section 3.3) [default: --threads minus
+    /// the concurrency-control threads, at least 1]; the sequencer is one
+    /// more thread
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    pub exec_threads: Option<usize>,
+    /// bohm: transactions per batch (section 3.2.4)
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub batch_size: u64,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
     #[command(flatten)]
@@ -276,6 +288,8 @@ pub(crate) struct Measurement {
     pub run_rss_growth: i64,
     /// What the workload's consistency check verified after the run (empty if nothing).
     pub consistency: String,
+    /// BOHM's pipeline settings (bohm runs only).
+    pub bohm: Option<multiverse::protocol::bohm::Config>,
 }
 
 /// The settings of one run, shared by every workload's runner in `wl/`.
@@ -294,6 +308,8 @@ pub(crate) struct Ctx {
     pub mix: Option<String>,
     /// `--prefault`, in bytes (0: off).
     pub prefault: u64,
+    /// BOHM's pipeline settings (bohm runs only).
+    pub bohm: Option<multiverse::protocol::bohm::Config>,
 }
 
 /// Opens the database and runs the workload of `a` once (load, run,
@@ -313,6 +329,22 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     if a.read_mostly_age.is_some() && protocol != Protocol::Ssn {
         return Err(format!("--read-mostly-age applies to ssn, not {protocol}"));
     }
+    let bohm = if protocol == Protocol::Bohm {
+        let cc = a.cc_threads.unwrap_or((threads / 4).max(1));
+        let exec = a.exec_threads.unwrap_or(threads.saturating_sub(cc).max(1));
+        let cfg = multiverse::protocol::bohm::Config {
+            cc_threads: cc,
+            exec_threads: exec,
+            batch_size: a.batch_size as usize,
+            ..Default::default()
+        };
+        Some(cfg)
+    } else {
+        if a.cc_threads.is_some() || a.exec_threads.is_some() || a.batch_size != 1000 {
+            return Err(format!("--cc-threads, --exec-threads and --batch-size apply to bohm, not {protocol}"));
+        }
+        None
+    };
     let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base)?;
     if a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some() {
         let opts = Options {
@@ -334,6 +366,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
         rows: a.rows,
         mix: a.mix.clone(),
         prefault: a.prefault.unwrap_or(0),
+        bohm,
     };
     let m = match workload {
         "hekaton" => wl::hekaton::run(&a.hekaton, &ctx, &db),
@@ -411,7 +444,10 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         show_progress: c.show,
     };
     let (faults_before, rss_before_run) = (sys::minor_faults(), sys::rss_bytes());
-    let run = harness::run(db, w, cfg)?;
+    let run = match c.bohm {
+        Some(b) => harness::run_bohm(db, w, cfg, b)?,
+        None => harness::run(db, w, cfg)?,
+    };
     let run_faults = sys::minor_faults().saturating_sub(faults_before);
     let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
     let stats_end = db.stats();
@@ -436,6 +472,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         run_faults,
         run_rss_growth,
         consistency,
+        bohm: c.bohm,
     })
 }
 
@@ -579,7 +616,7 @@ mod tests {
     #[test]
     fn names_are_checked() {
         assert_eq!(parse_protocol("mv-occ"), Ok(Protocol::MvOcc));
-        assert!(parse_protocol("bohm").unwrap_err().contains("not available"));
+        assert!(parse_protocol("pomvcc").unwrap_err().contains("not available"));
         assert!(parse_protocol("nope").unwrap_err().contains("unknown protocol"));
         assert_eq!(parse_isolation("snapshot", Protocol::MvOcc), Ok(Isolation::Snapshot));
         assert!(parse_isolation("chaos", Protocol::MvOcc).unwrap_err().contains("unknown isolation"));

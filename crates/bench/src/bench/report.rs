@@ -126,6 +126,15 @@ pub fn summary(m: &Measurement) -> String {
             r.aborts.repeats_by_reason().filter(|&(_, n)| n > 0).map(|(k, n)| format!("{k} {}", int(n))).collect();
         let _ = writeln!(s, "  retries    failed again for the same reason: {}", reps.join(", "));
     }
+    if let Some(b) = m.bohm {
+        let _ = writeln!(
+            s,
+            "  pipeline   1 sequencer, {} concurrency-control and {} execution threads, batches of {} (BOHM)",
+            b.cc_threads,
+            b.exec_threads,
+            int(b.batch_size as u64)
+        );
+    }
     if let Some(age) = m.read_mostly_age {
         let _ = writeln!(
             s,
@@ -284,6 +293,13 @@ pub struct Record {
     read_mostly_age: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     untracked_reads: Option<u64>,
+    /// bohm: the pipeline's threads and batch size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cc_threads: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec_threads: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch_size: Option<usize>,
     duration_requested_s: f64,
     seed: u64,
     load_s: f64,
@@ -352,6 +368,9 @@ pub fn json(m: &Measurement) -> Record {
         safe_snapshot_us: m.safe_snapshot.map(|d| d.as_micros() as u64),
         read_mostly_age: m.read_mostly_age,
         untracked_reads: m.read_mostly_age.map(|_| m.stats_end.ssn_untracked_reads),
+        cc_threads: m.bohm.map(|b| b.cc_threads),
+        exec_threads: m.bohm.map(|b| b.exec_threads),
+        batch_size: m.bohm.map(|b| b.batch_size),
         duration_requested_s: m.duration_requested,
         seed: m.seed,
         load_s: l.elapsed.as_secs_f64(),

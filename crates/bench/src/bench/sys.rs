@@ -40,6 +40,16 @@ pub fn thread_cpu_ns() -> Option<(u64, u64)> {
     Some((f.next()??, f.next()??))
 }
 
+/// CPU time of the whole process so far, in nanoseconds (user and system,
+/// fields 14 and 15 of `/proc/self/stat`, in clock ticks of 10 ms).
+pub fn process_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11).map(|x| x.parse::<u64>().ok());
+    let (u, k) = (f.next()??, f.next()??);
+    Some((u + k) * 10_000_000)
+}
+
 /// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e` of
 /// mimalloc 3, which the `mimalloc` crate builds; the constant is not
 /// exported by the bindings). A test checks the index by its default.

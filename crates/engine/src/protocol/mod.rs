@@ -1,6 +1,7 @@
 //! Concurrency-control protocols, one module per protocol, each naming the
 //! paper section it implements.
 
+pub mod bohm;
 pub mod lock_1v;
 pub mod mv_lock;
 pub mod mv_occ;

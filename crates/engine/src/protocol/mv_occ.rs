@@ -153,6 +153,9 @@ pub struct Transaction<'db> {
     /// Ordered 2PL: every declared lock was taken at begin; no more
     /// primary-key locks may be taken.
     pub(crate) declared: bool,
+    /// A BOHM interactive transaction: alone, on the latest versions (see
+    /// `protocol::bohm`).
+    pub(crate) bohm: bool,
     /// SSN or SSI certifies this transaction (see `protocol::ssn`).
     pub(crate) cert: Cert,
     /// SSN over read committed: reads at the current time.
@@ -213,6 +216,7 @@ impl<'db> Transaction<'db> {
             long_reads: iso >= Isolation::RepeatableRead && !db.opts.faults.skip_validation,
             key_range: iso == Isolation::Serializable && !db.opts.faults.skip_validation,
             declared: false,
+            bohm: protocol == Protocol::Bohm,
             cert,
             base_rc: cert == Cert::Ssn && db.opts.ssn_base == Isolation::ReadCommitted,
             status: Status::Active,
@@ -316,7 +320,8 @@ impl<'db> Transaction<'db> {
     pub(crate) fn record_end(&self, commit_ts: Option<u64>, outcome: Outcome) {
         let ops = std::mem::take(&mut self.local().history);
         self.db.record(TxnRecord {
-            id: self.id,
+            // BOHM names every transaction by its log position.
+            id: if self.bohm { self.begin_ts } else { self.id },
             isolation: self.isolation,
             begin_ts: self.begin_ts,
             commit_ts,
@@ -432,6 +437,9 @@ impl<'db> Transaction<'db> {
     /// No allocation: the value is borrowed for the duration of `f`.
     #[inline]
     pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        if self.bohm {
+            return self.bo_get_with(table, key, f);
+        }
         if self.locking {
             return self.lk_get_with(table, key, f);
         }
@@ -536,6 +544,9 @@ impl<'db> Transaction<'db> {
     /// `index` equals `key` (any index; secondary indexes may hold many rows
     /// per key), until `f` returns false.
     pub fn get_by(&mut self, index: IndexId, key: &Key, mut f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        if self.bohm {
+            return self.bo_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
+        }
         if self.locking {
             return self.lk_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
         }
@@ -601,6 +612,9 @@ impl<'db> Transaction<'db> {
         filter: Option<&Filter>,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
+        if self.bohm {
+            return self.bo_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f);
+        }
         if self.locking {
             return self.lk_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f);
         }
@@ -715,6 +729,9 @@ impl<'db> Transaction<'db> {
     /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a
     /// visible row (the transaction stays usable).
     pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        if self.bohm {
+            return self.bo_write(table, &key, WriteKind::Insert, |_, new| new.extend_from_slice(value));
+        }
         if self.locking {
             return self.lk_insert(table, key, value);
         }
@@ -828,6 +845,9 @@ impl<'db> Transaction<'db> {
     /// Replaces the value of an existing row; fails with
     /// [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        if self.bohm {
+            return self.bo_write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value));
+        }
         if self.single || self.locking {
             if value.len() > self.db.opts.max_value_size {
                 return Err(Error::ValueTooLarge { len: value.len(), max: self.db.opts.max_value_size });
@@ -845,6 +865,9 @@ impl<'db> Transaction<'db> {
     /// old value, and the new value replaces exactly the version `f` saw. Uses
     /// a buffer owned by the transaction: no allocation in the steady state.
     pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        if self.bohm {
+            return self.bo_write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new));
+        }
         if self.single || self.locking {
             return self.one_version_write(table, key, |old, new| {
                 f(old, new);
@@ -878,6 +901,12 @@ impl<'db> Transaction<'db> {
     /// into the new version (one copy of the row; [`Transaction::update_with`]
     /// makes two), which is what fixed-layout rows want.
     pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        if self.bohm {
+            return self.bo_write(table, key, WriteKind::Update, |old, new| {
+                new.extend_from_slice(old.unwrap_or(&[]));
+                f(new)
+            });
+        }
         if self.single || self.locking {
             return self.one_version_write(table, key, |old, new| {
                 new.extend_from_slice(old);
@@ -907,6 +936,9 @@ impl<'db> Transaction<'db> {
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
+        if self.bohm {
+            return self.bo_write(table, key, WriteKind::Delete, |_, _| {});
+        }
         if self.single || self.locking {
             return self.one_version_write(table, key, |_, _| false);
         }
@@ -1092,6 +1124,9 @@ impl<'db> Transaction<'db> {
     /// Commits. Waits only for commit dependencies. On failure the
     /// transaction is rolled back and the error says why.
     pub fn commit(mut self) -> Result<CommitInfo> {
+        if self.bohm {
+            return self.bo_commit();
+        }
         if self.locking {
             return self.lk_commit();
         }
@@ -1329,6 +1364,9 @@ impl<'db> Transaction<'db> {
 
     /// Aborts: become Aborted, undo (section 3.3), report, terminate.
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
+        if self.bohm {
+            return self.bo_abort(reason);
+        }
         if self.locking {
             return self.lk_abort(reason);
         }

@@ -73,6 +73,8 @@ pub(crate) struct TxnLocal {
     pub(crate) history: Vec<crate::history::Op>,
     /// Silo's sets (single-version databases; the locking protocols keep
     /// their WriteSet and values there too).
+    /// BOHM's interactive transactions: the undo log (see `protocol::bohm`).
+    pub(crate) bohm: Vec<crate::protocol::bohm::Undo>,
     pub(crate) silo: crate::protocol::silo::SiloLocal,
     /// LockSet of the single-version locking protocols.
     pub(crate) locks: crate::protocol::lock_1v::LockLocal,
@@ -92,6 +94,7 @@ impl TxnLocal {
         self.silo.clear();
         self.locks.clear();
         self.ssn.clear();
+        self.bohm.clear();
     }
 }
 
