@@ -615,6 +615,8 @@ struct Pipeline<'db, P: Procedure> {
     recording: bool,
     blocked: AtomicU64,
     recursive: AtomicU64,
+    /// The first panic of a procedure, re-raised when the run has ended.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 // SAFETY: cells are handed between threads by the batch protocol (module
@@ -769,6 +771,10 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         // Relaxed: only the gate's holder advances it.
         let ts = self.store.next_ts.fetch_add(1, Ordering::Relaxed);
         inner.plan.ts = ts;
+        // A declaration starts empty: a procedure that forgets to clear must
+        // not inherit the previous occupant's records.
+        inner.plan.access.reads.clear();
+        inner.plan.access.writes.clear();
         p.declare(&mut inner.plan.access);
         inner.proc = Some(p);
         inner.decided = None;
@@ -952,7 +958,17 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 blocked: false,
                 refused: None,
             };
-            let r = proc.run(&mut t);
+            let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| proc.run(&mut t))) {
+                Ok(r) => r,
+                Err(payload) => {
+                    // The run goes on (a batch left half done would stall
+                    // every thread); bohm_run re-raises the panic at the end.
+                    self.panic.lock().get_or_insert(payload);
+                    t.blocked = false;
+                    t.refused.get_or_insert_with(|| Error::InvalidArgument("the procedure panicked".into()));
+                    Ok(())
+                }
+            };
             let (blocked, refused) = (t.blocked, t.refused.take());
             inner.proc = Some(proc);
             if blocked {
@@ -1262,6 +1278,19 @@ impl ExecTxn<'_> {
             (WriteKind::Update | WriteKind::Delete, false) => return Err(Error::KeyNotFound),
             _ => {}
         }
+        if self.plan.recording && exists {
+            if let Seen::Version(v) = seen {
+                // The version replaced, as the other protocols record it: the
+                // checker's read-write edge for a read-modify-write.
+                // SAFETY: produced (`exists` made it ready) and alive.
+                let (writer, data) = unsafe { ((*v).writer(), (*v).data().to_vec()) };
+                self.plan.history.push(Op::Read {
+                    table: table.0,
+                    key: *key,
+                    version: Some((Writer::Committed(writer), data)),
+                });
+            }
+        }
         let ph = self.placeholder(w) as *const BVersion;
         // SAFETY: our own placeholder: nobody reads its data while PENDING.
         let data = unsafe { &mut *(*ph).data.get() };
@@ -1383,6 +1412,7 @@ impl Database {
             recording: self.is_recording(),
             blocked: AtomicU64::new(0),
             recursive: AtomicU64::new(0),
+            panic: Mutex::new(None),
         };
         let pipe = &pipe;
         let stats = std::thread::scope(|s| {
@@ -1395,7 +1425,13 @@ impl Database {
             for i in 0..cfg.exec_threads {
                 ex.push(spawn(format!("bohm-exec-{i}")).spawn_scoped(s, move || pipe.execute(i)));
             }
-            let stats = pipe.sequence(&mut feed);
+            let stats = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pipe.sequence(&mut feed)));
+            if stats.is_err() {
+                // The feed panicked: stop after what was published, so the
+                // other threads finish and can be joined.
+                // Release: as in `sequence`.
+                pipe.last.store(pipe.published.load(Ordering::Acquire), Ordering::Release);
+            }
             for h in cc {
                 h.expect("spawning a BOHM thread").join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             }
@@ -1409,6 +1445,10 @@ impl Database {
             }
             stats
         });
+        if let Some(p) = pipe.panic.lock().take() {
+            std::panic::resume_unwind(p);
+        }
+        let stats = stats.unwrap_or_else(|p| std::panic::resume_unwind(p));
         Ok((feed, stats))
     }
 
@@ -1431,8 +1471,17 @@ impl Database {
                 .name("bohm-sequencer".into())
                 .spawn_scoped(s, move || self.bohm_run(cfg, feed).map(|_| ()))
                 .map_err(|e| Error::InvalidArgument(format!("cannot start the BOHM sequencer: {e}")))?;
+            // Stops the server however `f` ends (a panic included), so the
+            // sequencer finishes and the scope can join it.
+            struct Stop<'a, P: Procedure>(&'a Server<P>);
+            impl<P: Procedure> Drop for Stop<'_, P> {
+                fn drop(&mut self) {
+                    self.0.shutdown();
+                }
+            }
+            let stop = Stop(&server);
             let r = f(&server);
-            server.shutdown();
+            drop(stop);
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
             Ok(r)
         })
