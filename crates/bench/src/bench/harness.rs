@@ -372,17 +372,14 @@ pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmCon
     let types = w.txn_types().len().max(1);
     let n = bohm.batch_size * (bohm.batches_in_flight + 1);
     let pool: Vec<_> = (0..n).map(|i| WorkerProc { worker: w.worker(i, cfg.seed), ty: 0 }).collect();
-    if let Some(p) = pool.first() {
-        let mut probe = w.worker(0, cfg.seed);
-        probe.next_txn();
-        if !multiverse_workloads::declares(&probe) {
-            let _ = p;
-            return Err(format!(
-                "protocol bohm runs declared transactions, and workload {} does not declare its accesses \
-                 (hekaton, ycsb, smallbank, tatp and sibench do)",
-                w.name()
-            ));
-        }
+    let mut probe = w.worker(0, cfg.seed);
+    probe.next_txn();
+    if !multiverse_workloads::declares(&probe) {
+        return Err(format!(
+            "protocol bohm runs declared transactions, and workload {} does not declare its accesses \
+             (hekaton, ycsb, smallbank and sibench do)",
+            w.name()
+        ));
     }
     let per_type = (0..types)
         .map(|_| TypeTally { committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })

@@ -93,7 +93,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -297,9 +297,15 @@ struct MapKey {
     key: Key,
 }
 
+/// The hash of a record: its key's, mixed with its table's number.
+#[inline]
+fn record_hash(table: u32, key: &Key) -> u64 {
+    key.hash64() ^ (table as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 impl Hash for MapKey {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        h.write_u64(self.key.hash64() ^ (self.table as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        h.write_u64(record_hash(self.table, &self.key));
     }
 }
 
@@ -323,9 +329,9 @@ impl Hasher for PassHasher {
 
 type Map<V> = HashMap<MapKey, V, BuildHasherDefault<PassHasher>>;
 
+/// A record's partition: the high half of its hash (the maps use it all).
 fn partition_of(table: u32, key: &Key) -> usize {
-    let h = key.hash64() ^ (table as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    ((h >> 32) as usize) % PARTITIONS
+    ((record_hash(table, key) >> 32) as usize) % PARTITIONS
 }
 
 /// What one partition's owner keeps: the latest version of every record
@@ -683,6 +689,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             if self.published.load(Ordering::Acquire) > b {
                 return true;
             }
+            // Acquire: as above, for the final count.
             if self.last.load(Ordering::Acquire) <= b {
                 return false;
             }
@@ -742,6 +749,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 }
             }
             if n > 0 {
+                // Relaxed: published by the Release store of `published` below.
                 self.lens[(next % nb) as usize].store(n as u64, Ordering::Relaxed);
                 next += 1;
                 stats.batches += 1;
@@ -757,6 +765,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 self.last.store(next, Ordering::Release);
             }
         }
+        // Relaxed: statistics only.
         stats.blocked = self.blocked.load(Ordering::Relaxed);
         stats.recursive = self.recursive.load(Ordering::Relaxed);
         stats
@@ -867,12 +876,14 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             let v = self.store.alloc(p, part, init);
             if !prev.is_null() {
                 // Relaxed: informational (reads are annotated, section 3.2.3).
+                // SAFETY: the latest version of a record is alive.
                 unsafe { &*prev }.end.store(ts, Ordering::Relaxed);
                 // Condition 3: free once every execution thread has finished
                 // this batch.
                 part.retired.push_back((batch, prev));
             }
             part.latest.insert(mk, v);
+            // Relaxed: published by the Release on cc_done.
             inner.plan.writes[i].store(v, Ordering::Relaxed);
         }
     }
@@ -922,7 +933,8 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Claims and evaluates a transaction if it is Unprocessed.
     fn try_evaluate(&self, cell: &TxnCell<P>, depth: usize) -> Eval {
-        // Relaxed: the ts part only; the claim below orders what matters.
+        // Acquire: a COMPLETE seen here makes the outcome and placeholders
+        // visible (pairs with the Release that completed it).
         let word = cell.state.load(Ordering::Acquire);
         match word & 3 {
             COMPLETE => Eval::Complete,
@@ -972,6 +984,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             let (blocked, refused) = (t.blocked, t.refused.take());
             inner.proc = Some(proc);
             if blocked {
+                // Relaxed: statistics only.
                 self.blocked.fetch_add(1, Ordering::Relaxed);
                 // Release: give it back for another try.
                 cell.state.store(word | UNPROCESSED, Ordering::Release);
@@ -995,11 +1008,13 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             // SAFETY: our own placeholder.
             let prev = unsafe { &*v }.prev;
             if !prev.is_null() && !self.produce(prev, depth) {
+                // Release: give it back, its outcome decided, for another try.
                 cell.state.store(word | UNPROCESSED, Ordering::Release);
                 return Eval::Blocked;
             }
         }
         for (i, w) in inner.plan.writes.iter().enumerate() {
+            // Relaxed: as above.
             let v = w.load(Ordering::Relaxed);
             // SAFETY: our own placeholder; nobody reads it while PENDING.
             let ver = unsafe { &*v };
@@ -1007,6 +1022,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 continue; // declared twice: installed already
             }
             let state = if commit && inner.plan.written[i] != UNWRITTEN {
+                // SAFETY: our own placeholder, still PENDING: nobody reads it.
                 unsafe { *ver.writer.get() = inner.plan.ts };
                 inner.plan.written[i]
             } else if ver.prev.is_null() {
@@ -1016,6 +1032,8 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 // batch is finished (Condition 3).
                 let prev = unsafe { &*ver.prev };
                 let s = prev.state();
+                // SAFETY: `ver` is our PENDING placeholder (nobody reads it);
+                // `prev` is produced, so nobody writes it.
                 unsafe {
                     *ver.writer.get() = prev.writer();
                     if s == PRESENT {
@@ -1062,6 +1080,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         let word = ver.begin << 2;
         // Acquire: as in try_evaluate.
         if cell.state.compare_exchange(word, word | EXECUTING, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            // Relaxed: statistics only.
             self.recursive.fetch_add(1, Ordering::Relaxed);
             self.evaluate(cell, depth + 1);
         }
@@ -1462,7 +1481,6 @@ impl Database {
         let shared = Arc::new(ServerShared {
             queue: Mutex::new(ServerQueue { items: VecDeque::new(), shut: false }),
             cv: Condvar::new(),
-            running: AtomicBool::new(true),
         });
         let server = Server { shared: shared.clone() };
         std::thread::scope(|s| {
@@ -1496,7 +1514,6 @@ struct ServerQueue<P: Procedure> {
 struct ServerShared<P: Procedure> {
     queue: Mutex<ServerQueue<P>>,
     cv: Condvar,
-    running: AtomicBool,
 }
 
 /// A reply slot for one blocking call.
@@ -1577,15 +1594,12 @@ impl<P: Procedure> Server<P> {
     /// Stops taking transactions; those already taken still run.
     pub fn shutdown(&self) {
         self.shared.queue.lock().shut = true;
-        // Relaxed: informational.
-        self.shared.running.store(false, Ordering::Relaxed);
         self.shared.cv.notify_all();
     }
 
     /// False once [`Server::shutdown`] was called.
     pub fn is_running(&self) -> bool {
-        // Relaxed: informational.
-        self.shared.running.load(Ordering::Relaxed)
+        !self.shared.queue.lock().shut
     }
 }
 
@@ -1699,6 +1713,7 @@ impl<'db> Transaction<'db> {
         }
         if !old.is_null() {
             // Relaxed: nobody else runs.
+            // SAFETY: the latest version of its record: alive.
             unsafe { &*old }.end.store(self.begin_ts, Ordering::Relaxed);
         }
         part.latest.insert(mk, new);
@@ -1780,6 +1795,8 @@ impl<'db> Transaction<'db> {
         // A deleted record keeps no version (deleted in order, so a later
         // write's version is what remains).
         for u in &undo {
+            // SAFETY: the gate makes us the only user of every partition;
+            // `u.new` is dereferenced only while it is the latest (alive).
             let part = unsafe { store.part(u.part) };
             if part.latest.get(&u.key) == Some(&u.new) && unsafe { &*u.new }.state() == ABSENT {
                 part.latest.remove(&u.key);
@@ -1807,6 +1824,7 @@ impl<'db> Transaction<'db> {
                 part.latest.remove(&u.key);
             } else {
                 // Relaxed: nobody else runs.
+                // SAFETY: superseded by us and not freed before commit.
                 unsafe { &*u.old }.end.store(INFINITY, Ordering::Relaxed);
                 part.latest.insert(u.key, u.old);
             }
