@@ -986,6 +986,82 @@ fn large_declarations() {
     }
 }
 
+/// Long read sets (more declared reads than the linear search, few
+/// writes) amid short writers that keep changing the records: read in
+/// declared order (the read cursor), read twice in a row though declared
+/// once, declared in another order than read (the map), declared twice,
+/// with writes to records they read and with an undeclared read; every read
+/// and the data agree with the serial run.
+#[test]
+fn long_read_sets() {
+    let (db, tabs) = harness_db(Options::default());
+    let mut model = Model::default();
+    let keys: Vec<K> = (0..64).map(|k| ((k % 2) as u8, k)).collect();
+    let rows: Vec<(K, u64)> = keys.iter().map(|&k| (k, k.1)).collect();
+    load(&db, tabs, &mut model, &rows);
+    let mut rng = Rng(11);
+    let pick = |rng: &mut Rng| keys[rng.below(keys.len() as u64) as usize];
+    let mut refused_want = 0;
+    let scripts: Vec<Script> = (0..600 * scale())
+        .map(|i| {
+            if i % 3 != 0 {
+                // A short writer: the readers' versions keep changing.
+                let (a, b) = (pick(&mut rng), pick(&mut rng));
+                return Script::new(tabs, vec![Step::Add(a, 1), Step::Mix(b, i as u64)]);
+            }
+            let mut steps: Vec<Step> = (0..20 + rng.below(40)).map(|_| Step::Get(pick(&mut rng))).collect();
+            match i / 3 % 6 {
+                1 => {
+                    // Read twice in a row, declared once.
+                    let j = rng.below(steps.len() as u64) as usize;
+                    steps.insert(j, steps[j]);
+                    let mut s = Script::new(tabs, steps);
+                    s.reads.remove(j);
+                    return s;
+                }
+                2 => {
+                    // Modify records it has read, and carry one to another.
+                    for _ in 0..3 {
+                        let j = rng.below(steps.len() as u64) as usize;
+                        if let Step::Get(k) = steps[j] {
+                            steps.insert(j + 1, Step::Add(k, 5));
+                        }
+                    }
+                    steps.push(Step::Carry(pick(&mut rng), pick(&mut rng), 3));
+                }
+                3 => {
+                    // Declared in another order than read.
+                    let mut s = Script::new(tabs, steps);
+                    for j in (1..s.reads.len()).rev() {
+                        s.reads.swap(j, rng.below(j as u64 + 1) as usize);
+                    }
+                    return s;
+                }
+                4 => {
+                    // Declared twice.
+                    let s = Script::new(tabs, steps);
+                    let again = s.reads.clone();
+                    return s.also(&again, &[]);
+                }
+                5 => {
+                    // An undeclared read among them.
+                    refused_want += 1;
+                    let mut s = Script::new(tabs, steps);
+                    s.steps.insert(rng.below(s.steps.len() as u64) as usize, Step::Get((0, 99)));
+                    return s;
+                }
+                _ => {}
+            }
+            Script::new(tabs, steps)
+        })
+        .collect();
+    for split in [(1, 1, 8, 2), (2, 2, 3, 3), (1, 3, 50, 2)] {
+        let r = run_checked(&db, tabs, cfg(split), scripts_clone(&scripts), &mut model);
+        let refused = r.done.iter().filter(|d| matches!(d.outcome, Outcome::Refused(Error::NotDeclared(_)))).count();
+        assert_eq!(refused, refused_want, "{split:?}");
+    }
+}
+
 fn scripts_clone(scripts: &[Script]) -> Vec<Script> {
     scripts
         .iter()

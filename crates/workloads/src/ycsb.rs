@@ -36,8 +36,10 @@
 //! the ten drawn records are the ones modified, and the eight reads run
 //! before the two read-modify-writes (like the Hekaton workload's reads then
 //! writes); a scan reads its records in the order drawn (Floyd's sampling
-//! over a per-worker bitmap, so distinct without allocating per
-//! transaction). The paper does not say whether scans read a consistent
+//! over a per-thread bitmap, so distinct without allocating per
+//! transaction; a worker keeps its scan's keys only while that transaction
+//! is its current one, so that BOHM's thousands of workers in flight do not
+//! each hold a scan's memory). The paper does not say whether scans read a consistent
 //! snapshot; they run at the run's isolation level, read-only.
 //!
 //! Value layout (little-endian): bytes `0..8` the record's key, `8..16` a
@@ -87,6 +89,12 @@ pub const FILL: u8 = b'y';
 pub const LOAD_BATCH: u64 = 512;
 /// Keys prefetched at a time by a scan.
 const SCAN_CHUNK: usize = 16;
+
+thread_local! {
+    /// A bitmap over the table for drawing a scan's distinct records, one
+    /// per thread that draws (all zero between draws).
+    static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 /// Redraws of a repeated Zipfian key before taking the next free key instead
 /// (only a very steep distribution over a tiny table gets there).
 const MAX_REDRAWS: u32 = 64;
@@ -312,9 +320,6 @@ impl Workload for Ycsb {
     }
 
     fn worker(&self, thread: usize, seed: u64) -> YcsbWorker<'_> {
-        let scans = self.cfg.mix.pct(SCAN) > 0.0 || self.cfg.mix.pct(SCAN_RMW) > 0.0;
-        let scan_len = if scans { self.cfg.scan_records as usize } else { 0 };
-        let bitmap = if scans { self.cfg.rows.div_ceil(64) as usize } else { 0 };
         YcsbWorker {
             w: self,
             rng: SmallRng::seed_from_u64(seed ^ (thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
@@ -323,8 +328,7 @@ impl Workload for Ycsb {
             ikeys: [Key::EMPTY; OPS],
             writes: 0,
             blind: Vec::with_capacity(self.cfg.value_bytes),
-            scan_keys: Vec::with_capacity(scan_len),
-            seen: vec![0; bitmap],
+            scan_keys: Vec::new(),
             rmws: 0,
             checksum: 0,
         }
@@ -412,11 +416,8 @@ pub struct YcsbWorker<'w> {
     writes: u16,
     /// `10op`: the value a blind write writes.
     blind: Vec<u8>,
-    /// `scan`: the records to read.
+    /// `scan`: the records to read (empty, unallocated, otherwise).
     scan_keys: Vec<u64>,
-    /// `scan`: a bitmap over the table for drawing distinct records (all
-    /// zero between transactions).
-    seen: Vec<u64>,
     /// Read-modify-writes of this worker's committed transactions.
     rmws: u64,
     /// Folds every value read, so reads cannot be optimized away.
@@ -482,16 +483,22 @@ impl YcsbWorker<'_> {
         let n = self.w.cfg.rows;
         let m = self.w.cfg.scan_records;
         self.scan_keys.clear();
-        for j in n - m..n {
-            // Uniform in 0..=j.
-            let t = ((self.rng.next_u64() as u128 * (j as u128 + 1)) >> 64) as u64;
-            let pick = if self.seen[(t / 64) as usize] & (1 << (t % 64)) != 0 { j } else { t };
-            self.seen[(pick / 64) as usize] |= 1 << (pick % 64);
-            self.scan_keys.push(pick);
-        }
-        for &k in &self.scan_keys {
-            self.seen[(k / 64) as usize] = 0;
-        }
+        self.scan_keys.reserve_exact(m as usize);
+        SEEN.with_borrow_mut(|seen| {
+            if seen.len() < n.div_ceil(64) as usize {
+                seen.resize(n.div_ceil(64) as usize, 0);
+            }
+            for j in n - m..n {
+                // Uniform in 0..=j.
+                let t = ((self.rng.next_u64() as u128 * (j as u128 + 1)) >> 64) as u64;
+                let pick = if seen[(t / 64) as usize] & (1 << (t % 64)) != 0 { j } else { t };
+                seen[(pick / 64) as usize] |= 1 << (pick % 64);
+                self.scan_keys.push(pick);
+            }
+            for &k in &self.scan_keys {
+                seen[(k / 64) as usize] = 0;
+            }
+        });
     }
 
     /// Read-modify-write of record `k`: increments its counter.
@@ -533,6 +540,8 @@ impl Worker for YcsbWorker<'_> {
         self.ty = if mix.only(RMW10) { RMW10 } else { mix.draw(self.rng.next_u64()) };
         if self.ty == SCAN || self.ty == SCAN_RMW {
             self.draw_scan();
+        } else if self.scan_keys.capacity() > 0 {
+            self.scan_keys = Vec::new();
         }
         if self.ty != SCAN {
             // scan-rmw modifies the first of these.
@@ -692,6 +701,39 @@ mod tests {
         initial_value(7, 100, &mut b);
         b[99] = 9;
         assert_eq!(decode(&b, 100), None, "damaged trailing key");
+    }
+
+    /// Scans of workers that share a thread (BOHM's workers all draw on
+    /// the sequencer) each get distinct records in range, every record can
+    /// be drawn, and a worker keeps a scan's keys only while it is current.
+    #[test]
+    fn scans_draw_distinct_records() {
+        let db = Database::new(multiverse::Options::default()).unwrap();
+        let mix = Mix::new(TYPES, &[50.0, 0.0, 50.0, 0.0, 0.0]).unwrap();
+        let cfg = YcsbConfig { rows: 300, scan_records: 200, value_bytes: 16, mix, ..YcsbConfig::default() };
+        let y = Ycsb::setup(&db, cfg).unwrap();
+        let mut ws: Vec<_> = (0..3).map(|i| y.worker(i, 9)).collect();
+        let mut hit = vec![false; 300];
+        let (mut scans, mut others) = (0, 0);
+        for round in 0..60 {
+            let w = &mut ws[round % 3];
+            w.next_txn();
+            if w.txn_type() != SCAN {
+                assert_eq!(w.scan_keys.capacity(), 0, "a short transaction holds no scan keys");
+                others += 1;
+                continue;
+            }
+            scans += 1;
+            let mut keys = w.scan_keys().to_vec();
+            keys.iter().for_each(|&k| hit[k as usize] = true);
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), 200, "distinct");
+            assert!(keys.iter().all(|&k| k < 300));
+        }
+        assert!(scans > 10 && others > 10);
+        assert!(hit.iter().all(|&h| h), "every record is drawn sometimes");
+        SEEN.with_borrow(|seen| assert!(seen.iter().all(|&w| w == 0), "the bitmap is clear between draws"));
     }
 
     #[test]

@@ -60,7 +60,7 @@
 //! latest versions directly at the next log position (loaders, consistency
 //! checks, the shell). Serial execution is trivially serializable, and an
 //! interactive transaction cannot be run by BOHM otherwise: "the entire
-//! transaction [must] be submitted to the system at once".
+//! transaction \[must\] be submitted to the system at once".
 //!
 //! # Deliberate differences from the paper
 //!
@@ -79,14 +79,25 @@
 //!   latest, and retires it like any other version.
 //! * Recursive evaluation is bounded ([`MAX_DEPTH`]); past it, a
 //!   transaction waits to be retried instead.
+//! * A declared read of a record the transaction also writes is not
+//!   annotated: the transaction reads it through its placeholder's Prev
+//!   Pointer, which is the same version (the latest before its write).
+//! * The thread-local map of latest versions is a table of our own
+//!   (`latest.rs`) so that the planner can prefetch: a long read set's
+//!   lookups, and an execution thread's reads of annotated versions, start
+//!   loading a few reads ahead, overlapping the cache misses that the paper's
+//!   many cores would have spread over threads (measured for Figure 9 in
+//!   docs/BENCHMARKS.md).
 
 use crate::error::AbortReason;
 use crate::history::{Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
+use crate::index::hash::prefetch;
 use crate::key::Key;
 use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
 use crate::txn::Filter;
 use crate::{AccessSet, Database, Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::CachePadded;
+use latest::Latest;
 use parking_lot::{Condvar, Mutex};
 use std::cell::UnsafeCell;
 use std::collections::{HashMap, VecDeque};
@@ -96,6 +107,8 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod latest;
 
 /// Record partitions of the store (each owned by one concurrency-control
 /// thread during a run).
@@ -331,7 +344,13 @@ type Map<V> = HashMap<MapKey, V, BuildHasherDefault<PassHasher>>;
 
 /// A record's partition: the high half of its hash (the maps use it all).
 fn partition_of(table: u32, key: &Key) -> usize {
-    ((record_hash(table, key) >> 32) as usize) % PARTITIONS
+    partition_of_hash(record_hash(table, key))
+}
+
+/// [`partition_of`] from the record's hash.
+#[inline]
+fn partition_of_hash(hash: u64) -> usize {
+    ((hash >> 32) as usize) % PARTITIONS
 }
 
 /// What one partition's owner keeps: the latest version of every record
@@ -339,7 +358,7 @@ fn partition_of(table: u32, key: &Key) -> usize {
 /// free ones.
 #[derive(Default)]
 struct PartInner {
-    latest: Map<*mut BVersion>,
+    latest: Latest,
     /// Superseded versions and the batch that superseded them, oldest first.
     retired: VecDeque<(u64, *mut BVersion)>,
     free: Vec<*mut BVersion>,
@@ -477,15 +496,14 @@ impl Store {
         let inner = unsafe { self.part(p) };
         let notes = std::mem::take(&mut *self.parts[p].notes.lock());
         for Note { table, key, v } in notes {
-            let mk = MapKey { table, key };
             // Compare first, dereference after: a version that is still the
             // latest of its record is alive (a note may outlive its version).
-            if inner.latest.get(&mk) != Some(&v) {
+            if inner.latest.get(table, &key) != v {
                 continue;
             }
             // SAFETY: the latest version of a record is alive.
             if unsafe { &*v }.state() == ABSENT {
-                inner.latest.remove(&mk);
+                inner.latest.remove(table, &key);
                 inner.retired.push_back((now, v));
             }
         }
@@ -519,10 +537,10 @@ impl Drop for Store {
                 // SAFETY: exclusive access; retired versions are in no map.
                 drop(unsafe { Box::from_raw(v) });
             }
-            for (_, v) in inner.latest.drain() {
+            inner.latest.drain(|v| {
                 // SAFETY: as above; each version is the latest of one record.
                 drop(unsafe { Box::from_raw(v) });
-            }
+            });
             for v in inner.free.drain(..) {
                 // SAFETY: as above.
                 drop(unsafe { Box::from_raw(v) });
@@ -538,9 +556,16 @@ impl Drop for Store {
 /// Write states an execution tracks for each declared write.
 const UNWRITTEN: u8 = 0;
 
+/// Declared records a log position keeps room for between transactions. A
+/// larger declaration's buffers are given back when its position is reused,
+/// so memory follows the transactions in flight, not the largest one each
+/// position of the ring ever held.
+const KEEP: usize = 64;
+
 /// What the sequencer, the concurrency-control threads and the executing
 /// thread fill in for one transaction of the log (the part that does not
 /// depend on the procedure's type).
+#[derive(Default)]
 struct Plan {
     ts: u64,
     access: AccessSet,
@@ -556,6 +581,25 @@ struct Plan {
     lookup: Map<(u32, u32)>,
     history: Vec<Op>,
     recording: bool,
+}
+
+impl Plan {
+    /// Empties the plan for the next transaction at its position, giving
+    /// back what a large declaration made it allocate.
+    fn reset(&mut self) {
+        self.access.reads.clear();
+        self.access.reads.shrink_to(KEEP);
+        self.access.writes.clear();
+        self.access.writes.shrink_to(KEEP);
+        self.reads.clear();
+        self.reads.shrink_to(KEEP);
+        self.writes.clear();
+        self.writes.shrink_to(KEEP);
+        self.written.clear();
+        self.written.shrink_to(KEEP);
+        self.lookup.clear();
+        self.lookup.shrink_to(KEEP);
+    }
 }
 
 struct CellInner<P: Procedure> {
@@ -580,16 +624,7 @@ impl<P: Procedure> TxnCell<P> {
         TxnCell {
             state: AtomicU64::new(COMPLETE),
             inner: UnsafeCell::new(CellInner {
-                plan: Plan {
-                    ts: 0,
-                    access: AccessSet::default(),
-                    reads: Vec::new(),
-                    writes: Vec::new(),
-                    written: Vec::new(),
-                    lookup: Map::default(),
-                    history: Vec::new(),
-                    recording: false,
-                },
+                plan: Plan::default(),
                 proc: None,
                 decided: None,
                 submitted: now,
@@ -782,17 +817,14 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         inner.plan.ts = ts;
         // A declaration starts empty: a procedure that forgets to clear must
         // not inherit the previous occupant's records.
-        inner.plan.access.reads.clear();
-        inner.plan.access.writes.clear();
+        inner.plan.reset();
         p.declare(&mut inner.plan.access);
         inner.proc = Some(p);
         inner.decided = None;
         let (nr, nw) = (inner.plan.access.reads.len(), inner.plan.access.writes.len());
         inner.plan.reads.resize_with(nr, || AtomicPtr::new(ptr::null_mut()));
         inner.plan.writes.resize_with(nw, || AtomicPtr::new(ptr::null_mut()));
-        inner.plan.written.clear();
         inner.plan.written.resize(nw, UNWRITTEN);
-        inner.plan.lookup.clear();
         inner.plan.recording = self.recording;
         inner.submitted = Instant::now();
         // Relaxed: published by the Release store of the batch.
@@ -810,7 +842,8 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             for &p in &mine {
                 self.store.collect(p, b, low);
             }
-            for i in 0..self.len(b) {
+            let n = self.len(b);
+            for i in 0..n {
                 self.plan(me, self.cell(b, i), b);
             }
             // Release: the placeholders and annotations of batch b are
@@ -839,14 +872,41 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         // done with it).
         let inner = unsafe { &*cell.inner.get() };
         let ts = inner.plan.ts;
-        for (i, (t, k)) in inner.plan.access.reads.iter().enumerate() {
-            let p = partition_of(t.0, k);
+        let writes = &inner.plan.access.writes;
+        let reads = &inner.plan.access.reads;
+        // A long read set's lookups overlap their misses: the slot of the
+        // read AHEAD on, and the version of the one half as far, are
+        // requested before this one is looked up (see `Latest`).
+        let long = reads.len() > LINEAR;
+        let ahead = |j: usize, f: fn(&Latest, u64)| {
+            if let Some((t, k)) = reads.get(j) {
+                let h = record_hash(t.0, k);
+                let p = partition_of_hash(h);
+                if p % m == me {
+                    // SAFETY: we own partition p during the run; the
+                    // reference ends with the hint.
+                    f(&unsafe { self.store.part(p) }.latest, h);
+                }
+            }
+        };
+        for (i, (t, k)) in reads.iter().enumerate() {
+            if long {
+                ahead(i + AHEAD, Latest::prefetch_slot);
+                ahead(i + AHEAD / 2, Latest::prefetch_version);
+            }
+            let h = record_hash(t.0, k);
+            let p = partition_of_hash(h);
             if p % m != me {
+                continue;
+            }
+            // A record the transaction also writes is read through its
+            // placeholder's Prev Pointer (`ExecTxn::seen`): no annotation.
+            if writes.len() <= LINEAR && writes.iter().any(|(wt, wk)| wt == t && wk == k) {
                 continue;
             }
             // SAFETY: we own partition p during the run.
             let part = unsafe { self.store.part(p) };
-            let v = part.latest.get(&MapKey { table: t.0, key: *k }).copied().unwrap_or(ptr::null_mut());
+            let v = part.latest.get_hashed(h, t.0, k);
             // Relaxed: published by the Release on cc_done.
             inner.plan.reads[i].store(v, Ordering::Relaxed);
         }
@@ -857,8 +917,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             }
             // SAFETY: as above.
             let part = unsafe { self.store.part(p) };
-            let mk = MapKey { table: t.0, key: *k };
-            let prev = part.latest.get(&mk).copied().unwrap_or(ptr::null_mut());
+            let prev = part.latest.get(t.0, k);
             // SAFETY: the latest version of a record is alive.
             if !prev.is_null() && unsafe { &*prev }.begin == ts {
                 // Declared twice: one placeholder.
@@ -882,7 +941,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 // this batch.
                 part.retired.push_back((batch, prev));
             }
-            part.latest.insert(mk, v);
+            part.latest.set(v);
             // Relaxed: published by the Release on cc_done.
             inner.plan.writes[i].store(v, Ordering::Relaxed);
         }
@@ -969,6 +1028,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 max_value: self.db.opts.max_value_size,
                 blocked: false,
                 refused: None,
+                cursor: 0,
             };
             let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| proc.run(&mut t))) {
                 Ok(r) => r,
@@ -1130,9 +1190,16 @@ fn run_for<P: Procedure>(pipe: *const u8, v: *mut BVersion, depth: usize) -> boo
 // A transaction's operations on an execution thread
 // ----------------------------------------------------------------------
 
-/// Declarations up to this size are searched linearly; larger ones get a
-/// map, built at the first lookup.
+/// Declared read and write sets up to this size are searched linearly.
+/// In a larger read set, a read is first matched against the next declared
+/// read (a long reader reads its records in the order it declared them); a
+/// record out of that order, or in a large write set, is found through a
+/// map built at the first such lookup.
 const LINEAR: usize = 16;
+
+/// How many declared reads ahead a long reader's versions are prefetched
+/// (see `ExecTxn::read_ahead`).
+const AHEAD: usize = 8;
 
 /// Where a transaction finds a record: its own write, or a version.
 enum Seen {
@@ -1150,6 +1217,8 @@ pub struct ExecTxn<'a> {
     max_value: usize,
     blocked: bool,
     refused: Option<Error>,
+    /// The declared read expected next (see [`LINEAR`]).
+    cursor: usize,
 }
 
 impl ExecTxn<'_> {
@@ -1158,12 +1227,29 @@ impl ExecTxn<'_> {
         self.plan.ts
     }
 
-    /// Positions of a record in the declared reads and writes.
+    /// Positions of a record in the declared reads and writes (the first
+    /// declared write: duplicates share a placeholder, and only the first
+    /// position tracks what this run wrote).
     fn find(&mut self, table: TableId, key: &Key) -> (Option<usize>, Option<usize>) {
         let a = &self.plan.access;
-        if a.reads.len() + a.writes.len() <= LINEAR {
-            let at = |l: &[(TableId, Key)]| l.iter().position(|(t, k)| *t == table && k == key);
-            return (at(&a.reads), at(&a.writes));
+        let at = |l: &[(TableId, Key)]| l.iter().position(|(t, k)| *t == table && k == key);
+        if a.writes.len() <= LINEAR {
+            if a.reads.len() <= LINEAR {
+                return (at(&a.reads), at(&a.writes));
+            }
+            // A declared read at the cursor (or the one just matched: a
+            // write looks its record up twice) needs no map; a duplicate
+            // read was annotated with the same version as its first one.
+            let c = self.cursor;
+            let is = |i: usize| a.reads.get(i).is_some_and(|(t, k)| *t == table && k == key);
+            if is(c) {
+                self.cursor = c + 1;
+                self.read_ahead(c);
+                return (Some(c), at(&self.plan.access.writes));
+            }
+            if c > 0 && is(c - 1) {
+                return (Some(c - 1), at(&a.writes));
+            }
         }
         if self.plan.lookup.is_empty() {
             for (i, (t, k)) in a.reads.iter().enumerate() {
@@ -1179,6 +1265,35 @@ impl ExecTxn<'_> {
         match self.plan.lookup.get(&MapKey { table: table.0, key: *key }) {
             None => (None, None),
             Some(&(r, w)) => (r.checked_sub(1).map(|r| r as usize), w.checked_sub(1).map(|w| w as usize)),
+        }
+    }
+
+    /// A long reader's versions are known before it reads them (section
+    /// 3.2.3's annotations): while it reads in declared order, start
+    /// loading the version [`AHEAD`] reads on, and the value of the one
+    /// half as far, whose version was requested that many reads ago, so
+    /// that the two dependent misses of each read overlap with others.
+    #[inline]
+    fn read_ahead(&self, c: usize) {
+        let reads = &self.plan.reads;
+        if let Some(v) = reads.get(c + AHEAD) {
+            // Relaxed: published by the planner's Release on cc_done.
+            let v = v.load(Ordering::Relaxed) as *const u8;
+            prefetch(v);
+            prefetch(v.wrapping_add(64));
+        }
+        if let Some(v) = reads.get(c + AHEAD / 2) {
+            // Relaxed: as above.
+            let v = v.load(Ordering::Relaxed);
+            if !v.is_null() {
+                // SAFETY: annotated for this unfinished transaction: alive
+                // until its batch is finished (Condition 3, as in `ready`).
+                let ver = unsafe { &*v };
+                if ver.state() != PENDING {
+                    // SAFETY: produced, so nobody writes it any more.
+                    prefetch(unsafe { ver.data() }.as_ptr());
+                }
+            }
         }
     }
 
@@ -1654,7 +1769,7 @@ impl<'db> Transaction<'db> {
         let mk = MapKey { table: table.0, key: *key };
         let p = partition_of(table.0, key);
         // SAFETY: the gate makes us the only user of every partition.
-        let v = unsafe { self.store().part(p) }.latest.get(&mk).copied().unwrap_or(ptr::null_mut());
+        let v = unsafe { self.store().part(p) }.latest.get(table.0, key);
         Ok((p, mk, v))
     }
 
@@ -1716,7 +1831,7 @@ impl<'db> Transaction<'db> {
             // SAFETY: the latest version of its record: alive.
             unsafe { &*old }.end.store(self.begin_ts, Ordering::Relaxed);
         }
-        part.latest.insert(mk, new);
+        part.latest.set(new);
         self.local().bohm.push(Undo { part: p, key: mk, old, new });
         if self.recording {
             // SAFETY: ours.
@@ -1743,19 +1858,19 @@ impl<'db> Transaction<'db> {
         let mut rows: Vec<(Key, Key, *mut BVersion)> = Vec::new();
         for p in 0..PARTITIONS {
             // SAFETY: the gate makes us the only user of every partition.
-            for (mk, &v) in unsafe { store.part(p) }.latest.iter() {
+            for v in unsafe { store.part(p) }.latest.versions() {
                 // SAFETY: latest versions are alive and produced.
                 let ver = unsafe { &*v };
-                if mk.table != index.table || ver.state() != PRESENT {
+                if ver.table != index.table || ver.state() != PRESENT {
                     continue;
                 }
                 // SAFETY: produced.
                 let ik = match key_fn {
-                    Some(kf) => kf(&mk.key, unsafe { ver.data() }),
-                    None => mk.key,
+                    Some(kf) => kf(&ver.key, unsafe { ver.data() }),
+                    None => ver.key,
                 };
                 if (lo.as_ref(), hi.as_ref()).contains(&ik) {
-                    rows.push((ik, mk.key, v));
+                    rows.push((ik, ver.key, v));
                 }
             }
         }
@@ -1798,8 +1913,8 @@ impl<'db> Transaction<'db> {
             // SAFETY: the gate makes us the only user of every partition;
             // `u.new` is dereferenced only while it is the latest (alive).
             let part = unsafe { store.part(u.part) };
-            if part.latest.get(&u.key) == Some(&u.new) && unsafe { &*u.new }.state() == ABSENT {
-                part.latest.remove(&u.key);
+            if part.latest.get(u.key.table, &u.key.key) == u.new && unsafe { &*u.new }.state() == ABSENT {
+                part.latest.remove(u.key.table, &u.key.key);
                 store.free(u.part, part, u.new);
             }
         }
@@ -1821,17 +1936,55 @@ impl<'db> Transaction<'db> {
             // SAFETY: the gate makes us the only user of every partition.
             let part = unsafe { store.part(u.part) };
             if u.old.is_null() {
-                part.latest.remove(&u.key);
+                part.latest.remove(u.key.table, &u.key.key);
             } else {
                 // Relaxed: nobody else runs.
                 // SAFETY: superseded by us and not freed before commit.
                 unsafe { &*u.old }.end.store(INFINITY, Ordering::Relaxed);
-                part.latest.insert(u.key, u.old);
+                part.latest.set(u.old);
             }
             store.free(u.part, part, u.new);
         }
         self.local().bohm = undo;
         self.bohm_release();
         self.aborted(reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log position that held a long transaction gives its buffers back
+    /// when it is reused; a short one keeps its room.
+    #[test]
+    fn a_reset_plan_keeps_little() {
+        let mut plan = Plan::default();
+        let fill = |plan: &mut Plan, n: u64| {
+            for k in 0..n {
+                plan.access.reads.push((TableId(0), Key::from_u64(k)));
+                plan.access.writes.push((TableId(0), Key::from_u64(k)));
+                plan.reads.push(AtomicPtr::new(ptr::null_mut()));
+                plan.writes.push(AtomicPtr::new(ptr::null_mut()));
+                plan.written.push(UNWRITTEN);
+                plan.lookup.insert(MapKey { table: 0, key: Key::from_u64(k) }, (0, 0));
+            }
+        };
+        let caps = |p: &Plan| {
+            [p.access.reads.capacity(), p.access.writes.capacity(), p.reads.capacity(), p.writes.capacity()]
+                .into_iter()
+                .chain([p.written.capacity(), p.lookup.capacity()])
+                .max()
+                .unwrap()
+        };
+        fill(&mut plan, 10_000);
+        assert!(caps(&plan) >= 10_000);
+        plan.reset();
+        assert!(plan.access.reads.is_empty() && plan.lookup.is_empty());
+        assert!(caps(&plan) <= 2 * KEEP, "{}", caps(&plan));
+        fill(&mut plan, 10);
+        let before = plan.access.reads.as_ptr();
+        plan.reset();
+        assert_eq!(plan.access.reads.as_ptr(), before, "a short declaration's room is kept");
     }
 }
