@@ -218,6 +218,17 @@ enum Step {
     Lookup,
 }
 
+impl Step {
+    /// The record the step reads or writes, if one.
+    fn record(&self) -> Option<K> {
+        match *self {
+            Step::Get(k) | Step::Add(k, _) | Step::Mix(k, _) | Step::Carry(_, k, _) => Some(k),
+            Step::Put(k, _) | Step::Ins(k, _) | Step::Del(k) | Step::Big(k) => Some(k),
+            Step::Fail | Step::Scan | Step::Lookup => None,
+        }
+    }
+}
+
 /// What a step saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Obs {
@@ -373,6 +384,13 @@ impl Procedure for Script {
         self.runs += 1;
         self.ts = tx.ts();
         self.seen.clear();
+        // A hint over every record the steps name (declared or not, own
+        // writes, placeholders not produced yet): it must change nothing.
+        for tab in [0u8, 1] {
+            let keys: Vec<Key> =
+                self.steps.iter().filter_map(|s| s.record()).filter(|k| k.0 == tab).map(|k| Key::from(k.1)).collect();
+            tx.prefetch(self.tabs.table((tab, 0)), &keys);
+        }
         for i in 0..self.steps.len() {
             let step = self.steps[i];
             if step == Step::Fail {

@@ -249,6 +249,10 @@ impl Txn for multiverse::protocol::bohm::ExecTxn<'_> {
     ) -> Result<()> {
         multiverse::protocol::bohm::ExecTxn::scan(self, index, range, filter, f)
     }
+    #[inline]
+    fn prefetch(&self, table: TableId, keys: &[Key]) {
+        multiverse::protocol::bohm::ExecTxn::prefetch(self, table, keys)
+    }
 }
 
 /// A worker as a BOHM transaction (section 3: the whole transaction is

@@ -1202,6 +1202,7 @@ const LINEAR: usize = 16;
 const AHEAD: usize = 8;
 
 /// Where a transaction finds a record: its own write, or a version.
+#[derive(Clone, Copy)]
 enum Seen {
     Own(usize),
     Version(*mut BVersion),
@@ -1292,6 +1293,60 @@ impl ExecTxn<'_> {
                 if ver.state() != PENDING {
                     // SAFETY: produced, so nobody writes it any more.
                     prefetch(unsafe { ver.data() }.as_ptr());
+                }
+            }
+        }
+    }
+
+    /// Hints that the transaction is about to access these declared
+    /// records (the workloads' prefetch, as under the other protocols). A
+    /// record is three dependent misses away — its placeholder (for a
+    /// write), the version to read, its value — so each step is issued for
+    /// all the keys before the next, and their misses overlap. Only for
+    /// declarations short enough to search linearly; changes nothing.
+    pub fn prefetch(&self, table: TableId, keys: &[Key]) {
+        let a = &self.plan.access;
+        if a.reads.len() > LINEAR || a.writes.len() > LINEAR {
+            return;
+        }
+        let at = |l: &[(TableId, Key)], key: &Key| l.iter().position(|(t, k)| *t == table && k == key);
+        let keys = &keys[..keys.len().min(LINEAR)];
+        let mut seen = [Seen::Version(ptr::null_mut()); LINEAR];
+        for (key, s) in keys.iter().zip(seen.iter_mut()) {
+            *s = match (at(&a.writes, key), at(&a.reads, key)) {
+                (Some(w), _) => {
+                    // Relaxed: as in `placeholder`.
+                    prefetch(self.plan.writes[w].load(Ordering::Relaxed) as *const u8);
+                    Seen::Own(w)
+                }
+                // Relaxed: as in `seen`.
+                (None, Some(r)) => Seen::Version(self.plan.reads[r].load(Ordering::Relaxed)),
+                (None, None) => continue,
+            };
+        }
+        for s in seen[..keys.len()].iter_mut() {
+            if let Seen::Own(w) = *s {
+                // The version before the placeholder is the one to read.
+                *s = Seen::Version(self.placeholder(w).prev);
+            }
+            if let Seen::Version(v) = *s {
+                prefetch(v as *const u8);
+            }
+        }
+        for s in &seen[..keys.len()] {
+            let Seen::Version(v) = *s else { continue };
+            if v.is_null() {
+                continue;
+            }
+            // SAFETY: annotated for, or preceding a placeholder of, this
+            // unfinished transaction: alive (Condition 3, as in `ready`).
+            let ver = unsafe { &*v };
+            if ver.state() == PRESENT {
+                // SAFETY: produced, so nobody writes it any more.
+                let data = unsafe { ver.data() };
+                let first = data.as_ptr() as usize & !63;
+                for line in (first..data.as_ptr() as usize + data.len()).step_by(64) {
+                    prefetch(line as *const u8);
                 }
             }
         }
