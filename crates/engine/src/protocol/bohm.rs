@@ -842,8 +842,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             for &p in &mine {
                 self.store.collect(p, b, low);
             }
-            let n = self.len(b);
-            for i in 0..n {
+            for i in 0..self.len(b) {
                 self.plan(me, self.cell(b, i), b);
             }
             // Release: the placeholders and annotations of batch b are
@@ -1199,7 +1198,7 @@ const LINEAR: usize = 16;
 
 /// How many declared reads ahead a long reader's versions are prefetched
 /// (see `ExecTxn::read_ahead`).
-const AHEAD: usize = 8;
+const AHEAD: usize = 16;
 
 /// Where a transaction finds a record: its own write, or a version.
 #[derive(Clone, Copy)]
