@@ -6,6 +6,7 @@ pub mod lock_1v;
 pub mod mv_lock;
 pub mod mv_occ;
 pub mod ordered_2pl;
+pub mod pomvcc;
 pub mod silo;
 pub mod ssi;
 pub mod ssn;
