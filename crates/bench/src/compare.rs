@@ -721,7 +721,7 @@ mod tests {
         let l = parse_lines_s("mv-occ", "snapshot").unwrap();
         assert_eq!((l[0].isolation, l[0].label.as_str()), (None, "mv-occ"));
         assert!(parse_lines_s("paxos", "snapshot").unwrap_err().contains("unknown protocol 'paxos'"));
-        assert!(parse_lines_s("pomvcc", "snapshot").unwrap_err().contains("not available"));
+        assert!(parse_lines_s("pomvcc@repeatable-read", "snapshot").unwrap_err().contains("does not offer"));
         assert!(parse_lines_s("mv-occ@chaos", "snapshot").unwrap_err().contains("unknown isolation level 'chaos'"));
         assert!(parse_lines_s("mv-occ", "chaos").unwrap_err().contains("chaos"));
         assert!(parse_lines_s("mv-occ,,mv-occ@snapshot", "snapshot").unwrap_err().contains("empty entry"));

@@ -42,8 +42,8 @@ fn bad_arguments_give_clear_errors() {
     let e = fails(&["--protocol", "paxos"]);
     assert!(e.contains("unknown protocol 'paxos'") && e.contains("mv-occ"), "{e}");
 
-    let e = fails(&["--protocol", "pomvcc"]);
-    assert!(e.contains("protocol 'pomvcc' is not available") && e.contains("available: mv-occ"), "{e}");
+    let e = fails(&["--protocol", "pomvcc", "--isolation", "repeatable-read"]);
+    assert!(e.contains("protocol 'pomvcc' does not offer isolation level 'repeatable-read'"), "{e}");
 
     let e = fails(&["--isolation", "chaos"]);
     assert!(e.contains("unknown isolation level 'chaos'"), "{e}");

@@ -259,7 +259,10 @@ fn refused_by(run: impl Fn(&Path) -> Output, args: &[&str], want: &str) {
 #[test]
 fn bad_comparisons_are_refused_before_running() {
     refused(&["--protocols", "paxos", "--sweep", "threads=1"], "unknown protocol 'paxos'");
-    refused(&["--protocols", "mv-occ,pomvcc", "--sweep", "threads=1"], "protocol 'pomvcc' is not available");
+    refused(
+        &["--protocols", "mv-occ,pomvcc@repeatable-read", "--sweep", "threads=1"],
+        "protocol 'pomvcc' does not offer isolation level 'repeatable-read'",
+    );
     refused(&["--protocols", "mv-occ@chaos", "--sweep", "threads=1"], "unknown isolation level 'chaos'");
     refused(&["--sweep", "threads"], "expected NAME=V1,V2");
     refused(&["--sweep", "threads="], "no values");

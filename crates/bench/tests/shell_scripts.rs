@@ -258,8 +258,8 @@ fn unknown_protocol_fails_with_one_line() {
 }
 
 #[test]
-fn unimplemented_protocol_fails_with_one_line() {
-    assert_fails(&shell(&["--protocol", "pomvcc"], b"t1 get 1\n"), "protocol 'pomvcc' is not available");
+fn an_unknown_protocol_fails_with_one_line() {
+    assert_fails(&shell(&["--protocol", "paxos"], b"t1 get 1\n"), "unknown protocol 'paxos'");
 }
 
 #[test]

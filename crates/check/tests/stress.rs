@@ -345,6 +345,14 @@ fn without_validation_serializable_shows_cycles() {
 
 /// Silo without its validation phase (the node-set and the ReadSet) is
 /// no longer serializable, and the checker sees it.
+/// POMVCC's serializability rests on validating just past the shared
+/// commit timestamp: without validation, cycles appear.
+#[test]
+fn pomvcc_without_validation_shows_cycles() {
+    let faults = Faults { skip_validation: true, ..Faults::default() };
+    must_fail_with(Protocol::Pomvcc, Isolation::Serializable, faults, &[Class::G2Item, Class::G2, Class::GSingle]);
+}
+
 #[test]
 fn silo_without_validation_shows_cycles() {
     let faults = Faults { skip_validation: true, ..Faults::default() };

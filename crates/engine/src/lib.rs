@@ -145,6 +145,7 @@ impl Protocol {
                 | Protocol::Ssn
                 | Protocol::Ssi
                 | Protocol::Bohm
+                | Protocol::Pomvcc
         )
     }
 
@@ -171,6 +172,8 @@ impl Protocol {
             Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL,
             // One version: no snapshot to read (section 5 runs RC, RR, SER).
             Protocol::OneVLock => &[Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable],
+            // Table VII: RC, SI and serializable.
+            Protocol::Pomvcc => &[Isolation::ReadCommitted, Isolation::Snapshot, Isolation::Serializable],
             _ => &[Isolation::Serializable],
         }
     }
@@ -303,6 +306,11 @@ pub struct Options {
     /// more (a stale bit makes them look at whoever runs in that slot now).
     /// `None` (the default): every read is tracked.
     pub ssn_read_mostly_age: Option<u64>,
+    /// POMVCC: how often CTs advances without a conflict (section VI.C:
+    /// "periodically and asynchronously"); a commit becomes visible to new
+    /// transactions at most about this long after it, unless they ask for
+    /// it ([`TxnOptions::after`]). 1 ms by default.
+    pub pomvcc_interval: Duration,
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
@@ -340,6 +348,7 @@ impl Default for Options {
             ssn_base: Isolation::Snapshot,
             safe_snapshot_interval: None,
             ssn_read_mostly_age: None,
+            pomvcc_interval: protocol::pomvcc::TICK_INTERVAL,
             record_history: false,
             faults: Faults::default(),
         }
@@ -400,12 +409,17 @@ pub struct TxnOptions<'a> {
     pub read_only: bool,
     /// Optional access declaration.
     pub access: Option<&'a AccessSet>,
+    /// POMVCC's request-based avoidance of HISTORICAL READ (section IV.D,
+    /// Figure 8): the commit timestamp of a transaction this one must see
+    /// (what [`Transaction::commit`] returned). Ignored by the protocols
+    /// whose commit timestamps are unique: they see every earlier commit.
+    pub after: Option<u64>,
 }
 
 impl TxnOptions<'_> {
     /// Options for a read-write transaction at `isolation`.
     pub fn new(isolation: Isolation) -> TxnOptions<'static> {
-        TxnOptions { isolation, mode: Mode::Default, read_only: false, access: None }
+        TxnOptions { isolation, mode: Mode::Default, read_only: false, access: None, after: None }
     }
 }
 
@@ -482,6 +496,8 @@ pub struct Database {
     pub(crate) ssn_safe: protocol::ssn::SafeSnapshots,
     /// BOHM's store (bohm databases only).
     pub(crate) bohm: Option<protocol::bohm::Store>,
+    /// POMVCC's timestamp manager (pomvcc databases only).
+    pub(crate) po: Option<protocol::pomvcc::TsManager>,
 }
 
 impl Database {
@@ -517,6 +533,8 @@ impl Database {
             silo: protocol::silo::SiloGlobal::new(),
             ssn_safe: protocol::ssn::SafeSnapshots::default(),
             bohm: (opts.protocol == Protocol::Bohm).then(protocol::bohm::Store::new),
+            // BTs 0 is the clock's 2 (see `protocol::pomvcc`).
+            po: (opts.protocol == Protocol::Pomvcc).then(|| protocol::pomvcc::TsManager::new(0, opts.pomvcc_interval)),
             opts,
         })
     }
@@ -615,6 +633,17 @@ impl Database {
         }
         let (slot, id) = self.txns.open()?;
         let s = self.txns.slot(slot);
+        if let Some(po) = &self.po {
+            // Allocate_BTs (Figure 18): at least `after`, if given; then the
+            // clock that begin reads below follows BTs.
+            match o.after {
+                Some(ts) => {
+                    po.allocate_bts(protocol::pomvcc::of_stamp(ts));
+                }
+                None => po.tick(),
+            }
+            self.po_clock();
+        }
         if self.opts.protocol == Protocol::Bohm {
             // Alone, at the next log position (see `protocol::bohm`).
             let ts = self.bohm_enter();
@@ -739,6 +768,16 @@ impl Database {
             garbage_unfreed: self.gc.unfreed() as u64,
             open_transactions: self.txns.open_count() as u64,
             ssn_untracked_reads,
+        }
+    }
+
+    /// POMVCC: the clock follows BTs (`2 BTs + 2`, so that a begin reads at
+    /// `2 BTs + 1`, just past every commit stamp `2 c` with `c <= BTs`).
+    pub(crate) fn po_clock(&self) {
+        if let Some(po) = &self.po {
+            // SeqCst: as every clock access; fetch_max keeps it monotonic
+            // when callers race with BTs readings of different ages.
+            self.clock.fetch_max(protocol::pomvcc::stamp(po.bts()) + 2, Ordering::SeqCst);
         }
     }
 

@@ -234,10 +234,9 @@ fn unsupported_protocol() {
             assert_eq!(r.err(), Some(Error::UnsupportedProtocol(p.name().to_string())), "{p}");
         }
     }
-    assert_eq!(
-        Database::new(Options { protocol: Protocol::Pomvcc, ..Options::default() }).err(),
-        Some(Error::UnsupportedProtocol("pomvcc".into()))
-    );
+    // POMVCC offers Table VII's levels: read committed, snapshot, serializable.
+    let po = Database::new(Options { protocol: Protocol::Pomvcc, ..Options::default() }).unwrap();
+    assert!(matches!(po.begin(Isolation::RepeatableRead).err(), Some(Error::InvalidIsolation { .. })));
     assert_eq!("silo".parse::<Protocol>(), Ok(Protocol::Silo));
     assert!(matches!("nope".parse::<Protocol>(), Err(Error::Parse(_))));
     assert!(matches!("nope".parse::<Isolation>(), Err(Error::Parse(_))));

@@ -616,7 +616,7 @@ mod tests {
     #[test]
     fn names_are_checked() {
         assert_eq!(parse_protocol("mv-occ"), Ok(Protocol::MvOcc));
-        assert!(parse_protocol("pomvcc").unwrap_err().contains("not available"));
+        assert_eq!(parse_protocol("pomvcc"), Ok(Protocol::Pomvcc));
         assert!(parse_protocol("nope").unwrap_err().contains("unknown protocol"));
         assert_eq!(parse_isolation("snapshot", Protocol::MvOcc), Ok(Isolation::Snapshot));
         assert!(parse_isolation("chaos", Protocol::MvOcc).unwrap_err().contains("unknown isolation"));

@@ -72,6 +72,7 @@ use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::mv_lock::{read_lock, Locked};
+use crate::protocol::pomvcc;
 use crate::protocol::ssn::{self, Cert};
 use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
@@ -160,6 +161,9 @@ pub struct Transaction<'db> {
     pub(crate) cert: Cert,
     /// SSN over read committed: reads at the current time.
     base_rc: bool,
+    /// POMVCC: the commit timestamp this transaction took (Allocate_CTs;
+    /// 0: none yet), to count it committed or take it back.
+    po_cts: u64,
     pub(crate) status: Status,
     /// Versions this transaction allocated (statistics).
     pub(crate) created: u64,
@@ -209,7 +213,7 @@ impl<'db> Transaction<'db> {
             pessimistic,
             lock_reads: pessimistic && iso >= Isolation::RepeatableRead,
             lock_scans: pessimistic && iso == Isolation::Serializable,
-            honour_locks: !matches!(protocol, Protocol::MvOcc | Protocol::Ssn | Protocol::Ssi),
+            honour_locks: !matches!(protocol, Protocol::MvOcc | Protocol::Ssn | Protocol::Ssi | Protocol::Pomvcc),
             used_waits: false,
             single: protocol == Protocol::Silo,
             locking: protocol.uses_key_locks(),
@@ -219,6 +223,7 @@ impl<'db> Transaction<'db> {
             bohm: protocol == Protocol::Bohm,
             cert,
             base_rc: cert == Cert::Ssn && db.opts.ssn_base == Isolation::ReadCommitted,
+            po_cts: 0,
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
@@ -282,7 +287,13 @@ impl<'db> Transaction<'db> {
 
     #[inline]
     pub(crate) fn me(&self) -> Me<'db> {
-        Me { table: &self.db.txns, slot: self.slot, id: self.id, clock: &self.db.clock, now: Cell::new(0) }
+        // POMVCC reads at BTs even at read committed (Table VII: a BTs per
+        // statement): a version stamped with a commit timestamp past BTs is
+        // not visible yet, so "now" is resolved from the clock up front
+        // instead of by the shortcut for fully stamped versions.
+        // SeqCst: as every read time taken from the clock.
+        let now = if self.db.po.is_some() { self.db.clock.load(Ordering::SeqCst) - 1 } else { 0 };
+        Me { table: &self.db.txns, slot: self.slot, id: self.id, clock: &self.db.clock, now: Cell::new(now) }
     }
 
     /// The table and index of `index`.
@@ -1176,7 +1187,14 @@ impl<'db> Transaction<'db> {
         // SeqCst on the pending store and the fetch_add: a reader that still
         // sees us Active read its clock before we drew our end timestamp.
         db.txns.set_pending(self.slot);
-        let end_ts = db.clock.fetch_add(2, Ordering::SeqCst);
+        let end_ts = match &db.po {
+            // POMVCC (Figure 17): the shared CTs, not incremented.
+            Some(po) => {
+                self.po_cts = po.allocate_cts();
+                pomvcc::stamp(self.po_cts)
+            }
+            None => db.clock.fetch_add(2, Ordering::SeqCst),
+        };
         db.txns.set_state(self.slot, TxnState::Preparing, end_ts);
         // Our read locks and the dependencies we impose are released only
         // now that the end timestamp is drawn: a writer they held back
@@ -1185,12 +1203,15 @@ impl<'db> Transaction<'db> {
             self.release_locks();
         }
 
-        // Preparation: validation, then wait for commit dependencies.
+        // Preparation: validation, then wait for commit dependencies. Under
+        // POMVCC others commit at our timestamp too: validating just past it
+        // counts their writes as conflicts (see `protocol::pomvcc`).
         let validate = !db.opts.faults.skip_validation;
-        if validate && self.isolation >= Isolation::RepeatableRead && !self.validate_reads(end_ts) {
+        let check_ts = if db.po.is_some() { end_ts + 1 } else { end_ts };
+        if validate && self.isolation >= Isolation::RepeatableRead && !self.validate_reads(check_ts) {
             return Err(self.abort_with(AbortReason::ReadValidation));
         }
-        if validate && self.isolation == Isolation::Serializable && !self.detect_phantoms(end_ts) {
+        if validate && self.isolation == Isolation::Serializable && !self.detect_phantoms(check_ts) {
             return Err(self.abort_with(AbortReason::Phantom));
         }
         if self.cert != Cert::Off {
@@ -1240,6 +1261,11 @@ impl<'db> Transaction<'db> {
             table: w.table,
             v: VPtr(w.old),
         }));
+        if let Some(po) = &db.po {
+            // Increment_TsCC: every version carries its stamp now.
+            po.commit(self.po_cts);
+            db.po_clock();
+        }
         self.terminate();
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
@@ -1419,6 +1445,17 @@ impl<'db> Transaction<'db> {
             table: w.table,
             v: VPtr(w.new),
         }));
+        if let Some(po) = &db.po {
+            if self.po_cts != 0 {
+                // Decrement_TsPC: our versions are marked garbage already.
+                po.abort(self.po_cts);
+            }
+            if matches!(reason, AbortReason::WriteConflict | AbortReason::ReadValidation | AbortReason::Phantom) {
+                // D5.i: two transactions at one timestamp would not commute.
+                po.conflict();
+            }
+            db.po_clock();
+        }
         self.aborted(reason)
     }
 

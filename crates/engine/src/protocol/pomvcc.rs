@@ -66,6 +66,24 @@ use std::time::{Duration, Instant};
 /// Open timestamps at most (CTs − BTs < WINDOW), and the counter ring's size.
 pub const WINDOW: u64 = 1024;
 
+/// How often CTs advances without a conflict by default (section VI.C:
+/// "periodically"; `Options::pomvcc_interval`).
+pub const TICK_INTERVAL: Duration = Duration::from_millis(1);
+
+/// The engine's stamp of POMVCC timestamp `ts`: the shared clock counts in
+/// steps of two (commit stamps even, read times odd), so commit timestamp
+/// `c` is stamp `2c` and a transaction that begins at BTs `b` reads at
+/// `2b + 1`, past every commit of `b` and before every commit after it.
+pub fn stamp(ts: u64) -> u64 {
+    ts * 2
+}
+
+/// The POMVCC timestamp of an engine stamp (a commit timestamp returned by
+/// `Transaction::commit`); a read time maps to the BTs it was taken at.
+pub fn of_stamp(stamp: u64) -> u64 {
+    stamp / 2
+}
+
 /// Ts.PC and Ts.CC of one ring slot.
 #[derive(Default)]
 struct Counters {
