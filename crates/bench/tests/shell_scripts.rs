@@ -144,6 +144,13 @@ fn ssi_scripts_match_their_expected_output() {
     scripts_match(&scripts_dir().join("ssi"), &["--protocol", "ssi"], ANOMALIES.len());
 }
 
+/// POMVCC: HISTORICAL READ and its avoidance, a lost update at one
+/// timestamp, write skew at serializable.
+#[test]
+fn pomvcc_scripts_match_their_expected_output() {
+    scripts_match(&scripts_dir().join("pomvcc"), &["--protocol", "pomvcc"], 2);
+}
+
 /// mv-mixed: optimistic and pessimistic transactions side by side.
 #[test]
 fn mv_mixed_scripts_match_their_expected_output() {

@@ -55,6 +55,14 @@ pub struct ShellArgs {
     #[arg(long, value_name = "B")]
     base: Option<String>,
 
+    /// pomvcc: milliseconds between the periodic advances of the commit
+    /// timestamp (section VI.C). Long by default, so that a script shows
+    /// HISTORICAL READ the same way every run: a commit becomes visible to
+    /// later transactions when a conflict or `begin ... after` moves the
+    /// timestamps, or this long after it.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pomvcc_interval_ms: u64,
+
     /// Milliseconds a command may take before it is reported as blocked.
     #[arg(long, hide = true, default_value_t = 100)]
     grace_ms: u64,
@@ -65,7 +73,14 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
     let protocol = available_protocol(&a.protocol)?;
     let (name, input) = open_script(a.script.as_deref())?;
     let ssn_base = crate::bench::parse_base(a.base.as_deref(), protocol)?;
-    let ctx = session::Context::open(protocol, Duration::from_millis(a.lock_timeout_ms), ssn_base)?;
+    let opts = multiverse::Options {
+        protocol,
+        lock_timeout: Duration::from_millis(a.lock_timeout_ms),
+        ssn_base,
+        pomvcc_interval: Duration::from_millis(a.pomvcc_interval_ms),
+        ..multiverse::Options::default()
+    };
+    let ctx = session::Context::open(opts)?;
     let mut driver = Driver::new(ctx, Duration::from_millis(a.grace_ms), io::stdout().lock());
     let mut reader = input;
     let mut seq = 0;

@@ -72,11 +72,13 @@ impl Assign {
 /// A shell command.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Command {
-    /// `begin [ISOLATION] [optimistic|pessimistic] [reads K...] [writes K...]`
-    /// (`None`: the protocol's strongest level; the mode defaults to the
-    /// protocol's choice). `reads`/`writes` declare the keys the
-    /// transaction will access (ordered 2PL locks them at begin).
-    Begin(Option<Isolation>, Mode, Option<Declared>),
+    /// `begin [ISOLATION] [optimistic|pessimistic] [after last|after TS]
+    /// [reads K...] [writes K...]` (`None`: the protocol's strongest level;
+    /// the mode defaults to the protocol's choice). `after` asks to see a
+    /// commit (POMVCC's request-based avoidance of HISTORICAL READ): the
+    /// session's last one, or a commit timestamp. `reads`/`writes` declare
+    /// the keys the transaction will access (ordered 2PL locks them at begin).
+    Begin(Option<Isolation>, Mode, Option<Declared>, Option<After>),
     /// `commit`.
     Commit,
     /// `abort`.
@@ -85,6 +87,15 @@ pub(crate) enum Command {
     Sleep(u64),
     /// A statement: runs in the open transaction, or in one of its own.
     Stmt(Stmt),
+}
+
+/// What a `begin ... after` must see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum After {
+    /// The session's last commit.
+    Last,
+    /// A commit timestamp.
+    Ts(u64),
 }
 
 /// Keys a `begin` declares: (reads, writes).
@@ -175,16 +186,25 @@ fn parse_begin(args: &[&str]) -> Parsed<Command> {
         }
         Some((reads, writes))
     };
+    let (args, after) = match args {
+        [rest @ .., "after", "last"] => (rest, Some(After::Last)),
+        [rest @ .., "after", ts] => match ts.parse::<u64>() {
+            Ok(ts) => (rest, Some(After::Ts(ts))),
+            Err(_) => return Err(format!("expected 'after last' or 'after TIMESTAMP', not 'after {ts}'")),
+        },
+        _ => (args, None),
+    };
     let (args, mode) = match args {
         [rest @ .., "optimistic"] => (rest, Mode::Optimistic),
         [rest @ .., "pessimistic"] => (rest, Mode::Pessimistic),
         _ => (args, Mode::Default),
     };
     match args {
-        [] => Ok(Command::Begin(None, mode, declared)),
-        [level] => {
-            level.parse::<Isolation>().map(|i| Command::Begin(Some(i), mode, declared)).map_err(|e| e.to_string())
-        }
+        [] => Ok(Command::Begin(None, mode, declared, after)),
+        [level] => level
+            .parse::<Isolation>()
+            .map(|i| Command::Begin(Some(i), mode, declared, after))
+            .map_err(|e| e.to_string()),
         [_, extra, ..] => Err(unexpected(extra)),
     }
 }
@@ -324,19 +344,25 @@ mod tests {
 
     #[test]
     fn parses_every_command() {
-        assert_eq!(cmd("t1 begin"), Command::Begin(None, Mode::Default, None));
-        assert_eq!(cmd("t1 begin snapshot"), Command::Begin(Some(Isolation::Snapshot), Mode::Default, None));
-        assert_eq!(cmd("t1 begin pessimistic"), Command::Begin(None, Mode::Pessimistic, None));
+        assert_eq!(cmd("t1 begin"), Command::Begin(None, Mode::Default, None, None));
+        assert_eq!(cmd("t1 begin snapshot"), Command::Begin(Some(Isolation::Snapshot), Mode::Default, None, None));
+        assert_eq!(cmd("t1 begin pessimistic"), Command::Begin(None, Mode::Pessimistic, None, None));
         assert_eq!(
             cmd("t1 begin rr optimistic"),
-            Command::Begin(Some(Isolation::RepeatableRead), Mode::Optimistic, None)
+            Command::Begin(Some(Isolation::RepeatableRead), Mode::Optimistic, None, None)
         );
         assert_eq!(
             cmd("t1 begin serializable reads 1 2 writes 2 3"),
-            Command::Begin(Some(Isolation::Serializable), Mode::Default, Some((vec![1, 2], vec![2, 3])))
+            Command::Begin(Some(Isolation::Serializable), Mode::Default, Some((vec![1, 2], vec![2, 3])), None)
         );
-        assert_eq!(cmd("t1 begin writes 4"), Command::Begin(None, Mode::Default, Some((vec![], vec![4]))));
+        assert_eq!(cmd("t1 begin writes 4"), Command::Begin(None, Mode::Default, Some((vec![], vec![4])), None));
         assert!(bad("t1 begin reads x").contains("'x'"));
+        assert_eq!(cmd("t1 begin after last"), Command::Begin(None, Mode::Default, None, Some(After::Last)));
+        assert_eq!(
+            cmd("t1 begin snapshot after 42 reads 1"),
+            Command::Begin(Some(Isolation::Snapshot), Mode::Default, Some((vec![1], vec![])), Some(After::Ts(42)))
+        );
+        assert!(bad("t1 begin after soon").contains("'after soon'"));
         assert_eq!(cmd("t1 commit"), Command::Commit);
         assert_eq!(cmd("t1 abort"), Command::Abort);
         assert_eq!(cmd("t1 sleep 10"), Command::Sleep(10));

@@ -12,15 +12,16 @@
 //! `abort` ends it. A statement given to an idle session runs as its own
 //! one-statement transaction at the default level (an observer).
 
-use super::parse::{Assign, Command, Declared, Pred, Stmt};
+use super::parse::{After, Assign, Command, Declared, Pred, Stmt};
 use super::rows::{self, Rows};
 use multiverse::{
-    AbortReason, Database, Error, Filter, IndexId, Isolation, Key, Options, Protocol, TableId, TableSpec, Transaction,
+    AbortReason, Database, Error, Filter, IndexId, Isolation, Key, Options, TableId, TableSpec, Transaction, TxnOptions,
 };
 use std::any::Any;
 use std::fmt;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
@@ -51,16 +52,26 @@ pub(crate) struct Context {
     table: TableId,
     primary: IndexId,
     default: Isolation,
+    /// The latest commit timestamp of any session: the final state is read
+    /// after it (POMVCC makes a commit visible only later otherwise).
+    latest: Arc<AtomicU64>,
 }
 
 impl Context {
     /// Opens a database running `protocol` with an empty table `test`.
-    pub(crate) fn open(protocol: Protocol, lock_timeout: Duration, ssn_base: Isolation) -> Result<Context, String> {
-        let opts = Options { protocol, lock_timeout, ssn_base, ..Options::default() };
+    pub(crate) fn open(opts: Options) -> Result<Context, String> {
+        let protocol = opts.protocol;
         let db = Database::new(opts).map_err(|e| e.to_string())?;
         let table = db.create_table(TableSpec::hash("test", TEST_BUCKETS)).map_err(|e| e.to_string())?;
         let primary = db.primary(table);
-        Ok(Context { db: Arc::new(db), table, primary, default: protocol.strongest() })
+        let latest = Arc::new(AtomicU64::new(0));
+        Ok(Context { db: Arc::new(db), table, primary, default: protocol.strongest(), latest })
+    }
+
+    /// Notes a commit timestamp for the final state.
+    fn committed(&self, ts: u64) {
+        // Relaxed: read after every session has finished (joined).
+        self.latest.fetch_max(ts, Ordering::Relaxed);
     }
 
     /// The committed contents of `test`, read in a fresh snapshot
@@ -70,7 +81,9 @@ impl Context {
         let levels = self.db.protocol().isolation_levels();
         let iso = if levels.contains(&Isolation::Snapshot) { Isolation::Snapshot } else { self.default };
         let read = || -> Result<String, Failure> {
-            let mut t = self.db.begin(iso)?;
+            // Relaxed: as in `committed`.
+            let after = Some(self.latest.load(Ordering::Relaxed));
+            let mut t = self.db.begin_with(TxnOptions { after, ..TxnOptions::new(iso) })?;
             let all = scan(&mut t, self, None)?;
             t.commit()?;
             Ok(rows::format(&all))
@@ -88,7 +101,7 @@ pub(crate) fn spawn(name: &str, ctx: Context, events: Sender<Event>) -> io::Resu
 
 /// The session thread: answers requests until the channel closes.
 fn serve(ctx: Context, requests: Receiver<Request>, events: Sender<Event>) {
-    let mut session = Session { ctx: &ctx, db: &ctx.db, state: State::Idle };
+    let mut session = Session { ctx: &ctx, db: &ctx.db, state: State::Idle, last_commit: None };
     for Request { seq, cmd } in requests.iter() {
         let result = session.run_guarded(cmd);
         if events.send(Event::Done { seq, result }).is_err() {
@@ -136,6 +149,9 @@ struct Session<'db> {
     ctx: &'db Context,
     db: &'db Database,
     state: State<'db>,
+    /// The latest commit timestamp of the session's commits (`begin after
+    /// last`).
+    last_commit: Option<u64>,
 }
 
 impl<'db> Session<'db> {
@@ -156,7 +172,9 @@ impl<'db> Session<'db> {
 
     fn run(&mut self, cmd: Command) -> String {
         match cmd {
-            Command::Begin(iso, mode, declared) => self.begin(iso.unwrap_or(self.ctx.default), mode, declared),
+            Command::Begin(iso, mode, declared, after) => {
+                self.begin(iso.unwrap_or(self.ctx.default), mode, declared, after)
+            }
             Command::Commit => self.commit(),
             Command::Abort => self.abort(),
             Command::Sleep(ms) => {
@@ -167,14 +185,25 @@ impl<'db> Session<'db> {
         }
     }
 
-    fn begin(&mut self, iso: Isolation, mode: multiverse::Mode, declared: Option<Declared>) -> String {
+    fn begin(
+        &mut self,
+        iso: Isolation,
+        mode: multiverse::Mode,
+        declared: Option<Declared>,
+        after: Option<After>,
+    ) -> String {
+        let after = match after {
+            Some(After::Last) => self.last_commit,
+            Some(After::Ts(ts)) => Some(ts),
+            None => None,
+        };
         let access = declared.map(|(reads, writes)| {
             let keys = |ks: Vec<i64>| ks.into_iter().map(|k| (self.ctx.table, rows::key(k))).collect();
             multiverse::AccessSet { reads: keys(reads), writes: keys(writes) }
         });
         match &self.state {
             State::Idle => {
-                let opts = multiverse::TxnOptions { mode, access: access.as_ref(), ..multiverse::TxnOptions::new(iso) };
+                let opts = TxnOptions { mode, access: access.as_ref(), after, ..TxnOptions::new(iso) };
                 match self.db.begin_with(opts) {
                     Ok(t) => {
                         self.state = State::Open(t);
@@ -192,7 +221,12 @@ impl<'db> Session<'db> {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Idle => "error: no transaction is open".into(),
             State::Open(t) => match t.commit() {
-                Ok(_) => "ok".into(),
+                Ok(info) => {
+                    // The latest: a read-only commit reports its (older) begin.
+                    self.last_commit = self.last_commit.max(Some(info.commit_ts));
+                    self.ctx.committed(info.commit_ts);
+                    "ok".into()
+                }
                 Err(e) => Failure::from(e).to_string(),
             },
             State::Aborted(r) => Failure::Aborted(r).to_string(),
@@ -213,7 +247,11 @@ impl<'db> Session<'db> {
     fn statement(&mut self, s: &Stmt) -> String {
         let ctx = self.ctx;
         match &mut self.state {
-            State::Idle => observe(ctx, s),
+            State::Idle => {
+                let (out, commit) = observe(ctx, s);
+                self.last_commit = self.last_commit.max(commit);
+                out
+            }
             State::Open(t) => match execute(t, ctx, s) {
                 Ok(out) => out,
                 Err(f) => {
@@ -228,15 +266,26 @@ impl<'db> Session<'db> {
     }
 }
 
-/// Runs a statement in a transaction of its own at the default level.
-fn observe(ctx: &Context, s: &Stmt) -> String {
-    let run = || -> Result<String, Failure> {
+/// Runs a statement in a transaction of its own at the default level; with
+/// the commit timestamp if it committed.
+fn observe(ctx: &Context, s: &Stmt) -> (String, Option<u64>) {
+    let run = || -> Result<(String, u64), Failure> {
         let mut t = ctx.db.begin(ctx.default)?;
         let out = execute(&mut t, ctx, s)?; // on error, dropping `t` rolls it back
-        t.commit()?;
-        Ok(out)
+        let info = t.commit()?;
+        ctx.committed(info.commit_ts);
+        if matches!(s, Stmt::Setup(_)) {
+            // The script's rows are there for every session from now on,
+            // also where a commit becomes visible only later (POMVCC).
+            let after = TxnOptions { after: Some(info.commit_ts), ..TxnOptions::new(ctx.default) };
+            ctx.db.begin_with(after)?.commit()?;
+        }
+        Ok((out, info.commit_ts))
     };
-    run().unwrap_or_else(|f| f.to_string())
+    match run() {
+        Ok((out, ts)) => (out, Some(ts)),
+        Err(f) => (f.to_string(), None),
+    }
 }
 
 /// Runs a statement in `t`; returns the text after `->`.

@@ -2,10 +2,29 @@
 //! 2018, `pomvcc-2018.txt`), sections IV and VI.A.
 //!
 //! This module holds POMVCC's **timestamp manager** (Table VIII, Figures 15,
-//! 18 and 19). It does not run transactions yet: the protocol `pomvcc` is
-//! still refused by [`crate::Database::new`] until the transaction side
-//! (section V.D, Table V's conflict rules, isolation levels of Table VII)
-//! lands on the shared multi-version store.
+//! 18 and 19). The transactions are MV/O's ([`super::mv_occ`]) on the shared
+//! multi-version store, with these timestamps:
+//!
+//! * the clock that a begin reads follows BTs (`2 BTs + 2`, see [`stamp`]):
+//!   a transaction reads as of BTs, at read committed per statement (Table
+//!   VII); [`crate::TxnOptions::after`] is Allocate_BTs(Ts);
+//! * a commit's end timestamp is the shared CTs (Allocate_CTs); Ts.CC counts
+//!   it once its versions are stamped, an abort takes its Ts.PC back, and a
+//!   write conflict, failed read validation or phantom advances CTs (D5.i:
+//!   Table V's W1\[X\] W2\[X\] at one timestamp);
+//! * **serializable** is Hekaton's read validation and phantom detection,
+//!   done at `2c + 1`, just past the shared timestamp `c`: a version that a
+//!   same-timestamp transaction replaced or inserted counts as changed.
+//!   Then every dependency goes from a lower timestamp to a higher one, or,
+//!   within one timestamp, is an anti-dependency from a reader that
+//!   validated before its writer pre-committed; a cycle of those would need
+//!   each transaction to validate before the next pre-commits, around the
+//!   cycle, which cannot be. (Validating at `2c` itself, as MV/O does with
+//!   unique stamps, lets same-timestamp cycles through: the checker finds
+//!   them.)
+//!
+//! Not yet: mixed OCC/PCC per transaction (section V.D: the write lock
+//! taken at update time, as MV/O does now, or at commit), logging.
 //!
 //! # Two timestamps
 //!
