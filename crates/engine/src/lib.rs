@@ -462,6 +462,11 @@ pub struct Stats {
     pub open_transactions: u64,
     /// SSN's read-mostly optimization: reads not tracked (section 5.3).
     pub ssn_untracked_reads: u64,
+    /// Increments of the commit-timestamp counter: under POMVCC, of CTs
+    /// (conflicts, requests, periodic advances); under the other
+    /// multi-version protocols, of the clock, one per transaction that took
+    /// an end timestamp. 0 for the single-version protocols and BOHM.
+    pub timestamp_increments: u64,
 }
 
 impl Stats {
@@ -631,14 +636,21 @@ impl Database {
                 self.opts.protocol
             )));
         }
+        if let (Some(po), Some(after)) = (&self.po, o.after) {
+            if protocol::pomvcc::of_stamp(after) > po.cts() {
+                return Err(Error::InvalidArgument(format!(
+                    "begin after {after}: no transaction has committed at that timestamp yet"
+                )));
+            }
+        }
         let (slot, id) = self.txns.open()?;
         let s = self.txns.slot(slot);
         if let Some(po) = &self.po {
             // Allocate_BTs (Figure 18): at least `after`, if given; then the
             // clock that begin reads below follows BTs.
-            match o.after {
+            match o.after.map(protocol::pomvcc::of_stamp) {
                 Some(ts) => {
-                    po.allocate_bts(protocol::pomvcc::of_stamp(ts));
+                    po.allocate_bts(ts);
                 }
                 None => po.tick(),
             }
@@ -718,6 +730,7 @@ impl Database {
     ) -> Result<R> {
         let mut backoff = policy.initial_backoff;
         let mut attempt = 0;
+        let mut o = o;
         loop {
             attempt += 1;
             let mut t = self.begin_with(o)?;
@@ -735,6 +748,7 @@ impl Database {
                 // retry begun now, which reads its versions: no backoff.
                 Err(Error::Aborted(AbortReason::ExclusionWindow)) if attempt < policy.max_attempts => {}
                 Err(e) if e.is_transient() && attempt < policy.max_attempts => {
+                    o.after = self.retry_after().or(o.after);
                     // Jittered exponential backoff, seeded cheaply per attempt.
                     let jitter = (attempt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
                     let d = backoff.as_nanos() as u64;
@@ -768,7 +782,31 @@ impl Database {
             garbage_unfreed: self.gc.unfreed() as u64,
             open_transactions: self.txns.open_count() as u64,
             ssn_untracked_reads,
+            timestamp_increments: self.timestamp_increments(),
         }
+    }
+
+    /// See [`Stats::timestamp_increments`]: derived from the counters
+    /// themselves (CTs starts at 1, the clock at 2 and steps by 2).
+    fn timestamp_increments(&self) -> u64 {
+        if let Some(po) = &self.po {
+            return po.cts() - 1;
+        }
+        if self.opts.protocol.is_single_version() || self.opts.protocol == Protocol::Bohm {
+            return 0;
+        }
+        // Relaxed: statistics only.
+        (self.clock.load(Ordering::Relaxed) - 2) / 2
+    }
+
+    /// POMVCC: the timestamp a transaction retried after an abort should
+    /// begin after ([`TxnOptions::after`]) — the commit timestamp now open,
+    /// which covers every commit that preceded the abort, so the retry does
+    /// not meet the same conflict (section VI.C: "the user gives the CTs
+    /// during the begin phase during the retry process"). `None` under the
+    /// other protocols, whose transactions see every earlier commit anyway.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.po.as_ref().map(|po| protocol::pomvcc::stamp(po.cts()))
     }
 
     /// POMVCC: the clock follows BTs (`2 BTs + 2`, so that a begin reads at

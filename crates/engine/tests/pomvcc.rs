@@ -80,3 +80,15 @@ fn historical_read_and_its_avoidance() {
     let c2 = put(&db, t, 1, 20, Some(c.commit_ts)).unwrap();
     assert_eq!(get(&db, t, 1, Some(c2.commit_ts)), Some(20));
 }
+
+/// Asking to see a commit that has not happened yet is a clear error, not a
+/// wait for ever.
+#[test]
+fn begin_after_the_future_is_refused() {
+    let (db, t) = open();
+    let c = put(&db, t, 1, 10, None).unwrap();
+    let e = db.begin_with(TxnOptions { after: Some(c.commit_ts + 1_000_000), ..TxnOptions::new(Isolation::Snapshot) });
+    assert!(matches!(e.err(), Some(Error::InvalidArgument(m)) if m.contains("no transaction has committed")));
+    // The database goes on.
+    assert_eq!(get(&db, t, 1, Some(c.commit_ts)), Some(10));
+}

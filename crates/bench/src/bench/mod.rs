@@ -282,6 +282,8 @@ pub(crate) struct Measurement {
     pub prefault: Option<(u64, Duration)>,
     pub run: RunResult,
     pub stats_end: Stats,
+    /// Increments of the commit-timestamp counter during the run.
+    pub timestamp_increments: u64,
     pub peak_rss: u64,
     /// Minor page faults and resident-set growth during the measured run.
     pub run_faults: u64,
@@ -444,6 +446,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         show_progress: c.show,
     };
     let (faults_before, rss_before_run) = (sys::minor_faults(), sys::rss_bytes());
+    let ts_before = db.stats().timestamp_increments;
     let run = match c.bohm {
         Some(b) => harness::run_bohm(db, w, cfg, b)?,
         None => harness::run(db, w, cfg)?,
@@ -451,6 +454,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let run_faults = sys::minor_faults().saturating_sub(faults_before);
     let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
     let stats_end = db.stats();
+    let timestamp_increments = stats_end.timestamp_increments - ts_before;
     let consistency = w.check_consistency(db).map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
     let ssn_base = matches!(c.protocol, Protocol::Ssn | Protocol::Ssi).then(|| db.options().ssn_base);
     Ok(Measurement {
@@ -468,6 +472,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         prefault,
         run,
         stats_end,
+        timestamp_increments,
         peak_rss: sys::peak_rss_bytes(),
         run_faults,
         run_rss_growth,

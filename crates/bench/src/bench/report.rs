@@ -135,6 +135,14 @@ pub fn summary(m: &Measurement) -> String {
             int(b.batch_size as u64)
         );
     }
+    if m.timestamp_increments > 0 {
+        let _ = writeln!(
+            s,
+            "  timestamps {} increments of the commit-timestamp counter, {:.3} per committed transaction",
+            int(m.timestamp_increments),
+            m.timestamp_increments as f64 / r.committed.max(1) as f64
+        );
+    }
     if let Some(age) = m.read_mostly_age {
         let _ = writeln!(
             s,
@@ -293,6 +301,9 @@ pub struct Record {
     read_mostly_age: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     untracked_reads: Option<u64>,
+    /// Increments of the commit-timestamp counter during the run (CTs
+    /// under pomvcc, the clock under the other multi-version protocols).
+    timestamp_increments: u64,
     /// bohm: the pipeline's threads and batch size.
     #[serde(skip_serializing_if = "Option::is_none")]
     cc_threads: Option<usize>,
@@ -368,6 +379,7 @@ pub fn json(m: &Measurement) -> Record {
         safe_snapshot_us: m.safe_snapshot.map(|d| d.as_micros() as u64),
         read_mostly_age: m.read_mostly_age,
         untracked_reads: m.read_mostly_age.map(|_| m.stats_end.ssn_untracked_reads),
+        timestamp_increments: m.timestamp_increments,
         cc_threads: m.bohm.map(|b| b.cc_threads),
         exec_threads: m.bohm.map(|b| b.exec_threads),
         batch_size: m.bohm.map(|b| b.batch_size),

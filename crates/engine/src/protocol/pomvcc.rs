@@ -259,7 +259,8 @@ impl TsManager {
         }
     }
 
-    /// Allocate_BTs(Ts) (Figure 18): a begin timestamp of at least `ts` —
+    /// Allocate_BTs(Ts) (Figure 18): a begin timestamp of at least `ts`
+    /// (which must not be past CTs: the caller checks) —
     /// the request-based avoidance of HISTORICAL READ (Figure 8): given the
     /// commit timestamp of the client's previous transaction, the next one
     /// sees its writes. Closes `ts` if it is still open, then waits until
@@ -269,6 +270,7 @@ impl TsManager {
         while self.cts() <= ts {
             if self.update_cts() <= ts {
                 // The window is full: older timestamps must finish first.
+                self.update_bts();
                 std::thread::yield_now();
             }
         }
