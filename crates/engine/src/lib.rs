@@ -799,6 +799,20 @@ impl Database {
         (self.clock.load(Ordering::Relaxed) - 2) / 2
     }
 
+    /// Makes every commit that has finished visible to the transactions that
+    /// begin from now on, and returns a timestamp that covers them (for
+    /// [`TxnOptions::after`]). Under POMVCC a commit is visible only once BTs
+    /// passes its timestamp (section IV.C): this closes the open commit
+    /// timestamp and waits until every transaction at it has finished
+    /// (they are committing: a short wait). Loaders and consistency checks
+    /// call it between phases. A no-op under the other protocols.
+    pub fn sync_commits(&self) -> Result<Option<u64>> {
+        let Some(after) = self.retry_after() else { return Ok(None) };
+        let isolation = self.opts.protocol.strongest();
+        self.begin_with(TxnOptions { after: Some(after), read_only: true, ..TxnOptions::new(isolation) })?.commit()?;
+        Ok(Some(after))
+    }
+
     /// POMVCC: the timestamp a transaction retried after an abort should
     /// begin after ([`TxnOptions::after`]) — the commit timestamp now open,
     /// which covers every commit that preceded the abort, so the retry does

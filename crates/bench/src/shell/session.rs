@@ -277,8 +277,7 @@ fn observe(ctx: &Context, s: &Stmt) -> (String, Option<u64>) {
         if matches!(s, Stmt::Setup(_)) {
             // The script's rows are there for every session from now on,
             // also where a commit becomes visible only later (POMVCC).
-            let after = TxnOptions { after: Some(info.commit_ts), ..TxnOptions::new(ctx.default) };
-            ctx.db.begin_with(after)?.commit()?;
+            ctx.db.sync_commits()?;
         }
         Ok((out, info.commit_ts))
     };
