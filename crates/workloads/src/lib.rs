@@ -483,9 +483,10 @@ fn run_attempts<W: Worker>(
     let mut spins = 0u32;
     let mut last = None;
     let mut opts = opts;
-    if db.retry_after().is_some() {
+    if let Some(now) = db.retry_after() {
         if let (at, Some(ts)) = LAST_COMMIT.get() {
-            if at == me {
+            // Past `now`: another database that had the same address.
+            if at == me && ts <= now {
                 opts.after = Some(ts);
             }
         }
