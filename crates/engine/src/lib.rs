@@ -827,9 +827,14 @@ impl Database {
     /// `2 BTs + 1`, just past every commit stamp `2 c` with `c <= BTs`).
     pub(crate) fn po_clock(&self) {
         if let Some(po) = &self.po {
-            // SeqCst: as every clock access; fetch_max keeps it monotonic
-            // when callers race with BTs readings of different ages.
-            self.clock.fetch_max(protocol::pomvcc::stamp(po.bts()) + 2, Ordering::SeqCst);
+            let want = protocol::pomvcc::stamp(po.bts()) + 2;
+            // SeqCst: as every clock access. Read first: most calls find the
+            // clock current and spare the shared line a read-modify-write;
+            // fetch_max keeps it monotonic when callers race with BTs
+            // readings of different ages.
+            if self.clock.load(Ordering::SeqCst) < want {
+                self.clock.fetch_max(want, Ordering::SeqCst);
+            }
         }
     }
 

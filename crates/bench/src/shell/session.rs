@@ -21,7 +21,6 @@ use std::any::Any;
 use std::fmt;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
@@ -52,9 +51,6 @@ pub(crate) struct Context {
     table: TableId,
     primary: IndexId,
     default: Isolation,
-    /// The latest commit timestamp of any session: the final state is read
-    /// after it (POMVCC makes a commit visible only later otherwise).
-    latest: Arc<AtomicU64>,
 }
 
 impl Context {
@@ -64,14 +60,7 @@ impl Context {
         let db = Database::new(opts).map_err(|e| e.to_string())?;
         let table = db.create_table(TableSpec::hash("test", TEST_BUCKETS)).map_err(|e| e.to_string())?;
         let primary = db.primary(table);
-        let latest = Arc::new(AtomicU64::new(0));
-        Ok(Context { db: Arc::new(db), table, primary, default: protocol.strongest(), latest })
-    }
-
-    /// Notes a commit timestamp for the final state.
-    fn committed(&self, ts: u64) {
-        // Relaxed: read after every session has finished (joined).
-        self.latest.fetch_max(ts, Ordering::Relaxed);
+        Ok(Context { db: Arc::new(db), table, primary, default: protocol.strongest() })
     }
 
     /// The committed contents of `test`, read in a fresh snapshot
@@ -81,9 +70,10 @@ impl Context {
         let levels = self.db.protocol().isolation_levels();
         let iso = if levels.contains(&Isolation::Snapshot) { Isolation::Snapshot } else { self.default };
         let read = || -> Result<String, Failure> {
-            // Relaxed: as in `committed`.
-            let after = Some(self.latest.load(Ordering::Relaxed));
-            let mut t = self.db.begin_with(TxnOptions { after, ..TxnOptions::new(iso) })?;
+            // Every session's commits, also where a commit becomes visible
+            // only later (POMVCC).
+            self.db.sync_commits()?;
+            let mut t = self.db.begin(iso)?;
             let all = scan(&mut t, self, None)?;
             t.commit()?;
             Ok(rows::format(&all))
@@ -224,7 +214,6 @@ impl<'db> Session<'db> {
                 Ok(info) => {
                     // The latest: a read-only commit reports its (older) begin.
                     self.last_commit = self.last_commit.max(Some(info.commit_ts));
-                    self.ctx.committed(info.commit_ts);
                     "ok".into()
                 }
                 Err(e) => Failure::from(e).to_string(),
@@ -273,7 +262,6 @@ fn observe(ctx: &Context, s: &Stmt) -> (String, Option<u64>) {
         let mut t = ctx.db.begin(ctx.default)?;
         let out = execute(&mut t, ctx, s)?; // on error, dropping `t` rolls it back
         let info = t.commit()?;
-        ctx.committed(info.commit_ts);
         if matches!(s, Stmt::Setup(_)) {
             // The script's rows are there for every session from now on,
             // also where a commit becomes visible only later (POMVCC).
