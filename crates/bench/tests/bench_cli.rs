@@ -45,6 +45,11 @@ fn bad_arguments_give_clear_errors() {
     let e = fails(&["--protocol", "pomvcc", "--isolation", "repeatable-read"]);
     assert!(e.contains("protocol 'pomvcc' does not offer isolation level 'repeatable-read'"), "{e}");
 
+    let e = fails(&["--protocol", "silo", "--mode", "optimistic"]);
+    assert!(e.contains("protocol silo does not run that kind"), "{e}");
+    let e = fails(&["--protocol", "pomvcc", "--mode", "eager"]);
+    assert!(e.contains("--mode 'eager': expected optimistic or pessimistic"), "{e}");
+
     let e = fails(&["--isolation", "chaos"]);
     assert!(e.contains("unknown isolation level 'chaos'"), "{e}");
 

@@ -145,10 +145,10 @@ fn ssi_scripts_match_their_expected_output() {
 }
 
 /// POMVCC: HISTORICAL READ and its avoidance, a lost update at one
-/// timestamp, write skew at serializable.
+/// timestamp, write skew at serializable, mixed OCC/PCC.
 #[test]
 fn pomvcc_scripts_match_their_expected_output() {
-    scripts_match(&scripts_dir().join("pomvcc"), &["--protocol", "pomvcc"], 2);
+    scripts_match(&scripts_dir().join("pomvcc"), &["--protocol", "pomvcc"], 3);
 }
 
 /// mv-mixed: optimistic and pessimistic transactions side by side.

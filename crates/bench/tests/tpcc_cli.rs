@@ -82,9 +82,12 @@ fn tpc_cc_and_the_new_order_only_modes_run() {
 /// counter increments are reported.
 #[test]
 fn pomvcc_runs_tpcc_consistently() {
-    for (name, mix) in [
-        ("tpcc-po-nol", "new-order-lines:100"),
-        ("tpcc-po-std", "new-order:45,payment:43,order-status:4,delivery:4,stock-level:4"),
+    let std = "new-order:45,payment:43,order-status:4,delivery:4,stock-level:4";
+    for (name, mix, mode) in [
+        ("tpcc-po-nol", "new-order-lines:100", "pessimistic"),
+        ("tpcc-po-std", std, "pessimistic"),
+        // Section V.D: write locks taken at commit.
+        ("tpcc-po-occ", std, "optimistic"),
     ] {
         let (out, v) = runs(
             name,
@@ -101,9 +104,13 @@ fn pomvcc_runs_tpcc_consistently() {
                 "2",
                 "--duration",
                 "0.5",
+                "--mode",
+                mode,
             ],
         );
         assert!(out.contains("conditions 1-4 hold in all 20 districts of 2 warehouses"), "{out}");
+        assert_eq!(v["mode"], mode, "{v}");
+        assert!(v["committed"].as_u64().unwrap() > 100, "{v}");
         assert!(out.contains("increments of the commit-timestamp counter"), "{out}");
         assert!(v["timestamp_increments"].as_u64().unwrap() > 0, "{v}");
     }

@@ -272,8 +272,14 @@ impl<'m, 'h> Deps<'m, 'h> {
                 self.edge(v.txn, reader, Dep::Wr, k);
             }
         }
-        if let Some(next) = self.m.next_after(k, Seen::Before(point)) {
-            self.edge(reader, vs[next as usize].txn, Dep::Prw, k);
+        // A writer whose version is a delete leaves the row absent, as the
+        // reader saw it (say, it inserted the row and deleted it again): the
+        // rows the reader's predicate matches do not change, so there is no
+        // predicate anti-dependency (Adya, section 4.4.2) on it. The edge
+        // goes to the next writer that makes the row exist.
+        let first = self.m.next_after(k, Seen::Before(point)).map_or(vs.len(), |n| n as usize);
+        if let Some(next) = (first..vs.len()).find(|&n| vs[n].last.is_some()) {
+            self.edge(reader, vs[next].txn, Dep::Prw, k);
         }
     }
 

@@ -107,6 +107,19 @@ fn g2_from_point_reads_that_found_nothing() {
 }
 
 #[test]
+fn a_writer_that_leaves_a_row_absent_is_no_predicate_anti_dependency() {
+    // As g2_from_point_reads_that_found_nothing, but T2 deletes its key 5
+    // again: T1's absent key 5 holds before and after T2, so T1 -> T2 needs
+    // no edge, and T2 (which found no key 25) comes before T1. Both commit
+    // at one timestamp, as POMVCC's transactions may.
+    let h = history(vec![txn(1, 2, 10).r_none(5).ins(25, 1), txn(2, 3, 10).r_none(25).ins(5, 1).del(5)]);
+    expect_clean(&h);
+    // Kept, T2's row is a change T1's lookup missed: the cycle is back.
+    let h = history(vec![txn(1, 2, 10).r_none(5).ins(25, 1), txn(2, 3, 10).r_none(25).ins(5, 1)]);
+    expect(&h, Class::G2, &[SER]);
+}
+
+#[test]
 fn absence_seen_by_a_validating_reader_is_placed_at_its_commit() {
     // W1 inserts key 5 and W2 deletes it again while R runs; R found no key 5
     // and committed after both. Serial order W1, W2, R explains everything,

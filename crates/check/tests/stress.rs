@@ -12,7 +12,7 @@
 //! of transactions (e.g. 1000 for millions).
 
 use multiverse::{
-    Database, Error, Faults, Filter, Isolation, Key, Options, Protocol, Stats, TableId, TableSpec, TxnOptions,
+    Database, Error, Faults, Filter, Isolation, Key, Mode, Options, Protocol, Stats, TableId, TableSpec, TxnOptions,
 };
 use multiverse_check::{check, Class, Report};
 use rand::rngs::SmallRng;
@@ -29,6 +29,9 @@ fn stress_factor() -> u64 {
 
 struct Setup {
     db: Database,
+    /// POMVCC: each transaction picks optimistic or pessimistic writes at
+    /// random (section V.D), so both kinds run side by side.
+    mixed: bool,
     hash: TableId,
     ordered: TableId,
 }
@@ -50,7 +53,7 @@ fn setup_with(opts: Options) -> Setup {
         Ok(())
     })
     .unwrap();
-    Setup { db, hash, ordered }
+    Setup { db, mixed: protocol == Protocol::Pomvcc, hash, ordered }
 }
 
 /// A value unique to its write: the writer thread and a per-thread counter.
@@ -78,7 +81,11 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
     let mut seq = 0u64;
     let even: Filter = Arc::new(|_k: &Key, v: &[u8]| v[0] % 2 == 0);
     for _ in 0..txns {
-        let mut t = s.db.begin(iso).unwrap();
+        let mode = match s.mixed && rng.gen_bool(0.5) {
+            true => Mode::Optimistic,
+            false => Mode::Default,
+        };
+        let mut t = s.db.begin_with(TxnOptions { mode, ..TxnOptions::new(iso) }).unwrap();
         let ops = rng.gen_range(1..=5);
         let mut aborted = false;
         for _ in 0..ops {
@@ -368,6 +375,19 @@ fn without_first_writer_wins_snapshot_loses_updates() {
         &[Class::GSingle, Class::G0, Class::G1c, Class::SnapshotRead, Class::SnapshotWrite],
     );
     assert!(!report.ok());
+}
+
+/// POMVCC's optimistic writes lock at commit: without the conflict check
+/// there, lost updates follow, and the checker sees them.
+#[test]
+fn pomvcc_without_write_conflicts_loses_updates() {
+    let faults = Faults { skip_write_conflicts: true, ..Faults::default() };
+    must_fail_with(
+        Protocol::Pomvcc,
+        Isolation::Snapshot,
+        faults,
+        &[Class::GSingle, Class::G0, Class::G1c, Class::SnapshotRead, Class::SnapshotWrite],
+    );
 }
 
 /// 1V locking that releases its read locks at once (read committed's short

@@ -178,6 +178,17 @@ impl Protocol {
         }
     }
 
+    /// Whether the protocol runs transactions of `mode` (every protocol runs
+    /// [`Mode::Default`]; `mv-mixed` and `pomvcc` run both other modes).
+    pub fn runs_mode(self, mode: Mode) -> bool {
+        match (self, mode) {
+            (_, Mode::Default) | (Protocol::MvMixed | Protocol::Pomvcc, _) => true,
+            (Protocol::MvOcc, m) => m == Mode::Optimistic,
+            (Protocol::MvLock, m) => m == Mode::Pessimistic,
+            _ => false,
+        }
+    }
+
     /// The strongest level offered (the default of `begin` in the shell).
     pub fn strongest(self) -> Isolation {
         *self.isolation_levels().last().expect("every protocol offers a level")
@@ -384,17 +395,23 @@ pub struct AccessSet {
 }
 
 /// How a Hekaton transaction keeps its reads valid (section 4.5: both kinds
-/// run side by side under `mv-mixed`).
+/// run side by side under `mv-mixed`), or when a POMVCC transaction takes
+/// its write locks (section V.D: both kinds run side by side too).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// The protocol's choice: optimistic under `mv-occ`, pessimistic under
-    /// `mv-lock`; under `mv-mixed`, alternating with the transaction id (so
-    /// any workload runs both kinds at once).
+    /// `mv-lock` and `pomvcc`; under `mv-mixed`, alternating with the
+    /// transaction id (so any workload runs both kinds at once).
     #[default]
     Default,
-    /// MV/O: validate at commit (section 3). Refused by `mv-lock`.
+    /// MV/O: validate at commit (section 3). Refused by `mv-lock`. POMVCC's
+    /// OCC (Figure 13): writes stay private and take their write locks at
+    /// commit, so a concurrent writer of the same row is found only then.
     Optimistic,
-    /// MV/L: lock (section 4). Refused by `mv-occ`.
+    /// MV/L: lock (section 4). Refused by `mv-occ`. POMVCC's PCC (Figure
+    /// 14): a write takes its write lock at update time, so a later writer
+    /// of the row aborts at once (for long transactions); its reads are
+    /// still validated at commit.
     Pessimistic,
 }
 
@@ -623,16 +640,10 @@ impl Database {
                 isolation: o.isolation.name().to_string(),
             });
         }
-        let refused = match (self.opts.protocol, o.mode) {
-            (_, Mode::Default) | (Protocol::MvMixed, _) => false,
-            (Protocol::MvOcc, m) => m != Mode::Optimistic,
-            (Protocol::MvLock, m) => m != Mode::Pessimistic,
-            _ => true,
-        };
-        if refused {
+        if !self.opts.protocol.runs_mode(o.mode) {
             let mode = if o.mode == Mode::Optimistic { "optimistic" } else { "pessimistic" };
             return Err(Error::InvalidArgument(format!(
-                "protocol {} does not run {mode} transactions (mv-mixed runs both)",
+                "protocol {} does not run {mode} transactions (mv-mixed and pomvcc run both)",
                 self.opts.protocol
             )));
         }

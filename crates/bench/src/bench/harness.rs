@@ -13,7 +13,7 @@ use super::sys;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use multiverse::protocol::bohm::{Config as BohmConfig, Done, Feed, Next, Outcome};
-use multiverse::{Database, Isolation, TxnOptions};
+use multiverse::{Database, Isolation, Mode, TxnOptions};
 use multiverse_workloads::{run_txn, AbortCounts, TxnError, Worker, WorkerProc, Workload};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -158,10 +158,20 @@ pub struct RunConfig {
     pub duration: Duration,
     /// Isolation level of every transaction.
     pub isolation: Isolation,
+    /// Optimistic or pessimistic transactions (the protocol's choice by default).
+    pub mode: Mode,
     /// Seed of the workers' random generators (each also mixes its thread number).
     pub seed: u64,
     /// Show a progress bar on stderr.
     pub show_progress: bool,
+}
+
+impl RunConfig {
+    /// The options every transaction of the run begins with (a workload
+    /// adjusts them per transaction type).
+    pub fn txn_options(&self) -> TxnOptions<'static> {
+        TxnOptions { mode: self.mode, ..TxnOptions::new(self.isolation) }
+    }
 }
 
 /// A worker's progress counter, alone on its cache line.
@@ -186,7 +196,7 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
                 let mut worker = w.worker(i, cfg.seed);
                 let (stop, barrier, cell) = (&stop, &barrier, &progress[i]);
                 s.spawn(move || {
-                    let r = worker_loop(db, &mut worker, types, cfg.isolation, stop, barrier, cell);
+                    let r = worker_loop(db, &mut worker, types, cfg.txn_options(), stop, barrier, cell);
                     if r.is_err() {
                         // Relaxed: a hint; the others stop at their next check.
                         stop.store(true, Ordering::Relaxed);
@@ -277,12 +287,11 @@ fn worker_loop<K: Worker>(
     db: &Database,
     worker: &mut K,
     types: usize,
-    isolation: Isolation,
+    opts: TxnOptions<'static>,
     stop: &AtomicBool,
     barrier: &Barrier,
     progress: &Progress,
 ) -> Result<WorkerOutcome, TxnError> {
-    let opts = TxnOptions::new(isolation);
     let mut per_type: Vec<TypeTally> = (0..types.max(1))
         .map(|_| TypeTally { committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })
         .collect();

@@ -22,7 +22,7 @@ pub(crate) mod sys;
 pub(crate) mod wl;
 
 use harness::{LoadResult, RunConfig, RunResult};
-use multiverse::{Database, Isolation, Options, Protocol, Stats};
+use multiverse::{Database, Isolation, Mode, Options, Protocol, Stats};
 use multiverse_workloads::{check_name, Hekaton, HekatonConfig, Workload};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -112,6 +112,12 @@ pub struct BenchArgs {
     /// not tracked [default: off]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub read_mostly_age: Option<u64>,
+    /// optimistic or pessimistic transactions: mv-mixed runs only the one
+    /// kind; pomvcc takes write locks at commit (optimistic, OCC) or at
+    /// update time (pessimistic, PCC; section V.D) [default: the protocol's
+    /// choice: mv-mixed alternates, pomvcc is pessimistic]
+    #[arg(long, value_name = "M")]
+    pub mode: Option<String>,
     /// bohm: concurrency-control threads, which plan placeholders (section
     /// 3.2) [default: a quarter of --threads, at least 1]
     #[arg(long, value_name = "N", value_parser = parse_threads)]
@@ -244,6 +250,23 @@ pub(crate) fn parse_base(flag: Option<&str>, p: Protocol) -> Result<Isolation, S
     }
 }
 
+/// `--mode`: optimistic or pessimistic, if the protocol runs that kind.
+pub(crate) fn parse_mode(flag: Option<&str>, p: Protocol) -> Result<Mode, String> {
+    let mode = match flag {
+        None => return Ok(Mode::Default),
+        Some("optimistic" | "occ") => Mode::Optimistic,
+        Some("pessimistic" | "pcc") => Mode::Pessimistic,
+        Some(other) => return Err(format!("--mode '{other}': expected optimistic or pessimistic")),
+    };
+    if !p.runs_mode(mode) {
+        return Err(format!(
+            "--mode {}: protocol {p} does not run that kind (mv-mixed and pomvcc run both)",
+            flag.unwrap_or_default()
+        ));
+    }
+    Ok(mode)
+}
+
 fn open_db(
     protocol: Protocol,
     threads: usize,
@@ -272,6 +295,8 @@ pub(crate) struct Measurement {
     /// SSN's read-mostly age, if on.
     pub read_mostly_age: Option<u64>,
     pub isolation: Isolation,
+    /// `--mode` (Default: the protocol's choice).
+    pub mode: Mode,
     pub workload: &'static str,
     pub params: Vec<(&'static str, multiverse_workloads::Param)>,
     pub threads: usize,
@@ -298,6 +323,7 @@ pub(crate) struct Measurement {
 pub(crate) struct Ctx {
     pub protocol: Protocol,
     pub isolation: Isolation,
+    pub mode: Mode,
     pub threads: usize,
     pub duration: f64,
     pub seed: u64,
@@ -325,6 +351,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     let isolation = resolve_isolation(a.isolation.as_deref(), protocol)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let ssn_base = parse_base(a.base.as_deref(), protocol)?;
+    let mode = parse_mode(a.mode.as_deref(), protocol)?;
     if a.safe_snapshot_us.is_some() && !matches!(protocol, Protocol::Ssn | Protocol::Ssi) {
         return Err(format!("--safe-snapshot-us applies to ssn and ssi, not {protocol}"));
     }
@@ -359,6 +386,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
     let ctx = Ctx {
         protocol,
         isolation,
+        mode,
         threads,
         duration: a.duration,
         seed: a.seed,
@@ -444,6 +472,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         threads: c.threads,
         duration: Duration::from_secs_f64(c.duration),
         isolation: c.isolation,
+        mode: c.mode,
         seed: c.seed,
         show_progress: c.show,
     };
@@ -467,6 +496,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         safe_snapshot: db.options().safe_snapshot_interval,
         read_mostly_age: db.options().ssn_read_mostly_age,
         isolation: c.isolation,
+        mode: c.mode,
         workload: w.name(),
         params: w.params(),
         threads: c.threads,
@@ -545,6 +575,7 @@ pub fn default_comparison() -> Result<(), String> {
         threads,
         duration: Duration::from_secs_f64(secs),
         isolation,
+        mode: Mode::Default,
         seed: DEFAULT_SEED,
         show_progress: show,
     };

@@ -3,7 +3,7 @@
 
 use super::harness::RunResult;
 use super::{sys, Measurement};
-use multiverse::Isolation;
+use multiverse::{Isolation, Mode};
 use multiverse_workloads::{AbortCounts, Param};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -77,12 +77,17 @@ pub fn summary(m: &Measurement) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}{} / {} ({}) / {} / {}",
+        "{}{}{} / {} ({}) / {} / {}",
         m.protocol,
         match m.ssn_base {
             Some(Isolation::ReadCommitted) => " over read committed",
             Some(_) => " over snapshot",
             None => "",
+        },
+        match m.mode {
+            Mode::Default => "",
+            Mode::Optimistic => " (optimistic)",
+            Mode::Pessimistic => " (pessimistic)",
         },
         m.workload,
         params.join(" "),
@@ -291,6 +296,9 @@ pub struct Record {
     /// ssn and ssi: the certified base, `read-committed` or `snapshot`.
     #[serde(skip_serializing_if = "Option::is_none")]
     ssn_base: Option<String>,
+    /// `--mode`, when given: `optimistic` or `pessimistic`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<String>,
     /// ssn and ssi: the safe-snapshot interval, when read-only
     /// transactions read safe snapshots.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -376,6 +384,11 @@ pub fn json(m: &Measurement) -> Record {
             .map(|(k, n)| (k.name().to_string(), Value::from(n)))
             .collect(),
         ssn_base: m.ssn_base.map(|b| b.name().to_string()),
+        mode: match m.mode {
+            Mode::Default => None,
+            Mode::Optimistic => Some("optimistic".into()),
+            Mode::Pessimistic => Some("pessimistic".into()),
+        },
         safe_snapshot_us: m.safe_snapshot.map(|d| d.as_micros() as u64),
         read_mostly_age: m.read_mostly_age,
         untracked_reads: m.read_mostly_age.map(|_| m.stats_end.ssn_untracked_reads),

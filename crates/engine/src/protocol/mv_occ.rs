@@ -164,6 +164,11 @@ pub struct Transaction<'db> {
     /// POMVCC: the commit timestamp this transaction took (Allocate_CTs;
     /// 0: none yet), to count it committed or take it back.
     po_cts: u64,
+    /// POMVCC's optimistic transaction (section V.D, Figure 13): writes wait
+    /// in `TxnLocal::pending` and take their write locks at commit; off, a
+    /// write takes its lock at update time (Figure 14's pessimistic scheme,
+    /// and MV/O's own).
+    pub(crate) po_occ: bool,
     pub(crate) status: Status,
     /// Versions this transaction allocated (statistics).
     pub(crate) created: u64,
@@ -189,7 +194,10 @@ impl<'db> Transaction<'db> {
             _ => Cert::Off,
         };
         let certified = cert != Cert::Off;
+        // POMVCC's modes choose when writes lock (see `po_occ`), not how reads
+        // stay valid: its reads are always validated.
         let pessimistic = !o.read_only
+            && protocol != Protocol::Pomvcc
             && match o.mode {
                 Mode::Optimistic => false,
                 Mode::Pessimistic => true,
@@ -224,6 +232,7 @@ impl<'db> Transaction<'db> {
             cert,
             base_rc: cert == Cert::Ssn && db.opts.ssn_base == Isolation::ReadCommitted,
             po_cts: 0,
+            po_occ: protocol == Protocol::Pomvcc && o.mode == Mode::Optimistic && !o.read_only,
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
@@ -293,7 +302,22 @@ impl<'db> Transaction<'db> {
         // instead of by the shortcut for fully stamped versions.
         // SeqCst: as every read time taken from the clock.
         let now = if self.db.po.is_some() { self.db.clock.load(Ordering::SeqCst) - 1 } else { 0 };
-        Me { table: &self.db.txns, slot: self.slot, id: self.id, clock: &self.db.clock, now: Cell::new(now) }
+        Me {
+            table: &self.db.txns,
+            slot: self.slot,
+            id: self.id,
+            clock: &self.db.clock,
+            now: Cell::new(now),
+            peer: 0,
+            clash: Cell::new(false),
+        }
+    }
+
+    /// The checker for validation at `check_ts`: under POMVCC, just past
+    /// the shared stamp, whose other holders are peers (see `Me::peer`).
+    fn me_validating(&self, check_ts: u64) -> Me<'db> {
+        let peer = if self.db.po.is_some() { check_ts - 1 } else { 0 };
+        Me { peer, ..self.me() }
     }
 
     /// The table and index of `index`.
@@ -458,6 +482,11 @@ impl<'db> Transaction<'db> {
             return self.sv_get_with(table, key, f);
         }
         self.enter()?;
+        if self.po_occ {
+            if let Some(i) = self.po_find(table.0, key) {
+                return Ok(self.po_read(i, f));
+            }
+        }
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let t = self.db.table_ref(table)?;
@@ -565,6 +594,7 @@ impl<'db> Transaction<'db> {
             return self.sv_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
         }
         self.enter()?;
+        self.po_connect_before_scan()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let (t, ix) = self.index_ref(index)?;
@@ -633,6 +663,7 @@ impl<'db> Transaction<'db> {
             return self.sv_scan_range(index, range, filter, f);
         }
         self.enter()?;
+        self.po_connect_before_scan()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let (t, ix) = self.index_ref(index)?;
@@ -750,71 +781,81 @@ impl<'db> Transaction<'db> {
             return self.sv_insert(table, key, value);
         }
         let t = self.enter_write(table, value.len())?;
+        if self.po_occ {
+            return self.po_insert(t, table, key, value);
+        }
+        self.link_insert(t, table, key, value, ptr::null_mut())
+    }
+
+    /// Links a new row for `key` into every index, after checking that the
+    /// key has no visible row and no concurrent writer. `ready` is a version
+    /// made earlier, or null to make one of `value`: a POMVCC optimistic
+    /// insert connected at commit (its operation is recorded already, and a
+    /// row that appeared since is a write conflict, not a duplicate the
+    /// caller could handle). `ready` is ours to link or free.
+    pub(crate) fn link_insert(
+        &mut self,
+        t: &Table,
+        table: TableId,
+        key: Key,
+        value: &[u8],
+        ready: *mut Version,
+    ) -> Result<()> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let rt = self.read_time();
         let me = self.me();
+        let make = || {
+            if ready.is_null() {
+                Version::alloc(key, t.link_words(), value, self.word).as_ptr()
+            } else {
+                ready
+            }
+        };
         // Before linking: a visible row is a duplicate; a latest version we
         // cannot see is a concurrent writer of this key.
         let mut dup = ptr::null_mut();
         let mut conflict = false;
-        let mut precheck = |v: &Version| {
-            if !v.key_eq(&key) {
-                return true;
-            }
-            if visible_at(v, rt, &me).is_some() {
-                dup = v as *const Version as *mut Version;
-                return false;
-            }
-            conflict |= is_competing(v, rt, &me);
-            !conflict
-        };
-        let nv = match &t.indexes[0].imp {
-            // An ordered primary: one search finds the key's entry for both
-            // the check and the link.
-            IndexImpl::Ordered(o) => {
-                let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
-                // SAFETY: `nv` is fresh, initialised and unlinked.
-                if unsafe { o.insert_if(nv, (key, Key::EMPTY), precheck) } {
-                    // SAFETY: as above; linked into the primary index only.
-                    unsafe { t.link_secondaries(nv) };
-                    Some(nv)
-                } else {
-                    // SAFETY: never published: no other thread can have seen it.
-                    unsafe { Version::free(nv) };
-                    None
+        let (nv, unlinked) = {
+            let mut precheck = insert_check(&key, rt, &me, &mut dup, &mut conflict);
+            match &t.indexes[0].imp {
+                // An ordered primary: one search finds the key's entry for both
+                // the check and the link.
+                IndexImpl::Ordered(o) => {
+                    let nv = make();
+                    // SAFETY: `nv` is fresh (or was kept private), initialised and unlinked.
+                    if unsafe { o.insert_if(nv, (key, Key::EMPTY), precheck) } {
+                        // SAFETY: as above; linked into the primary index only.
+                        unsafe { t.link_secondaries(nv) };
+                        (Some(nv), ptr::null_mut())
+                    } else {
+                        // SAFETY: never published: no other thread can have seen it.
+                        unsafe { Version::free(nv) };
+                        (None, ptr::null_mut())
+                    }
+                }
+                IndexImpl::Hash(_) => {
+                    t.indexes[0].for_each_eq(&key, &mut precheck);
+                    (None, ready)
                 }
             }
-            IndexImpl::Hash(_) => {
-                t.indexes[0].for_each_eq(&key, &mut precheck);
-                None
-            }
         };
+        if (!dup.is_null() || conflict) && !unlinked.is_null() {
+            // SAFETY: kept private since it was made: nobody else has seen it.
+            unsafe { Version::free(unlinked) };
+        }
         if !dup.is_null() {
-            // The caller learnt that the row exists: a read to validate, or
-            // to lock (a version replaced meanwhile was a conflicting write).
-            if self.track_reads {
-                self.local().read_set.push(VPtr(dup));
+            if !ready.is_null() {
+                return Err(self.abort_with(AbortReason::WriteConflict));
             }
-            if self.cert != Cert::Off {
-                self.ssn_read(dup)?;
-            }
-            if self.lock_reads {
-                // SAFETY: found under the epoch guard, which is still held.
-                match read_lock(unsafe { &*dup }, self.id, &self.db.txns, &mut self.local().read_locks) {
-                    Locked::Yes => {}
-                    Locked::NotLatest => return Err(self.abort_with(AbortReason::WriteConflict)),
-                    Locked::Refused(r) => return Err(self.abort_with(r)),
-                }
-            }
-            return Err(Error::DuplicateKey);
+            return self.duplicate(dup);
         }
         if conflict {
             return Err(self.abort_with(AbortReason::WriteConflict));
         }
         let nv = nv.unwrap_or_else(|| {
-            let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
-            // SAFETY: `nv` is fresh, initialised and unlinked.
+            let nv = make();
+            // SAFETY: `nv` is fresh (or was kept private), initialised and unlinked.
             unsafe { t.link_all(nv) };
             nv
         });
@@ -826,7 +867,7 @@ impl<'db> Transaction<'db> {
                 return Err(self.abort_with(r));
             }
         }
-        if self.recording {
+        if self.recording && ready.is_null() {
             self.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
         }
         // After linking: any competing version linked before ours is a
@@ -853,6 +894,27 @@ impl<'db> Transaction<'db> {
         Ok(())
     }
 
+    /// An insert found `dup`, a visible row of its key: the caller learns
+    /// that the row exists, a read to validate, or to lock (a version
+    /// replaced meanwhile was a conflicting write). The caller is pinned.
+    pub(crate) fn duplicate(&mut self, dup: *mut Version) -> Result<()> {
+        if self.track_reads {
+            self.local().read_set.push(VPtr(dup));
+        }
+        if self.cert != Cert::Off {
+            self.ssn_read(dup)?;
+        }
+        if self.lock_reads {
+            // SAFETY: found under the caller's epoch guard, which is still held.
+            match read_lock(unsafe { &*dup }, self.id, &self.db.txns, &mut self.local().read_locks) {
+                Locked::Yes => {}
+                Locked::NotLatest => return Err(self.abort_with(AbortReason::WriteConflict)),
+                Locked::Refused(r) => return Err(self.abort_with(r)),
+            }
+        }
+        Err(Error::DuplicateKey)
+    }
+
     /// Replaces the value of an existing row; fails with
     /// [`Error::KeyNotFound`] if `key` has no visible row.
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
@@ -869,6 +931,12 @@ impl<'db> Transaction<'db> {
             });
         }
         let t = self.enter_write(table, value.len())?;
+        if self.po_occ {
+            return self.po_write(t, table, key, |_, new| {
+                new.extend_from_slice(value);
+                true
+            });
+        }
         self.replace(t, table, key, Some(value))
     }
 
@@ -886,6 +954,12 @@ impl<'db> Transaction<'db> {
             });
         }
         let t = self.enter_write(table, 0)?;
+        if self.po_occ {
+            return self.po_write(t, table, key, |old, new| {
+                f(old, new);
+                true
+            });
+        }
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let mut buf = std::mem::take(&mut self.local().scratch);
@@ -926,6 +1000,13 @@ impl<'db> Transaction<'db> {
             });
         }
         let t = self.enter_write(table, 0)?;
+        if self.po_occ {
+            return self.po_write(t, table, key, |old, new| {
+                new.extend_from_slice(old);
+                f(new);
+                true
+            });
+        }
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let rt = self.lookup_time();
@@ -954,6 +1035,9 @@ impl<'db> Transaction<'db> {
             return self.one_version_write(table, key, |_, _| false);
         }
         let t = self.enter_write(table, 0)?;
+        if self.po_occ {
+            return self.po_write(t, table, key, |_, _| false);
+        }
         self.replace(t, table, key, None)
     }
 
@@ -994,7 +1078,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// An update or delete found no visible row.
-    fn not_found(&mut self, table: TableId, key: &Key) -> Result<()> {
+    pub(crate) fn not_found(&mut self, table: TableId, key: &Key) -> Result<()> {
         self.settle_speculation()?;
         if self.lock_scans {
             // Absence was read: lock it, and make sure it still holds.
@@ -1039,7 +1123,7 @@ impl<'db> Transaction<'db> {
     /// read locks there (section 4.5, rule 1). If others hold read locks,
     /// we take a wait-for dependency on the version (section 4.2.1); a read
     /// lock of our own is turned into the write lock in the same CAS.
-    fn claim(&mut self, v: *mut Version) -> Result<()> {
+    pub(crate) fn claim(&mut self, v: *mut Version) -> Result<()> {
         let me = self.me();
         // SAFETY: found under the epoch guard; it cannot be reclaimed while
         // we hold its write lock or are pinned.
@@ -1097,6 +1181,37 @@ impl<'db> Transaction<'db> {
     /// After [`Self::claim`] of `v`: links the new version `new` (null for a
     /// delete) into every index and enters the write in the WriteSet.
     fn publish(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, new: *mut Version) -> Result<()> {
+        self.connect(t, table, v, new)?;
+        if self.recording {
+            // SAFETY: both versions stay allocated while we are pinned (the
+            // caller is) and hold the write lock.
+            let (old, newv) = unsafe { (&*v, new.as_ref()) };
+            self.record_replace(table, key, (writer_of(old), old.value()), newv.map(|n| n.value()));
+        }
+        if self.honour_locks && !new.is_null() {
+            // SAFETY: linked and ours until commit or abort.
+            if let Err(r) = self.wait_for_lockers(t, unsafe { &*new }) {
+                return Err(self.abort_with(r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records an update (`Some(value)`) or delete (`None`) of the version
+    /// `old` (its writer and value).
+    pub(crate) fn record_replace(&self, table: TableId, key: &Key, old: (Writer, &[u8]), new: Option<&[u8]>) {
+        // An update or delete reads the version it replaces (Property 4.5).
+        self.record(Op::Read { table: table.0, key: *key, version: Some((old.0, old.1.to_vec())) });
+        let (kind, value) = match new {
+            Some(v) => (WriteKind::Update, v.to_vec()),
+            None => (WriteKind::Delete, Vec::new()),
+        };
+        self.record(Op::Write { table: table.0, key: *key, kind, value });
+    }
+
+    /// The part of [`Self::publish`] that POMVCC's optimistic commit shares:
+    /// links `new` after `v` and enters the write in the WriteSet.
+    pub(crate) fn connect(&mut self, t: &Table, table: TableId, v: *mut Version, new: *mut Version) -> Result<()> {
         if !new.is_null() {
             self.created += 1;
             // SAFETY: fresh, initialised, unlinked; `v` is the version it
@@ -1106,24 +1221,6 @@ impl<'db> Transaction<'db> {
         self.local().write_set.push(WriteEntry { table: table.0, old: v, new });
         if self.cert != Cert::Off {
             self.ssn_write(v)?; // Algorithm 1's ssn_write (an early abort undoes the entry)
-        }
-        if self.recording {
-            // SAFETY: both versions stay allocated while we are pinned (the
-            // caller is) and hold the write lock.
-            let (old, newv) = unsafe { (&*v, new.as_ref()) };
-            // An update or delete reads the version it replaces (Property 4.5).
-            self.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(old), old.value().to_vec())) });
-            let (kind, value) = match newv {
-                Some(nv) => (WriteKind::Update, nv.value().to_vec()),
-                None => (WriteKind::Delete, Vec::new()),
-            };
-            self.record(Op::Write { table: table.0, key: *key, kind, value });
-        }
-        if self.honour_locks && !new.is_null() {
-            // SAFETY: linked and ours until commit or abort.
-            if let Err(r) = self.wait_for_lockers(t, unsafe { &*new }) {
-                return Err(self.abort_with(r));
-            }
         }
         Ok(())
     }
@@ -1145,6 +1242,10 @@ impl<'db> Transaction<'db> {
             return self.sv_commit();
         }
         self.enter()?;
+        if self.po_occ {
+            // Figure 13, step 3: the optimistic writes take their locks now.
+            self.po_connect()?;
+        }
         let db = self.db;
         let local = self.local();
         if local.write_set.is_empty() && self.cert != Cert::Off && !self.base_rc && local.scan_set.is_empty() {
@@ -1297,14 +1398,14 @@ impl<'db> Transaction<'db> {
     fn validate_reads(&self, end_ts: u64) -> bool {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let me = self.me();
+        let me = self.me_validating(end_ts);
         self.local().read_set.iter().all(|&VPtr(v)| {
             // SAFETY: a version we read is visible past our begin timestamp,
             // so its End stamp exceeds the GC watermark while we are open.
             let v = unsafe { &*v };
             // Acquire: see the latest End word.
             writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.id) || visible_at(v, end_ts, &me).is_some()
-        })
+        }) && !me.clash.get()
     }
 
     /// Phantom detection (section 3.2): repeat every scan as of the end
@@ -1313,7 +1414,7 @@ impl<'db> Transaction<'db> {
     fn detect_phantoms(&self, end_ts: u64) -> bool {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let me = self.me();
+        let me = self.me_validating(end_ts);
         for s in &self.local().scan_set {
             let t = self.db.table_by_id(s.table);
             let ix = &t.indexes[s.index as usize];
@@ -1364,7 +1465,7 @@ impl<'db> Transaction<'db> {
                 return false;
             }
         }
-        true
+        !me.clash.get()
     }
 
     /// Waits until CommitDepCounter is zero (true) or AbortNow is set (false).
@@ -1403,6 +1504,12 @@ impl<'db> Transaction<'db> {
         let db = self.db;
         db.txns.set_state(self.slot, TxnState::Aborted, 0);
         let local = self.local();
+        for p in local.pending.drain(..) {
+            if !p.new.is_null() {
+                // SAFETY: never connected: nobody else has seen it.
+                unsafe { Version::free(p.new) };
+            }
+        }
         for w in local.write_set.iter().rev() {
             if !w.new.is_null() {
                 // SAFETY: our own version, alive until handed to the GC.
@@ -1615,10 +1722,33 @@ impl<'a> Delivery<'a> {
 }
 
 /// The writer of a version, as the history names it (see [`crate::history`]).
-fn writer_of(v: &Version) -> Writer {
+pub(crate) fn writer_of(v: &Version) -> Writer {
     // Acquire: the word as finalised by postprocessing, if it already was.
     match Word::decode(v.begin.load(Ordering::Acquire)) {
         Word::Ts(b) => Writer::Committed(b),
         Word::Txn(id) => Writer::Txn(id),
+    }
+}
+
+/// An insert's check of the versions already under its key, before it links
+/// its own: a version visible at `rt` is a duplicate (kept in `dup`), and a
+/// latest version we cannot see is a concurrent writer (`conflict`).
+fn insert_check<'a>(
+    key: &'a Key,
+    rt: u64,
+    me: &'a Me<'_>,
+    dup: &'a mut *mut Version,
+    conflict: &'a mut bool,
+) -> impl FnMut(&Version) -> bool + 'a {
+    move |v: &Version| {
+        if !v.key_eq(key) {
+            return true;
+        }
+        if visible_at(v, rt, me).is_some() {
+            *dup = v as *const Version as *mut Version;
+            return false;
+        }
+        *conflict |= is_competing(v, rt, me);
+        !*conflict
     }
 }

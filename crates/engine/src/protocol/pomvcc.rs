@@ -23,8 +23,29 @@
 //!   unique stamps, lets same-timestamp cycles through: the checker finds
 //!   them.)
 //!
-//! Not yet: mixed OCC/PCC per transaction (section V.D: the write lock
-//! taken at update time, as MV/O does now, or at commit), logging.
+//! **Mixed OCC/PCC** (section V.D, Table VII, Figures 13 and 14), chosen
+//! per transaction with [`crate::TxnOptions::mode`]:
+//!
+//! * *PCC* ([`crate::Mode::Pessimistic`], and the default): a write takes
+//!   its write lock (our id in the old version's End word) at update time
+//!   and links its new version at once (Figure 14, step 1), as MV/O does.
+//!   A later writer of the row aborts at once; a long transaction thus
+//!   reserves its rows early and is not overtaken by short ones.
+//! * *OCC* ([`crate::Mode::Optimistic`]): a write creates its new version
+//!   but keeps it private in the transaction's pending writes (Figure 13,
+//!   step 1); commit takes every write lock and links every version
+//!   (step 3), and a row another transaction locked or replaced meanwhile
+//!   aborts the committer (first committer wins). Reads of a pending row
+//!   see the pending version. Differences from the figure: the locks are
+//!   taken just *before* the transaction draws CTs and turns Pre-commit
+//!   (step 2), so readers never wait for a pre-committed transaction that
+//!   is still locking; and a scan (or secondary lookup) connects the pending
+//!   writes first, since it cannot merge private versions into what the
+//!   indexes hold (an update may even move a row in a secondary index) —
+//!   from there the transaction's earlier writes behave as PCC's.
+//!
+//! Both kinds read at BTs and validate their reads alike (Table VII differs
+//! only in the state at begin). Not yet: logging (the durability issue).
 //!
 //! # Two timestamps
 //!
@@ -78,7 +99,15 @@
 //!   slot would still belong to an unfinished timestamp); the paper's
 //!   counters are unbounded.
 
+use crate::history::{Op, WriteKind, Writer};
+use crate::key::Key;
+use crate::protocol::mv_occ::writer_of;
+use crate::storage::table::Table;
+use crate::storage::version::Version;
+use crate::txn::Pending;
+use crate::{Error, Result, TableId, Transaction};
 use crossbeam_utils::CachePadded;
+use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -308,6 +337,184 @@ impl TsManager {
         // SeqCst: as above.
         let cc = s.cc.load(Ordering::SeqCst);
         (s.pc.load(Ordering::SeqCst), cc)
+    }
+}
+
+// ----------------------------------------------------------------------
+// Mixed OCC/PCC (section V.D, Table VII, Figures 13 and 14)
+// ----------------------------------------------------------------------
+
+impl Transaction<'_> {
+    /// The pending write of `key`, if this optimistic transaction has one.
+    /// A linear search: a transaction's writes are few, and only optimistic
+    /// POMVCC transactions ever look.
+    #[inline]
+    pub(crate) fn po_find(&self, table: u32, key: &Key) -> Option<usize> {
+        self.local().pending.iter().position(|p| p.table == table && p.key == *key)
+    }
+
+    /// A read of our own pending write `i`: its new value, or no row if it
+    /// is a delete. Nothing to validate: the row is ours.
+    pub(crate) fn po_read<R>(&mut self, i: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let p = self.local().pending[i];
+        // SAFETY: made by this transaction and never connected: ours alone.
+        let new = unsafe { p.row().as_ref() };
+        if self.recording {
+            let version = new.map(|n| (Writer::Txn(self.id), n.value().to_vec()));
+            self.record(Op::Read { table: p.table, key: p.key, version });
+        }
+        new.map(|n| f(n.value()))
+    }
+
+    /// Figure 13, step 1: an optimistic update or delete creates the new
+    /// version (from the visible one, or from our own pending one) and keeps
+    /// it private; `make(old, new)` fills `new` and returns false for a
+    /// delete. No lock is taken: a concurrent writer is found at commit.
+    pub(crate) fn po_write(
+        &mut self,
+        t: &Table,
+        table: TableId,
+        key: &Key,
+        make: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Result<()> {
+        // Epoch pin: versions reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let (i, old, mine) = match self.po_find(table.0, key) {
+            Some(i) => {
+                let p = self.local().pending[i];
+                if p.row().is_null() {
+                    return self.not_found(table, key); // we deleted it
+                }
+                (Some(i), p.new, true)
+            }
+            None => {
+                let v = self.find_visible(t, key, self.lookup_time());
+                if v.is_null() {
+                    return self.not_found(table, key);
+                }
+                (None, v, false)
+            }
+        };
+        // SAFETY: ours and private (`mine`), or found under the epoch guard,
+        // which is still held.
+        let old_ref = unsafe { &*old };
+        let mut buf = std::mem::take(&mut self.local().scratch);
+        buf.clear();
+        let keep = make(old_ref.value(), &mut buf);
+        if keep && buf.len() > self.db.opts.max_value_size {
+            let len = buf.len();
+            self.local().scratch = buf;
+            return Err(Error::ValueTooLarge { len, max: self.db.opts.max_value_size });
+        }
+        if self.recording {
+            let read = if mine { Writer::Txn(self.id) } else { writer_of(old_ref) };
+            self.record_replace(table, key, (read, old_ref.value()), keep.then_some(&buf[..]));
+        }
+        let new = if keep {
+            self.created += 1;
+            Version::alloc(*key, t.link_words(), &buf, self.word).as_ptr()
+        } else {
+            ptr::null_mut()
+        };
+        self.local().scratch = buf;
+        let pending = &mut self.local().pending;
+        match i {
+            // An insert of ours, deleted again: its version stays, to be
+            // linked and deleted at commit.
+            Some(i) if new.is_null() && pending[i].old.is_null() => pending[i].deleted = true,
+            Some(i) => {
+                // SAFETY: our private version, replaced by `new` (or nothing).
+                unsafe { Version::free(old) };
+                pending[i].new = new;
+            }
+            None => pending.push(Pending { table: table.0, key: *key, old, new, deleted: false }),
+        }
+        Ok(())
+    }
+
+    /// Figure 13, step 1, for an insert: a visible row is a duplicate, as
+    /// for any insert; a concurrent writer of the key is left to the commit.
+    pub(crate) fn po_insert(&mut self, t: &Table, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        match self.po_find(table.0, &key) {
+            Some(i) => {
+                let p = self.local().pending[i];
+                if !p.row().is_null() {
+                    return Err(Error::DuplicateKey);
+                }
+                // We deleted the row: the insert makes the delete an update
+                // (of the row that was there, or of our own insert).
+                self.created += 1;
+                let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
+                if !p.new.is_null() {
+                    // SAFETY: our private version, replaced by `nv`.
+                    unsafe { Version::free(p.new) };
+                }
+                self.local().pending[i] = Pending { new: nv, deleted: false, ..p };
+            }
+            None => {
+                // Epoch pin: versions reached through an index stay allocated until it drops.
+                let _guard = crossbeam_epoch::pin();
+                let dup = self.find_visible(t, &key, self.lookup_time());
+                if !dup.is_null() {
+                    return self.duplicate(dup);
+                }
+                self.created += 1;
+                let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
+                let p = Pending { table: table.0, key, old: ptr::null_mut(), new: nv, deleted: false };
+                self.local().pending.push(p);
+            }
+        }
+        if self.recording {
+            self.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
+        }
+        Ok(())
+    }
+
+    /// Figure 13, step 3 ("connect the pointer of record to Tx": the write
+    /// lock): every pending write takes its lock and links its version, as
+    /// a pessimistic one did at update time. A version that is no longer
+    /// the latest, or that another transaction has locked, is a write
+    /// conflict (a lost update, Table V), and the transaction aborts.
+    pub(crate) fn po_connect(&mut self) -> Result<()> {
+        // Epoch pin: the old versions stay allocated (see `po_write`).
+        let _guard = crossbeam_epoch::pin();
+        for i in 0..self.local().pending.len() {
+            let p = self.local().pending[i];
+            // From here `p.new` is linked or freed below, not by an abort.
+            self.local().pending[i].new = ptr::null_mut();
+            let t = self.db.table_by_id(p.table);
+            if p.old.is_null() {
+                self.link_insert(t, TableId(p.table), p.key, &[], p.new)?;
+                if p.deleted {
+                    // Ours and latest: the lock cannot be refused.
+                    self.claim(p.new)?;
+                    self.connect(t, TableId(p.table), p.new, ptr::null_mut())?;
+                }
+            } else if let Err(e) = self.claim(p.old) {
+                if !p.new.is_null() {
+                    // SAFETY: never connected: nobody else has seen it.
+                    unsafe { Version::free(p.new) };
+                }
+                return Err(e);
+            } else {
+                self.connect(t, TableId(p.table), p.old, p.new)?;
+            }
+        }
+        self.local().pending.clear();
+        Ok(())
+    }
+
+    /// A scan cannot merge private versions into what it finds (a pending
+    /// update may even move a row in a secondary index): before one, the
+    /// pending writes are connected, and the transaction goes on as a
+    /// pessimistic one would from there.
+    #[inline]
+    pub(crate) fn po_connect_before_scan(&mut self) -> Result<()> {
+        if self.po_occ && !self.local().pending.is_empty() {
+            self.po_connect()
+        } else {
+            Ok(())
+        }
     }
 }
 

@@ -22,6 +22,34 @@ pub(crate) struct WriteEntry {
     pub(crate) new: *mut Version,
 }
 
+/// POMVCC's optimistic write (section V.D, Figure 13, step 1): the new
+/// version is created but not yet connected. It stays private to the
+/// transaction until commit takes the write lock on `old` (null: an
+/// insert) and links `new` (null: a delete) — see `protocol::pomvcc`.
+#[derive(Clone, Copy)]
+pub(crate) struct Pending {
+    pub(crate) table: u32,
+    pub(crate) key: Key,
+    pub(crate) old: *mut Version,
+    pub(crate) new: *mut Version,
+    /// An insert deleted again: `new` is linked and deleted at commit, as a
+    /// pessimistic transaction would have done, so that the key's
+    /// concurrent writers conflict with it alike (the history says it
+    /// wrote the key).
+    pub(crate) deleted: bool,
+}
+
+impl Pending {
+    /// The row as this transaction sees it: none after a delete.
+    pub(crate) fn row(&self) -> *mut Version {
+        if self.deleted {
+            std::ptr::null_mut()
+        } else {
+            self.new
+        }
+    }
+}
+
 /// What part of an index a scan covered.
 #[derive(Clone)]
 pub(crate) enum ScanKind {
@@ -67,6 +95,8 @@ pub(crate) struct TxnLocal {
     pub(crate) scan_set: Vec<ScanRecord>,
     /// WriteSet: old/new version pairs.
     pub(crate) write_set: Vec<WriteEntry>,
+    /// POMVCC's optimistic writes not yet connected (see [`Pending`]).
+    pub(crate) pending: Vec<Pending>,
     /// Scratch buffer for read-modify-write updates.
     pub(crate) scratch: Vec<u8>,
     /// Operations recorded for the history (recording only).
@@ -90,6 +120,8 @@ impl TxnLocal {
         debug_assert!(self.bucket_locks.is_empty() && self.range_locks.is_empty());
         self.scan_set.clear();
         self.write_set.clear();
+        debug_assert!(self.pending.is_empty(), "pending writes are connected or freed before the sets are cleared");
+        self.pending.clear();
         self.history.clear();
         self.silo.clear();
         self.locks.clear();

@@ -24,12 +24,31 @@ pub(crate) struct Me<'a> {
     pub(crate) clock: &'a AtomicU64,
     /// [`NOW`] as resolved during this operation (0: not yet).
     pub(crate) now: Cell<u64>,
+    /// POMVCC's validation just past the shared commit stamp `peer` (0:
+    /// not validating): a Preparing transaction at that same stamp is a
+    /// peer, which may be validating against us at the same moment. We
+    /// never take a commit dependency on a peer (two peers could each wait
+    /// for the other for ever); `clash` is set instead, and the caller's
+    /// validation fails (see `protocol::pomvcc`).
+    pub(crate) peer: u64,
+    pub(crate) clash: Cell<bool>,
 }
 
 impl Me<'_> {
     #[inline]
     fn depend_on(&self, other: u64) -> bool {
         self.table.register_dependency(self.slot, self.id, other)
+    }
+
+    /// A speculation on a transaction Preparing at stamp `ts`: true if it
+    /// is a peer (see `peer`), which we note instead of depending on it.
+    #[inline]
+    fn is_peer(&self, ts: u64) -> bool {
+        if ts == self.peer {
+            self.clash.set(true);
+            return true;
+        }
+        false
     }
 }
 
@@ -94,6 +113,9 @@ pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
                     if ts >= rt {
                         return None; // invisible whatever TB's outcome
                     }
+                    if me.is_peer(ts) {
+                        return None; // the caller fails its validation
+                    }
                     (ts, Some(tb)) // speculative read, if the End test passes
                 }
             },
@@ -111,6 +133,9 @@ pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
                     Peek::Preparing(ts) => {
                         if rt < ts {
                             break true;
+                        }
+                        if me.is_peer(ts) {
+                            break false; // the caller fails its validation
                         }
                         // Speculatively ignore V: we commit only if TE commits.
                         if me.depend_on(te) {

@@ -81,7 +81,15 @@ impl Fx {
         Txn { slot, id }
     }
     fn me(&self, t: Txn) -> Me<'_> {
-        Me { table: &self.tt, slot: t.slot, id: t.id, clock: &TEST_CLOCK, now: std::cell::Cell::new(0) }
+        Me {
+            table: &self.tt,
+            slot: t.slot,
+            id: t.id,
+            clock: &TEST_CLOCK,
+            now: std::cell::Cell::new(0),
+            peer: 0,
+            clash: std::cell::Cell::new(false),
+        }
     }
     fn preparing(&self, t: Txn, ts: u64) {
         self.tt.set_state(t.slot, TxnState::Preparing, ts);
