@@ -131,6 +131,11 @@ pub enum Error {
     NotDeclared(String),
     /// BOHM: the server has begun to stop; the transaction was not run.
     ShuttingDown,
+    /// A file could not be read or written (durable databases).
+    Io(String),
+    /// A data file is damaged beyond what recovery drops silently (a
+    /// checkpoint, a log without its checkpoint).
+    Corrupt(String),
 }
 
 impl Error {
@@ -176,6 +181,8 @@ impl fmt::Display for Error {
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::NotDeclared(s) => write!(f, "not declared: {s}"),
             Error::ShuttingDown => write!(f, "the BOHM server is shutting down; the transaction was not run"),
+            Error::Io(m) => write!(f, "{m}"),
+            Error::Corrupt(m) => write!(f, "{m}"),
         }
     }
 }

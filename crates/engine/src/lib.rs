@@ -40,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+pub mod durability;
 pub mod error;
 pub mod gc;
 pub mod history;
@@ -49,6 +50,8 @@ pub mod protocol;
 pub mod storage;
 pub mod txn;
 
+pub use durability::checkpoint::CheckpointInfo;
+pub use durability::{Durability, RecoveryReport};
 pub use error::{AbortReason, Error};
 pub use key::{Key, KeyBuilder, KEY_MAX};
 pub use protocol::mv_lock::detect_deadlocks;
@@ -325,6 +328,20 @@ pub struct Options {
     /// Record every transaction's operations for the checker
     /// ([`Database::take_history`]). Off by default.
     pub record_history: bool,
+    /// When a commit is durable (see [`crate::durability`]); anything but
+    /// [`Durability::None`] needs [`Options::data_dir`] and
+    /// [`Database::open`]. None by default.
+    pub durability: Durability,
+    /// The data directory of a durable database.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Parallel redo log streams (threads spread over them). 2 by default.
+    pub log_streams: usize,
+    /// A log file is closed and a new one begun at this size. 64 MiB by default.
+    pub log_rotate_bytes: u64,
+    /// How often the log flusher makes the latest commits durable under
+    /// [`Durability::Async`] (group commit); under [`Durability::Sync`]
+    /// commits ask for a flush at once. 1 ms by default.
+    pub group_commit_interval: Duration,
     /// Deliberately broken concurrency control, for testing that the checker
     /// catches what it must. Never set outside tests.
     #[doc(hidden)]
@@ -361,6 +378,11 @@ impl Default for Options {
             ssn_read_mostly_age: None,
             pomvcc_interval: protocol::pomvcc::TICK_INTERVAL,
             record_history: false,
+            durability: Durability::None,
+            data_dir: None,
+            log_streams: 2,
+            log_rotate_bytes: 64 << 20,
+            group_commit_interval: Duration::from_millis(1),
             faults: Faults::default(),
         }
     }
@@ -464,6 +486,12 @@ impl Default for RetryPolicy {
 /// Counters of a database since it was opened.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    /// Durable databases: redo log bytes appended.
+    pub log_bytes: u64,
+    /// Durable databases: redo records appended (one per writing commit).
+    pub log_records: u64,
+    /// Durable databases: log file syncs (fdatasync) made.
+    pub log_syncs: u64,
     /// Committed transactions.
     pub committed: u64,
     /// Aborted transactions, by reason (indexed like [`AbortReason::ALL`]).
@@ -520,11 +548,114 @@ pub struct Database {
     pub(crate) bohm: Option<protocol::bohm::Store>,
     /// POMVCC's timestamp manager (pomvcc databases only).
     pub(crate) po: Option<protocol::pomvcc::TsManager>,
+    /// The redo log and data directory (durable databases only).
+    pub(crate) durable: Option<Durable>,
+}
+
+/// A durable database's log and directory.
+pub(crate) struct Durable {
+    pub(crate) log: durability::log::Log,
+    dir: std::path::PathBuf,
+    generation: u64,
+    /// One checkpoint at a time.
+    checkpointing: Mutex<()>,
 }
 
 impl Database {
     /// Opens an empty in-memory database.
     pub fn new(opts: Options) -> Result<Database> {
+        if opts.durability != Durability::None || opts.data_dir.is_some() {
+            return Err(Error::InvalidArgument(
+                "a durable database (durability or data_dir set) is opened with Database::open".into(),
+            ));
+        }
+        Database::new_unlogged(opts)
+    }
+
+    /// Opens the durable database in `opts.data_dir` (created if missing):
+    /// `schema` creates its tables (the same ones, with the same names, in
+    /// the same order, on every open), then recovery loads the newest
+    /// checkpoint and replays the logs (see [`crate::durability`]), a new
+    /// checkpoint of the recovered state is written, and logging starts.
+    /// A damaged checkpoint is refused with [`Error::Corrupt`]; a torn or
+    /// damaged log tail is dropped and reported in the [`RecoveryReport`].
+    pub fn open(opts: Options, schema: impl FnOnce(&Database) -> Result<()>) -> Result<(Database, RecoveryReport)> {
+        let Some(dir) = opts.data_dir.clone() else {
+            return Err(Error::InvalidArgument("Database::open needs Options::data_dir".into()));
+        };
+        if opts.durability == Durability::None {
+            return Err(Error::InvalidArgument("durability none keeps nothing on disk: choose async or sync".into()));
+        }
+        if opts.protocol.is_single_version() || opts.protocol == Protocol::Bohm {
+            return Err(Error::InvalidArgument(format!(
+                "protocol {} does not log yet: durability needs a multi-version protocol \
+                 (mv-occ, mv-lock, mv-mixed, ssn, ssi, pomvcc)",
+                opts.protocol
+            )));
+        }
+        if opts.log_streams == 0 || opts.log_streams > 256 {
+            return Err(Error::InvalidArgument("log_streams must be between 1 and 256".into()));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let mut db = Database::new_unlogged(opts)?;
+        schema(&db)?;
+        let report = durability::recovery::recover(&db, &dir)?;
+        db.sync_commits()?;
+        // A new generation: its checkpoint holds everything recovered.
+        let generation = report.generation + 1;
+        durability::checkpoint::write(&db, &dir, generation)?;
+        remove_generations_before(&dir, generation)?;
+        let o = &db.opts;
+        let log = durability::log::Log::start(
+            &dir,
+            generation,
+            o.durability,
+            o.log_streams,
+            o.group_commit_interval,
+            o.log_rotate_bytes,
+            &db.table_list(),
+        )?;
+        db.durable = Some(Durable { log, dir, generation, checkpointing: Mutex::new(()) });
+        Ok((db, report))
+    }
+
+    /// Writes a checkpoint (a read-only snapshot transaction, concurrent
+    /// with updaters) and drops the log files and older checkpoints it
+    /// makes unnecessary. Only for durable databases.
+    pub fn checkpoint(&self) -> Result<CheckpointInfo> {
+        let Some(d) = &self.durable else {
+            return Err(Error::InvalidArgument("checkpoint: not a durable database".into()));
+        };
+        let _one = d.checkpointing.lock();
+        // Later commits go to new files: the old ones can go once covered.
+        d.log.rotate_all()?;
+        let info = durability::checkpoint::write(self, &d.dir, d.generation)?;
+        d.log.truncate_before(info.ts)?;
+        remove_checkpoints_before(&d.dir, d.generation, info.ts)?;
+        Ok(info)
+    }
+
+    /// Makes every commit so far durable (a no-op without durability).
+    pub fn flush_log(&self) -> Result<()> {
+        match &self.durable {
+            Some(d) => d.log.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// The durability of this database.
+    pub fn durability(&self) -> Durability {
+        self.durable.as_ref().map_or(Durability::None, |d| d.log.mode())
+    }
+
+    /// The tables' ids and names, in creation order.
+    pub(crate) fn table_list(&self) -> Vec<(u32, String)> {
+        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
+        v.sort();
+        v
+    }
+
+    fn new_unlogged(opts: Options) -> Result<Database> {
         if !opts.protocol.is_available() {
             return Err(Error::UnsupportedProtocol(opts.protocol.name().to_string()));
         }
@@ -557,6 +688,7 @@ impl Database {
             bohm: (opts.protocol == Protocol::Bohm).then(protocol::bohm::Store::new),
             // BTs 0 is the clock's 2 (see `protocol::pomvcc`).
             po: (opts.protocol == Protocol::Pomvcc).then(|| protocol::pomvcc::TsManager::new(0, opts.pomvcc_interval)),
+            durable: None,
             opts,
         })
     }
@@ -794,6 +926,10 @@ impl Database {
             open_transactions: self.txns.open_count() as u64,
             ssn_untracked_reads,
             timestamp_increments: self.timestamp_increments(),
+            // Relaxed: statistics only.
+            log_bytes: self.durable.as_ref().map_or(0, |d| d.log.stats().bytes.load(Ordering::Relaxed)),
+            log_records: self.durable.as_ref().map_or(0, |d| d.log.stats().records.load(Ordering::Relaxed)),
+            log_syncs: self.durable.as_ref().map_or(0, |d| d.log.stats().syncs.load(Ordering::Relaxed)),
         }
     }
 
@@ -936,3 +1072,33 @@ impl Drop for Database {
 unsafe impl Sync for Database {}
 // SAFETY: as above.
 unsafe impl Send for Database {}
+
+/// Removes every checkpoint and log file of generations before `generation`.
+fn remove_generations_before(dir: &std::path::Path, generation: u64) -> Result<()> {
+    remove_files(dir, |name| {
+        durability::parse_checkpoint_name(name).is_some_and(|(g, _)| g < generation)
+            || durability::parse_log_name(name).is_some_and(|(g, _, _)| g < generation)
+            || (name.starts_with("checkpoint-") && name.ends_with(".tmp"))
+    })
+}
+
+/// Removes the checkpoints of `generation` older than `ts`.
+fn remove_checkpoints_before(dir: &std::path::Path, generation: u64, ts: u64) -> Result<()> {
+    remove_files(dir, |name| durability::parse_checkpoint_name(name).is_some_and(|(g, t)| g == generation && t < ts))
+}
+
+fn remove_files(dir: &std::path::Path, which: impl Fn(&str) -> bool) -> Result<()> {
+    let io = |e: std::io::Error| Error::Io(format!("{}: {e}", dir.display()));
+    let mut any = false;
+    for e in std::fs::read_dir(dir).map_err(io)? {
+        let e = e.map_err(io)?;
+        if which(&e.file_name().to_string_lossy()) {
+            std::fs::remove_file(e.path()).map_err(io)?;
+            any = true;
+        }
+    }
+    if any {
+        durability::sync_dir(dir)?;
+    }
+    Ok(())
+}

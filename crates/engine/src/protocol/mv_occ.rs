@@ -1323,6 +1323,12 @@ impl<'db> Transaction<'db> {
         if !self.wait_for_dependencies() {
             return Err(self.abort_with(AbortReason::CommitDependency));
         }
+        // Logging (section 3.2, "write the new versions to the log"): the
+        // redo record is appended before we become Committed, so that
+        // whoever reads or overwrites our writes appends after us (see
+        // `durability::log`). Under sync durability we wait for it below.
+        let epoch =
+            db.durable.as_ref().filter(|_| !self.local().write_set.is_empty()).map(|d| self.log_redo(&d.log, end_ts));
         db.txns.set_state(self.slot, TxnState::Committed, end_ts);
 
         // Postprocessing: propagate the end timestamp (SSN's stamps first).
@@ -1368,7 +1374,30 @@ impl<'db> Transaction<'db> {
             db.po_clock();
         }
         self.terminate();
+        if let (Some(d), Some(epoch)) = (&db.durable, epoch) {
+            if d.log.mode() == crate::Durability::Sync {
+                d.log.wait_durable(epoch).map_err(|e| {
+                    Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))
+                })?;
+            }
+        }
         Ok(CommitInfo { commit_ts: end_ts, writes })
+    }
+
+    /// Appends this transaction's redo record: every new version's key
+    /// and value, or the key of a deleted row. Returns its epoch.
+    fn log_redo(&self, log: &crate::durability::log::Log, end_ts: u64) -> u64 {
+        let local = self.local();
+        log.append(end_ts, &mut local.log_buf, |f| {
+            for w in &local.write_set {
+                // SAFETY: our own versions (new) and those we write-locked
+                // (old): alive until we hand them to the GC.
+                let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
+                let key = new.or(old).expect("a write has a version").key();
+                f(w.table, key.as_bytes(), new.map(|n| n.value()));
+            }
+            local.write_set.len() as u32
+        })
     }
 
     /// The single-version stores' update, modify, update_with and delete.

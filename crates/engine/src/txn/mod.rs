@@ -99,6 +99,8 @@ pub(crate) struct TxnLocal {
     pub(crate) pending: Vec<Pending>,
     /// Scratch buffer for read-modify-write updates.
     pub(crate) scratch: Vec<u8>,
+    /// Scratch buffer for the redo record (durable databases).
+    pub(crate) log_buf: Vec<u8>,
     /// Operations recorded for the history (recording only).
     pub(crate) history: Vec<crate::history::Op>,
     /// Silo's sets (single-version databases; the locking protocols keep

@@ -1,0 +1,181 @@
+//! Checkpoints: every row as of one snapshot timestamp.
+//!
+//! Multi-versioning makes a checkpoint an ordinary read-only transaction
+//! (Hekaton section 5: checkpoints "scan" the tables; here, a snapshot
+//! read): it scans every table's primary index as of its begin timestamp
+//! `ts` while updaters go on. The file is written under a temporary name,
+//! synced, and renamed, so a crash leaves either the whole file or none:
+//!
+//! ```text
+//!  "MVCKPT\0\x01" | frame(generation u64 | ts u64 | tables u32
+//!                         | (id u32 | name_len u16 | name)*)
+//!                 | frame(row)* | frame(u32::MAX | rows u64)
+//! ```
+//!
+//! Each row is framed with its CRC (see `format`); the footer's count
+//! proves that no row is missing at the end.
+
+use super::format::{frame, next_frame, put_key, put_value, Framed, Reader};
+use super::{checkpoint_file_name, sync_dir};
+use crate::{Database, Isolation, Key, TableId, TxnOptions};
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x01";
+const FOOTER_TABLE: u32 = u32::MAX;
+
+/// What a checkpoint wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// Its snapshot timestamp: it holds every commit before it.
+    pub ts: u64,
+    /// Rows written.
+    pub rows: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Writes a checkpoint of generation `generation` into `dir`.
+pub(crate) fn write(db: &Database, dir: &Path, generation: u64) -> Result<CheckpointInfo> {
+    let iso = if db.protocol().isolation_levels().contains(&Isolation::Snapshot) {
+        Isolation::Snapshot
+    } else {
+        db.protocol().strongest()
+    };
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match write_once(db, dir, generation, iso) {
+            Err(e) if e.is_transient() && attempts < 100 => continue,
+            r => return r,
+        }
+    }
+}
+
+fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation) -> Result<CheckpointInfo> {
+    let mut t = db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(iso) })?;
+    let ts = t.begin_ts();
+    let tables = db.table_list();
+    let path = dir.join(checkpoint_file_name(generation, ts));
+    let tmp = path.with_extension("tmp");
+    let io = |what: &str, e: std::io::Error| Error::Io(format!("checkpoint {}: {what}: {e}", tmp.display()));
+    let file = std::fs::File::create(&tmp).map_err(|e| io("create", e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut buf = CHECKPOINT_MAGIC.to_vec();
+    frame(&mut buf, |b| {
+        b.extend_from_slice(&generation.to_le_bytes());
+        b.extend_from_slice(&ts.to_le_bytes());
+        b.extend_from_slice(&(tables.len() as u32).to_le_bytes());
+        for (id, name) in &tables {
+            b.extend_from_slice(&id.to_le_bytes());
+            b.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            b.extend_from_slice(name.as_bytes());
+        }
+    });
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    let mut failed = None;
+    for (id, _) in &tables {
+        let table = TableId(*id);
+        t.scan(db.primary(table), .., None, |k, v| {
+            frame(&mut buf, |b| {
+                b.extend_from_slice(&id.to_le_bytes());
+                put_key(b, k.as_bytes());
+                put_value(b, v);
+            });
+            rows += 1;
+            if buf.len() >= 1 << 20 {
+                bytes += buf.len() as u64;
+                if let Err(e) = out.write_all(&buf) {
+                    failed = Some(e);
+                    return false;
+                }
+                buf.clear();
+            }
+            true
+        })?;
+        if let Some(e) = failed.take() {
+            return Err(io("write", e));
+        }
+    }
+    frame(&mut buf, |b| {
+        b.extend_from_slice(&FOOTER_TABLE.to_le_bytes());
+        b.extend_from_slice(&rows.to_le_bytes());
+    });
+    bytes += buf.len() as u64;
+    out.write_all(&buf).map_err(|e| io("write", e))?;
+    t.commit()?;
+    let file = out.into_inner().map_err(|e| io("write", e.into_error()))?;
+    file.sync_all().map_err(|e| io("sync", e))?;
+    drop(file);
+    std::fs::rename(&tmp, &path).map_err(|e| io("rename", e))?;
+    sync_dir(dir)?;
+    Ok(CheckpointInfo { path, ts, rows, bytes })
+}
+
+/// A checkpoint read back: its timestamp and table directory; the rows
+/// went to `row(table id, key, value)`.
+pub(crate) struct Loaded {
+    pub(crate) generation: u64,
+    pub(crate) ts: u64,
+    pub(crate) rows: u64,
+}
+
+/// Reads the checkpoint `data` (from `name`), handing every row to `row`
+/// with the table's name. Any damage is an error: a checkpoint is whole
+/// or refused.
+pub(crate) fn read(name: &str, data: &[u8], mut row: impl FnMut(&str, Key, &[u8]) -> Result<()>) -> Result<Loaded> {
+    let bad = |what: String| Error::Corrupt(format!("checkpoint {name}: {what}; refusing to open it"));
+    if data.len() < CHECKPOINT_MAGIC.len() || &data[..CHECKPOINT_MAGIC.len()] != CHECKPOINT_MAGIC {
+        return Err(bad("not a checkpoint file (bad magic)".into()));
+    }
+    let mut at = CHECKPOINT_MAGIC.len();
+    let body = match next_frame(data, at) {
+        Framed::Body(b, next) => {
+            at = next;
+            b
+        }
+        Framed::End => return Err(bad("no header".into())),
+        Framed::Damaged(what) => return Err(bad(format!("{what} in the header"))),
+    };
+    let mut r = Reader::new(body);
+    let (generation, ts, n) = (r.u64()?, r.u64()?, r.u32()?);
+    let mut names = std::collections::HashMap::new();
+    for _ in 0..n {
+        let id = r.u32()?;
+        let len = r.u16()? as usize;
+        let s = std::str::from_utf8(r.bytes(len)?).map_err(|_| bad("a table name that is not UTF-8".into()))?;
+        names.insert(id, s.to_string());
+    }
+    let mut rows = 0u64;
+    loop {
+        match next_frame(data, at) {
+            Framed::Body(b, next) => {
+                let mut r = Reader::new(b);
+                let table = r.u32()?;
+                if table == FOOTER_TABLE {
+                    let count = r.u64()?;
+                    if count != rows {
+                        return Err(bad(format!("the footer counts {count} rows, the file holds {rows}")));
+                    }
+                    if next != data.len() {
+                        return Err(bad(format!("{} bytes after the footer", data.len() - next)));
+                    }
+                    return Ok(Loaded { generation, ts, rows });
+                }
+                let Some(tn) = names.get(&table) else {
+                    return Err(bad(format!("a row of table #{table}, which its header does not name")));
+                };
+                let key = r.key().map_err(|e| bad(e.to_string()))?;
+                let value = r.value().map_err(|e| bad(e.to_string()))?;
+                row(tn, key, value)?;
+                rows += 1;
+                at = next;
+            }
+            Framed::End => return Err(bad(format!("it ends after {rows} rows without its footer"))),
+            Framed::Damaged(what) => return Err(bad(format!("{what} at byte {at}"))),
+        }
+    }
+}

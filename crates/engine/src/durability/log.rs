@@ -1,0 +1,450 @@
+//! Parallel redo log streams with epoch-based group commit.
+//!
+//! Hekaton (section 3.2) writes one redo record per transaction during
+//! preparation and commits groups of them with one I/O; MPDB (POMVCC
+//! paper, sections V and VI.B) writes one log per thread, in parallel, and
+//! orders the streams by commit timestamp only at recovery. We do both:
+//!
+//! * **Streams.** A committing thread appends its record to its own stream
+//!   (threads are spread over [`Log::streams`] round-robin), an in-memory
+//!   buffer behind a short lock; nothing else is shared on the commit path.
+//! * **Epochs.** Every record carries the epoch it was appended in (read
+//!   under the stream's lock). The flusher thread closes the current epoch
+//!   `e` (the counter moves to `e + 1`), takes every stream's buffer,
+//!   writes and syncs streams `n-1 .. 1`, then writes stream 0's buffer
+//!   followed by an epoch mark `e` and syncs it. The mark in stream 0 is
+//!   durable only after every record of epoch `<= e` in every stream is.
+//!   Recovery replays exactly the records of epochs up to the last mark.
+//! * **Why that is consistent.** A transaction appends its record before it
+//!   becomes Committed, so one that reads or overwrites its writes (which it
+//!   can only do once they are committed) appends later, with an epoch no
+//!   smaller. Replaying a prefix of epochs thus never replays a transaction
+//!   without one it depended on, whichever streams the two used.
+//! * **Group commit.** Under [`Durability::Async`] a commit returns at once
+//!   and the flusher runs every [`crate::Options::group_commit_interval`];
+//!   under [`Durability::Sync`] a commit waits until its epoch is marked
+//!   durable, and asks the flusher to start a round at once: every commit
+//!   that arrives during a round's I/O shares the next round's syncs.
+//!
+//! Files rotate at [`crate::Options::log_rotate_bytes`]; a checkpoint drops
+//! the ones whose records all precede it (see `durability::checkpoint`).
+
+use super::format::{frame, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
+use super::{log_file_name, sync_dir, Durability};
+use crate::{Error, Result};
+use crossbeam_utils::CachePadded;
+use parking_lot::{Condvar, Mutex};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The first bytes of every log file.
+pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x01";
+
+/// What a committing thread appends into, under the stream's lock.
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    /// Largest commit timestamp in `buf`.
+    max_ts: u64,
+}
+
+/// A log file of a stream and the largest commit timestamp it holds.
+pub(crate) struct LogFile {
+    pub(crate) path: PathBuf,
+    pub(crate) max_ts: u64,
+}
+
+/// The flusher's side of a stream: its files.
+struct Files {
+    current: File,
+    size: u64,
+    seq: u32,
+    /// Every file of this generation, the current one last.
+    files: Vec<LogFile>,
+}
+
+struct Stream {
+    pending: CachePadded<Mutex<Pending>>,
+    files: Mutex<Files>,
+}
+
+/// Counters for reports.
+#[derive(Default)]
+pub(crate) struct LogStats {
+    pub(crate) bytes: AtomicU64,
+    pub(crate) records: AtomicU64,
+    pub(crate) rounds: AtomicU64,
+    pub(crate) syncs: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    dir: PathBuf,
+    generation: u64,
+    mode: Durability,
+    interval: Duration,
+    rotate_bytes: u64,
+    /// Every file's first bytes (see [`file_header`]).
+    header: Vec<u8>,
+    streams: Box<[Stream]>,
+    /// The epoch appenders stamp (read under a stream's lock).
+    epoch: CachePadded<AtomicU64>,
+    /// The last epoch marked durable.
+    durable: CachePadded<AtomicU64>,
+    /// Guards `durable` waits and the flusher's wake-up flag.
+    wake: Mutex<Wake>,
+    woken: Condvar,
+    done: Condvar,
+    stop: AtomicBool,
+    pub(crate) stats: LogStats,
+}
+
+#[derive(Default)]
+struct Wake {
+    /// A committer waits for durability: run a round now.
+    asked: bool,
+    /// The flusher hit an I/O error; no epoch will be marked durable again.
+    failed: Option<String>,
+}
+
+/// The redo log of a database (one generation of it).
+pub(crate) struct Log {
+    shared: Arc<Shared>,
+    flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Spreads threads over the streams.
+static NEXT_STREAM: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static STREAM: usize = NEXT_STREAM.fetch_add(1, Ordering::Relaxed); // Relaxed: any spread will do
+}
+
+impl Log {
+    /// Starts a log of generation `generation` in `dir` with `streams`
+    /// streams (files `log-<generation>-<stream>-<seq>.mvl`).
+    pub(crate) fn start(
+        dir: &Path,
+        generation: u64,
+        mode: Durability,
+        streams: usize,
+        interval: Duration,
+        rotate_bytes: u64,
+        tables: &[(u32, String)],
+    ) -> Result<Log> {
+        let header = file_header(generation, tables);
+        let mut ss = Vec::with_capacity(streams);
+        for s in 0..streams {
+            let path = dir.join(log_file_name(generation, s as u32, 0));
+            let current = new_file(&path, &header)?;
+            ss.push(Stream {
+                pending: CachePadded::new(Mutex::new(Pending::default())),
+                files: Mutex::new(Files {
+                    current,
+                    size: header.len() as u64,
+                    seq: 0,
+                    files: vec![LogFile { path, max_ts: 0 }],
+                }),
+            });
+        }
+        sync_dir(dir)?;
+        let shared = Arc::new(Shared {
+            dir: dir.to_path_buf(),
+            generation,
+            mode,
+            interval,
+            rotate_bytes: rotate_bytes.max(4096),
+            header,
+            streams: ss.into_boxed_slice(),
+            epoch: CachePadded::new(AtomicU64::new(1)),
+            durable: CachePadded::new(AtomicU64::new(0)),
+            wake: Mutex::new(Wake::default()),
+            woken: Condvar::new(),
+            done: Condvar::new(),
+            stop: AtomicBool::new(false),
+            stats: LogStats::default(),
+        });
+        let s2 = Arc::clone(&shared);
+        let flusher = std::thread::Builder::new()
+            .name("multiverse-log".into())
+            .spawn(move || s2.flusher())
+            .map_err(|e| Error::Io(format!("cannot start the log flusher: {e}")))?;
+        Ok(Log { shared, flusher: Mutex::new(Some(flusher)) })
+    }
+
+    pub(crate) fn mode(&self) -> Durability {
+        self.shared.mode
+    }
+
+    pub(crate) fn stats(&self) -> &LogStats {
+        &self.shared.stats
+    }
+
+    /// Appends the redo record of a transaction that committed at
+    /// `commit_ts`, with the writes `write(f)` lists (`f(table, key, new
+    /// value or None for a delete)`); `scratch` is the caller's reusable
+    /// buffer. Returns the record's epoch.
+    pub(crate) fn append(
+        &self,
+        commit_ts: u64,
+        scratch: &mut Vec<u8>,
+        writes: impl FnOnce(&mut dyn FnMut(u32, &[u8], Option<&[u8]>)) -> u32,
+    ) -> u64 {
+        // The body after the epoch, encoded outside the lock.
+        scratch.clear();
+        scratch.extend_from_slice(&commit_ts.to_le_bytes());
+        scratch.extend_from_slice(&0u32.to_le_bytes());
+        let n = writes(&mut |table, key, value| {
+            scratch.extend_from_slice(&table.to_le_bytes());
+            scratch.push(if value.is_some() { OP_PUT } else { OP_DELETE });
+            super::format::put_key(scratch, key);
+            if let Some(v) = value {
+                super::format::put_value(scratch, v);
+            }
+        });
+        scratch[8..12].copy_from_slice(&n.to_le_bytes());
+        let sh = &self.shared;
+        let s = &sh.streams[STREAM.with(|s| *s) % sh.streams.len()];
+        let mut p = s.pending.lock();
+        // Relaxed: read under the stream's lock, which orders it after the
+        // flusher's increment if the flusher already took this buffer.
+        let epoch = sh.epoch.load(Ordering::Relaxed);
+        let before = p.buf.len();
+        frame(&mut p.buf, |b| {
+            b.push(KIND_TXN);
+            b.extend_from_slice(&epoch.to_le_bytes());
+            b.extend_from_slice(scratch);
+        });
+        p.max_ts = p.max_ts.max(commit_ts);
+        let added = (p.buf.len() - before) as u64;
+        drop(p);
+        // Relaxed: statistics only.
+        sh.stats.bytes.fetch_add(added, Ordering::Relaxed);
+        sh.stats.records.fetch_add(1, Ordering::Relaxed);
+        epoch
+    }
+
+    /// Waits until every record of `epoch` is durable (sync mode), asking
+    /// the flusher for a round at once. Fails if the log cannot be written.
+    pub(crate) fn wait_durable(&self, epoch: u64) -> Result<()> {
+        let sh = &self.shared;
+        // Acquire: pairs with the flusher's Release store after its syncs.
+        if sh.durable.load(Ordering::Acquire) >= epoch {
+            return Ok(());
+        }
+        let mut w = sh.wake.lock();
+        loop {
+            if let Some(e) = &w.failed {
+                return Err(Error::Io(format!("the log cannot be written: {e}")));
+            }
+            // Acquire: as above (and the lock orders it after the store).
+            if sh.durable.load(Ordering::Acquire) >= epoch {
+                return Ok(());
+            }
+            if !w.asked {
+                w.asked = true;
+                sh.woken.notify_one();
+            }
+            sh.done.wait(&mut w);
+        }
+    }
+
+    /// Makes everything appended so far durable (one round), e.g. before a
+    /// checkpoint or on close.
+    pub(crate) fn flush(&self) -> Result<()> {
+        // Relaxed: appends that finished before this call hold epochs <= the
+        // current one (their stream locks order them).
+        let e = self.shared.epoch.load(Ordering::SeqCst);
+        self.wait_durable(e)
+    }
+
+    /// Drops the files of this generation whose records all precede
+    /// `ts` (a durable checkpoint holds their effects); the current file of
+    /// each stream stays. Returns how many files were removed.
+    pub(crate) fn truncate_before(&self, ts: u64) -> Result<usize> {
+        let mut removed = 0;
+        for s in self.shared.streams.iter() {
+            let mut f = s.files.lock();
+            let last = f.files.len() - 1;
+            let mut keep = Vec::with_capacity(f.files.len());
+            for (i, lf) in std::mem::take(&mut f.files).into_iter().enumerate() {
+                if i < last && lf.max_ts < ts {
+                    std::fs::remove_file(&lf.path)
+                        .map_err(|e| Error::Io(format!("cannot remove {}: {e}", lf.path.display())))?;
+                    removed += 1;
+                } else {
+                    keep.push(lf);
+                }
+            }
+            f.files = keep;
+        }
+        if removed > 0 {
+            sync_dir(&self.shared.dir)?;
+        }
+        Ok(removed)
+    }
+
+    /// Starts a new file in every stream (so that a checkpoint can later
+    /// drop the ones before it).
+    pub(crate) fn rotate_all(&self) -> Result<()> {
+        let sh = &self.shared;
+        for (i, s) in sh.streams.iter().enumerate() {
+            let mut f = s.files.lock();
+            sh.rotate(i, &mut f)?;
+        }
+        sync_dir(&sh.dir)
+    }
+
+    /// Stops the flusher after a final round.
+    pub(crate) fn close(&self) -> Result<()> {
+        let r = self.flush();
+        self.shared.stop.store(true, Ordering::SeqCst);
+        {
+            let _w = self.shared.wake.lock();
+            self.shared.woken.notify_one();
+        }
+        if let Some(h) = self.flusher.lock().take() {
+            let _ = h.join();
+        }
+        r
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+impl Shared {
+    /// The flusher thread: one round per interval, or at once when asked.
+    fn flusher(&self) {
+        let mut spare: Vec<Vec<u8>> = (0..self.streams.len()).map(|_| Vec::new()).collect();
+        loop {
+            {
+                let mut w = self.wake.lock();
+                if !w.asked && !self.stop.load(Ordering::SeqCst) {
+                    let _ = self.woken.wait_for(&mut w, self.interval);
+                }
+                w.asked = false;
+                if w.failed.is_some() {
+                    return;
+                }
+            }
+            let stopping = self.stop.load(Ordering::SeqCst);
+            if let Err(e) = self.round(&mut spare) {
+                let mut w = self.wake.lock();
+                w.failed = Some(e.to_string());
+                self.done.notify_all();
+                return;
+            }
+            if stopping {
+                return;
+            }
+        }
+    }
+
+    /// Closes the current epoch and makes it durable.
+    fn round(&self, spare: &mut [Vec<u8>]) -> Result<()> {
+        // SeqCst: appenders read the counter under their stream's lock; the
+        // lock acquisitions below order every append of epoch <= e before
+        // we take its buffer, and every later append after the increment.
+        let e = self.epoch.fetch_add(1, Ordering::SeqCst);
+        let mut taken = Vec::with_capacity(self.streams.len());
+        let mut any = false;
+        for (i, s) in self.streams.iter().enumerate() {
+            let mut p = s.pending.lock();
+            let mut buf = std::mem::take(&mut spare[i]);
+            std::mem::swap(&mut p.buf, &mut buf);
+            let max_ts = std::mem::take(&mut p.max_ts);
+            drop(p);
+            any |= !buf.is_empty();
+            taken.push((buf, max_ts));
+        }
+        if !any {
+            // Nothing appended since the last mark: that mark covers `e` too.
+            // Release: as after a round.
+            self.durable.store(e, Ordering::Release);
+            self.finish_round(spare, taken);
+            return Ok(());
+        }
+        for i in (0..self.streams.len()).rev() {
+            let (buf, max_ts) = &mut taken[i];
+            if i == 0 {
+                frame(buf, |b| {
+                    b.push(KIND_MARK);
+                    b.extend_from_slice(&e.to_le_bytes());
+                });
+            }
+            if buf.is_empty() {
+                continue;
+            }
+            let mut f = self.streams[i].files.lock();
+            f.current.write_all(buf).map_err(|err| Error::Io(format!("log write: {err}")))?;
+            f.current.sync_data().map_err(|err| Error::Io(format!("log sync: {err}")))?;
+            // Relaxed: statistics only.
+            self.stats.syncs.fetch_add(1, Ordering::Relaxed);
+            f.size += buf.len() as u64;
+            let last = f.files.last_mut().expect("a stream has a current file");
+            last.max_ts = last.max_ts.max(*max_ts);
+            if f.size >= self.rotate_bytes {
+                self.rotate(i, &mut f)?;
+                sync_dir(&self.dir)?;
+            }
+        }
+        // Release: a committer that sees the epoch durable sees it synced.
+        self.durable.store(e, Ordering::Release);
+        // Relaxed: statistics only.
+        self.stats.rounds.fetch_add(1, Ordering::Relaxed);
+        self.finish_round(spare, taken);
+        Ok(())
+    }
+
+    fn finish_round(&self, spare: &mut [Vec<u8>], taken: Vec<(Vec<u8>, u64)>) {
+        for (i, (mut buf, _)) in taken.into_iter().enumerate() {
+            buf.clear();
+            spare[i] = buf;
+        }
+        let _w = self.wake.lock();
+        self.done.notify_all();
+    }
+
+    /// Starts stream `i`'s next file.
+    fn rotate(&self, i: usize, f: &mut Files) -> Result<()> {
+        f.seq += 1;
+        let path = self.dir.join(log_file_name(self.generation, i as u32, f.seq));
+        f.current = new_file(&path, &self.header)?;
+        f.size = self.header.len() as u64;
+        f.files.push(LogFile { path, max_ts: 0 });
+        Ok(())
+    }
+}
+
+/// A log file's header: magic, generation, and the table directory (so
+/// that recovery can check the schema it replays into).
+fn file_header(generation: u64, tables: &[(u32, String)]) -> Vec<u8> {
+    let mut h = LOG_MAGIC.to_vec();
+    frame(&mut h, |b| {
+        b.extend_from_slice(&generation.to_le_bytes());
+        b.extend_from_slice(&(tables.len() as u32).to_le_bytes());
+        for (id, name) in tables {
+            b.extend_from_slice(&id.to_le_bytes());
+            b.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            b.extend_from_slice(name.as_bytes());
+        }
+    });
+    h
+}
+
+fn new_file(path: &Path, header: &[u8]) -> Result<File> {
+    let mut f = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::Io(format!("cannot create {}: {e}", path.display())))?;
+    f.write_all(header).map_err(|e| Error::Io(format!("cannot write {}: {e}", path.display())))?;
+    f.sync_data().map_err(|e| Error::Io(format!("cannot sync {}: {e}", path.display())))?;
+    Ok(f)
+}
