@@ -211,8 +211,9 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     kept.sort_by_key(|r| (r.ts, r.stream, r.order));
     let mut last_ts_keys: (u64, std::collections::HashSet<(u32, Key)>) = (u64::MAX, Default::default());
     let mut log_ids: Vec<HashMap<u32, TableId>> = vec![HashMap::new(); files.len()];
-    // Each replay sees the one before (POMVCC: begin after its commit).
-    let mut after = None;
+    // Each replay sees the checkpoint and the replay before it (POMVCC:
+    // begin after its commit).
+    let mut after = db.sync_commits()?;
     for r in &kept {
         let body = &files[r.file][r.start + super::format::FRAME..r.end];
         let Ok(Body::Txn { commit_ts, writes, .. }) = decode(body) else {
