@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod compare;
 mod plot;
+mod recover;
 mod shell;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -35,6 +36,9 @@ enum Cmd {
     Shell(shell::ShellArgs),
     /// Check a recorded history (see `bench --history`) against an isolation level.
     Check(check::CheckArgs),
+    /// Load a data directory (checkpoint and logs) without changing it, and
+    /// report what it holds and what recovery would drop.
+    Recover(recover::RecoverArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
         Some(Cmd::Bench(a)) => bench::run(*a),
         Some(Cmd::Shell(a)) => shell::run(a),
         Some(Cmd::Check(a)) => check::run(a),
+        Some(Cmd::Recover(a)) => recover::run(a),
         Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
             Some(m) => compare::run(*a, m),
             None => Err("internal error: no matches of compare".into()),

@@ -635,6 +635,18 @@ impl Database {
         Ok(info)
     }
 
+    /// Loads the data directory `dir` into this in-memory database (whose
+    /// tables exist and are empty), as [`Database::open`] does, but leaves
+    /// the directory as it is: for inspecting it (`multiverse recover`).
+    pub fn recover_from(&self, dir: &std::path::Path) -> Result<RecoveryReport> {
+        if self.durable.is_some() {
+            return Err(Error::InvalidArgument("recover_from: the database is durable already".into()));
+        }
+        let r = durability::recovery::recover(self, dir)?;
+        self.sync_commits()?;
+        Ok(r)
+    }
+
     /// Makes every commit so far durable (a no-op without durability).
     pub fn flush_log(&self) -> Result<()> {
         match &self.durable {
@@ -719,6 +731,10 @@ impl Database {
             unreachable!("table ids are handed out under the names lock");
         }
         names.insert(spec.name.clone(), id);
+        drop(names);
+        if let Some(d) = &self.durable {
+            d.log.set_tables(&self.table_list())?;
+        }
         Ok(TableId(id))
     }
 

@@ -112,6 +112,17 @@ pub struct BenchArgs {
     /// not tracked [default: off]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub read_mostly_age: Option<u64>,
+    /// none (in memory), async (group commit; a commit returns before its
+    /// log record is durable) or sync (a commit returns once it is)
+    #[arg(long, value_name = "D", default_value = "none")]
+    pub durability: String,
+    /// With --durability async or sync: the data directory, which must be
+    /// new or empty (inspect one with `multiverse recover DIR`)
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// With --durability: parallel redo log streams [default: 2]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub log_streams: Option<u64>,
     /// optimistic or pessimistic transactions: mv-mixed runs only the one
     /// kind; pomvcc takes write locks at commit (optimistic, OCC) or at
     /// update time (pessimistic, PCC; section V.D) [default: the protocol's
@@ -309,6 +320,8 @@ pub(crate) struct Measurement {
     pub stats_end: Stats,
     /// Increments of the commit-timestamp counter during the run.
     pub timestamp_increments: u64,
+    /// The redo log during the run (durable runs only).
+    pub log: Option<LogMeasure>,
     pub peak_rss: u64,
     /// Minor page faults and resident-set growth during the measured run.
     pub run_faults: u64,
@@ -317,6 +330,16 @@ pub(crate) struct Measurement {
     pub consistency: String,
     /// BOHM's pipeline settings (bohm runs only).
     pub bohm: Option<multiverse::protocol::bohm::Config>,
+}
+
+/// What the redo log did during a run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LogMeasure {
+    pub durability: multiverse::Durability,
+    pub streams: usize,
+    pub bytes: u64,
+    pub records: u64,
+    pub syncs: u64,
 }
 
 /// The settings of one run, shared by every workload's runner in `wl/`.
@@ -375,6 +398,39 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
         None
     };
     let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base)?;
+    if a.durability != "none" && (a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some()) {
+        return Err("--safe-snapshot-us and --read-mostly-age do not combine with --durability yet".into());
+    }
+    let durability: multiverse::Durability =
+        a.durability.parse().map_err(|e: multiverse::Error| format!("--durability: {e}"))?;
+    match (durability, &a.data_dir) {
+        (multiverse::Durability::None, None) => {
+            if a.log_streams.is_some() {
+                return Err("--log-streams applies with --durability async or sync".into());
+            }
+        }
+        (multiverse::Durability::None, Some(_)) => return Err("--data-dir needs --durability async or sync".into()),
+        (_, None) => return Err(format!("--durability {}: give the data directory with --data-dir", a.durability)),
+        (d, Some(dir)) => {
+            if std::fs::read_dir(dir).is_ok_and(|mut e| e.next().is_some()) {
+                return Err(format!(
+                    "--data-dir {}: not empty (bench loads a new database; inspect this one with `multiverse recover {}`)",
+                    dir.display(),
+                    dir.display()
+                ));
+            }
+            let opts = Options {
+                durability: d,
+                data_dir: Some(dir.clone()),
+                log_streams: a.log_streams.unwrap_or(2) as usize,
+                ..db.options().clone()
+            };
+            drop(db);
+            db = Database::open(opts, |_| Ok(())).map_err(|e| e.to_string())?.0;
+            std::fs::write(dir.join("workload"), format!("{}\n", a.workload))
+                .map_err(|e| format!("cannot write {}: {e}", dir.join("workload").display()))?;
+        }
+    }
     if a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some() {
         let opts = Options {
             safe_snapshot_interval: a.safe_snapshot_us.map(Duration::from_micros),
@@ -461,6 +517,10 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let load = harness::load(db, w, c.threads, c.show, c.rss_before)?;
     // The run's transactions see every loaded row (POMVCC: not a given).
     db.sync_commits().map_err(|e| e.to_string())?;
+    if db.durability() != multiverse::Durability::None {
+        // The loaded rows become durable as a checkpoint, not as log records.
+        db.checkpoint().map_err(|e| format!("checkpoint after loading: {e}"))?;
+    }
     let prefault = if c.prefault > 0 {
         check_bytes(c.prefault, "--prefault")?;
         Some((c.prefault, sys::prefault(c.prefault)))
@@ -477,7 +537,8 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         show_progress: c.show,
     };
     let (faults_before, rss_before_run) = (sys::minor_faults(), sys::rss_bytes());
-    let ts_before = db.stats().timestamp_increments;
+    let before = db.stats();
+    let ts_before = before.timestamp_increments;
     let run = match c.bohm {
         Some(b) => harness::run_bohm(db, w, cfg, b)?,
         None => harness::run(db, w, cfg)?,
@@ -486,6 +547,13 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
     let stats_end = db.stats();
     let timestamp_increments = stats_end.timestamp_increments - ts_before;
+    let log = (db.durability() != multiverse::Durability::None).then(|| LogMeasure {
+        durability: db.durability(),
+        streams: db.options().log_streams,
+        bytes: stats_end.log_bytes - before.log_bytes,
+        records: stats_end.log_records - before.log_records,
+        syncs: stats_end.log_syncs - before.log_syncs,
+    });
     // The check sees every committed transaction (POMVCC: not a given).
     db.sync_commits().map_err(|e| e.to_string())?;
     let consistency = w.check_consistency(db).map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
@@ -507,6 +575,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         run,
         stats_end,
         timestamp_increments,
+        log,
         peak_rss: sys::peak_rss_bytes(),
         run_faults,
         run_rss_growth,

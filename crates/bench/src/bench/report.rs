@@ -148,6 +148,18 @@ pub fn summary(m: &Measurement) -> String {
             m.timestamp_increments as f64 / r.committed.max(1) as f64
         );
     }
+    if let Some(l) = m.log {
+        let _ = writeln!(
+            s,
+            "  log        {} durability, {} streams: {} bytes in {} records ({:.0} bytes per record), {} syncs",
+            l.durability.name(),
+            l.streams,
+            int(l.bytes),
+            int(l.records),
+            l.bytes as f64 / l.records.max(1) as f64,
+            int(l.syncs)
+        );
+    }
     if let Some(age) = m.read_mostly_age {
         let _ = writeln!(
             s,
@@ -296,6 +308,10 @@ pub struct Record {
     /// ssn and ssi: the certified base, `read-committed` or `snapshot`.
     #[serde(skip_serializing_if = "Option::is_none")]
     ssn_base: Option<String>,
+    /// Durable runs: the durability, log streams, and what the log wrote
+    /// during the run (bytes and records appended, syncs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    durability: Option<Value>,
     /// `--mode`, when given: `optimistic` or `pessimistic`.
     #[serde(skip_serializing_if = "Option::is_none")]
     mode: Option<String>,
@@ -384,6 +400,16 @@ pub fn json(m: &Measurement) -> Record {
             .map(|(k, n)| (k.name().to_string(), Value::from(n)))
             .collect(),
         ssn_base: m.ssn_base.map(|b| b.name().to_string()),
+        durability: m.log.map(|l| {
+            serde_json::json!({
+                "mode": l.durability.name(),
+                "log_streams": l.streams,
+                "log_bytes": l.bytes,
+                "log_records": l.records,
+                "log_syncs": l.syncs,
+                "log_bytes_per_record": if l.records > 0 { l.bytes as f64 / l.records as f64 } else { 0.0 },
+            })
+        }),
         mode: match m.mode {
             Mode::Default => None,
             Mode::Optimistic => Some("optimistic".into()),

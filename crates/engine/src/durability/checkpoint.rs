@@ -123,6 +123,27 @@ pub(crate) struct Loaded {
     pub(crate) rows: u64,
 }
 
+/// The table names of the checkpoint `data` (from `name`), in id order.
+pub(crate) fn tables(name: &str, data: &[u8]) -> Result<Vec<String>> {
+    let bad = |what: &str| Error::Corrupt(format!("checkpoint {name}: {what}; refusing to open it"));
+    if data.len() < CHECKPOINT_MAGIC.len() || &data[..CHECKPOINT_MAGIC.len()] != CHECKPOINT_MAGIC {
+        return Err(bad("not a checkpoint file (bad magic)"));
+    }
+    let Framed::Body(body, _) = next_frame(data, CHECKPOINT_MAGIC.len()) else {
+        return Err(bad("a damaged header"));
+    };
+    let mut r = Reader::new(body);
+    let (_generation, _ts, n) = (r.u64()?, r.u64()?, r.u32()?);
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let id = r.u32()?;
+        let len = r.u16()? as usize;
+        v.push((id, String::from_utf8_lossy(r.bytes(len)?).into_owned()));
+    }
+    v.sort();
+    Ok(v.into_iter().map(|(_, n)| n).collect())
+}
+
 /// Reads the checkpoint `data` (from `name`), handing every row to `row`
 /// with the table's name. Any damage is an error: a checkpoint is whole
 /// or refused.

@@ -87,8 +87,8 @@ pub(crate) struct Shared {
     mode: Durability,
     interval: Duration,
     rotate_bytes: u64,
-    /// Every file's first bytes (see [`file_header`]).
-    header: Vec<u8>,
+    /// Every new file's first bytes (see [`file_header`]).
+    header: Mutex<Vec<u8>>,
     streams: Box<[Stream]>,
     /// The epoch appenders stamp (read under a stream's lock).
     epoch: CachePadded<AtomicU64>,
@@ -156,7 +156,7 @@ impl Log {
             mode,
             interval,
             rotate_bytes: rotate_bytes.max(4096),
-            header,
+            header: Mutex::new(header),
             streams: ss.into_boxed_slice(),
             epoch: CachePadded::new(AtomicU64::new(1)),
             durable: CachePadded::new(AtomicU64::new(0)),
@@ -297,6 +297,13 @@ impl Log {
         sync_dir(&sh.dir)
     }
 
+    /// A table was created: new files name it in their header, and every
+    /// stream starts a new file now, before any record can write the table.
+    pub(crate) fn set_tables(&self, tables: &[(u32, String)]) -> Result<()> {
+        *self.shared.header.lock() = file_header(self.shared.generation, tables);
+        self.rotate_all()
+    }
+
     /// Stops the flusher after a final round.
     pub(crate) fn close(&self) -> Result<()> {
         let r = self.flush();
@@ -415,8 +422,9 @@ impl Shared {
     fn rotate(&self, i: usize, f: &mut Files) -> Result<()> {
         f.seq += 1;
         let path = self.dir.join(log_file_name(self.generation, i as u32, f.seq));
-        f.current = new_file(&path, &self.header)?;
-        f.size = self.header.len() as u64;
+        let header = self.header.lock().clone();
+        f.current = new_file(&path, &header)?;
+        f.size = header.len() as u64;
         f.files.push(LogFile { path, max_ts: 0 });
         Ok(())
     }

@@ -101,6 +101,23 @@ pub(crate) fn parse_checkpoint_name(name: &str) -> Option<(u64, u64)> {
     Some((g.parse().ok()?, ts.parse().ok()?))
 }
 
+/// The names of the tables in the newest checkpoint of `dir`, in id
+/// order (empty if it has none): what a schema must create to recover it.
+pub fn table_names(dir: &Path) -> Result<Vec<String>> {
+    let mut cps = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| Error::Io(format!("cannot read {}: {e}", dir.display())))? {
+        let e = e.map_err(|e| Error::Io(format!("cannot read {}: {e}", dir.display())))?;
+        if let Some(k) = parse_checkpoint_name(&e.file_name().to_string_lossy()) {
+            cps.push((k, e.path()));
+        }
+    }
+    cps.sort();
+    let Some((_, path)) = cps.pop() else { return Ok(Vec::new()) };
+    let data = std::fs::read(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    checkpoint::tables(&name, &data)
+}
+
 /// Makes a directory's entries (created, renamed, removed files) durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     std::fs::File::open(dir)
