@@ -50,10 +50,15 @@ fn rows(db: &Database) -> Vec<(String, u64, u64)> {
     out
 }
 
-/// Inserts, updates and deletes through `db`; returns the expected rows.
+/// 50 transactions of inserts, updates and deletes through `db`.
 fn work(db: &Database, from: u64) {
+    work_range(db, from..from + 50);
+}
+
+/// One transaction of inserts, updates and deletes per number in `range`.
+fn work_range(db: &Database, range: std::ops::Range<u64>) {
     let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
-    for i in from..from + 50 {
+    for i in range {
         db.run(db.protocol().strongest(), |t| {
             t.put(h, Key::from(i % 20), &val(i))?;
             t.put(o, Key::from(i), &val(i * 2))?;
@@ -166,20 +171,7 @@ fn a_torn_or_damaged_log_tail_is_dropped_and_reported() {
 
 /// The first `k` transactions of `work(db, 1)`.
 fn work_prefix(db: &Database, k: u64) {
-    let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
-    for i in 1..1 + k {
-        db.run(Isolation::Serializable, |t| {
-            t.put(h, Key::from(i % 20), &val(i))?;
-            t.put(o, Key::from(i), &val(i * 2))?;
-            if i % 7 == 0 {
-                t.delete(o, &Key::from(i - 1))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-        // POMVCC: the next transaction sees this one (section IV.D).
-        db.sync_commits().unwrap();
-    }
+    work_range(db, 1..1 + k);
 }
 
 #[test]
