@@ -193,7 +193,9 @@ impl TsManager {
     pub fn update_cts(&self) -> u64 {
         let mut c = self.cts();
         loop {
-            if c + 1 - self.bts() >= WINDOW {
+            // `c` may be stale and BTs past it already: then the CAS fails
+            // and `c` is read again (no underflow on the way).
+            if (c + 1).saturating_sub(self.bts()) >= WINDOW {
                 return c;
             }
             // SeqCst: as above.
