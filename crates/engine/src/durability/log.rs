@@ -254,7 +254,7 @@ impl Log {
     /// Makes everything appended so far durable (one round), e.g. before a
     /// checkpoint or on close.
     pub(crate) fn flush(&self) -> Result<()> {
-        // Relaxed: appends that finished before this call hold epochs <= the
+        // SeqCst: appends that finished before this call hold epochs <= the
         // current one (their stream locks order them).
         let e = self.shared.epoch.load(Ordering::SeqCst);
         self.wait_durable(e)
