@@ -238,6 +238,8 @@ fn durable_runs_log_and_recover() {
     let rout = text(&r.stdout);
     assert!(r.status.success(), "{rout}{}", text(&r.stderr));
     assert!(rout.contains("checkpoint") && rout.contains("smallbank.checking: 1000 rows"), "{rout}");
+    assert!(rout.contains("check      passed: each of the 1000 customers has a savings and a checking row"), "{rout}");
+    assert!(rout.contains("unchecked  money"), "{rout}");
     // Not empty any more: bench refuses it.
     let e = fails(&["--durability", "sync", "--data-dir", data.to_str().unwrap()]);
     assert!(e.contains("not empty"), "{e}");

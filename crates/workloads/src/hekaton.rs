@@ -294,6 +294,32 @@ impl Workload for Hekaton {
             checksum: 0,
         }
     }
+
+    /// Every row 0..N is present and its payload names its own key and a
+    /// writer: the load (thread 0, transaction 0) or a worker.
+    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+        let mut t = db
+            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
+            .map_err(|e| e.to_string())?;
+        let mut updated = 0u64;
+        for k in 0..self.cfg.rows {
+            match t.get_with(self.table, &Key::from_u64(k), decode_payload).map_err(|e| e.to_string())? {
+                None => return Err(format!("row {k} is missing")),
+                Some(Some((key, thread, seq))) if key == k && (thread > 0 || seq == 0) => {
+                    updated += (thread > 0) as u64
+                }
+                Some(p) => return Err(format!("row {k} holds the payload {p:?}, not one of its own")),
+            }
+        }
+        t.commit().map_err(|e| e.to_string())?;
+        Ok(crate::StateCheck {
+            checked: format!(
+                "{} rows present, each with a payload of its own key ({updated} last written by a worker)",
+                self.cfg.rows
+            ),
+            needs_run: String::new(),
+        })
+    }
 }
 
 /// The error for a row that should exist but was not found (an engine bug).

@@ -319,6 +319,37 @@ impl Workload for Sibench {
 
     fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
         let last = self.last_seq.lock().map_err(|_| "a worker panicked".to_string())?.clone();
+        let sum = self.check_records(db, Some(&last))?;
+        let want = self.committed_writes();
+        if sum != want {
+            return Err(format!(
+                "the records' write counts add up to {sum}, but {want} writes committed (lost or repeated writes)"
+            ));
+        }
+        Ok(format!(
+            "{} records name a real last writer; their write counts add up to the {want} committed writes",
+            self.cfg.rows
+        ))
+    }
+
+    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+        let sum = self.check_records(db, None)?;
+        Ok(crate::StateCheck {
+            checked: format!(
+                "{} records present, each written by the load or by a transaction of a worker; {sum} writes in all",
+                self.cfg.rows
+            ),
+            needs_run: "the last writers and write counts against the workers' committed transactions".into(),
+        })
+    }
+}
+
+impl Sibench {
+    /// Every record is present and names its last writer: the load (no
+    /// writes yet) or a worker's transaction, one that worker drew when
+    /// `last` (each worker's last sequence number) is given. Returns the
+    /// sum of the records' write counts.
+    fn check_records(&self, db: &Database, last: Option<&[u64]>) -> std::result::Result<u64, String> {
         let mut sum = 0u64;
         let mut t = db
             .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
@@ -331,24 +362,15 @@ impl Workload for Sibench {
                 Some(Some(v)) => v,
             };
             let (th, seq) = split_tid(tid);
-            let known = (th == 0 && seq == 0 && n == 0)
-                || (th > 0 && n > 0 && last.get(th as usize - 1).is_some_and(|&l| seq >= 1 && seq <= l));
+            let drawn = |th: u64| last.is_none_or(|l| l.get(th as usize - 1).is_some_and(|&l| seq <= l));
+            let known = (th == 0 && seq == 0 && n == 0) || (th > 0 && n > 0 && seq >= 1 && drawn(th));
             if !known {
                 return Err(format!("record {k} holds TID {th}/{seq} after {n} writes: no such writer transaction"));
             }
             sum += n;
         }
         t.commit().map_err(|e| e.to_string())?;
-        let want = self.committed_writes();
-        if sum != want {
-            return Err(format!(
-                "the records' write counts add up to {sum}, but {want} writes committed (lost or repeated writes)"
-            ));
-        }
-        Ok(format!(
-            "{} records name a real last writer; their write counts add up to the {want} committed writes",
-            self.cfg.rows
-        ))
+        Ok(sum)
     }
 }
 

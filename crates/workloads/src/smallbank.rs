@@ -262,8 +262,37 @@ impl SmallBank {
         (self.declined.load(Ordering::Relaxed), self.penalties.load(Ordering::Relaxed))
     }
 
+    /// [`SmallBank::total_money`], and an error unless every customer has
+    /// both accounts and a Customer row that maps its name to it.
+    fn accounts_total(&self, db: &Database) -> std::result::Result<i128, String> {
+        let (total, sav, chk) = self.total_money(db)?;
+        let n = self.cfg.customers;
+        if sav != n || chk != n {
+            return Err(format!("{sav} savings and {chk} checking rows, expected {n} of each"));
+        }
+        let (mut names, mut bad) = (0u64, None);
+        db.run(crate::check_isolation(db), |t| {
+            (names, bad) = (0, None);
+            t.scan(db.primary(self.customer), .., None, |k, v| {
+                names += 1;
+                let id = <[u8; 8]>::try_from(v).map(u64::from_le_bytes);
+                if !id.is_ok_and(|id| id < n && k.as_bytes() == customer_name(id)) {
+                    bad = Some(format!("customer row {:?} does not map a customer's name to its id", k.as_bytes()));
+                }
+                bad.is_none()
+            })
+        })
+        .map_err(|e| e.to_string())?;
+        match bad {
+            Some(b) => Err(b),
+            None if names != n => Err(format!("{names} customer rows, expected {n}")),
+            None => Ok(total),
+        }
+    }
+
     /// Sums every savings and checking balance in one snapshot: `(total,
-    /// savings rows, checking rows)`.
+    /// savings rows, checking rows)`. A row that is not a customer's (its
+    /// key past the last customer) or not an 8-byte balance is an error.
     pub fn total_money(&self, db: &Database) -> std::result::Result<(i128, u64, u64), String> {
         let mut t = db
             .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
@@ -275,12 +304,15 @@ impl SmallBank {
             let name = if i == 0 { SAVINGS } else { CHECKING };
             t.scan(db.primary(table), .., None, |k, v| {
                 rows[i] += 1;
-                match decode_balance(v) {
-                    Some(b) => total += b as i128,
-                    None => {
-                        bad =
-                            Some(format!("{name} row {:?} holds {} bytes, not an 8-byte balance", k.to_u64(), v.len()))
+                match (k.to_u64(), decode_balance(v)) {
+                    (Some(id), _) if id >= self.cfg.customers => {
+                        bad = Some(format!("{name} row {id} is past the last customer ({})", self.cfg.customers - 1))
                     }
+                    (Some(_), Some(b)) => total += b as i128,
+                    (Some(id), None) => {
+                        bad = Some(format!("{name} row {id} holds {} bytes, not an 8-byte balance", v.len()))
+                    }
+                    (None, _) => bad = Some(format!("{name} has a row keyed {:?}, not a customer id", k.as_bytes())),
                 }
                 bad.is_none()
             })
@@ -361,11 +393,8 @@ impl Workload for SmallBank {
     }
 
     fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
-        let (total, sav, chk) = self.total_money(db)?;
+        let total = self.accounts_total(db)?;
         let n = self.cfg.customers;
-        if sav != n || chk != n {
-            return Err(format!("{sav} savings and {chk} checking rows, expected {n} of each"));
-        }
         let initial = self.initial_total();
         let delta = self.recorded_delta();
         let expected = initial + delta as i128;
@@ -387,6 +416,24 @@ impl Workload for SmallBank {
             cents(initial),
             cents(delta as i128)
         ))
+    }
+
+    /// Every customer has both accounts (their keys are distinct and below
+    /// the customers, so `n` of each is all of them) and a balance in each.
+    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+        let total = self.accounts_total(db)?;
+        Ok(crate::StateCheck {
+            checked: format!(
+                "each of the {} customers has a savings and a checking row holding an 8-byte balance; \
+                 the balances add up to {}",
+                self.cfg.customers,
+                cents(total)
+            ),
+            needs_run: format!(
+                "money: the balances against the initial {} plus the net amount the committed transactions added",
+                cents(self.initial_total())
+            ),
+        })
     }
 }
 

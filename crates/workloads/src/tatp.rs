@@ -605,7 +605,17 @@ impl Tatp {
         Ok(Counts { subscribers: n[0], access_info: n[1], special_facility: n[2], call_forwarding: n[3] })
     }
 
+    /// What the rows alone imply (see the checks below), and every
+    /// subscriber loaded present.
     fn check(&self, db: &Database) -> std::result::Result<Counts, String> {
+        let n = self.check_rows(db)?;
+        if n.subscribers != self.initial.subscribers {
+            return Err(format!("{} subscribers, loaded {}", n.subscribers, self.initial.subscribers));
+        }
+        Ok(n)
+    }
+
+    fn check_rows(&self, db: &Database) -> std::result::Result<Counts, String> {
         let p = self.cfg.subscribers;
         let mut t = snapshot(db)?;
         let es = |e: Error| e.to_string();
@@ -792,9 +802,6 @@ impl Workload for Tatp {
     fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
         let n = self.check(db)?;
         let i = self.initial;
-        if n.subscribers != i.subscribers {
-            return Err(format!("{} subscribers, loaded {}", n.subscribers, i.subscribers));
-        }
         let outcomes = self.outcomes();
         let (ins, del) = (outcomes[INSERT_CALL_FORWARDING].1, outcomes[DELETE_CALL_FORWARDING].1);
         let expected = i.call_forwarding as i128 + self.cf_delta() as i128;
@@ -822,6 +829,18 @@ impl Workload for Tatp {
             i.call_forwarding,
             if rates.is_empty() { "no transactions".to_string() } else { rates.join(", ") }
         ))
+    }
+
+    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+        let n = self.check(db)?;
+        Ok(crate::StateCheck {
+            checked: format!(
+                "{} subscribers, each found by its sub_nbr alone; {} access_info and {} special_facility rows as \
+                 populated; {} call_forwarding rows, each with its special_facility",
+                n.subscribers, n.access_info, n.special_facility, n.call_forwarding
+            ),
+            needs_run: "the call_forwarding rows against the loaded ones plus the committed inserts and deletes".into(),
+        })
     }
 }
 

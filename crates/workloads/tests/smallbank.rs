@@ -68,6 +68,35 @@ fn load_creates_every_account() {
     assert!(ok.contains("money") && ok.contains("1000 savings"), "{ok}");
 }
 
+/// The check of the rows alone (after recovery) proves every customer has
+/// both accounts, and catches a missing or stray one.
+#[test]
+fn the_state_check_catches_a_missing_account() {
+    let (db, w) = loaded(cfg(10), 1);
+    let ok = w.check_state(&db).unwrap();
+    assert!(ok.checked.contains("each of the 10 customers has a savings and a checking row"), "{ok:?}");
+    assert!(ok.needs_run.starts_with("money"), "{ok:?}");
+    let (cu, _, chk) = w.tables();
+    let moved = db.run(Isolation::Serializable, |t| {
+        let v = t.get(chk, &Key::from_u64(4))?.unwrap();
+        t.delete(chk, &Key::from_u64(4))?;
+        t.insert(chk, Key::from_u64(10), &v)
+    });
+    moved.unwrap();
+    let e = w.check_state(&db).unwrap_err();
+    assert!(e.contains("smallbank.checking row 10 is past the last customer (9)"), "{e}");
+    db.run(Isolation::Serializable, |t| t.delete(chk, &Key::from_u64(10))).unwrap();
+    let e = w.check_state(&db).unwrap_err();
+    assert!(e.contains("10 savings and 9 checking rows, expected 10 of each"), "{e}");
+    db.run(Isolation::Serializable, |t| {
+        t.insert(chk, Key::from_u64(4), &1i64.to_le_bytes())?;
+        t.update(cu, &customer_key(3), &4u64.to_le_bytes())
+    })
+    .unwrap();
+    let e = w.check_state(&db).unwrap_err();
+    assert!(e.contains("does not map a customer's name to its id"), "{e}");
+}
+
 #[test]
 fn each_transaction_has_its_exact_effect() {
     let (db, w) = loaded(cfg(3), 1);

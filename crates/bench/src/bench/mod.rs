@@ -426,9 +426,9 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
                 ..db.options().clone()
             };
             drop(db);
+            // The workload's tables come next; `measure` records the
+            // workload in the directory once they exist.
             db = Database::open(opts, |_| Ok(())).map_err(|e| e.to_string())?.0;
-            std::fs::write(dir.join("workload"), format!("{}\n", a.workload))
-                .map_err(|e| format!("cannot write {}: {e}", dir.join("workload").display()))?;
         }
     }
     if a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some() {
@@ -513,6 +513,10 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let est = w.estimated_bytes();
     if est > 0 {
         check_bytes(est, &format!("workload {}", w.name()))?;
+    }
+    if let (Some(dir), true) = (&db.options().data_dir, db.durability() != multiverse::Durability::None) {
+        // What `multiverse recover` needs to rebuild the schema and check it.
+        crate::recover::record_workload(dir, w.name(), &w.params())?;
     }
     let load = harness::load(db, w, c.threads, c.show, c.rss_before)?;
     // The run's transactions see every loaded row (POMVCC: not a given).

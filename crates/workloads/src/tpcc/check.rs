@@ -8,6 +8,8 @@
 //! 3. The district's new orders are `max(NO_O_ID) - min(NO_O_ID) + 1` rows
 //!    (no gap).
 //! 4. The sum of the district's `O_OL_CNT` is the number of its order lines.
+//!
+//! [`check_state`] stops there: the counts need the run's tallies.
 
 use super::*;
 use multiverse::{Transaction, TxnOptions};
@@ -32,17 +34,61 @@ fn wd(k: &Key) -> (u16, u8) {
     (u16::from_be_bytes([b[0], b[1]]), b[2])
 }
 
+/// What conditions 1 to 4 counted on the way.
+#[derive(Clone, Copy)]
+struct Totals {
+    districts: u64,
+    orders: u64,
+    new_orders: u64,
+    lines: u64,
+    history: u64,
+    /// Order lines of `new-order-lines` (district 0).
+    loose: u64,
+    /// Without inserts: order ids the districts handed out.
+    handed_out: u64,
+}
+
 /// Checks conditions 1 to 4 and the counts; a one-line summary or what is broken.
 pub(super) fn check(tp: &Tpcc, db: &Database) -> std::result::Result<String, String> {
+    let n = in_snapshot(tp, db)?;
+    counts(tp, &n)
+}
+
+/// Checks conditions 1 to 4 alone (no tallies of a run needed).
+pub(super) fn check_state(tp: &Tpcc, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    let n = in_snapshot(tp, db)?;
+    let nw = tp.cfg.warehouses;
+    let cond = if tp.cfg.skip_inserts { "conditions 1, 3 and 4" } else { "conditions 1-4" };
+    let checked = format!(
+        "{cond} hold in all {} districts of {nw} warehouses; {} orders, {} order lines, {} undelivered, {} history rows{}",
+        n.districts,
+        n.orders,
+        n.lines,
+        n.new_orders,
+        n.history,
+        if n.loose > 0 { format!("; {} new-order-lines lines", n.loose) } else { String::new() }
+    );
+    let mut needs_run =
+        "the numbers of orders, new orders, history rows and new-order-lines lines against the committed \
+         transactions"
+            .to_string();
+    if tp.cfg.skip_inserts {
+        needs_run += "; condition 2 without inserts (the order ids handed out against the committed new orders)";
+    }
+    Ok(crate::StateCheck { checked, needs_run })
+}
+
+/// Conditions 1 to 4 in one read-only snapshot.
+fn in_snapshot(tp: &Tpcc, db: &Database) -> std::result::Result<Totals, String> {
     let mut t = db
         .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
         .map_err(|e| e.to_string())?;
-    let r = check_in(tp, db, &mut t);
+    let r = conditions(tp, db, &mut t);
     t.commit().map_err(|e| e.to_string())?;
     r
 }
 
-fn check_in(tp: &Tpcc, db: &Database, t: &mut Transaction<'_>) -> std::result::Result<String, String> {
+fn conditions(tp: &Tpcc, db: &Database, t: &mut Transaction<'_>) -> std::result::Result<Totals, String> {
     let nw = tp.cfg.warehouses as usize;
     let nd = DISTRICTS as usize;
     let es = |e: Error| e.to_string();
@@ -165,7 +211,21 @@ fn check_in(tp: &Tpcc, db: &Database, t: &mut Transaction<'_>) -> std::result::R
             ));
         }
     }
-    // The counts the committed transactions imply.
+    Ok(Totals {
+        districts: (nw * nd) as u64,
+        orders: ds.iter().map(|s| s.orders).sum(),
+        new_orders: ds.iter().map(|s| s.new_orders).sum(),
+        lines: ds.iter().map(|s| s.lines).sum(),
+        history,
+        loose,
+        handed_out,
+    })
+}
+
+/// The counts the committed transactions imply.
+fn counts(tp: &Tpcc, n: &Totals) -> std::result::Result<String, String> {
+    let Totals { districts, orders, new_orders, lines, history, loose, handed_out } = *n;
+    let nw = tp.cfg.warehouses;
     let mut c = tp.committed();
     if tp.cfg.skip_inserts {
         // No rows were inserted: the order ids handed out count the NewOrders.
@@ -178,10 +238,6 @@ fn check_in(tp: &Tpcc, db: &Database, t: &mut Transaction<'_>) -> std::result::R
         c[NEW_ORDER] = 0;
         c[PAYMENT] = 0;
     }
-    let districts = (nw * nd) as u64;
-    let orders: u64 = ds.iter().map(|s| s.orders).sum();
-    let new_orders: u64 = ds.iter().map(|s| s.new_orders).sum();
-    let lines: u64 = ds.iter().map(|s| s.lines).sum();
     let want_orders = districts * ORDERS as u64 + c[NEW_ORDER];
     if orders != want_orders {
         return Err(format!(
