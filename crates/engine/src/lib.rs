@@ -342,6 +342,16 @@ pub struct Options {
     /// [`Durability::Async`] (group commit); under [`Durability::Sync`]
     /// commits ask for a flush at once. 1 ms by default.
     pub group_commit_interval: Duration,
+    /// A durable database checkpoints this long after its last checkpoint
+    /// (`None`: never on a timer). The first commit to finish after the
+    /// checkpoint falls due writes it, after its own commit is complete,
+    /// so that call returns later; [`Database::checkpoint`] writes one at
+    /// any time. 60 s by default.
+    pub checkpoint_every: Option<Duration>,
+    /// A durable database also checkpoints once this many log bytes were
+    /// appended since its last checkpoint (`None`: no limit), which bounds
+    /// the log and the recovery time. 1 GiB by default.
+    pub checkpoint_log_bytes: Option<u64>,
     /// Deliberately broken concurrency control, for testing that the checker
     /// catches what it must. Never set outside tests.
     #[doc(hidden)]
@@ -383,6 +393,8 @@ impl Default for Options {
             log_streams: 2,
             log_rotate_bytes: 64 << 20,
             group_commit_interval: Duration::from_millis(1),
+            checkpoint_every: Some(Duration::from_secs(60)),
+            checkpoint_log_bytes: Some(1 << 30),
             faults: Faults::default(),
         }
     }
@@ -492,6 +504,9 @@ pub struct Stats {
     pub log_records: u64,
     /// Durable databases: log file syncs (fdatasync) made.
     pub log_syncs: u64,
+    /// Durable databases: checkpoints written since the open (on a timer,
+    /// by size, or asked for).
+    pub checkpoints: u64,
     /// Committed transactions.
     pub committed: u64,
     /// Aborted transactions, by reason (indexed like [`AbortReason::ALL`]).
@@ -550,6 +565,8 @@ pub struct Database {
     pub(crate) po: Option<protocol::pomvcc::TsManager>,
     /// The redo log and data directory (durable databases only).
     pub(crate) durable: Option<Durable>,
+    /// The commit freeze of single-version checkpoints.
+    pub(crate) freeze: durability::checkpoint::Freeze,
 }
 
 /// A durable database's log and directory.
@@ -559,6 +576,11 @@ pub(crate) struct Durable {
     generation: u64,
     /// One checkpoint at a time.
     checkpointing: Mutex<()>,
+    /// Checkpoints written since the open (the open's own not counted).
+    checkpoints: AtomicU64,
+    /// The last failure of a checkpoint that fell due (see
+    /// [`Database::checkpoint_error`]).
+    checkpoint_failed: Mutex<Option<Error>>,
 }
 
 impl Database {
@@ -586,13 +608,6 @@ impl Database {
         if opts.durability == Durability::None {
             return Err(Error::InvalidArgument("durability none keeps nothing on disk: choose async or sync".into()));
         }
-        if opts.protocol.is_single_version() || opts.protocol == Protocol::Bohm {
-            return Err(Error::InvalidArgument(format!(
-                "protocol {} does not log yet: durability needs a multi-version protocol \
-                 (mv-occ, mv-lock, mv-mixed, ssn, ssi, pomvcc)",
-                opts.protocol
-            )));
-        }
         if opts.log_streams == 0 || opts.log_streams > 256 {
             return Err(Error::InvalidArgument("log_streams must be between 1 and 256".into()));
         }
@@ -606,16 +621,15 @@ impl Database {
         durability::checkpoint::write(&db, &dir, generation)?;
         remove_generations_before(&dir, generation)?;
         let o = &db.opts;
-        let log = durability::log::Log::start(
-            &dir,
+        let log = durability::log::Log::start(&dir, generation, o, &db.table_list())?;
+        db.durable = Some(Durable {
+            log,
+            dir,
             generation,
-            o.durability,
-            o.log_streams,
-            o.group_commit_interval,
-            o.log_rotate_bytes,
-            &db.table_list(),
-        )?;
-        db.durable = Some(Durable { log, dir, generation, checkpointing: Mutex::new(()) });
+            checkpointing: Mutex::new(()),
+            checkpoints: AtomicU64::new(0),
+            checkpoint_failed: Mutex::new(None),
+        });
         Ok((db, report))
     }
 
@@ -630,8 +644,14 @@ impl Database {
         // Later commits go to new files: the old ones can go once covered.
         d.log.rotate_all()?;
         let info = durability::checkpoint::write(self, &d.dir, d.generation)?;
+        // A round now puts the newest epoch mark into a file that stays
+        // (`Log::truncate_before` keeps the file holding it).
+        d.log.flush()?;
         d.log.truncate_before(info.ts)?;
         remove_checkpoints_before(&d.dir, d.generation, info.ts)?;
+        d.log.checkpointed();
+        // Relaxed: a counter.
+        d.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(info)
     }
 
@@ -652,6 +672,37 @@ impl Database {
         match &self.durable {
             Some(d) => d.log.flush(),
             None => Ok(()),
+        }
+    }
+
+    /// Writes the checkpoint that fell due, if one did (see
+    /// [`Options::checkpoint_every`]): called after a commit is complete.
+    #[inline]
+    pub(crate) fn checkpoint_if_due(&self) {
+        if let Some(d) = &self.durable {
+            if d.log.take_due() {
+                let r = self.checkpoint();
+                *d.checkpoint_failed.lock() = r.err();
+            }
+        }
+    }
+
+    /// Why the last checkpoint that fell due failed, if it did (it is
+    /// tried again after the next interval; the log keeps growing
+    /// meanwhile, and nothing committed is lost).
+    pub fn checkpoint_error(&self) -> Option<Error> {
+        self.durable.as_ref().and_then(|d| d.checkpoint_failed.lock().clone())
+    }
+
+    /// Under sync durability, waits until the record of a commit (appended
+    /// in log epoch `epoch`, if it wrote anything) is durable.
+    pub(crate) fn wait_durable(&self, epoch: Option<u64>) -> Result<()> {
+        match (&self.durable, epoch) {
+            (Some(d), Some(epoch)) if d.log.mode() == Durability::Sync => d
+                .log
+                .wait_durable(epoch)
+                .map_err(|e| Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))),
+            _ => Ok(()),
         }
     }
 
@@ -701,6 +752,7 @@ impl Database {
             // BTs 0 is the clock's 2 (see `protocol::pomvcc`).
             po: (opts.protocol == Protocol::Pomvcc).then(|| protocol::pomvcc::TsManager::new(0, opts.pomvcc_interval)),
             durable: None,
+            freeze: Default::default(),
             opts,
         })
     }
@@ -946,6 +998,7 @@ impl Database {
             log_bytes: self.durable.as_ref().map_or(0, |d| d.log.stats().bytes.load(Ordering::Relaxed)),
             log_records: self.durable.as_ref().map_or(0, |d| d.log.stats().records.load(Ordering::Relaxed)),
             log_syncs: self.durable.as_ref().map_or(0, |d| d.log.stats().syncs.load(Ordering::Relaxed)),
+            checkpoints: self.durable.as_ref().map_or(0, |d| d.checkpoints.load(Ordering::Relaxed)),
         }
     }
 

@@ -26,6 +26,8 @@ fn options(dir: &Path, protocol: Protocol) -> Options {
         durability: Durability::Sync,
         data_dir: Some(dir.to_path_buf()),
         log_rotate_bytes: 64 << 10,
+        // Checkpoints fall due while it runs, so crashes hit them too.
+        checkpoint_every: Some(Duration::from_millis(40)),
         ..Options::default()
     }
 }
@@ -120,7 +122,7 @@ fn crash_recovery_keeps_every_acknowledged_commit() {
     let iters: u64 = std::env::var("MULTIVERSE_CRASH_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
     let exe = std::env::current_exe().unwrap();
     let mut rng = rand::rngs::SmallRng::seed_from_u64(0xC4A5);
-    for (pi, protocol) in ["mv-occ", "pomvcc"].into_iter().enumerate() {
+    for (pi, protocol) in ["mv-occ", "pomvcc", "silo", "1v-lock"].into_iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let mut acked: HashMap<u64, u64> = HashMap::new(); // thread -> highest acknowledged seq
         for i in 0..iters {

@@ -14,13 +14,31 @@
 //!
 //! Each row is framed with its CRC (see `format`); the footer's count
 //! proves that no row is missing at the end.
+//!
+//! **Single-version stores** (silo, 1v-lock, 2pl-ordered) rewrite rows in
+//! place: there is no snapshot to read while updaters go on. Their
+//! checkpoint *freezes commits* instead ([`Freeze`]): a durable committer
+//! enters the freeze before it draws its commit TID from the shared
+//! sequence and stays in it until its writes are installed (its slot is
+//! Preparing meanwhile); the checkpoint raises the flag, waits until no
+//! slot is Preparing, reads the sequence `C`, and scans the records as they
+//! are. Every commit with a TID `<= C` is installed and no later one has
+//! begun to, so the file holds exactly the commits up to `C`, and recovery
+//! replays the records after `C`. Transactions go on running meanwhile;
+//! only their commits wait, for the length of the scan.
+//!
+//! **BOHM** checkpoints with an interactive transaction, which runs alone
+//! (`protocol::bohm`): between pipeline runs, at its log position.
 
 use super::format::{frame, next_frame, put_key, put_value, Framed, Reader};
 use super::{checkpoint_file_name, sync_dir};
+use crate::txn::table::{Peek, TxnState, TxnTable};
 use crate::{Database, Isolation, Key, TableId, TxnOptions};
 use crate::{Error, Result};
+use crossbeam_utils::{Backoff, CachePadded};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x01";
 const FOOTER_TABLE: u32 = u32::MAX;
@@ -36,6 +54,68 @@ pub struct CheckpointInfo {
     pub rows: u64,
     /// Bytes written.
     pub bytes: u64,
+}
+
+/// The commit freeze of single-version checkpoints (module docs).
+#[derive(Default)]
+pub(crate) struct Freeze {
+    frozen: CachePadded<AtomicBool>,
+}
+
+impl Freeze {
+    /// A durable single-version committer's entry, before it draws its
+    /// commit TID: waits while a checkpoint holds the freeze. The slot stays
+    /// Preparing until the writes are installed (`TxnState::Committed`) or
+    /// the transaction ends.
+    pub(crate) fn enter(&self, txns: &TxnTable, slot: u32) {
+        loop {
+            // SeqCst store (in `set_pending`), then SeqCst load: Dekker with
+            // `hold`, which stores the flag and then reads the slots. Either
+            // we see the flag, or the checkpoint sees us Preparing.
+            txns.set_pending(slot);
+            if !self.frozen.load(Ordering::SeqCst) {
+                return;
+            }
+            txns.set_state(slot, TxnState::Active, 0);
+            let backoff = Backoff::new();
+            // Relaxed: only a wait; the SeqCst load above decides.
+            while self.frozen.load(Ordering::Relaxed) {
+                if backoff.is_completed() {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                } else {
+                    backoff.snooze();
+                }
+            }
+        }
+    }
+
+    /// Raises the freeze and waits until no committer is inside it.
+    fn hold<'a>(&'a self, txns: &TxnTable) -> Held<'a> {
+        // SeqCst: see `enter`.
+        self.frozen.store(true, Ordering::SeqCst);
+        let held = Held(self);
+        for i in 0..txns.high_water() {
+            let backoff = Backoff::new();
+            // `peek` reads the state SeqCst (and waits out a pending one).
+            while let Some((_, Peek::Preparing(_))) = txns.peek_slot(i) {
+                backoff.snooze();
+                if backoff.is_completed() {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        held
+    }
+}
+
+/// A held freeze; commits resume when it drops.
+struct Held<'a>(&'a Freeze);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        // Release: the checkpoint's reads happen before any commit resumes.
+        self.0.frozen.store(false, Ordering::Release);
+    }
 }
 
 /// Writes a checkpoint of generation `generation` into `dir`.
@@ -56,13 +136,29 @@ pub(crate) fn write(db: &Database, dir: &Path, generation: u64) -> Result<Checkp
 }
 
 fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation) -> Result<CheckpointInfo> {
+    let single = db.protocol().is_single_version();
+    let frozen = single.then(|| db.freeze.hold(&db.txns));
     let mut t = db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(iso) })?;
-    let ts = t.begin_ts();
+    let ts = if single {
+        // Reads without locks or validation: nothing is installed while
+        // the freeze is held, so every record read is as of `ts`.
+        t.frozen_reader();
+        // SeqCst: every TID drawn so far was drawn inside the freeze, which
+        // every committer has left.
+        db.silo.order.load(Ordering::SeqCst)
+    } else {
+        if db.protocol() != crate::Protocol::Bohm {
+            t.plain_snapshot();
+        }
+        t.begin_ts()
+    };
     let tables = db.table_list();
     let path = dir.join(checkpoint_file_name(generation, ts));
     let tmp = path.with_extension("tmp");
     let io = |what: &str, e: std::io::Error| Error::Io(format!("checkpoint {}: {what}: {e}", tmp.display()));
     let file = std::fs::File::create(&tmp).map_err(|e| io("create", e))?;
+    // A failed attempt (an abort, an I/O error) leaves no file behind.
+    let mut unfinished = RemoveOnDrop(Some(&tmp));
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut buf = CHECKPOINT_MAGIC.to_vec();
     frame(&mut buf, |b| {
@@ -106,13 +202,31 @@ fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation) -> Res
     });
     bytes += buf.len() as u64;
     out.write_all(&buf).map_err(|e| io("write", e))?;
-    t.commit()?;
+    if single {
+        // Nothing to validate: the freeze made the reads a snapshot.
+        t.abort();
+    } else {
+        t.commit_quietly()?;
+    }
+    drop(frozen);
     let file = out.into_inner().map_err(|e| io("write", e.into_error()))?;
     file.sync_all().map_err(|e| io("sync", e))?;
     drop(file);
     std::fs::rename(&tmp, &path).map_err(|e| io("rename", e))?;
+    unfinished.0 = None;
     sync_dir(dir)?;
     Ok(CheckpointInfo { path, ts, rows, bytes })
+}
+
+/// Removes a file when dropped, unless disarmed (`.0 = None`).
+struct RemoveOnDrop<'a>(Option<&'a Path>);
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// A checkpoint read back: its timestamp and table directory; the rows

@@ -56,6 +56,8 @@ struct Pending {
 pub(crate) struct LogFile {
     pub(crate) path: PathBuf,
     pub(crate) max_ts: u64,
+    /// It holds an epoch mark (stream 0 only).
+    pub(crate) marked: bool,
 }
 
 /// The flusher's side of a stream: its files.
@@ -100,6 +102,20 @@ pub(crate) struct Shared {
     done: Condvar,
     stop: AtomicBool,
     pub(crate) stats: LogStats,
+    /// When a checkpoint falls due.
+    due_after: DueAfter,
+    /// A checkpoint is due (set by the flusher, taken by a committer).
+    due: CachePadded<AtomicBool>,
+    /// When the last checkpoint was taken, and the log's size then.
+    since: Mutex<(std::time::Instant, u64)>,
+}
+
+/// When the flusher declares a checkpoint due (see
+/// [`crate::Options::checkpoint_every`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DueAfter {
+    pub(crate) every: Option<Duration>,
+    pub(crate) log_bytes: Option<u64>,
 }
 
 #[derive(Default)]
@@ -116,6 +132,25 @@ pub(crate) struct Log {
     flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
+/// The writes of one redo record, as a committer lists them.
+pub(crate) struct Redo<'a> {
+    buf: &'a mut Vec<u8>,
+}
+
+impl Redo<'_> {
+    /// One write: the row `key` of table `table` now holds `value`, or is
+    /// deleted (`None`).
+    #[inline]
+    pub(crate) fn put(&mut self, table: u32, key: &[u8], value: Option<&[u8]>) {
+        self.buf.extend_from_slice(&table.to_le_bytes());
+        self.buf.push(if value.is_some() { OP_PUT } else { OP_DELETE });
+        super::format::put_key(self.buf, key);
+        if let Some(v) = value {
+            super::format::put_value(self.buf, v);
+        }
+    }
+}
+
 /// Spreads threads over the streams.
 static NEXT_STREAM: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
@@ -123,17 +158,13 @@ thread_local! {
 }
 
 impl Log {
-    /// Starts a log of generation `generation` in `dir` with `streams`
-    /// streams (files `log-<generation>-<stream>-<seq>.mvl`).
-    pub(crate) fn start(
-        dir: &Path,
-        generation: u64,
-        mode: Durability,
-        streams: usize,
-        interval: Duration,
-        rotate_bytes: u64,
-        tables: &[(u32, String)],
-    ) -> Result<Log> {
+    /// Starts a log of generation `generation` in `dir` as `o` says
+    /// (durability, streams, group commit interval, rotation, when
+    /// checkpoints fall due); files `log-<generation>-<stream>-<seq>.mvl`.
+    pub(crate) fn start(dir: &Path, generation: u64, o: &crate::Options, tables: &[(u32, String)]) -> Result<Log> {
+        let (mode, streams, interval, rotate_bytes) =
+            (o.durability, o.log_streams, o.group_commit_interval, o.log_rotate_bytes);
+        let due = DueAfter { every: o.checkpoint_every, log_bytes: o.checkpoint_log_bytes };
         let header = file_header(generation, tables);
         let mut ss = Vec::with_capacity(streams);
         for s in 0..streams {
@@ -145,7 +176,7 @@ impl Log {
                     current,
                     size: header.len() as u64,
                     seq: 0,
-                    files: vec![LogFile { path, max_ts: 0 }],
+                    files: vec![LogFile { path, max_ts: 0, marked: false }],
                 }),
             });
         }
@@ -165,6 +196,9 @@ impl Log {
             done: Condvar::new(),
             stop: AtomicBool::new(false),
             stats: LogStats::default(),
+            due_after: due,
+            due: CachePadded::new(AtomicBool::new(false)),
+            since: Mutex::new((std::time::Instant::now(), 0)),
         });
         let s2 = Arc::clone(&shared);
         let flusher = std::thread::Builder::new()
@@ -178,32 +212,40 @@ impl Log {
         self.shared.mode
     }
 
+    /// True once per due checkpoint: the caller writes it. One Relaxed
+    /// load in the common case (a committer asks after every commit).
+    #[inline]
+    pub(crate) fn take_due(&self) -> bool {
+        // Relaxed, then an Acquire swap: one caller wins the flag; the
+        // checkpoint itself synchronizes through its own locks.
+        self.shared.due.load(Ordering::Relaxed) && self.shared.due.swap(false, Ordering::Acquire)
+    }
+
+    /// A checkpoint was written: the next one falls due from now.
+    pub(crate) fn checkpointed(&self) {
+        // Relaxed: statistics-grade counter, read by the flusher only.
+        *self.shared.since.lock() = (std::time::Instant::now(), self.shared.stats.bytes.load(Ordering::Relaxed));
+    }
+
     pub(crate) fn stats(&self) -> &LogStats {
         &self.shared.stats
     }
 
     /// Appends the redo record of a transaction that committed at
-    /// `commit_ts`, with the writes `write(f)` lists (`f(table, key, new
-    /// value or None for a delete)`); `scratch` is the caller's reusable
+    /// `commit_ts`, with the writes `writes` lists into the [`Redo`] it is
+    /// given (returning their count); `scratch` is the caller's reusable
     /// buffer. Returns the record's epoch.
     pub(crate) fn append(
         &self,
         commit_ts: u64,
         scratch: &mut Vec<u8>,
-        writes: impl FnOnce(&mut dyn FnMut(u32, &[u8], Option<&[u8]>)) -> u32,
+        writes: impl FnOnce(&mut Redo<'_>) -> u32,
     ) -> u64 {
         // The body after the epoch, encoded outside the lock.
         scratch.clear();
         scratch.extend_from_slice(&commit_ts.to_le_bytes());
         scratch.extend_from_slice(&0u32.to_le_bytes());
-        let n = writes(&mut |table, key, value| {
-            scratch.extend_from_slice(&table.to_le_bytes());
-            scratch.push(if value.is_some() { OP_PUT } else { OP_DELETE });
-            super::format::put_key(scratch, key);
-            if let Some(v) = value {
-                super::format::put_value(scratch, v);
-            }
-        });
+        let n = writes(&mut Redo { buf: scratch });
         scratch[8..12].copy_from_slice(&n.to_le_bytes());
         let sh = &self.shared;
         let s = &sh.streams[STREAM.with(|s| *s) % sh.streams.len()];
@@ -262,15 +304,20 @@ impl Log {
 
     /// Drops the files of this generation whose records all precede
     /// `ts` (a durable checkpoint holds their effects); the current file of
-    /// each stream stays. Returns how many files were removed.
+    /// each stream stays, and so does stream 0's newest file with an epoch
+    /// mark. Returns how many files were removed.
     pub(crate) fn truncate_before(&self, ts: u64) -> Result<usize> {
         let mut removed = 0;
         for s in self.shared.streams.iter() {
             let mut f = s.files.lock();
             let last = f.files.len() - 1;
+            // The newest epoch mark stays, whatever the age of the records
+            // beside it: it vouches for the records of later files of
+            // every stream (only stream 0 has marks).
+            let newest_mark = f.files.iter().rposition(|lf| lf.marked);
             let mut keep = Vec::with_capacity(f.files.len());
             for (i, lf) in std::mem::take(&mut f.files).into_iter().enumerate() {
-                if i < last && lf.max_ts < ts {
+                if i < last && lf.max_ts < ts && Some(i) != newest_mark {
                     std::fs::remove_file(&lf.path)
                         .map_err(|e| Error::Io(format!("cannot remove {}: {e}", lf.path.display())))?;
                     removed += 1;
@@ -341,6 +388,7 @@ impl Shared {
                 }
             }
             let stopping = self.stop.load(Ordering::SeqCst);
+            self.check_due();
             if let Err(e) = self.round(&mut spare) {
                 let mut w = self.wake.lock();
                 w.failed = Some(e.to_string());
@@ -350,6 +398,24 @@ impl Shared {
             if stopping {
                 return;
             }
+        }
+    }
+
+    /// Declares a checkpoint due when the interval has passed or the log
+    /// has grown by the limit since the last one.
+    fn check_due(&self) {
+        // Relaxed: a hint; `take_due` decides who acts on it.
+        if self.due.load(Ordering::Relaxed) {
+            return;
+        }
+        let (at, bytes) = *self.since.lock();
+        // Relaxed: statistics-grade counter.
+        let grown = self.stats.bytes.load(Ordering::Relaxed).saturating_sub(bytes);
+        if self.due_after.every.is_some_and(|e| at.elapsed() >= e)
+            || self.due_after.log_bytes.is_some_and(|b| grown >= b)
+        {
+            // Relaxed: see `take_due`.
+            self.due.store(true, Ordering::Relaxed);
         }
     }
 
@@ -370,8 +436,11 @@ impl Shared {
             any |= !buf.is_empty();
             taken.push((buf, max_ts));
         }
-        if !any {
-            // Nothing appended since the last mark: that mark covers `e` too.
+        // Nothing appended since the last mark: that mark covers `e` too,
+        // unless stream 0 has rotated since (a checkpoint then wants the
+        // newest mark in the current file, so that older ones can go).
+        let current_marked = || self.streams[0].files.lock().files.last().is_some_and(|f| f.marked);
+        if !any && current_marked() {
             // Release: as after a round.
             self.durable.store(e, Ordering::Release);
             self.finish_round(spare, taken);
@@ -396,6 +465,7 @@ impl Shared {
             f.size += buf.len() as u64;
             let last = f.files.last_mut().expect("a stream has a current file");
             last.max_ts = last.max_ts.max(*max_ts);
+            last.marked |= i == 0;
             if f.size >= self.rotate_bytes {
                 self.rotate(i, &mut f)?;
                 sync_dir(&self.dir)?;
@@ -425,7 +495,7 @@ impl Shared {
         let header = self.header.lock().clone();
         f.current = new_file(&path, &header)?;
         f.size = header.len() as u64;
-        f.files.push(LogFile { path, max_ts: 0 });
+        f.files.push(LogFile { path, max_ts: 0, marked: false });
         Ok(())
     }
 }

@@ -23,10 +23,28 @@
 //! restart with the process, and the new generation's records are never
 //! mixed with the old ones'.
 //!
+//! **Every protocol logs**, each ordered the way it serializes:
+//!
+//! * the multi-version protocols by their commit (end) timestamps;
+//!   POMVCC's shared ones in any order (section VI.B, see `recovery`);
+//! * Silo, 1V and ordered 2PL by a commit TID drawn from one shared
+//!   sequence while the writes are locked (Silo: larger than every TID
+//!   read or written, as section 4.4 requires). Silo's own recovery (its
+//!   section 4.10, SiloR) orders by epoch-based TIDs and replays with
+//!   per-record TID checks against fuzzy checkpoints; ours shares one
+//!   replay and one checkpoint rule with the other protocols instead, and
+//!   pays a shared counter per durable commit for it;
+//! * BOHM by its log position (section 3.2.1): the pipeline's execution
+//!   threads append each committed transaction's record before its
+//!   placeholders are produced; under sync durability a batch's
+//!   transactions are handed back once its records are durable.
+//!
+//! Checkpoints fall due on a timer and by log size
+//! ([`crate::Options::checkpoint_every`]); see [`checkpoint`] for how each
+//! kind of store takes a consistent one.
+//!
 //! What differs from the papers: a record holds whole new values (not the
-//! difference from the old version, MPDB's 8-byte-metadata format), and
-//! only the multi-version protocols log (mv-occ, mv-lock, mv-mixed, ssn,
-//! ssi, pomvcc): the others refuse a durable database.
+//! difference from the old version, MPDB's 8-byte-metadata format).
 
 pub(crate) mod checkpoint;
 pub(crate) mod format;

@@ -33,6 +33,15 @@
 //!    needs that version produced: "if T2 aborts, then it also needs to wait
 //!    for T1").
 //!
+//! **Logging** (durable databases): an execution thread appends a committed
+//! transaction's redo record — the value or absence of each declared write
+//! it made, under its timestamp — before producing its placeholders, so a
+//! transaction that reads them appends later; recovery replays in
+//! timestamp order, BOHM's log order. Under sync durability the sequencer
+//! hands a finished batch back once its records are durable (one wait per
+//! batch). A checkpoint is an interactive transaction, so it waits for
+//! the pipeline to stop.
+//!
 //! **Garbage collection** (section 3.3.2, Condition 3): a version superseded
 //! by a transaction of batch `b` is freed once every execution thread has
 //! finished batch `b`. Each execution thread publishes the batches it has
@@ -109,6 +118,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod latest;
+
+thread_local! {
+    /// An execution thread's buffer for encoding redo records.
+    static REDO_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Record partitions of the store (each owned by one concurrency-control
 /// thread during a run).
@@ -607,6 +621,9 @@ struct CellInner<P: Procedure> {
     proc: Option<P>,
     /// The outcome, once the logic has run to its end.
     decided: Option<Outcome<P::Error>>,
+    /// The log epoch of its redo record (durable databases; committed
+    /// transactions that wrote).
+    epoch: Option<u64>,
     submitted: Instant,
     finished: Instant,
 }
@@ -627,6 +644,7 @@ impl<P: Procedure> TxnCell<P> {
                 plan: Plan::default(),
                 proc: None,
                 decided: None,
+                epoch: None,
                 submitted: now,
                 finished: now,
             }),
@@ -658,6 +676,9 @@ struct Pipeline<'db, P: Procedure> {
     recursive: AtomicU64,
     /// The first panic of a procedure, re-raised when the run has ended.
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// The first failure of the log (sync durability), returned when the
+    /// run has ended.
+    log_failed: Mutex<Option<Error>>,
 }
 
 // SAFETY: cells are handed between threads by the batch protocol (module
@@ -744,6 +765,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             // Hand back every finished batch, in log order.
             let low = self.low();
             while recycled < low {
+                self.wait_durable(recycled);
                 for i in 0..self.len(recycled) {
                     let cell = self.cell(recycled, i);
                     // SAFETY: every execution thread has finished the batch
@@ -806,6 +828,48 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         stats
     }
 
+    /// Sync durability: waits until every redo record of finished batch `b`
+    /// is durable, before its transactions are handed back (one wait a
+    /// batch: group commit). A failure is kept for the end of the run.
+    fn wait_durable(&self, b: u64) {
+        let mut epoch = None;
+        for i in 0..self.len(b) {
+            // SAFETY: every execution thread has finished the batch (the
+            // caller's Acquire in `low`); no one else touches the cell.
+            epoch = epoch.max(unsafe { &*self.cell(b, i).inner.get() }.epoch);
+        }
+        if let Err(e) = self.db.wait_durable(epoch) {
+            self.log_failed.lock().get_or_insert(e);
+        }
+    }
+
+    /// Appends the redo record of a committed transaction: the value (or
+    /// absence) of every declared write it made, at its log position.
+    fn log_redo(&self, log: &crate::durability::log::Log, inner: &CellInner<P>) -> Option<u64> {
+        let plan = &inner.plan;
+        let n = plan.written.iter().filter(|&&w| w != UNWRITTEN).count();
+        if n == 0 {
+            return None;
+        }
+        let epoch = REDO_BUF.with(|buf| {
+            log.append(plan.ts, &mut buf.borrow_mut(), |r| {
+                for (i, w) in plan.writes.iter().enumerate() {
+                    if plan.written[i] == UNWRITTEN {
+                        continue;
+                    }
+                    // Relaxed: set by the planner before the batch was handed over.
+                    // SAFETY: our own placeholder, still PENDING: its data is ours.
+                    let v = unsafe { &*w.load(Ordering::Relaxed) };
+                    // SAFETY: as above.
+                    let value = (plan.written[i] == PRESENT).then(|| unsafe { v.data() });
+                    r.put(v.table, v.key.as_bytes(), value);
+                }
+                n as u32
+            })
+        });
+        Some(epoch)
+    }
+
     /// Appends a transaction at position `i` of batch `b`: its timestamp is
     /// its log position.
     fn append(&self, b: u64, i: usize, p: P) {
@@ -821,6 +885,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         p.declare(&mut inner.plan.access);
         inner.proc = Some(p);
         inner.decided = None;
+        inner.epoch = None;
         let (nr, nw) = (inner.plan.access.reads.len(), inner.plan.access.writes.len());
         inner.plan.reads.resize_with(nr, || AtomicPtr::new(ptr::null_mut()));
         inner.plan.writes.resize_with(nw, || AtomicPtr::new(ptr::null_mut()));
@@ -1070,6 +1135,14 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 // Release: give it back, its outcome decided, for another try.
                 cell.state.store(word | UNPROCESSED, Ordering::Release);
                 return Eval::Blocked;
+            }
+        }
+        // Logging: the redo record goes out before the placeholders are
+        // produced, so a reader of our values appends after us
+        // (`durability::log`).
+        if commit {
+            if let Some(d) = &self.db.durable {
+                inner.epoch = self.log_redo(&d.log, inner);
             }
         }
         for (i, w) in inner.plan.writes.iter().enumerate() {
@@ -1601,6 +1674,7 @@ impl Database {
             blocked: AtomicU64::new(0),
             recursive: AtomicU64::new(0),
             panic: Mutex::new(None),
+            log_failed: Mutex::new(None),
         };
         let pipe = &pipe;
         let stats = std::thread::scope(|s| {
@@ -1637,6 +1711,13 @@ impl Database {
             std::panic::resume_unwind(p);
         }
         let stats = stats.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        if let Some(e) = pipe.log_failed.lock().take() {
+            return Err(e);
+        }
+        drop(_gate);
+        // The pipeline's threads commit outside `Transaction::commit`: a
+        // checkpoint that fell due meanwhile is written now.
+        self.checkpoint_if_due();
         Ok((feed, stats))
     }
 
@@ -1953,6 +2034,23 @@ impl<'db> Transaction<'db> {
         self.bo_enter()?;
         let store = self.store();
         let undo = std::mem::take(&mut self.local().bohm);
+        // Logging, as in the pipeline: the versions written, in order (before
+        // the superseded ones are freed).
+        let epoch = match &self.db.durable {
+            Some(d) if !undo.is_empty() => {
+                Some(d.log.append(self.begin_ts, &mut self.local().log_buf, |r| {
+                    for u in &undo {
+                        // SAFETY: the gate makes us the only user of the store;
+                        // our versions are produced and alive until it opens.
+                        let v = unsafe { &*u.new };
+                        let value = (v.state() == PRESENT).then(|| unsafe { v.data() });
+                        r.put(v.table, v.key.as_bytes(), value);
+                    }
+                    undo.len() as u32
+                }))
+            }
+            _ => None,
+        };
         for u in &undo {
             // SAFETY: the gate makes us the only user of every partition.
             let part = unsafe { store.part(u.part) };
@@ -1973,13 +2071,14 @@ impl<'db> Transaction<'db> {
             }
         }
         let writes = undo.len();
-        self.local().bohm = undo;
         let ts = self.begin_ts;
+        self.local().bohm = undo;
         if self.recording {
             self.record_end(Some(ts), HOutcome::Committed);
         }
         self.bohm_release();
         self.terminate();
+        self.db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts: ts, writes })
     }
 

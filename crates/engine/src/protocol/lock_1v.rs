@@ -52,11 +52,12 @@
 //!    another secondary key) gets a new record, linked absent; one that
 //!    moves into a range another transaction locked is withdrawn and waited
 //!    for (as for an insert);
-//! 2. *stamp*: with history recording on, the commit TID is drawn from a
-//!    shared sequence while every lock is held, so TIDs follow the
-//!    serialization order (2PL serializes at any point between a
-//!    transaction's last lock and its first release). Without recording no
-//!    shared counter is touched, and TIDs are 0;
+//! 2. *stamp*: with history recording on, or in a durable database, the
+//!    commit TID is drawn from a shared sequence while every lock is held,
+//!    so TIDs follow the serialization order (2PL serializes at any point
+//!    between a transaction's last lock and its first release); a durable
+//!    commit logs its writes under that TID now. Otherwise no shared
+//!    counter is touched, and TIDs are 0;
 //! 3. *install* the writes, then release every lock.
 //!
 //! What differs from the paper, deliberately:
@@ -81,6 +82,7 @@ use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
 use crate::protocol::silo::{find_latest, walk_range, ABSENT, LATEST, TID};
 use crate::storage::table::{Index, Table};
 use crate::storage::version::{VPtr, Version};
+use crate::txn::table::TxnState;
 use crate::txn::Filter;
 use crate::{Error, IndexId, Result, TableId};
 use crossbeam_utils::Backoff;
@@ -881,11 +883,18 @@ impl<'db> Transaction<'db> {
             drop(guard);
             self.lk_wait_ranges(&hit)?;
         }
-        // Phase 2: the commit TID (recording only; module docs).
+        // Phase 2: the commit TID (recording and durable commits only;
+        // module docs). A durable commit with writes enters the checkpoint
+        // freeze first and logs before it installs (`durability`).
         let recording = self.recording;
+        let log = db.durable.as_ref().filter(|_| !self.local().silo.writes.is_empty()).map(|d| &d.log);
+        if log.is_some() {
+            db.freeze.enter(&db.txns, self.slot);
+        }
         // Relaxed: the order is that of the RMWs on this one counter.
-        let tid = if recording { db.silo.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
+        let tid = if recording || log.is_some() { db.silo.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
         debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
+        let epoch = log.map(|log| self.sv_log_redo(log, tid));
         // Phase 3: install, then release.
         let writes = self.local().silo.writes.len();
         {
@@ -917,12 +926,17 @@ impl<'db> Transaction<'db> {
             prepared.clear();
             self.local().locks.prepared = prepared;
         }
+        if log.is_some() {
+            // Out of the freeze: installed.
+            db.txns.set_state(self.slot, TxnState::Committed, tid);
+        }
         if recording {
             self.record_end(Some(tid), Outcome::Committed);
         }
         self.lk_release_locks();
         db.txns.report_outcome(self.slot, true);
         self.terminate();
+        db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts: tid, writes })
     }
 }

@@ -256,6 +256,28 @@ impl<'db> Transaction<'db> {
         self.isolation
     }
 
+    /// Makes a fresh read-only multi-version transaction a plain snapshot
+    /// read: no certification (SSN, SSI) and no tracking. A checkpoint
+    /// reads every row as of its begin timestamp, the commit-order prefix
+    /// onto which recovery replays the later records; certifying that
+    /// long read would only abort it.
+    pub(crate) fn plain_snapshot(&mut self) {
+        debug_assert!(self.read_only && !self.single && !self.locking && !self.bohm);
+        self.cert = Cert::Off;
+        self.track_reads = false;
+        self.track_scans = false;
+    }
+
+    /// Makes a fresh read-only single-version transaction read records as
+    /// they are, without locks or validation (Silo's scans, never
+    /// committed): for a checkpoint that holds the commit freeze
+    /// (`durability::checkpoint`), under which nothing is installed.
+    pub(crate) fn frozen_reader(&mut self) {
+        debug_assert!(self.read_only && (self.single || self.locking));
+        self.single = true;
+        self.locking = false;
+    }
+
     /// The begin timestamp.
     pub fn begin_ts(&self) -> u64 {
         self.begin_ts
@@ -1231,7 +1253,20 @@ impl<'db> Transaction<'db> {
 
     /// Commits. Waits only for commit dependencies. On failure the
     /// transaction is rolled back and the error says why.
-    pub fn commit(mut self) -> Result<CommitInfo> {
+    pub fn commit(self) -> Result<CommitInfo> {
+        let db = self.db;
+        let r = self.commit_quietly();
+        if r.is_ok() {
+            // A due checkpoint is written by a thread whose commit is
+            // complete (it holds nothing another commit could wait for).
+            db.checkpoint_if_due();
+        }
+        r
+    }
+
+    /// [`Transaction::commit`] without looking for a due checkpoint (for
+    /// the checkpoint's own transaction).
+    pub(crate) fn commit_quietly(mut self) -> Result<CommitInfo> {
         if self.bohm {
             return self.bo_commit();
         }
@@ -1374,13 +1409,7 @@ impl<'db> Transaction<'db> {
             db.po_clock();
         }
         self.terminate();
-        if let (Some(d), Some(epoch)) = (&db.durable, epoch) {
-            if d.log.mode() == crate::Durability::Sync {
-                d.log.wait_durable(epoch).map_err(|e| {
-                    Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))
-                })?;
-            }
-        }
+        db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
 
@@ -1388,13 +1417,13 @@ impl<'db> Transaction<'db> {
     /// and value, or the key of a deleted row. Returns its epoch.
     fn log_redo(&self, log: &crate::durability::log::Log, end_ts: u64) -> u64 {
         let local = self.local();
-        log.append(end_ts, &mut local.log_buf, |f| {
+        log.append(end_ts, &mut local.log_buf, |r| {
             for w in &local.write_set {
                 // SAFETY: our own versions (new) and those we write-locked
                 // (old): alive until we hand them to the GC.
                 let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
                 let key = new.or(old).expect("a write has a version").key();
-                f(w.table, key.as_bytes(), new.map(|n| n.value()));
+                r.put(w.table, key.as_bytes(), new.map(|n| n.value()));
             }
             local.write_set.len() as u32
         })

@@ -63,7 +63,10 @@
 //! * with history recording on (tests), the commit TID is also drawn from a
 //!   shared sequence so that TID order follows the serialization points,
 //!   which the checker uses to place reads of absent keys; every rule above
-//!   still holds, the TIDs are only larger;
+//!   still holds, the TIDs are only larger. A durable database draws it
+//!   the same way, and logs a committing writer's WriteSet while it is
+//!   locked (value logging, section 4.10; see `crate::durability` for
+//!   why recovery orders by this sequence rather than SiloR's epochs);
 //! * records that are replaced or deleted are unlinked by the shared garbage
 //!   collector and freed after an epoch of crossbeam-epoch.
 
@@ -75,6 +78,7 @@ use crate::key::Key;
 use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
 use crate::storage::table::{Index, Table};
 use crate::storage::version::{VPtr, Version};
+use crate::txn::table::TxnState;
 use crate::txn::Filter;
 use crate::{Error, IndexId, Result, TableId};
 use crossbeam_utils::{Backoff, CachePadded};
@@ -664,6 +668,15 @@ impl<'db> Transaction<'db> {
         self.enter()?;
         let db = self.db;
         let recording = self.recording;
+        // A durable commit with writes logs them and must not straddle a
+        // checkpoint (`durability::checkpoint`): it enters the freeze
+        // before locking anything, and draws its TID from the shared
+        // sequence, which recovery and checkpoints order by.
+        let log = db.durable.as_ref().filter(|_| !self.local().silo.writes.is_empty()).map(|d| &d.log);
+        if log.is_some() {
+            db.freeze.enter(&db.txns, self.slot);
+        }
+        let ordered = recording || log.is_some();
         // Epoch pin: records stay allocated through validation.
         let _guard = crossbeam_epoch::pin();
 
@@ -706,7 +719,7 @@ impl<'db> Transaction<'db> {
         fence(Ordering::SeqCst);
         let epoch = db.silo.epoch();
         let mut drawn = 0;
-        if recording {
+        if ordered {
             // Drawn before validation, so that a transaction whose reads we
             // invalidate draws after us (module docs).
             let l = &self.local().silo;
@@ -735,15 +748,23 @@ impl<'db> Transaction<'db> {
         for r in &l.reads {
             max_tid = max_tid.max(r.word & TID);
         }
-        let tid = if recording { drawn } else { (max_tid + 1).max(epoch << EPOCH_SHIFT) };
+        let tid = if ordered { drawn } else { (max_tid + 1).max(epoch << EPOCH_SHIFT) };
         debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
         l.last_tid = tid;
         let writes = l.writes.len();
+        // Logging (section 4.10, "value logging"): the redo record goes
+        // out while the WriteSet is locked, so whoever reads or overwrites
+        // our writes appends after us (`durability::log`).
+        let epoch = log.map(|log| self.sv_log_redo(log, tid));
         for &i in &order {
             let w = self.local().silo.writes[i];
             self.sv_install(w, tid);
         }
         self.local().silo.sorted = order;
+        if log.is_some() {
+            // Out of the freeze: installed.
+            db.txns.set_state(self.slot, TxnState::Committed, tid);
+        }
         db.txns.report_outcome(self.slot, true);
         let l = &mut self.local().silo;
         l.commits += 1;
@@ -756,7 +777,24 @@ impl<'db> Transaction<'db> {
             self.record_end(Some(commit_ts), Outcome::Committed);
         }
         self.terminate();
+        db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts, writes })
+    }
+
+    /// Appends the redo record of a single-version commit (Silo, 1V): the
+    /// WriteSet's keys with their new values, or deletes. Returns its epoch.
+    pub(crate) fn sv_log_redo(&mut self, log: &crate::durability::log::Log, tid: u64) -> u64 {
+        let local = self.local();
+        let l = &local.silo;
+        log.append(tid, &mut local.log_buf, |r| {
+            for w in &l.writes {
+                // SAFETY: X-locked (or locked) by us, so alive.
+                let rec = unsafe { &*w.rec.0 };
+                let value = (w.kind != WriteKind::Delete).then(|| &l.values[w.at as usize..(w.at + w.len) as usize]);
+                r.put(w.table, rec.key().as_bytes(), value);
+            }
+            l.writes.len() as u32
+        })
     }
 
     /// True if a record read has changed since (phase 2's ReadSet check).
