@@ -11,7 +11,7 @@
 //! Without the file, or with the one-word file of earlier versions, every
 //! table is a plain hash table and nothing is checked.
 
-use multiverse::{Database, Isolation, Options, TableSpec, TxnOptions};
+use multiverse::{Database, Options, TableSpec, TxnOptions};
 use multiverse_workloads::{hekaton, sibench, smallbank, tatp, tpcc, ycsb, Mix, Param, StateCheck, Workload};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -22,7 +22,8 @@ pub struct RecoverArgs {
     /// The data directory (written by `bench --durability ... --data-dir`
     /// or by `Database::open`).
     pub dir: PathBuf,
-    /// The protocol to load it with (any multi-version one).
+    /// The protocol to load it with (any; the logs of every protocol
+    /// hold the same records).
     #[arg(long, default_value = "mv-occ", value_name = "P")]
     pub protocol: String,
 }
@@ -262,7 +263,7 @@ pub fn run(a: RecoverArgs) -> Result<(), String> {
         println!("  dropped    {d}");
     }
     let mut t = db
-        .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) })
+        .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(multiverse_workloads::check_isolation(&db)) })
         .map_err(|e| e.to_string())?;
     for n in &names {
         let id = db.table(n).map_err(|e| e.to_string())?;

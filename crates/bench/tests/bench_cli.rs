@@ -234,6 +234,7 @@ fn durable_runs_log_and_recover() {
     assert!(out.contains("log        sync durability, 2 streams"), "{out}");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(v["durability"]["log_records"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["durability"]["checkpoints"].as_u64(), Some(0), "none due in 0.3 s by default: {v}");
     let r = bin().args(["recover", data.to_str().unwrap()]).output().unwrap();
     let rout = text(&r.stdout);
     assert!(r.status.success(), "{rout}{}", text(&r.stderr));
@@ -245,11 +246,36 @@ fn durable_runs_log_and_recover() {
     assert!(e.contains("not empty"), "{e}");
     let e = fails(&["--durability", "sync"]);
     assert!(e.contains("--data-dir"), "{e}");
+    let e = fails(&["--checkpoint-every", "1"]);
+    assert!(e.contains("apply with --durability"), "{e}");
+    let e = fails(&[
+        "--durability",
+        "async",
+        "--checkpoint-every=-1",
+        "--data-dir",
+        dir.path().join("y").to_str().unwrap(),
+    ]);
+    assert!(e.contains("--checkpoint-every -1: give seconds"), "{e}");
     let e = fails(&["--durability", "often"]);
     assert!(e.contains("unknown durability 'often'"), "{e}");
-    let e =
-        fails(&["--protocol", "silo", "--durability", "async", "--data-dir", dir.path().join("x").to_str().unwrap()]);
-    assert!(e.contains("does not log yet"), "{e}");
+    // The single-version protocols and BOHM log too.
+    for p in ["silo", "1v-lock", "bohm"] {
+        let d = dir.path().join(p);
+        let o = bin()
+            .args(["bench", "--workload", "smallbank", "--customers", "1000", "--threads", "2", "--duration", "0.2"])
+            .args(["--protocol", p, "--durability", "async", "--data-dir", d.to_str().unwrap()])
+            .args(["--checkpoint-every", "0.05"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{p}: {}{}", text(&o.stdout), text(&o.stderr));
+        // Checkpoints fell due while it ran (BOHM's only once its run ended).
+        let out = text(&o.stdout);
+        assert!(out.contains(" checkpoints") && !out.contains(" 0 checkpoints"), "{p}: {out}");
+        let r = bin().args(["recover", d.to_str().unwrap(), "--protocol", p]).output().unwrap();
+        let rout = text(&r.stdout);
+        assert!(r.status.success(), "{p}: {rout}{}", text(&r.stderr));
+        assert!(rout.contains("check      passed"), "{p}: {rout}");
+    }
     // A damaged checkpoint: recover exits non-zero with one line.
     let cp =
         std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().unwrap() == "mvc").unwrap();

@@ -123,6 +123,14 @@ pub struct BenchArgs {
     /// With --durability: parallel redo log streams [default: 2]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub log_streams: Option<u64>,
+    /// With --durability: checkpoint every S seconds of the run (0: only
+    /// by log size) [default: 60]
+    #[arg(long, value_name = "S")]
+    pub checkpoint_every: Option<f64>,
+    /// With --durability: checkpoint after N MiB of log (0: only on the
+    /// timer) [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub checkpoint_log_mb: Option<u64>,
     /// optimistic or pessimistic transactions: mv-mixed runs only the one
     /// kind; pomvcc takes write locks at commit (optimistic, OCC) or at
     /// update time (pessimistic, PCC; section V.D) [default: the protocol's
@@ -340,6 +348,8 @@ pub(crate) struct LogMeasure {
     pub bytes: u64,
     pub records: u64,
     pub syncs: u64,
+    /// Checkpoints that fell due during the run.
+    pub checkpoints: u64,
 }
 
 /// The settings of one run, shared by every workload's runner in `wl/`.
@@ -405,8 +415,11 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
         a.durability.parse().map_err(|e: multiverse::Error| format!("--durability: {e}"))?;
     match (durability, &a.data_dir) {
         (multiverse::Durability::None, None) => {
-            if a.log_streams.is_some() {
-                return Err("--log-streams applies with --durability async or sync".into());
+            if a.log_streams.is_some() || a.checkpoint_every.is_some() || a.checkpoint_log_mb.is_some() {
+                return Err(
+                    "--log-streams, --checkpoint-every and --checkpoint-log-mb apply with --durability async or sync"
+                        .into(),
+                );
             }
         }
         (multiverse::Durability::None, Some(_)) => return Err("--data-dir needs --durability async or sync".into()),
@@ -419,10 +432,23 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
                     dir.display()
                 ));
             }
+            let every = match a.checkpoint_every {
+                Some(s) if !(s >= 0.0 && s.is_finite()) => {
+                    return Err(format!("--checkpoint-every {s}: give seconds, 0 or more"))
+                }
+                Some(s) => (s > 0.0).then(|| Duration::from_secs_f64(s)),
+                None => Options::default().checkpoint_every,
+            };
             let opts = Options {
                 durability: d,
                 data_dir: Some(dir.clone()),
                 log_streams: a.log_streams.unwrap_or(2) as usize,
+                checkpoint_every: every,
+                checkpoint_log_bytes: match a.checkpoint_log_mb {
+                    Some(0) => None,
+                    Some(mb) => Some(mb.saturating_mul(1 << 20)),
+                    None => Options::default().checkpoint_log_bytes,
+                },
                 ..db.options().clone()
             };
             drop(db);
@@ -557,6 +583,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         bytes: stats_end.log_bytes - before.log_bytes,
         records: stats_end.log_records - before.log_records,
         syncs: stats_end.log_syncs - before.log_syncs,
+        checkpoints: stats_end.checkpoints - before.checkpoints,
     });
     // The check sees every committed transaction (POMVCC: not a given).
     db.sync_commits().map_err(|e| e.to_string())?;

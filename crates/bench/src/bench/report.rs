@@ -151,13 +151,14 @@ pub fn summary(m: &Measurement) -> String {
     if let Some(l) = m.log {
         let _ = writeln!(
             s,
-            "  log        {} durability, {} streams: {} bytes in {} records ({:.0} bytes per record), {} syncs",
+            "  log        {} durability, {} streams: {} bytes in {} records ({:.0} bytes per record), {} syncs, {} checkpoints",
             l.durability.name(),
             l.streams,
             int(l.bytes),
             int(l.records),
             l.bytes as f64 / l.records.max(1) as f64,
-            int(l.syncs)
+            int(l.syncs),
+            l.checkpoints
         );
     }
     if let Some(age) = m.read_mostly_age {
@@ -407,6 +408,7 @@ pub fn json(m: &Measurement) -> Record {
                 "log_bytes": l.bytes,
                 "log_records": l.records,
                 "log_syncs": l.syncs,
+                "checkpoints": l.checkpoints,
                 "log_bytes_per_record": if l.records > 0 { l.bytes as f64 / l.records as f64 } else { 0.0 },
             })
         }),
