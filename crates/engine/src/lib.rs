@@ -343,10 +343,11 @@ pub struct Options {
     /// commits ask for a flush at once. 1 ms by default.
     pub group_commit_interval: Duration,
     /// A durable database checkpoints this long after its last checkpoint
-    /// (`None`: never on a timer). The first commit to finish after the
-    /// checkpoint falls due writes it, after its own commit is complete,
-    /// so that call returns later; [`Database::checkpoint`] writes one at
-    /// any time. 60 s by default.
+    /// (`None`: never on a timer). A background thread writes each
+    /// checkpoint that falls due, beside the transactions (the
+    /// single-version protocols' commits wait while it scans, see
+    /// [`crate::durability`]); [`Database::checkpoint`] writes one at any
+    /// time. 60 s by default.
     pub checkpoint_every: Option<Duration>,
     /// A durable database also checkpoints once this many log bytes were
     /// appended since its last checkpoint (`None`: no limit), which bounds
@@ -541,7 +542,27 @@ impl Stats {
 }
 
 /// An in-memory database.
+///
+/// A handle on the shared [`Core`]: a durable database's checkpointer
+/// thread holds a second one (see [`Options::checkpoint_every`]).
 pub struct Database {
+    core: std::sync::Arc<Core>,
+    /// The application's handle, whose drop stops the checkpointer (the
+    /// checkpointer's own handle is not the owner).
+    owner: bool,
+}
+
+impl std::ops::Deref for Database {
+    type Target = Core;
+    #[inline]
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+/// The state of a database, shared by its handles.
+#[doc(hidden)]
+pub struct Core {
     pub(crate) opts: Options,
     /// The global timestamp counter (section 2.4). Holds the next even stamp.
     pub(crate) clock: CachePadded<AtomicU64>,
@@ -581,6 +602,20 @@ pub(crate) struct Durable {
     /// The last failure of a checkpoint that fell due (see
     /// [`Database::checkpoint_error`]).
     checkpoint_failed: Mutex<Option<Error>>,
+    /// The checkpointer thread, and its stop flag.
+    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    stop: (Mutex<bool>, parking_lot::Condvar),
+}
+
+impl Durable {
+    /// Stops the checkpointer (after the checkpoint it is writing, if any).
+    fn stop_checkpointer(&self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        if let Some(t) = self.checkpointer.lock().take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Database {
@@ -622,14 +657,26 @@ impl Database {
         remove_generations_before(&dir, generation)?;
         let o = &db.opts;
         let log = durability::log::Log::start(&dir, generation, o, &db.table_list())?;
-        db.durable = Some(Durable {
+        let background = o.checkpoint_every.is_some() || o.checkpoint_log_bytes.is_some();
+        let core = std::sync::Arc::get_mut(&mut db.core).expect("no other handle before the open completes");
+        core.durable = Some(Durable {
             log,
             dir,
             generation,
             checkpointing: Mutex::new(()),
             checkpoints: AtomicU64::new(0),
             checkpoint_failed: Mutex::new(None),
+            checkpointer: Mutex::new(None),
+            stop: (Mutex::new(false), parking_lot::Condvar::new()),
         });
+        if background {
+            let handle = Database { core: db.core.clone(), owner: false };
+            let t = std::thread::Builder::new()
+                .name("multiverse-checkpoint".into())
+                .spawn(move || handle.checkpointer())
+                .map_err(|e| Error::Io(format!("cannot start the checkpointer: {e}")))?;
+            *db.durable.as_ref().expect("just set").checkpointer.lock() = Some(t);
+        }
         Ok((db, report))
     }
 
@@ -675,11 +722,21 @@ impl Database {
         }
     }
 
-    /// Writes the checkpoint that fell due, if one did (see
-    /// [`Options::checkpoint_every`]): called after a commit is complete.
-    #[inline]
-    pub(crate) fn checkpoint_if_due(&self) {
-        if let Some(d) = &self.durable {
+    /// The checkpointer thread: writes each checkpoint that falls due (see
+    /// [`Options::checkpoint_every`]) until the owner's handle drops.
+    fn checkpointer(self) {
+        let Some(d) = &self.durable else { return };
+        loop {
+            {
+                let mut stop = d.stop.0.lock();
+                if !*stop {
+                    // The flusher declares checkpoints due; a few ms late is fine.
+                    d.stop.1.wait_for(&mut stop, Duration::from_millis(5));
+                }
+                if *stop {
+                    return;
+                }
+            }
             if d.log.take_due() {
                 let r = self.checkpoint();
                 *d.checkpoint_failed.lock() = r.err();
@@ -737,7 +794,13 @@ impl Database {
         if opts.max_value_size > u32::MAX as usize {
             return Err(Error::InvalidArgument("max_value_size must fit in 32 bits".into()));
         }
-        Ok(Database {
+        Ok(Database { core: std::sync::Arc::new(Core::new(opts)), owner: true })
+    }
+}
+
+impl Core {
+    fn new(opts: Options) -> Core {
+        Core {
             txns: TxnTable::new(opts.max_transactions),
             recording: std::sync::atomic::AtomicBool::new(opts.record_history),
             clock: CachePadded::new(AtomicU64::new(2)),
@@ -754,9 +817,11 @@ impl Database {
             durable: None,
             freeze: Default::default(),
             opts,
-        })
+        }
     }
+}
 
+impl Database {
     /// The options the database was opened with.
     pub fn options(&self) -> &Options {
         &self.opts
@@ -1121,6 +1186,16 @@ impl Database {
 }
 
 impl Drop for Database {
+    fn drop(&mut self) {
+        if self.owner {
+            if let Some(d) = &self.durable {
+                d.stop_checkpointer();
+            }
+        }
+    }
+}
+
+impl Drop for Core {
     fn drop(&mut self) {
         // No transaction can be open (they borrow the database). Every version
         // still allocated is linked into its table's primary index, except

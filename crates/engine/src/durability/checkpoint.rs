@@ -206,7 +206,7 @@ fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation) -> Res
         // Nothing to validate: the freeze made the reads a snapshot.
         t.abort();
     } else {
-        t.commit_quietly()?;
+        t.commit()?;
     }
     drop(frozen);
     let file = out.into_inner().map_err(|e| io("write", e.into_error()))?;

@@ -1714,10 +1714,6 @@ impl Database {
         if let Some(e) = pipe.log_failed.lock().take() {
             return Err(e);
         }
-        drop(_gate);
-        // The pipeline's threads commit outside `Transaction::commit`: a
-        // checkpoint that fell due meanwhile is written now.
-        self.checkpoint_if_due();
         Ok((feed, stats))
     }
 

@@ -1253,20 +1253,7 @@ impl<'db> Transaction<'db> {
 
     /// Commits. Waits only for commit dependencies. On failure the
     /// transaction is rolled back and the error says why.
-    pub fn commit(self) -> Result<CommitInfo> {
-        let db = self.db;
-        let r = self.commit_quietly();
-        if r.is_ok() {
-            // A due checkpoint is written by a thread whose commit is
-            // complete (it holds nothing another commit could wait for).
-            db.checkpoint_if_due();
-        }
-        r
-    }
-
-    /// [`Transaction::commit`] without looking for a due checkpoint (for
-    /// the checkpoint's own transaction).
-    pub(crate) fn commit_quietly(mut self) -> Result<CommitInfo> {
+    pub fn commit(mut self) -> Result<CommitInfo> {
         if self.bohm {
             return self.bo_commit();
         }
