@@ -726,12 +726,17 @@ impl Database {
     /// [`Options::checkpoint_every`]) until the owner's handle drops.
     fn checkpointer(self) {
         let Some(d) = &self.durable else { return };
+        // The flusher declares checkpoints due; looking a little later than
+        // that is fine, and an idle database wakes this thread rarely.
+        let poll = self
+            .opts
+            .checkpoint_every
+            .map_or(Duration::from_millis(50), |e| (e / 4).clamp(Duration::from_millis(1), Duration::from_millis(50)));
         loop {
             {
                 let mut stop = d.stop.0.lock();
                 if !*stop {
-                    // The flusher declares checkpoints due; a few ms late is fine.
-                    d.stop.1.wait_for(&mut stop, Duration::from_millis(5));
+                    d.stop.1.wait_for(&mut stop, poll);
                 }
                 if *stop {
                     return;
@@ -739,6 +744,10 @@ impl Database {
             }
             if d.log.take_due() {
                 let r = self.checkpoint();
+                if r.is_err() {
+                    // Tried again after the next interval, not at once.
+                    d.log.checkpointed();
+                }
                 *d.checkpoint_failed.lock() = r.err();
             }
         }

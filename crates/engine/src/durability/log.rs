@@ -221,7 +221,7 @@ impl Log {
         self.shared.due.load(Ordering::Relaxed) && self.shared.due.swap(false, Ordering::Acquire)
     }
 
-    /// A checkpoint was written: the next one falls due from now.
+    /// A checkpoint was written (or failed): the next one falls due from now.
     pub(crate) fn checkpointed(&self) {
         // Relaxed: statistics-grade counter, read by the flusher only.
         *self.shared.since.lock() = (std::time::Instant::now(), self.shared.stats.bytes.load(Ordering::Relaxed));
