@@ -214,17 +214,19 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     // Each replay sees the checkpoint and the replay before it (POMVCC:
     // begin after its commit).
     let mut after = db.sync_commits()?;
+    let mut mine = std::collections::HashSet::new();
     for r in &kept {
         let body = &files[r.file][r.start + super::format::FRAME..r.end];
         let Ok(Body::Txn { commit_ts, writes, .. }) = decode(body) else {
             unreachable!("decoded once already");
         };
         if last_ts_keys.0 != commit_ts {
-            last_ts_keys = (commit_ts, Default::default());
+            last_ts_keys.0 = commit_ts;
+            last_ts_keys.1.clear();
         }
         // The rows this record writes (a row written twice by one
         // transaction is one row).
-        let mut mine = std::collections::HashSet::new();
+        mine.clear();
         let mut t = db.begin_with(TxnOptions { after, ..TxnOptions::new(replay_isolation(db)) })?;
         for w in &writes {
             let id = match log_ids[r.file].get(&w.table) {
