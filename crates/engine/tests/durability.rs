@@ -470,3 +470,37 @@ fn checkpoints_fall_due_on_a_timer_and_by_log_size() {
         assert_eq!(rows(&db), expect);
     }
 }
+
+/// Damage in the middle of a stream's files: the stream stops there, its
+/// later files are dropped whole and listed, the other stream's records
+/// stay, and the open succeeds (recovery reads one file at a time).
+#[test]
+fn damage_in_an_earlier_file_drops_the_rest_of_that_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options { log_rotate_bytes: 4096, ..opts(dir.path(), Protocol::MvOcc, Durability::Sync) };
+    let (db, _) = Database::open(o.clone(), schema).unwrap();
+    std::thread::scope(|s| {
+        for th in 0..2u64 {
+            let db = &db;
+            s.spawn(move || work_range(db, th * 2000 + 1..th * 2000 + 151));
+        }
+    });
+    drop(db);
+    let mut files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("log-00000001-001-"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "stream 1 rotated: {files:?}");
+    let victim = dir.path().join(&files[1]);
+    let mut data = std::fs::read(&victim).unwrap();
+    let n = data.len();
+    data[n / 2] ^= 0x40;
+    std::fs::write(&victim, &data).unwrap();
+    let (_db, rep) = Database::open(o, schema).unwrap();
+    let whole: Vec<_> = rep.dropped.iter().filter(|d| d.contains("whole file, after")).collect();
+    assert_eq!(whole.len(), files.len() - 2, "every later file of stream 1: {rep:?}");
+    assert!(rep.dropped.iter().any(|d| d.starts_with(&files[1])), "{rep:?}");
+    assert!(rep.replayed > 0 && rep.replayed < 300, "{rep:?}");
+}

@@ -4,15 +4,23 @@
 //!
 //! 1. Load the newest checkpoint of the newest generation (a damaged one
 //!    is refused: the logs before it may be gone).
-//! 2. Read every log file of that generation, stream by stream. A stream
-//!    stops at its first torn or damaged record (a crash mid-write leaves
-//!    one); what it drops is reported.
-//! 3. Keep the transaction records whose epoch is at most the last epoch
-//!    mark (everything before the mark was durable in every stream, see
-//!    `durability::log`) and whose commit timestamp follows the
-//!    checkpoint's.
-//! 4. Replay them in commit-timestamp order, each as one transaction of
-//!    puts and deletes; the tables' indexes are built as rows go in.
+//! 2. Find the last epoch mark in stream 0 (everything of epochs up to it
+//!    was durable in every stream, see `durability::log`).
+//! 3. Read the streams of that generation side by side, one file of each
+//!    at a time, and take the records epoch by epoch: the smallest epoch
+//!    left in any stream, from every stream. A stream stops at its first
+//!    torn or damaged record (a crash mid-write leaves one); what it drops
+//!    is reported.
+//! 4. Replay an epoch's records whose commit timestamp follows the
+//!    checkpoint's in commit-timestamp order, each as one transaction of
+//!    puts and deletes (the tables' indexes are built as rows go in); stop
+//!    at the first epoch past the mark.
+//!
+//! Epoch by epoch is a commit-timestamp order wherever it matters: a
+//! transaction that read or overwrote another's writes appended its record
+//! after that one did, so in the same epoch or a later one. It keeps
+//! recovery's memory to one file per stream and one epoch's records
+//! (docs/BENCHMARKS.md: 294 MB instead of 2.98 GB for 1.46 GB of log).
 //!
 //! POMVCC shares commit timestamps, so several records may carry the same
 //! one. Section VI.B argues their order does not matter: transactions at
@@ -64,17 +72,6 @@ pub struct RecoveryReport {
     pub elapsed: Duration,
 }
 
-/// A transaction record kept for replay.
-struct Rec {
-    ts: u64,
-    epoch: u64,
-    stream: u32,
-    order: u64,
-    file: usize,
-    start: usize,
-    end: usize,
-}
-
 /// Recovers `dir` into `db` (whose tables exist and are empty).
 pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     let started = Instant::now();
@@ -123,147 +120,268 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     }
     rep.checkpoint = Some((cp_name, loaded.ts, loaded.rows));
 
-    // 2. The log streams of this generation.
+    // 2. The log streams of this generation, one cursor each, reading one
+    // file at a time. First the last epoch mark (stream 0 holds them).
     logs.retain(|l| l.0 == generation);
     logs.sort();
-    let mut files: Vec<Vec<u8>> = Vec::new();
-    let mut recs: Vec<Rec> = Vec::new();
-    let mut tables_of: Vec<HashMap<u32, String>> = Vec::new();
-    let mut stopped: HashMap<u32, String> = HashMap::new();
-    let mut marks = 0u64;
-    let mut order = 0u64;
-    let mut streams = std::collections::BTreeSet::new();
-    for (_, stream, _, path) in &logs {
-        streams.insert(*stream);
-        let name = file_name(path);
-        if let Some(why) = stopped.get(stream) {
-            rep.dropped.push(format!("{name}: whole file, after {why}"));
-            continue;
+    let mut cursors: Vec<Cursor> = Vec::new();
+    for (_, stream, _, path) in logs {
+        match cursors.last_mut() {
+            Some(c) if c.stream == stream => c.files.push_back(path),
+            _ => cursors.push(Cursor::new(stream, path)),
         }
-        let data = std::fs::read(path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
-        rep.log_files += 1;
-        rep.log_bytes += data.len() as u64;
-        let (dir_tables, mut at) = match header(&data) {
-            Ok(h) => h,
-            Err(what) => {
-                rep.dropped.push(format!("{name}: {what}; the whole file ({} bytes) dropped", data.len()));
-                stopped.insert(*stream, format!("a damaged file in stream {stream}"));
-                continue;
-            }
-        };
-        let fi = files.len();
-        loop {
-            match next_frame(&data, at) {
-                Framed::Body(b, next) => {
-                    match decode(b) {
-                        Ok(Body::Txn { epoch, commit_ts, .. }) => {
-                            rep.records += 1;
-                            let r =
-                                Rec { ts: commit_ts, epoch, stream: *stream, order, file: fi, start: at, end: next };
-                            recs.push(r);
-                            order += 1;
-                        }
-                        Ok(Body::Mark { epoch }) => marks = marks.max(epoch),
-                        Err(e) => {
-                            rep.dropped.push(format!(
-                                "{name}: an undecodable record at byte {at} ({e}); {} bytes dropped",
-                                data.len() - at
-                            ));
-                            stopped.insert(*stream, format!("damage in {name}"));
-                            break;
-                        }
-                    }
-                    at = next;
-                }
-                Framed::End => break,
-                Framed::Damaged(what) => {
-                    rep.dropped.push(format!("{name}: {what} at byte {at}; {} bytes dropped", data.len() - at));
-                    stopped.insert(*stream, format!("damage in {name}"));
-                    break;
-                }
-            }
-        }
-        files.push(data);
-        tables_of.push(dir_tables);
     }
-    rep.streams = streams.len();
+    rep.streams = cursors.len();
+    let marks = match cursors.iter().find(|c| c.stream == 0) {
+        Some(c) => last_mark(c.files.clone())?,
+        None => 0,
+    };
     rep.durable_epoch = marks;
 
-    // 3. Durable, and after the checkpoint.
+    // 3. and 4. Epoch by epoch: the records of the smallest epoch left in
+    // any stream, replayed in commit-timestamp order if it is durable and
+    // after the checkpoint. Each stream's epochs never decrease, and a
+    // transaction that read or overwrote another's writes appended in the
+    // same epoch or a later one (`durability::log`), so this order keeps
+    // every conflict's order while holding one epoch's records at a time.
     let cp_ts = loaded.ts;
-    let total = recs.len();
-    let mut late = 0usize;
-    let mut kept = Vec::with_capacity(total);
-    for r in recs {
-        if r.epoch > marks {
-            late += 1;
-        } else if r.ts > cp_ts {
-            kept.push(r);
+    let mut late = 0u64;
+    let mut last_ts_keys: (u64, std::collections::HashSet<(u32, Key)>) = (u64::MAX, Default::default());
+    let mut mine = std::collections::HashSet::new();
+    // Each replay sees the checkpoint and the replay before it (POMVCC:
+    // begin after its commit).
+    let mut after = db.sync_commits()?;
+    let mut epoch_recs: Vec<Rec> = Vec::new();
+    let mut order = 0u64;
+    loop {
+        let mut next = None;
+        for c in cursors.iter_mut() {
+            if let Some(e) = c.peek_epoch(&mut rep)? {
+                next = Some(next.map_or(e, |n: u64| n.min(e)));
+            }
         }
+        let Some(e) = next else { break };
+        epoch_recs.clear();
+        for c in cursors.iter_mut() {
+            while c.peek_epoch(&mut rep)? == Some(e) {
+                let r = c.take(order);
+                order += 1;
+                rep.records += 1;
+                if e > marks {
+                    late += 1;
+                } else if r.ts > cp_ts {
+                    epoch_recs.push(r);
+                }
+            }
+        }
+        epoch_recs.sort_by_key(|r| (r.ts, r.stream, r.order));
+        for r in &epoch_recs {
+            let Ok(Body::Txn { commit_ts, writes, .. }) = decode(&r.body) else {
+                unreachable!("decoded once already");
+            };
+            if last_ts_keys.0 != commit_ts {
+                last_ts_keys.0 = commit_ts;
+                last_ts_keys.1.clear();
+            }
+            // The rows this record writes (a row written twice by one
+            // transaction is one row).
+            mine.clear();
+            let mut t = db.begin_with(TxnOptions { after, ..TxnOptions::new(replay_isolation(db)) })?;
+            for w in &writes {
+                let Some(name) = r.tables.get(&w.table) else {
+                    return Err(Error::Corrupt(format!(
+                        "a log record writes table #{}, which its file's header does not name",
+                        w.table
+                    )));
+                };
+                let id = table_id(db, &mut ids, name)?;
+                if mine.insert((w.table, w.key)) && !last_ts_keys.1.insert((w.table, w.key)) {
+                    rep.same_ts_conflicts += 1;
+                }
+                match w.value {
+                    Some(v) => match t.update(id, &w.key, v) {
+                        Err(Error::KeyNotFound) => t.insert(id, w.key, v)?,
+                        r => r?,
+                    },
+                    None => match t.delete(id, &w.key) {
+                        Err(Error::KeyNotFound) => {}
+                        r => r?,
+                    },
+                }
+                rep.writes += 1;
+            }
+            after = Some(t.commit()?.commit_ts);
+            rep.replayed += 1;
+            rep.last_commit_ts = Some(commit_ts);
+        }
+    }
+    for c in &cursors {
+        rep.log_files += c.files_read;
+        rep.log_bytes += c.bytes_read;
     }
     if late > 0 {
         rep.dropped.push(format!(
             "{late} transaction records of epochs after the last durable mark ({marks}): never acknowledged as durable"
         ));
     }
-
-    // 4. Replay in commit-timestamp order.
-    kept.sort_by_key(|r| (r.ts, r.stream, r.order));
-    let mut last_ts_keys: (u64, std::collections::HashSet<(u32, Key)>) = (u64::MAX, Default::default());
-    let mut log_ids: Vec<HashMap<u32, TableId>> = vec![HashMap::new(); files.len()];
-    // Each replay sees the checkpoint and the replay before it (POMVCC:
-    // begin after its commit).
-    let mut after = db.sync_commits()?;
-    let mut mine = std::collections::HashSet::new();
-    for r in &kept {
-        let body = &files[r.file][r.start + super::format::FRAME..r.end];
-        let Ok(Body::Txn { commit_ts, writes, .. }) = decode(body) else {
-            unreachable!("decoded once already");
-        };
-        if last_ts_keys.0 != commit_ts {
-            last_ts_keys.0 = commit_ts;
-            last_ts_keys.1.clear();
-        }
-        // The rows this record writes (a row written twice by one
-        // transaction is one row).
-        mine.clear();
-        let mut t = db.begin_with(TxnOptions { after, ..TxnOptions::new(replay_isolation(db)) })?;
-        for w in &writes {
-            let id = match log_ids[r.file].get(&w.table) {
-                Some(&id) => id,
-                None => {
-                    let Some(name) = tables_of[r.file].get(&w.table) else {
-                        return Err(Error::Corrupt(format!(
-                            "a log record writes table #{}, which its file's header does not name",
-                            w.table
-                        )));
-                    };
-                    let id = table_id(db, &mut ids, name)?;
-                    log_ids[r.file].insert(w.table, id);
-                    id
-                }
-            };
-            if mine.insert((w.table, w.key)) && !last_ts_keys.1.insert((w.table, w.key)) {
-                rep.same_ts_conflicts += 1;
-            }
-            match w.value {
-                Some(v) => match t.update(id, &w.key, v) {
-                    Err(Error::KeyNotFound) => t.insert(id, w.key, v)?,
-                    r => r?,
-                },
-                None => match t.delete(id, &w.key) {
-                    Err(Error::KeyNotFound) => {}
-                    r => r?,
-                },
-            }
-            rep.writes += 1;
-        }
-        after = Some(t.commit()?.commit_ts);
-        rep.replayed += 1;
-        rep.last_commit_ts = Some(commit_ts);
-    }
     rep.elapsed = started.elapsed();
     Ok(rep)
+}
+
+/// A transaction record read for replay: its body, and the table
+/// directory of the file it came from.
+struct Rec {
+    ts: u64,
+    stream: u32,
+    order: u64,
+    body: Vec<u8>,
+    tables: std::rc::Rc<HashMap<u32, String>>,
+}
+
+/// One log stream, read a file at a time. A stream stops at its first torn
+/// or damaged record (a crash mid-write leaves one); what it drops is
+/// reported.
+struct Cursor {
+    stream: u32,
+    /// Files not opened yet, in order.
+    files: std::collections::VecDeque<PathBuf>,
+    name: String,
+    data: Vec<u8>,
+    at: usize,
+    tables: std::rc::Rc<HashMap<u32, String>>,
+    /// The next transaction record (its epoch and commit timestamp, and
+    /// where it is in `data`), once read.
+    peeked: Option<(u64, u64, usize, usize)>,
+    /// Why the stream stopped, if it did.
+    stopped: Option<String>,
+    files_read: usize,
+    bytes_read: u64,
+}
+
+impl Cursor {
+    fn new(stream: u32, first: PathBuf) -> Cursor {
+        Cursor {
+            stream,
+            files: [first].into(),
+            name: String::new(),
+            data: Vec::new(),
+            at: 0,
+            tables: Default::default(),
+            peeked: None,
+            stopped: None,
+            files_read: 0,
+            bytes_read: 0,
+        }
+    }
+
+    /// The epoch of the stream's next transaction record, reading on (and
+    /// into its next files) as needed; `None` at its end.
+    fn peek_epoch(&mut self, rep: &mut RecoveryReport) -> Result<Option<u64>> {
+        loop {
+            if let Some((epoch, ..)) = self.peeked {
+                return Ok(Some(epoch));
+            }
+            if self.at >= self.data.len() && !self.open_next(rep)? {
+                return Ok(None);
+            }
+            match next_frame(&self.data, self.at) {
+                Framed::Body(b, next) => match decode(b) {
+                    Ok(Body::Txn { epoch, commit_ts, .. }) => {
+                        self.peeked = Some((epoch, commit_ts, self.at, next));
+                        self.at = next;
+                    }
+                    Ok(Body::Mark { .. }) => self.at = next,
+                    Err(e) => {
+                        let at = self.at;
+                        self.stop(rep, format!("an undecodable record at byte {at} ({e})"));
+                    }
+                },
+                Framed::End => self.at = self.data.len(),
+                Framed::Damaged(what) => {
+                    let at = self.at;
+                    self.stop(rep, format!("{what} at byte {at}"));
+                }
+            }
+        }
+    }
+
+    /// Takes the record `peek_epoch` found.
+    fn take(&mut self, order: u64) -> Rec {
+        let (_, ts, start, end) = self.peeked.take().expect("peeked first");
+        Rec {
+            ts,
+            stream: self.stream,
+            order,
+            body: self.data[start + super::format::FRAME..end].to_vec(),
+            tables: self.tables.clone(),
+        }
+    }
+
+    /// Drops the rest of the current file (reported) and every later file
+    /// of the stream.
+    fn stop(&mut self, rep: &mut RecoveryReport, what: String) {
+        rep.dropped.push(format!("{}: {what}; {} bytes dropped", self.name, self.data.len() - self.at));
+        self.stopped = Some(format!("damage in {}", self.name));
+        self.at = self.data.len();
+    }
+
+    /// Opens the stream's next file; false if there is none left.
+    fn open_next(&mut self, rep: &mut RecoveryReport) -> Result<bool> {
+        loop {
+            let Some(path) = self.files.pop_front() else {
+                self.data = Vec::new();
+                return Ok(false);
+            };
+            self.name = file_name(&path);
+            if let Some(why) = &self.stopped {
+                rep.dropped.push(format!("{}: whole file, after {why}", self.name));
+                continue;
+            }
+            self.data = std::fs::read(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
+            self.files_read += 1;
+            self.bytes_read += self.data.len() as u64;
+            match header(&self.data) {
+                Ok((tables, at)) => {
+                    self.tables = std::rc::Rc::new(tables);
+                    self.at = at;
+                    return Ok(true);
+                }
+                Err(what) => {
+                    rep.dropped.push(format!(
+                        "{}: {what}; the whole file ({} bytes) dropped",
+                        self.name,
+                        self.data.len()
+                    ));
+                    self.stopped = Some(format!("a damaged file in stream {}", self.stream));
+                }
+            }
+        }
+    }
+}
+
+/// The last epoch mark in stream 0's files (read one at a time), up to the
+/// first damage.
+fn last_mark(files: std::collections::VecDeque<PathBuf>) -> Result<u64> {
+    let mut marks = 0;
+    for path in files {
+        let data = std::fs::read(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
+        let Ok((_, mut at)) = header(&data) else { return Ok(marks) };
+        loop {
+            match next_frame(&data, at) {
+                Framed::Body(b, next) => {
+                    match decode(b) {
+                        Ok(Body::Mark { epoch }) => marks = epoch.max(marks),
+                        Ok(Body::Txn { .. }) => {}
+                        Err(_) => return Ok(marks),
+                    }
+                    at = next;
+                }
+                Framed::End => break,
+                Framed::Damaged(_) => return Ok(marks),
+            }
+        }
+    }
+    Ok(marks)
 }
 
 fn file_name(p: &Path) -> String {
