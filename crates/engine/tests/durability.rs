@@ -3,6 +3,8 @@
 //! refused, and every protocol's logs recover — with checkpoints taken
 //! while transactions commit, and BOHM's pipeline in its log order.
 
+mod common;
+
 use multiverse::protocol::bohm::{Config, Done, ExecTxn, Feed, Next, Procedure};
 use multiverse::*;
 use std::path::Path;
@@ -305,8 +307,10 @@ fn checkpoints_taken_while_transactions_commit_recover_under_every_protocol() {
                 .map(|th| {
                     let (db, taken) = (&db, &taken);
                     s.spawn(move || {
-                        // At least 400 transfers, and on until 5 checkpoints are taken.
-                        for i in (0u64..).take_while(|&i| i < 400 || taken.load(Ordering::Relaxed) < 5) {
+                        // At least 400 transfers (times MULTIVERSE_STRESS), and on
+                        // until 5 checkpoints are taken.
+                        let n = 400 * common::stress();
+                        for i in (0u64..).take_while(|&i| i < n || taken.load(Ordering::Relaxed) < 5) {
                             let (a, b) = ((i * 7 + th) % 16, (i * 3 + 5 * th + 1) % 16);
                             if a == b {
                                 continue;
@@ -357,7 +361,7 @@ fn checkpoints_taken_while_transactions_commit_recover_under_every_protocol() {
         db.flush_log().unwrap();
         let expect = rows(&db);
         assert_eq!(expect.iter().map(|r| r.2).sum::<u64>(), 1600, "{p}");
-        assert!(db.stats().committed > 400, "{p}: {:?}", db.stats());
+        assert!(db.stats().committed > 400 * common::stress(), "{p}: {:?}", db.stats());
         drop(db);
         let (db, rep) = Database::open(o, schema).unwrap();
         assert!(rep.dropped.is_empty(), "{p}: {rep:?}");
