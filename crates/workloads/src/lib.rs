@@ -27,13 +27,19 @@
 //! imply (a recovered database has no run's tallies to compare with).
 //!
 //! Workloads: [`hekaton`] (section 5 of the Hekaton paper), [`ycsb`],
-//! [`smallbank`], [`tatp`], [`tpcc`] and [`sibench`]. Use [`KNOWN`] and
-//! [`check_name`] to validate a name given on a command line.
+//! [`smallbank`], [`tatp`], [`tpcc`] and [`sibench`]; and two made for
+//! verifying isolation rather than measuring it: [`predicate`] (range reads
+//! while others insert and delete inside the ranges: phantoms) and
+//! [`list_append`] (lists of writer tags, whose values give the version
+//! order). Use [`KNOWN`] and [`check_name`] to validate a name given on a
+//! command line.
 
 #![warn(missing_docs)]
 
 pub mod hekaton;
+pub mod list_append;
 pub mod mix;
+pub mod predicate;
 pub mod sibench;
 pub mod smallbank;
 pub mod tatp;
@@ -51,7 +57,7 @@ use std::fmt;
 use std::ops::RangeBounds;
 
 /// Names of the workloads this build knows, for `--workload`.
-pub const KNOWN: [&str; 6] = ["hekaton", "ycsb", "smallbank", "tatp", "tpcc", "sibench"];
+pub const KNOWN: [&str; 8] = ["hekaton", "ycsb", "smallbank", "tatp", "tpcc", "sibench", "predicate", "list-append"];
 
 /// Checks a workload name; the error lists the known ones.
 pub fn check_name(name: &str) -> std::result::Result<&'static str, String> {
@@ -473,7 +479,7 @@ pub fn run_txn<W: Worker>(
             ACCESS.set(access);
             return Err(TxnError::Engine(Error::InvalidArgument(format!(
                 "protocol {} runs declared transactions, and this workload does not declare its accesses \
-                 (hekaton, ycsb, smallbank, tatp and sibench do)",
+                 (hekaton, ycsb, smallbank, tatp, sibench, predicate and list-append do)",
                 db.protocol()
             ))));
         }
