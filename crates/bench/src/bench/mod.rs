@@ -22,7 +22,7 @@ pub(crate) mod sys;
 pub(crate) mod wl;
 
 use harness::{LoadResult, RunConfig, RunResult};
-use multiverse::{Database, Isolation, Mode, Options, Protocol, Stats};
+use multiverse::{Database, Faults, Isolation, Mode, Options, Protocol, Stats};
 use multiverse_workloads::{check_name, Hekaton, HekatonConfig, Workload};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -46,7 +46,9 @@ pub struct BenchArgs {
     /// Concurrency-control protocol (mv-occ, mv-lock, mv-mixed, 1v-lock, silo, 2pl-ordered, ssn, ssi, bohm, pomvcc).
     #[arg(long, default_value = "mv-occ", value_name = "P")]
     pub protocol: String,
-    /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, sibench.
+    /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, sibench; for
+    /// --verify also predicate (range reads against inserts and deletes:
+    /// phantoms) and list-append (lists of writer tags).
     #[arg(long, default_value = "hekaton", value_name = "W")]
     pub workload: String,
     /// Isolation level: read-committed, snapshot, repeatable-read or
@@ -161,6 +163,50 @@ pub struct BenchArgs {
     pub tpcc: wl::tpcc::Flags,
     #[command(flatten)]
     pub sibench: wl::sibench::Flags,
+    #[command(flatten)]
+    pub predicate: wl::predicate::Flags,
+    #[command(flatten)]
+    pub list_append: wl::list_append::Flags,
+    /// Breaks the protocol on purpose, for tests of the checker: a
+    /// comma-separated list of skip-validation, skip-write-conflicts,
+    /// skip-read-mostly-handshake (`multiverse::Faults`; also the
+    /// environment variable MULTIVERSE_FAULTS). Hidden: never for real runs.
+    #[arg(long, value_name = "NAME[,NAME]", hide = true)]
+    pub fault: Option<String>,
+}
+
+/// The environment variable that sets `--fault` when the flag is not given.
+pub(crate) const FAULTS_ENV: &str = "MULTIVERSE_FAULTS";
+
+/// The fault switches' names, as `--fault` takes them.
+const FAULT_NAMES: [&str; 3] = ["skip-validation", "skip-write-conflicts", "skip-read-mostly-handshake"];
+
+/// Parses `--fault` (or, without it, `$MULTIVERSE_FAULTS`) into the
+/// engine's fault switches; the error names the known switches.
+pub(crate) fn parse_faults(flag: Option<&str>) -> Result<Faults, String> {
+    let (text, from) = match flag {
+        Some(s) => (s.to_string(), "--fault"),
+        None => match std::env::var(FAULTS_ENV) {
+            Ok(s) => (s, FAULTS_ENV),
+            Err(_) => return Ok(Faults::default()),
+        },
+    };
+    let mut f = Faults::default();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name.replace('_', "-").as_str() {
+            "skip-validation" => f.skip_validation = true,
+            "skip-write-conflicts" => f.skip_write_conflicts = true,
+            "skip-read-mostly-handshake" => f.skip_read_mostly_handshake = true,
+            _ => return Err(format!("{from}: unknown fault '{name}' (known faults: {})", FAULT_NAMES.join(", "))),
+        }
+    }
+    Ok(f)
+}
+
+/// The names of the switches that are on, comma-separated (empty: none).
+pub(crate) fn fault_names(f: Faults) -> String {
+    let on = [f.skip_validation, f.skip_write_conflicts, f.skip_read_mostly_handshake];
+    FAULT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>().join(",")
 }
 
 pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
@@ -292,10 +338,12 @@ fn open_db(
     deadlock_us: u64,
     lock_timeout_us: u64,
     ssn_base: Isolation,
+    faults: Faults,
 ) -> Result<Database, String> {
     let opts = Options {
         protocol,
         ssn_base,
+        faults,
         max_transactions: threads.max(Options::default().max_transactions),
         deadlock_interval: Duration::from_micros(deadlock_us),
         lock_timeout: Duration::from_micros(lock_timeout_us),
@@ -374,10 +422,12 @@ pub(crate) struct Ctx {
 }
 
 /// Opens the database and runs the workload of `a` once (load, run,
-/// consistency check). Returns the measurement and the database (for its
-/// history); the caller should pass the database to [`exit_without_drop`]
-/// or drop it.
-pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Database), String> {
+/// consistency check). Returns the measurement, or why the run failed once
+/// the database was open (a failed transaction or consistency check: its
+/// history is the one most worth keeping), and the database; the outer
+/// error is a refusal before anything ran. The caller should pass the
+/// database to [`exit_without_drop`] or drop it.
+pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement, String>, Database), String> {
     let workload = check_name(&a.workload)?;
     wl::refuse_foreign_flags(a, workload)?;
     let protocol = parse_protocol(&a.protocol)?;
@@ -407,7 +457,11 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
         }
         None
     };
-    let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base)?;
+    let faults = parse_faults(a.fault.as_deref())?;
+    if matches!(workload, "predicate" | "list-append") && a.durability != "none" {
+        return Err(format!("workload {workload} runs in memory only (no --durability)"));
+    }
+    let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base, faults)?;
     if a.durability != "none" && (a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some()) {
         return Err("--safe-snapshot-us and --read-mostly-age do not combine with --durability yet".into());
     }
@@ -487,43 +541,73 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Measurement, Databa
         "tatp" => wl::tatp::run(&a.tatp, &ctx, &db),
         "tpcc" => wl::tpcc::run(&a.tpcc, &ctx, &db),
         "sibench" => wl::sibench::run(&a.sibench, &ctx, &db),
+        "predicate" => wl::predicate::run(&a.predicate, &ctx, &db),
+        "list-append" => wl::list_append::run(&a.list_append, &ctx, &db),
         other => unreachable!("check_name accepted '{other}' without a case here"),
     };
-    match m {
-        Ok(m) => Ok((m, db)),
-        Err(e) => {
-            exit_without_drop(db);
-            Err(e)
-        }
-    }
+    Ok((m, db))
 }
 
 /// `multiverse bench`.
+///
+/// When the run fails after it began (a transaction found an invariant
+/// broken, or the workload's consistency check failed), the history is
+/// still written (`--history`) and checked (`--verify`, its verdict
+/// printed) before the failure is reported: that run's history is the one
+/// most worth having.
 pub fn run(a: BenchArgs) -> Result<(), String> {
     let show = std::io::stderr().is_terminal();
+    let faults = fault_names(parse_faults(a.fault.as_deref())?);
     let (m, db) = run_args(&a, show)?;
-    let isolation = m.isolation;
-    print!("{}", report::summary(&m));
-    if let Some(path) = &a.json {
-        let rec = report::json(&m);
-        let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("cannot encode JSON: {e}"))?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if !faults.is_empty() {
+        println!("faults     {faults} (the protocol is broken on purpose)");
     }
-    let verdict = if a.verify || a.history.is_some() {
-        let history = db.take_history();
-        if let Some(path) = &a.history {
-            crate::check::write_file(&history, path)?;
+    let isolation = resolve_isolation(a.isolation.as_deref(), parse_protocol(&a.protocol)?)?;
+    let written = m.and_then(|m| {
+        print!("{}", report::summary(&m));
+        if let Some(path) = &a.json {
+            let rec = report::json(&m);
+            let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("cannot encode JSON: {e}"))?;
+            std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
-        if a.verify {
-            crate::check::verify(&history, isolation)
+        Ok(())
+    });
+    let verdict = if a.verify || a.history.is_some() {
+        // Nothing after the run is recorded (a failed run may not have
+        // switched recording off yet).
+        db.set_recording(false);
+        let history = db.take_history();
+        let wrote = match &a.history {
+            Some(path) => crate::check::write_file(&history, path),
+            None => Ok(()),
+        };
+        let checked = if a.verify {
+            let appends = if a.workload == "list-append" { verify_appends(&history) } else { Ok(()) };
+            crate::check::verify(&history, isolation).and(appends)
         } else {
             Ok(())
-        }
+        };
+        wrote.and(checked)
     } else {
         Ok(())
     };
     exit_without_drop(db);
-    verdict
+    written.and(verdict)
+}
+
+/// The list-append cross-check of a history (`check_appends`): prints
+/// its verdict and fails on any mismatch.
+fn verify_appends(h: &multiverse::history::History) -> Result<(), String> {
+    let mismatches = multiverse_check::check_appends(h);
+    if mismatches.is_empty() {
+        println!("verify: list-append: every key's values agree with its commit order");
+        return Ok(());
+    }
+    println!("verify: list-append: {} mismatches between the values and the commit order", mismatches.len());
+    for m in mismatches.iter().take(10) {
+        println!("  {m}");
+    }
+    Err(format!("the list values contradict the commit order: {} mismatches", mismatches.len()))
 }
 
 /// Leaves a loaded database to the operating system instead of dropping it:
@@ -570,9 +654,13 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let before = db.stats();
     let ts_before = before.timestamp_increments;
     let run = match c.bohm {
-        Some(b) => harness::run_bohm(db, w, cfg, b)?,
-        None => harness::run(db, w, cfg)?,
+        Some(b) => harness::run_bohm(db, w, cfg, b),
+        None => harness::run(db, w, cfg),
     };
+    // The history is the run's: the checks below run at other levels
+    // (`multiverse check` without --isolation takes the history's one level).
+    db.set_recording(false);
+    let run = run?;
     let run_faults = sys::minor_faults().saturating_sub(faults_before);
     let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
     let stats_end = db.stats();
@@ -658,6 +746,7 @@ pub fn default_comparison() -> Result<(), String> {
         d.deadlock_interval.as_micros() as u64,
         d.lock_timeout.as_micros() as u64,
         d.ssn_base,
+        Faults::default(),
     )?;
     let rss_before = sys::rss_bytes();
     let w = Hekaton::setup(&db, cfg)?;

@@ -10,6 +10,8 @@
 use super::BenchArgs;
 
 pub mod hekaton;
+pub mod list_append;
+pub mod predicate;
 pub mod sibench;
 pub mod smallbank;
 pub mod tatp;
@@ -25,13 +27,15 @@ pub trait Given {
 /// Refuses flags that belong to another workload than `workload`: a typo
 /// or a mix-up should not silently run something else.
 pub fn refuse_foreign_flags(a: &BenchArgs, workload: &str) -> Result<(), String> {
-    let groups: [(&str, Vec<&'static str>); 6] = [
+    let groups: [(&str, Vec<&'static str>); 8] = [
         ("hekaton", a.hekaton.given()),
         ("ycsb", a.ycsb.given()),
         ("smallbank", a.smallbank.given()),
         ("tatp", a.tatp.given()),
         ("tpcc", a.tpcc.given()),
         ("sibench", a.sibench.given()),
+        ("predicate", a.predicate.given()),
+        ("list-append", a.list_append.given()),
     ];
     for (name, flags) in groups {
         if name != workload {
