@@ -6,6 +6,7 @@ mod compare;
 mod plot;
 mod recover;
 mod shell;
+mod verify;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -39,6 +40,10 @@ enum Cmd {
     /// Load a data directory (checkpoint and logs) without changing it, and
     /// report what it holds and what recovery would drop.
     Recover(recover::RecoverArgs),
+    /// The verification campaign: every protocol at every level it offers on
+    /// every workload it runs, with `bench --verify`, within a time budget;
+    /// one table, and a non-zero exit on any finding.
+    Verify(verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         Some(Cmd::Shell(a)) => shell::run(a),
         Some(Cmd::Check(a)) => check::run(a),
         Some(Cmd::Recover(a)) => recover::run(a),
+        Some(Cmd::Verify(a)) => verify::run(a),
         Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
             Some(m) => compare::run(*a, m),
             None => Err("internal error: no matches of compare".into()),
