@@ -48,6 +48,7 @@ pub mod index;
 pub mod key;
 pub mod protocol;
 pub mod storage;
+mod sync;
 pub mod txn;
 
 pub use durability::checkpoint::CheckpointInfo;

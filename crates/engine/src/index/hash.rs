@@ -7,20 +7,9 @@
 //! declared capacity); chains grow gracefully past it, they just get longer.
 //!
 //! A bucket is one 64-bit word: the chain's head pointer in the low 48 bits
-//! and, in the high 16, the bucket's **LockCount** (VLDB 2011 section
-//! 4.1.2: MV/L's serializable transactions lock the buckets they scan):
-//!
-//! ```text
-//!  63            48 47                                              0
-//! +----------------+-------------------------------------------------+
-//! |   LockCount    |  first version of the chain (null: empty)       |
-//! +----------------+-------------------------------------------------+
-//! ```
-//!
-//! User-space addresses fit in 48 bits on x86-64 and AArch64 Linux; `insert`
-//! checks it. Keeping the count in the bucket word makes the check "is this
-//! bucket locked?" free for an inserter (its CAS reads the word anyway) and
-//! orders lockers and inserters without fences: both update the same word.
+//! and, in the high 16, the bucket's LockCount (MV/L's bucket locks, VLDB
+//! 2011 section 4.1.2); its transitions are in [`super::bucket`]. User-space
+//! addresses fit in 48 bits on x86-64 and AArch64 Linux; `insert` checks it.
 //!
 //! A small index (declared capacity up to [`SMALL`]) gets eight buckets per
 //! declared key, each on a cache line of its own. Small tables are hot
@@ -29,14 +18,10 @@
 //! eight to a line, or sharing a bucket, rows that different threads
 //! update would bounce their line between the caches on every update.
 
+use super::bucket::{self, PTR_MASK};
 use super::Stripes;
 use crate::storage::version::Version;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Bits of a bucket word that hold the head pointer.
-const PTR_MASK: u64 = (1 << 48) - 1;
-/// One LockCount unit in a bucket word.
-const LOCK_ONE: u64 = 1 << 48;
 
 #[inline]
 fn head_of(word: u64) -> *mut Version {
@@ -107,51 +92,30 @@ impl HashIndex {
     /// Increments the LockCount of bucket `b`; false (nothing changed) if
     /// it is at its maximum.
     pub fn lock_bucket(&self, b: u64) -> bool {
-        let w = self.bucket_no(b);
-        // Relaxed: the CAS decides.
-        let mut cur = w.load(Ordering::Relaxed);
-        loop {
-            if cur >> 48 == 0xffff {
-                return false;
-            }
-            // AcqRel: the locker then reads the chain through this word (an
-            // insert linked before the increment is seen); an inserter whose
-            // CAS comes later reads the count.
-            match w.compare_exchange_weak(cur, cur + LOCK_ONE, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
+        bucket::lock(self.bucket_no(b))
     }
 
     /// Decrements the LockCount of bucket `b`.
     pub fn unlock_bucket(&self, b: u64) {
-        // Release: the locker's scan happens before the unlock.
-        let before = self.bucket_no(b).fetch_sub(LOCK_ONE, Ordering::Release);
-        debug_assert!(before >> 48 > 0, "unlocking a bucket nobody locked");
+        bucket::unlock(self.bucket_no(b))
     }
 
     /// True if bucket `b` has a lock. Called by an inserter after linking
-    /// into the bucket: its load follows its own CAS in the word's order,
-    /// so a lock taken before the link is seen (or already released).
+    /// into the bucket (see [`bucket::locked`]).
     pub fn bucket_locked(&self, b: u64) -> bool {
-        // Acquire: see the locker's LockList entry, made before its increment.
-        self.bucket_no(b).load(Ordering::Acquire) >> 48 != 0
+        bucket::locked(self.bucket_no(b))
     }
 
     /// First version of the chain for `hash` (null if empty).
     #[inline]
     pub fn head(&self, hash: u64) -> *mut Version {
-        // Acquire: pairs with the Release CAS in `insert`, so the version's
-        // fields written before publication are visible.
-        head_of(self.bucket(hash).load(Ordering::Acquire))
+        bucket::head(self.bucket(hash)) as *mut Version
     }
 
     /// First version of bucket number `b` (for full scans).
     #[inline]
     pub fn head_of_bucket(&self, b: usize) -> *mut Version {
-        // Acquire: as in `head`.
-        head_of(self.buckets[b << self.spread].load(Ordering::Acquire))
+        bucket::head(&self.buckets[b << self.spread]) as *mut Version
     }
 
     /// Starts loading the bucket of `hash` into the cache.
@@ -189,22 +153,10 @@ impl HashIndex {
     /// # Safety
     /// `v` is a live version not yet linked into this index.
     pub unsafe fn insert(&self, v: *mut Version, hash: u64) {
-        assert!(v as u64 & !PTR_MASK == 0, "version addresses must fit in 48 bits");
-        let b = self.bucket(hash);
         // SAFETY: `v` is live and still private to the caller for this link.
         let link = unsafe { (*v).link(self.link) };
-        let mut cur = b.load(Ordering::Relaxed);
-        loop {
-            // Relaxed: `v` is not yet reachable; the Release CAS publishes it.
-            link.store(head_of(cur), Ordering::Relaxed);
-            // Release on success: readers that Acquire the bucket see the
-            // initialised version and its link. Relaxed on failure: we only
-            // retry with the fresher word. The LockCount is kept.
-            match b.compare_exchange_weak(cur, v as u64 | (cur & !PTR_MASK), Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(now) => cur = now,
-            }
-        }
+        // Relaxed: `v` is not yet reachable; the Release CAS publishes it.
+        bucket::link(self.bucket(hash), v as u64, |head| link.store(head as *mut Version, Ordering::Relaxed));
     }
 
     /// Removes `v` from its chain; returns false if it was not found.

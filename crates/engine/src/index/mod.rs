@@ -14,6 +14,7 @@
 //! touch neighbouring nodes at once, while inserts (head CAS only) and readers
 //! never take it.
 
+pub(crate) mod bucket;
 pub mod hash;
 pub(crate) mod key_locks;
 pub(crate) mod locks;

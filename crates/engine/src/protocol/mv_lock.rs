@@ -70,7 +70,7 @@ use crate::key::Key;
 use crate::protocol::mv_occ::Transaction;
 use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
-use crate::storage::word::{writer_of_end, RecordLock, Word, INFINITY, MAX_READ_LOCKS};
+use crate::storage::word::{self, writer_of_end, ReadLocked, Word, INFINITY};
 use crate::txn::table::{bucket_key, slot_of, Peek, TxnTable, WaitFor, PUBLISHED_BUCKETS};
 use crate::txn::visibility::visible_at;
 use crate::{Database, Result};
@@ -92,78 +92,33 @@ pub(crate) enum Locked {
 }
 
 /// Takes a read lock on `v` for transaction `me` (section 4.2.1), recording
-/// it in `locks`. The caller is pinned.
+/// it in `locks`. The caller is pinned. The End word's transition is
+/// [`word::read_lock`]; the first read lock on a write-locked version counts
+/// a wait-for dependency of its writer.
 pub(crate) fn read_lock(v: &Version, me: u64, txns: &TxnTable, locks: &mut Vec<VPtr>) -> Locked {
-    let backoff = Backoff::new();
-    // Acquire: see the End word's latest content (and a writer's history).
-    let mut raw = v.end.load(Ordering::Acquire);
-    loop {
-        let Some(l) = RecordLock::of(raw) else { return Locked::NotLatest };
-        if l.writer == me {
-            return Locked::Yes; // our own write lock keeps the version stable
+    let hold = |writer| match txns.add_wait_for(writer) {
+        WaitFor::Added => word::Hold::Added,
+        WaitFor::Refused => word::Hold::Refused,
+        WaitFor::Gone => word::Hold::Gone,
+    };
+    match word::read_lock(&v.end, me, hold, |writer| txns.release_wait_for(writer)) {
+        ReadLocked::Yes => {
+            locks.push(VPtr(v as *const Version as *mut Version));
+            Locked::Yes
         }
-        if l.no_more_read_locks || l.read_locks == MAX_READ_LOCKS {
-            return Locked::Refused(AbortReason::ReadLock);
-        }
-        // The first read lock on a write-locked version makes its writer wait.
-        let imposes = l.write_locked() && l.read_locks == 0;
-        if imposes {
-            match txns.add_wait_for(l.writer) {
-                WaitFor::Added => {}
-                WaitFor::Refused => return Locked::Refused(AbortReason::WaitFor),
-                WaitFor::Gone => {
-                    // The writer has finished; its postprocessing rewrites
-                    // the word in a moment.
-                    backoff.snooze();
-                    // Acquire: as above.
-                    raw = v.end.load(Ordering::Acquire);
-                    continue;
-                }
-            }
-        }
-        let new = RecordLock { read_locks: l.read_locks + 1, ..l }.word();
-        // AcqRel: acquire as above; release so that a detector that reads
-        // our lock sees it in place before our WaitInfo names the version.
-        match v.end.compare_exchange(raw, new, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => {
-                locks.push(VPtr(v as *const Version as *mut Version));
-                return Locked::Yes;
-            }
-            Err(now) => {
-                if imposes {
-                    txns.release_wait_for(l.writer);
-                }
-                raw = now;
-            }
-        }
+        // Our own write lock: nothing taken, nothing to release.
+        ReadLocked::Own => Locked::Yes,
+        ReadLocked::NotLatest => Locked::NotLatest,
+        ReadLocked::Refused => Locked::Refused(AbortReason::ReadLock),
+        ReadLocked::WaitFor => Locked::Refused(AbortReason::WaitFor),
     }
 }
 
 /// Releases a read lock on `v`; the last one on a write-locked version sets
 /// NoMoreReadLocks and releases the writer's wait-for dependency.
 fn release_read_lock(v: &Version, txns: &TxnTable) {
-    // Relaxed: the CAS decides.
-    let mut raw = v.end.load(Ordering::Relaxed);
-    loop {
-        let l = RecordLock::of(raw).expect("a read-locked version stays the latest one");
-        debug_assert!(l.read_locks > 0, "releasing a read lock nobody holds");
-        let last = l.write_locked() && l.read_locks == 1;
-        let new = if last {
-            RecordLock { no_more_read_locks: true, read_locks: 0, writer: l.writer }
-        } else {
-            RecordLock { read_locks: l.read_locks - 1, ..l }
-        };
-        // Release: our reads of the version happen before the writer we let
-        // go can commit over it.
-        match v.end.compare_exchange(raw, new.word(), Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => {
-                if last {
-                    txns.release_wait_for(l.writer);
-                }
-                return;
-            }
-            Err(now) => raw = now,
-        }
+    if let Some(writer) = word::release_read_lock(&v.end) {
+        txns.release_wait_for(writer);
     }
 }
 
@@ -618,6 +573,7 @@ pub fn detect_deadlocks(db: &Database) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::word::RecordLock;
     use crate::{Isolation, Key, Mode, Options, Protocol, TableId, TableSpec, TxnOptions};
 
     fn db() -> (Database, TableId) {

@@ -28,6 +28,14 @@
 //! timestamps and read-committed "now" — are odd clock readings between
 //! stamps, so a read time never equals a commit time and the paper's strict
 //! test `Begin < RT < End` needs no tie-break.
+//!
+//! The End word's transitions — read lock, its release, write lock, the
+//! abort's reset and postprocessing's timestamps — are the functions at the
+//! end of this file, on atomics from [`crate::sync`], so that the model tests
+//! (`tests/loom_models.rs`) check the very code the protocols call.
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::Backoff;
 
 /// The flag bit: set when the word holds a transaction id.
 pub const TXN_FLAG: u64 = 1 << 63;
@@ -136,6 +144,193 @@ impl RecordLock {
 #[inline]
 pub fn writer_of_end(w: u64) -> Option<u64> {
     RecordLock::of(w).filter(|l| l.write_locked()).map(|l| l.writer)
+}
+
+// ---- The End word's transitions -------------------------------------------
+//
+// Every compare-and-swap that changes a record lock lives below, so that the
+// model tests (`tests/loom_models.rs`) explore exactly the code the engine
+// runs. What the transitions need of the transaction table (a writer's
+// wait-for dependencies) comes in as closures.
+
+/// The answer of a writer's wait-for word to a reader that would hold it up
+/// (the first read lock on a write-locked version, section 4.2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Counted: the writer cannot precommit until it is released.
+    Added,
+    /// The writer has set NoMoreWaitFors: the reader must abort.
+    Refused,
+    /// The writer has terminated; its postprocessing rewrites the word.
+    Gone,
+}
+
+/// Outcome of [`read_lock`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadLocked {
+    /// Read locked: one count is ours until [`release_read_lock`].
+    Yes,
+    /// Write locked by the reader itself: stable, and nothing to release.
+    Own,
+    /// The word holds a finite timestamp: the version is no longer latest.
+    NotLatest,
+    /// Refused by NoMoreReadLocks or a full ReadLockCount.
+    Refused,
+    /// Refused by the writer's NoMoreWaitFors.
+    WaitFor,
+}
+
+/// Takes a read lock in End word `end` for transaction `me` (section
+/// 4.2.1). The first read lock on a write-locked version holds its writer
+/// up: `hold(writer)` counts that dependency before the lock is visible,
+/// and `unhold(writer)` takes it back when the CAS then fails.
+pub(crate) fn read_lock(
+    end: &AtomicU64,
+    me: u64,
+    mut hold: impl FnMut(u64) -> Hold,
+    mut unhold: impl FnMut(u64),
+) -> ReadLocked {
+    let backoff = Backoff::new();
+    // Acquire: see the End word's latest content (and a writer's history).
+    let mut raw = end.load(Ordering::Acquire);
+    loop {
+        let Some(l) = RecordLock::of(raw) else { return ReadLocked::NotLatest };
+        if l.writer == me {
+            return ReadLocked::Own; // our own write lock keeps the version stable
+        }
+        if l.no_more_read_locks || l.read_locks == MAX_READ_LOCKS {
+            return ReadLocked::Refused;
+        }
+        // The first read lock on a write-locked version makes its writer wait.
+        let imposes = l.write_locked() && l.read_locks == 0;
+        if imposes {
+            match hold(l.writer) {
+                Hold::Added => {}
+                Hold::Refused => return ReadLocked::WaitFor,
+                Hold::Gone => {
+                    // The writer has finished; its postprocessing rewrites
+                    // the word in a moment.
+                    backoff.snooze();
+                    // Acquire: as above.
+                    raw = end.load(Ordering::Acquire);
+                    continue;
+                }
+            }
+        }
+        let new = RecordLock { read_locks: l.read_locks + 1, ..l };
+        debug_assert!(new.read_locks <= MAX_READ_LOCKS);
+        // AcqRel: acquire as above; release so that a detector that reads
+        // our lock sees it in place before our WaitInfo names the version.
+        match end.compare_exchange(raw, new.word(), Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return ReadLocked::Yes,
+            Err(now) => {
+                if imposes {
+                    unhold(l.writer);
+                }
+                raw = now;
+            }
+        }
+    }
+}
+
+/// Releases one read lock held in End word `end`. The last one on a
+/// write-locked version sets NoMoreReadLocks and returns the writer, whose
+/// wait-for dependency the caller then releases.
+pub(crate) fn release_read_lock(end: &AtomicU64) -> Option<u64> {
+    // Relaxed: the CAS decides.
+    let mut raw = end.load(Ordering::Relaxed);
+    loop {
+        let l = RecordLock::of(raw).expect("a read-locked version stays the latest one");
+        debug_assert!(l.read_locks > 0, "releasing a read lock nobody holds");
+        let last = l.write_locked() && l.read_locks == 1;
+        let new = if last {
+            RecordLock { no_more_read_locks: true, read_locks: 0, writer: l.writer }
+        } else {
+            RecordLock { read_locks: l.read_locks - 1, ..l }
+        };
+        // Release: our reads of the version happen before the writer we let
+        // go can commit over it.
+        match end.compare_exchange(raw, new.word(), Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return last.then_some(l.writer),
+            Err(now) => raw = now,
+        }
+    }
+}
+
+/// Outcome of [`write_lock`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
+pub(crate) enum Claim {
+    /// Our lock word is in place.
+    Won,
+    /// The word changed but may still be updatable (an aborted writer reset
+    /// it, or read locks came and went): decide again from a fresh look.
+    Retry,
+    /// Another writer got there first, or the version was replaced.
+    Lost,
+}
+
+/// Write-locks End word `end` (section 2.6; section 4.5 rule 1): swaps the
+/// updatable word `expected` (INFINITY, a read-locked word, or one naming an
+/// aborted writer) for our lock word `new`, which keeps the read locks of
+/// others. Of writers racing for one version exactly one wins.
+#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
+pub(crate) fn write_lock(end: &AtomicU64, expected: u64, new: u64) -> Claim {
+    debug_assert!(RecordLock::of(new).is_some_and(RecordLock::write_locked), "a write lock names its writer");
+    // AcqRel: acquire the End word's history (an aborted writer's reset),
+    // release our claim to readers that check the End word. Acquire on
+    // failure: the fresh word is decided on.
+    match end.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Claim::Won,
+        Err(now) if matches!(Word::decode(now), Word::Txn(_) | Word::Ts(INFINITY)) => Claim::Retry,
+        Err(_) => Claim::Lost,
+    }
+}
+
+/// Drops the write lock of aborted writer `me` from End word `end`, keeping
+/// the read locks. A word no longer naming `me` was taken over by a writer
+/// that saw the abort: it is left alone.
+#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
+pub(crate) fn release_write_lock(end: &AtomicU64, me: u64) {
+    // Relaxed load: the CAS decides.
+    let mut raw = end.load(Ordering::Relaxed);
+    while writer_of_end(raw) == Some(me) {
+        let l = RecordLock::of(raw).expect("a write-locked word is a lock");
+        let reset = RecordLock { no_more_read_locks: false, writer: NO_WRITER, ..l }.word();
+        // Release: a later writer that sees the reset sees our abort.
+        match end.compare_exchange(raw, reset, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => raw = now,
+        }
+    }
+}
+
+/// Postprocessing of a committed writer (section 3.3): End word `end`,
+/// write-locked by it, becomes its end timestamp `ts`. A plain store: no
+/// read lock is left (the writer waited for its wait-for dependencies with
+/// NoMoreWaitFors set) and none can be taken (a reader would have to hold
+/// the writer up, which NoMoreWaitFors refuses, or NoMoreReadLocks is set).
+#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
+pub(crate) fn finalize_end(end: &AtomicU64, ts: u64) {
+    debug_assert!(ts & TXN_FLAG == 0 && ts != INFINITY, "an end timestamp is a finite timestamp");
+    debug_assert!(
+        // Relaxed: a check of what only the writer can still change.
+        RecordLock::of(end.load(Ordering::Relaxed)).is_some_and(|l| l.read_locks == 0),
+        "a committing writer holds the only lock on the versions it replaces"
+    );
+    // Release: readers that see the stamp see everything the writer did.
+    end.store(ts, Ordering::Release);
+}
+
+/// Postprocessing of a committed creator: Begin word `begin`, which holds
+/// its id, becomes its end timestamp `ts`. A reader that still finds the id
+/// peeks at the creator's state (Committed with `ts`, or gone and the word
+/// rewritten): either way it decides on `ts`.
+#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
+pub(crate) fn finalize_begin(begin: &AtomicU64, ts: u64) {
+    debug_assert!(ts & TXN_FLAG == 0 && ts != INFINITY, "an end timestamp is a finite timestamp");
+    // Release: readers that see the stamp see the version's contents.
+    begin.store(ts, Ordering::Release);
 }
 
 #[cfg(test)]

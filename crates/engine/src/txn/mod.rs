@@ -3,6 +3,7 @@
 
 pub mod table;
 pub mod visibility;
+pub(crate) mod wait_for;
 
 use crate::key::Key;
 use crate::storage::version::{VPtr, Version};

@@ -60,33 +60,8 @@ pub(crate) struct DepSet {
     dependents: Vec<u64>,
 }
 
-/// The wait-for state of a slot (VLDB 2011 section 4.2), in one word so that
-/// a stale id can never touch the next occupant's counter:
-///
-/// ```text
-///  63                            22   21        20                 0
-/// +--------------------------------+------+--------------------------+
-/// | generation of the occupant     | NMWF |  WaitForCounter (21 bits) |
-/// +--------------------------------+------+--------------------------+
-/// ```
-///
-/// NoMoreWaitFors (NMWF) is set when the transaction finishes normal
-/// processing: from then on its counter can only fall, so no stream of new
-/// dependencies can starve it.
-const WF_GEN_SHIFT: u32 = 22;
-const WF_NO_MORE: u64 = 1 << 21;
-const WF_COUNT_MASK: u64 = WF_NO_MORE - 1;
-
-/// Outcome of adding a wait-for dependency to a transaction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WaitFor {
-    /// Added: the transaction cannot precommit until it is released.
-    Added,
-    /// NoMoreWaitFors is set (or the counter is full): the caller aborts.
-    Refused,
-    /// The transaction has terminated: nothing to wait for.
-    Gone,
-}
+use super::wait_for;
+pub(crate) use super::wait_for::WaitFor;
 
 /// What a transaction publishes for deadlock detection and for the
 /// transactions that wait on it (section 4.4). Read under the slot's lock.
@@ -143,7 +118,7 @@ pub(crate) struct TxnSlot {
     deps: Mutex<DepSet>,
     /// Generation counter for ids (only the occupant touches it).
     generation: AtomicU64,
-    /// WaitForCounter and NoMoreWaitFors (see `WF_GEN_SHIFT`).
+    /// WaitForCounter and NoMoreWaitFors (see [`super::wait_for`]).
     pub(crate) wait_for: AtomicU64,
     /// Chosen as a deadlock victim: abort instead of waiting on.
     pub(crate) victim: AtomicBool,
@@ -273,9 +248,7 @@ impl TxnTable {
         s.abort_now.store(false, Ordering::Relaxed);
         s.victim.store(false, Ordering::Relaxed);
         s.ssn_sstamp.store(crate::protocol::ssn::NONE, Ordering::Relaxed);
-        // Release: a wait-for adder that Acquires this word and sees our
-        // generation has also seen the reset counter.
-        s.wait_for.store(gen << WF_GEN_SHIFT, Ordering::Release);
+        wait_for::open(&s.wait_for, gen);
         // Release (state, then id): a reader that Acquires the new id sees the
         // new Active state, never the previous occupant's; a reader that
         // Acquires the new state sees the old id already retired.
@@ -459,56 +432,24 @@ impl TxnTable {
     /// (it then cannot precommit until [`Self::release_wait_for`]).
     pub(crate) fn add_wait_for(&self, target: u64) -> WaitFor {
         let Some(s) = self.slots.get((target & SLOT_MASK) as usize) else { return WaitFor::Gone };
-        let gen = target >> SLOT_BITS;
-        // Acquire: see the generation (and reset counter) its occupant published.
-        let mut w = s.wait_for.load(Ordering::Acquire);
-        loop {
-            if w >> WF_GEN_SHIFT != gen {
-                return WaitFor::Gone;
-            }
-            if w & WF_NO_MORE != 0 || w & WF_COUNT_MASK == WF_COUNT_MASK {
-                return WaitFor::Refused;
-            }
-            // AcqRel: the dependency is in place before whatever the caller
-            // does next (installing the lock it stands for).
-            match s.wait_for.compare_exchange_weak(w, w + 1, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return WaitFor::Added,
-                Err(now) => w = now,
-            }
-        }
+        wait_for::add(&s.wait_for, target >> SLOT_BITS)
     }
 
     /// Releases one wait-for dependency of `target` (nothing if it is gone).
     pub(crate) fn release_wait_for(&self, target: u64) {
         let Some(s) = self.slots.get((target & SLOT_MASK) as usize) else { return };
-        let gen = target >> SLOT_BITS;
-        // Relaxed: the CAS below decides.
-        let mut w = s.wait_for.load(Ordering::Relaxed);
-        loop {
-            if w >> WF_GEN_SHIFT != gen {
-                return;
-            }
-            debug_assert!(w & WF_COUNT_MASK > 0, "releasing a wait-for nobody added");
-            // Release: what we did before releasing (stamping our end
-            // timestamp, dropping our lock) happens before the waiter goes on.
-            match s.wait_for.compare_exchange_weak(w, w - 1, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(now) => w = now,
-            }
-        }
+        wait_for::release(&s.wait_for, target >> SLOT_BITS)
     }
 
     /// Sets NoMoreWaitFors on slot `i` (end of normal processing).
     pub(crate) fn no_more_wait_fors(&self, i: u32) {
-        // AcqRel: adders that lose the race see the flag and are refused.
-        self.slot(i).wait_for.fetch_or(WF_NO_MORE, Ordering::AcqRel);
+        wait_for::close(&self.slot(i).wait_for)
     }
 
     /// WaitForCounter of slot `i`.
     #[inline]
     pub(crate) fn wait_fors(&self, i: u32) -> u64 {
-        // Acquire: pairs with the Release in `release_wait_for`.
-        self.slot(i).wait_for.load(Ordering::Acquire) & WF_COUNT_MASK
+        wait_for::count(&self.slot(i).wait_for)
     }
 
     /// Appends to `out` the transactions holding a lock on `bucket` of index
