@@ -1,6 +1,7 @@
 //! `multiverse verify`: the verification campaign. Runs every protocol line
-//! (a protocol, with SSN once over each base and POMVCC once in each write
-//! mode) at every isolation level the engine says it offers, on every
+//! (a protocol; SSN over each base and with safe snapshots, SSI with and
+//! without them, POMVCC in each write mode) at every isolation level the
+//! engine says it offers ([`Protocol::isolation_levels`]), on every
 //! workload it can run, at 2 and 8 threads, each as `multiverse bench
 //! --verify`, within a time budget; prints one table and fails when any run
 //! found something: a forbidden anomaly, a failed consistency or list-append
@@ -183,7 +184,8 @@ fn all_lines() -> Vec<Line> {
 
 /// Each workload's size in the campaign: small, so loading takes a fraction
 /// of a second, and hot, so that conflicts (and anomalies) are frequent. A
-/// workload not named here runs at bench's defaults.
+/// workload not named here runs at bench's defaults (predicate and
+/// list-append: a few dozen hot keys already).
 const SIZES: &[(&str, &[&str])] = &[
     ("hekaton", &["--rows", "2000"]),
     // Skewed, with read-only reads (2rmw-8r) and blind writes (10op) beside
