@@ -19,6 +19,7 @@ txn 3 serializable begin=8 commit=12 committed
   r 0 01 c:4 01
   r 0 02 c:4 01
   w 0 02 update 00
+end 3
 ";
 
 #[test]
@@ -58,8 +59,12 @@ fn bad_files_give_one_line_errors() {
     let dir = tempdir();
     let bad = dir.join("bad.history");
     std::fs::write(&bad, "multiverse-history 1\ntxn x\n").unwrap();
+    // The write-skew history cut short after its second transaction.
+    let cut = dir.join("cut.history");
+    std::fs::write(&cut, WRITE_SKEW.split("txn 3").next().unwrap()).unwrap();
     for (args, needle) in [
         (vec![bad.to_str().unwrap().to_string()], "line 2"),
+        (vec![cut.to_str().unwrap().to_string()], "line 8: the history ends without its trailer 'end N'"),
         (vec![dir.join("missing").to_str().unwrap().to_string()], "cannot open"),
         (vec![bad.to_str().unwrap().to_string(), "--isolation".into(), "chaos".into()], "unknown isolation"),
     ] {

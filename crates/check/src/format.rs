@@ -11,12 +11,15 @@
 //!   s 0 0 [0000000000000001 (0000000000000009 plain
 //!     row 0000000000000005 t:7 000000000000000b
 //! txn 8 snapshot begin=12 commit=- aborted:write-conflict
+//! end 2
 //! ```
 //!
 //! Keys and values are lower-case hex (`-` when empty); versions are named
 //! `c:TS` (committed with that timestamp) or `t:ID` (by transaction id);
 //! scan bounds are `[KEY` (included), `(KEY` (excluded) or `*` (unbounded).
-//! Indentation, blank lines and `#` comment lines are ignored.
+//! Indentation, blank lines and `#` comment lines are ignored. The trailer
+//! `end N` (the number of transactions) closes the history: a file cut
+//! short, even at a line boundary, lacks it and is refused.
 
 use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 use multiverse::{AbortReason, Isolation, Key, KEY_MAX};
@@ -26,6 +29,10 @@ use std::ops::Bound;
 
 /// The first line of every history file.
 pub const FORMAT_HEADER: &str = "multiverse-history 1";
+
+/// The first word of the trailer line, `end N`, that closes every history
+/// file (`N`: the number of transactions).
+pub const FORMAT_TRAILER: &str = "end";
 
 /// A history file that could not be read: where and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +70,7 @@ pub fn write_history(history: &History, out: impl Write) -> io::Result<()> {
             out.write_all(line.as_bytes())?;
         }
     }
+    writeln!(out, "{FORMAT_TRAILER} {}", history.txns.len())?;
     out.flush()
 }
 
@@ -171,9 +179,11 @@ fn push_bound(s: &mut String, b: &Bound<Key>) {
 // ----------------------------------------------------------------------
 
 /// Reads a history in the text format. Never panics; the error names the
-/// first offending line.
+/// first offending line. A history without its trailer `end N`, or whose
+/// trailer counts another number of transactions, is refused: it is
+/// truncated (or was edited).
 pub fn read_history(mut input: impl BufRead) -> Result<History, ParseError> {
-    let mut parser = Parser { history: History::default(), current: None, seen_header: false };
+    let mut parser = Parser { history: History::default(), current: None, seen_header: false, ended: false };
     let mut buf = String::new();
     let mut line = 0usize;
     loop {
@@ -191,6 +201,13 @@ pub fn read_history(mut input: impl BufRead) -> Result<History, ParseError> {
         let message = format!("empty history: expected the header '{FORMAT_HEADER}'");
         return Err(ParseError { line: line.saturating_sub(1).max(1), message });
     }
+    if !parser.ended {
+        let n = parser.history.txns.len() + parser.current.is_some() as usize;
+        let message = format!(
+            "the history ends without its trailer '{FORMAT_TRAILER} N' after {n} transactions: the file is truncated"
+        );
+        return Err(ParseError { line: line.saturating_sub(1).max(1), message });
+    }
     Ok(parser.finish())
 }
 
@@ -198,6 +215,8 @@ struct Parser {
     history: History,
     current: Option<TxnRecord>,
     seen_header: bool,
+    /// The trailer has been read: only comments and blank lines may follow.
+    ended: bool,
 }
 
 type Parsed<T> = Result<T, String>;
@@ -211,6 +230,11 @@ impl Parser {
         if !self.seen_header {
             return self.header(text);
         }
+        if self.ended {
+            return Err(format!(
+                "a line after the trailer '{FORMAT_TRAILER} N' (only comments and blank lines may follow it)"
+            ));
+        }
         let mut words = text.split_ascii_whitespace();
         let verb = words.next().unwrap_or_default();
         let args: Vec<&str> = words.collect();
@@ -220,8 +244,30 @@ impl Parser {
             "w" => self.op(parse_write(&args)?),
             "s" => self.op(parse_scan(&args)?),
             "row" => self.row(&args),
-            other => Err(format!("unknown line type '{}' (expected txn, r, w, s or row)", clip(other))),
+            FORMAT_TRAILER => self.trailer(&args),
+            other => Err(format!("unknown line type '{}' (expected txn, r, w, s, row or end)", clip(other))),
         }
+    }
+
+    /// `end N`: the history is complete, and holds `N` transactions.
+    fn trailer(&mut self, args: &[&str]) -> Parsed<()> {
+        let [n] = args else {
+            return Err(format!(
+                "expected '{FORMAT_TRAILER} N' (N: the number of transactions), got {} fields after '{FORMAT_TRAILER}'",
+                args.len()
+            ));
+        };
+        let n = parse_u64(n, "transaction count")?;
+        if let Some(t) = self.current.take() {
+            self.history.txns.push(t);
+        }
+        let have = self.history.txns.len() as u64;
+        if n != have {
+            let why = if n > have { "some are missing" } else { "it holds more than were written" };
+            return Err(format!("the trailer counts {n} transactions but the history holds {have}: {why}"));
+        }
+        self.ended = true;
+        Ok(())
     }
 
     fn header(&mut self, text: &str) -> Parsed<()> {

@@ -53,7 +53,7 @@ mod model;
 mod report;
 
 pub use append::{check_appends, AppendMismatch, APPEND_TAG_LEN};
-pub use format::{read_history, write_history, ParseError, FORMAT_HEADER};
+pub use format::{read_history, write_history, ParseError, FORMAT_HEADER, FORMAT_TRAILER};
 pub use report::{Anomaly, Class, Limits, Report, Stats};
 
 use multiverse::history::{History, Outcome};

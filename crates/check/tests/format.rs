@@ -46,6 +46,7 @@ txn 7 serializable begin=10 commit=14 committed
   s 0 0 [0000000000000000 (0000000000000002 filtered
 txn 8 snapshot begin=12 commit=- aborted:write-conflict
   w 0 0000000000000001 update 0000000000000002
+end 2
 ";
     assert_eq!(to_text(&sample()), expected);
     assert_eq!(parse(expected).unwrap(), sample());
@@ -64,6 +65,9 @@ txn 1 rc begin=2 commit=3 committed
     row - c:0 -
   s 3 0 (- * plain
 txn 2 read-committed begin=0 commit=- aborted:user
+end 2
+
+# comments and blank lines may follow the trailer
 ";
     let h = parse(text).unwrap();
     assert_eq!(h.txns.len(), 2);
@@ -98,8 +102,53 @@ txn 2 read-committed begin=0 commit=- aborted:user
 #[test]
 fn empty_history_round_trips() {
     let h = History::default();
-    assert_eq!(to_text(&h), "multiverse-history 1\n");
+    assert_eq!(to_text(&h), "multiverse-history 1\nend 0\n");
     assert_eq!(parse(&to_text(&h)).unwrap(), h);
+}
+
+#[test]
+fn a_history_cut_anywhere_is_refused() {
+    // Every prefix that ends at a line boundary parsed before the trailer
+    // existed: a truncated file checked OK. Only the whole file parses now.
+    let text = to_text(&sample());
+    let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i + 1).collect();
+    assert_eq!(ends.len(), 13);
+    for &end in &ends[..ends.len() - 1] {
+        let e = err(&text[..end]);
+        assert!(e.message.contains("without its trailer 'end N'") && e.message.contains("truncated"), "{end}: {e}");
+        assert_eq!(e.line, text[..end].lines().count(), "{e}");
+    }
+    assert_eq!(parse(&text).unwrap(), sample());
+    // Cut inside the trailer line itself.
+    let e = err(text.strip_suffix(" 2\n").unwrap());
+    assert!(e.message.contains("expected 'end N'"), "{e}");
+}
+
+#[test]
+fn the_trailer_must_count_the_transactions_and_close_the_file() {
+    let two = "multiverse-history 1\ntxn 1 si begin=1 commit=2 committed\ntxn 2 si begin=1 commit=3 committed\n";
+    assert_eq!(parse(&format!("{two}end 2\n")).unwrap().txns.len(), 2);
+    // A transaction line dropped from the middle, or one added.
+    let e = err(&format!("{two}end 3\n"));
+    assert_eq!(e.line, 4);
+    assert!(e.message.contains("the trailer counts 3 transactions but the history holds 2: some are missing"), "{e}");
+    let e = err(&format!("{two}end 1\n"));
+    assert!(e.message.contains("counts 1 transactions but the history holds 2"), "{e}");
+    // Only comments and blank lines may follow it.
+    let e = err(&format!("{two}end 2\n# fine\n\ntxn 3 si begin=1 commit=4 committed\n"));
+    assert_eq!(e.line, 7);
+    assert!(e.message.contains("a line after the trailer"), "{e}");
+    let e = err(&format!("{two}end 2\nend 2\n"));
+    assert!(e.message.contains("a line after the trailer"), "{e}");
+    // Two histories glued together.
+    let e = err(&format!("{two}end 2\n{two}end 2\n"));
+    assert_eq!(e.line, 5);
+    for (bad, msg) in [("end\n", "got 0 fields"), ("end 2 2\n", "got 2 fields"), ("end two\n", "bad transaction count")]
+    {
+        let e = err(&format!("{two}{bad}"));
+        assert_eq!(e.line, 4, "{bad:?}");
+        assert!(e.message.contains(msg), "{bad:?}: {e}");
+    }
 }
 
 fn err(text: &str) -> ParseError {
