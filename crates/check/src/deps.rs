@@ -286,7 +286,7 @@ impl<'m, 'h> Deps<'m, 'h> {
     /// A read that returned a version named `w` with `value`.
     fn version_read(&mut self, r: &Read<'_>, w: Writer, value: &[u8]) {
         let source = self.m.resolve(r.reader, r.key, w);
-        let seen = match source {
+        let (seen, ts) = match source {
             Source::Txn(t, pos) => {
                 self.check_value(r, t, self.m.version(r.key, pos).last, value);
                 self.edge(t, r.reader, Dep::Wr, r.key);
@@ -294,14 +294,19 @@ impl<'m, 'h> Deps<'m, 'h> {
                     // It wrote this key after reading it: its version follows.
                     self.edge(t, r.reader, Dep::Ww, r.key);
                 }
-                Seen::At(pos)
+                (Seen::At(pos), self.m.version(r.key, pos).ts)
             }
-            Source::External(ts) => Seen::External(ts),
+            Source::External(ts) if self.m.first_commit().is_some_and(|first| ts > first) => {
+                self.phantom_version(r, ts);
+                return;
+            }
+            Source::External(ts) => (Seen::External(ts), ts),
             _ => {
                 self.bad_source(r, w, source);
                 return;
             }
         };
+        self.read_from_future(r, w, ts);
         if let Some(next) = self.m.next_after(r.key, seen) {
             self.edge(r.reader, self.m.version(r.key, next).txn, Dep::Rw, r.key);
         }
@@ -338,6 +343,32 @@ impl<'m, 'h> Deps<'m, 'h> {
             }),
             Source::Txn(..) | Source::External(_) => {}
         }
+    }
+
+    /// A version named `c:TS` that no recorded transaction wrote, later than
+    /// the first recorded commit: not a version from before recording began,
+    /// and no recorded transaction committed it, so it never existed.
+    fn phantom_version(&mut self, r: &Read<'_>, ts: u64) {
+        let (id, key, first) = (self.id(r.reader), self.key_name(r.key), self.m.first_commit().unwrap_or_default());
+        self.found.note(Class::Invalid, &[id], || {
+            format!(
+                "T{id} read {key} version c:{ts}, which no transaction in the history committed, \
+                 and which is not older than the first recorded commit ({first}): no such version existed"
+            )
+        });
+    }
+
+    /// A serializable transaction is serialized at its commit timestamp: it
+    /// cannot have read a version committed after that.
+    fn read_from_future(&mut self, r: &Read<'_>, w: Writer, ts: u64) {
+        let t = self.m.txn(r.reader);
+        let Some(commit) = t.commit_ts.filter(|&c| t.isolation == Isolation::Serializable && ts > c) else {
+            return;
+        };
+        let (id, key, name) = (t.id, self.key_name(r.key), writer_name(w));
+        self.found.note(Class::Invalid, &[id], || {
+            format!("T{id} (serializable, commit {commit}) read {key} version {name}, committed at {ts}, after its own commit")
+        });
     }
 
     /// G1b: the value read must be the writer's final value of the key.

@@ -103,6 +103,9 @@ pub(crate) struct Model<'h> {
     aborted_at: FxMap<(KeyId, u64), TxnIx>,
     /// Per table: the keys that have committed versions, in key order.
     tables: FxMap<u32, BTreeMap<Key, KeyId>>,
+    /// The smallest commit timestamp of a committed transaction that wrote
+    /// something: versions no recorded transaction wrote must not be later.
+    first_commit: Option<u64>,
 }
 
 impl<'h> Model<'h> {
@@ -121,6 +124,7 @@ impl<'h> Model<'h> {
             versions: Vec::new(),
             aborted_at: FxMap::default(),
             tables: FxMap::default(),
+            first_commit: None,
         };
         let mut last = FxMap::default();
         for (i, t) in h.txns.iter().enumerate() {
@@ -148,6 +152,10 @@ impl<'h> Model<'h> {
         if t.outcome == Outcome::Committed && t.commit_ts.is_none() {
             found.note(Class::Invalid, &[t.id], || format!("T{} committed without a commit timestamp", t.id));
         }
+        if let Some(commit) = t.commit_ts.filter(|&c| c < t.begin_ts) {
+            let (id, begin) = (t.id, t.begin_ts);
+            found.note(Class::Invalid, &[id], || format!("T{id} commits at {commit}, before it began at {begin}"));
+        }
         self.op_start.push(self.op_keys.len());
         last.clear();
         for op in &t.ops {
@@ -168,6 +176,9 @@ impl<'h> Model<'h> {
                     }
                 }
             }
+        }
+        if let (Outcome::Committed, Some(ts), false) = (t.outcome, t.commit_ts, last.is_empty()) {
+            self.first_commit = Some(self.first_commit.map_or(ts, |f| f.min(ts)));
         }
         for (&k, &value) in last.iter() {
             match (t.outcome, t.commit_ts) {
@@ -216,6 +227,12 @@ impl<'h> Model<'h> {
     /// one per scan row, in program order.
     pub(crate) fn op_keys(&self, ix: TxnIx) -> &[KeyId] {
         &self.op_keys[self.op_start[ix as usize]..self.op_start[ix as usize + 1]]
+    }
+
+    /// The first recorded commit: the smallest commit timestamp of a
+    /// committed transaction that wrote something (`None` if none did).
+    pub(crate) fn first_commit(&self) -> Option<u64> {
+        self.first_commit
     }
 
     /// Number of distinct keys.

@@ -44,7 +44,9 @@ fn g_single_read_skew() {
     // T1 reads the old x and the new y that T2 wrote together with x.
     let h = history(vec![
         txn(2, 3, 5).upd(X, c(1), 10, 11).upd(Y, c(1), 20, 21),
-        txn(1, 2, 2).r(X, c(1), 10).r(Y, c(5), 21),
+        // (T1 commits after T2: a serializable read of a version committed
+        // after the reader's own commit would be invalid.)
+        txn(1, 2, 6).r(X, c(1), 10).r(Y, c(5), 21),
     ]);
     let reports = expect(&h, Class::GSingle, &[SI, RR, SER]);
     let a = reports[3].anomalies.iter().find(|a| a.class == Class::GSingle).unwrap();
@@ -64,7 +66,7 @@ fn g_single_lost_update() {
 #[test]
 fn g_single_predicate() {
     // T1's scan misses the row T2 inserts, yet T1 reads T2's y.
-    let h = history(vec![txn(2, 3, 5).ins(5, 50).upd(Y, c(1), 20, 21), txn(1, 2, 2).scan(3, 10, &[]).r(Y, c(5), 21)]);
+    let h = history(vec![txn(2, 3, 5).ins(5, 50).upd(Y, c(1), 20, 21), txn(1, 2, 6).scan(3, 10, &[]).r(Y, c(5), 21)]);
     // Forbidden at snapshot and serializable; a phantom, so allowed at
     // repeatable read (Hekaton's RR is read stability only), where the same
     // cycle is reported as G2.
@@ -282,6 +284,86 @@ fn malformed_transactions_are_invalid() {
     expect(&outside, Class::Invalid, &ALL);
 }
 
+/// The reports of `h` at every level hold no `invalid` finding.
+fn no_invalid(h: &multiverse::history::History) {
+    for level in ALL {
+        let r = check(h, level);
+        assert_eq!(r.count(Class::Invalid), 0, "{level}:\n{r}");
+    }
+}
+
+#[test]
+fn a_version_that_never_existed_is_invalid() {
+    // T1 is the first recorded commit (4). No recorded transaction committed
+    // a version at 5, and a version from before recording began is older
+    // than 4: c:5 never existed, whatever the key.
+    let first = txn(1, 2, 4).upd(X, c(1), 10, 11);
+    let forged = [
+        txn(2, 6, 6).r(Y, c(5), 99), // a key no recorded transaction wrote
+        txn(2, 6, 6).r(X, c(5), 99), // a key with a recorded writer, at another time
+        txn(2, 6, 6).scan(0, 10, &[(X, c(4), 11), (Y, c(5), 20)]), // a scan row
+        txn(2, 6, 6).iso(RC).r(Y, c(5), 20), // at any level
+    ];
+    for reader in forged {
+        let h = history(vec![first.clone(), reader]);
+        let r = expect(&h, Class::Invalid, &ALL);
+        assert!(r[3].anomalies[0].summary.contains("version c:5, which no transaction in the history committed"));
+        assert!(r[3].anomalies[0].summary.contains("not older than the first recorded commit (4)"), "{}", r[3]);
+    }
+    // Versions from before recording began are older than the first
+    // recorded commit; POMVCC shares commit timestamps, so one may also
+    // carry the first recorded commit's timestamp.
+    for ts in [0, 1, 3, 4] {
+        no_invalid(&history(vec![first.clone(), txn(2, 6, 6).r(Y, c(ts), 20).scan(0, 10, &[(Y, c(ts), 20)])]));
+    }
+    expect_clean(&history(vec![first.clone(), txn(2, 6, 6).r(Y, c(3), 20)]));
+    // Transactions that wrote nothing do not count: they are serialized at
+    // their begin timestamp (a safe snapshot's may be older than the last
+    // version committed before recording began).
+    let h = history(vec![txn(3, 2, 2).r(X, c(1), 10), txn(1, 8, 10).w(Y, 21), txn(2, 12, 12).r(5, c(7), 50)]);
+    expect_clean(&h);
+    // A history without a recorded writer holds only such versions.
+    expect_clean(&history(vec![txn(1, 2, 2).r(X, c(1), 10).r(Y, c(1), 20)]));
+}
+
+#[test]
+fn commit_before_begin_is_invalid() {
+    let r = expect(&history(vec![txn(1, 5, 4).w(X, 11)]), Class::Invalid, &ALL);
+    assert!(r[0].anomalies[0].summary.contains("T1 commits at 4, before it began at 5"), "{}", r[0]);
+    // Aborted ones too, when they took a timestamp.
+    let aborted = history(vec![txn(1, 5, 4).w(X, 11).aborted_at(AbortReason::ReadValidation)]);
+    expect(&aborted, Class::Invalid, &ALL);
+    // A transaction that wrote nothing is serialized at its begin timestamp.
+    expect_clean(&history(vec![txn(1, 5, 5).r(X, c(1), 10), txn(2, 5, 6).w(X, 11)]));
+}
+
+#[test]
+fn a_serializable_read_of_a_version_committed_after_the_reader_is_invalid() {
+    // T2 commits at 5 and read the version T1 committed at 8.
+    let writer = || txn(1, 2, 8).upd(X, c(1), 10, 11);
+    for reader in [
+        txn(2, 3, 5).r(X, c(8), 11),
+        txn(2, 3, 5).r(X, t(1), 11), // a version read before its writer committed
+        txn(2, 3, 5).scan(0, 10, &[(X, c(8), 11)]),
+    ] {
+        let r = expect(&history(vec![writer(), reader]), Class::Invalid, &ALL);
+        let a = r[3].anomalies.iter().find(|a| a.class == Class::Invalid).unwrap();
+        assert!(a.summary.contains("T2 (serializable, commit 5) read t0/key 1 version"), "{}", r[3]);
+        assert!(a.summary.contains("committed at 8, after its own commit"), "{}", r[3]);
+    }
+    // An external version later than the reader's commit, too.
+    let h = history(vec![txn(1, 2, 8).w(Y, 21), txn(2, 3, 5).r(X, c(6), 10)]);
+    expect(&h, Class::Invalid, &ALL);
+    // Neighbours: a read committed reader reads at the current time, after
+    // its begin (its commit timestamp as a reader); a serializable one that
+    // commits later, or reads its own write, is fine.
+    no_invalid(&history(vec![writer(), txn(2, 3, 5).iso(RC).r(X, c(8), 11)]));
+    let later = history(vec![writer(), txn(2, 3, 9).r(X, c(8), 11)]);
+    no_invalid(&later);
+    assert!(check(&later, SER).ok());
+    no_invalid(&history(vec![writer(), txn(2, 3, 5).w(Y, 21).r(Y, t(2), 21)]));
+}
+
 // ----------------------------------------------------------------------
 // Snapshot isolation rules
 // ----------------------------------------------------------------------
@@ -297,7 +379,7 @@ fn snapshot_stale_read() {
 
 #[test]
 fn snapshot_read_from_the_future() {
-    let h = history(vec![txn(2, 3, 4).upd(X, c(1), 10, 11), txn(1, 2, 2).r(X, c(4), 11)]);
+    let h = history(vec![txn(2, 3, 4).upd(X, c(1), 10, 11), txn(1, 2, 6).r(X, c(4), 11)]);
     expect(&h, Class::SnapshotRead, &[SI]);
 }
 

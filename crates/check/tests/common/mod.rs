@@ -28,6 +28,7 @@ pub fn t(id: u64) -> Writer {
 }
 
 /// A transaction being written by hand (table 0, integer keys and values).
+#[derive(Clone)]
 pub struct Txn(pub TxnRecord);
 
 /// A committed transaction at serializable (change with `.iso`).
