@@ -45,11 +45,21 @@ mod word;
 mod wait_for;
 
 #[allow(dead_code)]
+#[path = "../src/txn/state.rs"]
+mod state;
+
+/// The paths the included files name each other by.
+mod storage {
+    pub(crate) use crate::word;
+}
+
+#[allow(dead_code)]
 #[path = "../src/index/bucket.rs"]
 mod bucket;
 
+use state::{Peek, Resolved, TxnState};
 use sync::atomic::{AtomicU64, Ordering};
-use word::{Claim, Hold, ReadLocked, RecordLock, Word, INFINITY};
+use word::{txn_word, Claim, Hold, ReadLocked, RecordLock, Word, INFINITY};
 
 /// Runs model `name` under loom with preemption bound `bound` (unless
 /// `LOOM_MAX_PREEMPTIONS` says otherwise); on a failure, prints how to
@@ -358,7 +368,7 @@ fn wait_for_word_no_more_and_slot_reuse() {
 fn bucket_lock_count_and_insert_see_each_other() {
     const OLD: u64 = 0x40;
     const NEW: u64 = 0x80;
-    check("bucket_lock_count_and_insert_see_each_other", 3, || {
+    check("bucket_lock_count_and_insert_see_each_other", 2, || {
         let w = Arc::new(AtomicU64::new(OLD));
         let next = Arc::new(AtomicU64::new(0));
         // The commit clock (SeqCst `fetch_add`, as the engine's).
@@ -400,5 +410,88 @@ fn bucket_lock_count_and_insert_see_each_other() {
             );
         }
         assert_eq!(w.load(Ordering::SeqCst), NEW, "LockCount back at zero, the new head kept");
+    });
+}
+
+// ---- Begin and End words vs a reader (section 2.5, Tables 1 and 2) ---------
+
+/// Visibility of a version whose Begin word resolved to `r` at read time
+/// `rt`, as `visibility::visible_at` decides it (a Preparing creator's
+/// version is read speculatively; here the creator always commits).
+fn begin_visible(r: Resolved, rt: u64) -> bool {
+    match r {
+        Resolved::Ts(b) => b != INFINITY && b < rt,
+        Resolved::Other(_, Peek::Committed(ts) | Peek::Preparing(ts)) => ts < rt,
+        Resolved::Other(_, Peek::Active | Peek::Aborted) => false,
+        Resolved::Own | Resolved::Other(_, Peek::Gone) => unreachable!(),
+    }
+}
+
+/// The same for an End word: a version ended by a transaction that commits
+/// at `ts` is visible before `ts` (ignored speculatively while Preparing).
+fn end_visible(r: Resolved, rt: u64) -> bool {
+    match r {
+        Resolved::Ts(e) => rt < e,
+        Resolved::Other(_, Peek::Committed(ts) | Peek::Preparing(ts)) => rt < ts,
+        Resolved::Other(_, Peek::Active | Peek::Aborted) => true,
+        Resolved::Own | Resolved::Other(_, Peek::Gone) => unreachable!(),
+    }
+}
+
+/// A transaction replaces version V1 by V2 and commits — pending state,
+/// end timestamp from the clock, Preparing, Committed, postprocessing of
+/// V2's Begin and V1's End word, its id retired — while a read-committed
+/// reader reads the key at "now": its clock reading, then V2's Begin and
+/// V1's End word, resolved through the writer's state. It sees exactly one
+/// of the two versions, the one the writer's timestamp says; a writer it
+/// finds Active draws its timestamp after the reading (the SeqCst pairing of
+/// `set_pending` and the clock); a writer it finds gone has left
+/// timestamps in the words.
+#[test]
+fn begin_end_words_commit_vs_reader() {
+    check("begin_end_words_commit_vs_reader", 2, || {
+        let writer_id = id(1);
+        let (id_word, st) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        state::publish(&id_word, &st, writer_id);
+        let clock = Arc::new(AtomicU64::new(10));
+        // V2's Begin word and V1's End word, both naming the writer.
+        let begin2 = Arc::new(AtomicU64::new(txn_word(writer_id)));
+        let end1 = Arc::new(AtomicU64::new(txn_word(writer_id)));
+        let writer = {
+            let (id_word, st, clock, begin2, end1) =
+                (id_word.clone(), st.clone(), clock.clone(), begin2.clone(), end1.clone());
+            thread::spawn(move || {
+                state::set_pending(&st);
+                let ts = clock.fetch_add(2, Ordering::SeqCst);
+                state::set(&st, TxnState::Preparing, ts);
+                state::set(&st, TxnState::Committed, ts);
+                word::finalize_begin(&begin2, ts);
+                word::finalize_end(&end1, ts);
+                state::retire(&id_word);
+                ts
+            })
+        };
+        let reader = thread::spawn(move || {
+            // Read committed's "now": odd, between stamps.
+            let rt = clock.load(Ordering::SeqCst) - 1;
+            let peek = |t| state::peek(&id_word, &st, t);
+            let r2 = state::resolve(&begin2, id(2), peek);
+            let r1 = state::resolve(&end1, id(2), peek);
+            (rt, r2, r1)
+        });
+        let ts = writer.join().unwrap();
+        let (rt, r2, r1) = reader.join().unwrap();
+        for r in [r1, r2] {
+            match r {
+                Resolved::Ts(t) | Resolved::Other(_, Peek::Committed(t) | Peek::Preparing(t)) => {
+                    assert_eq!(t, ts, "a word resolves to the writer's own timestamp")
+                }
+                Resolved::Other(_, Peek::Active) => assert!(ts > rt, "found Active, yet drew {ts} before {rt}"),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let (v2, v1) = (begin_visible(r2, rt), end_visible(r1, rt));
+        assert!(v1 != v2, "the reader sees {} versions of the key (rt {rt}, ts {ts})", v1 as u8 + v2 as u8);
+        assert_eq!(v2, ts < rt);
     });
 }

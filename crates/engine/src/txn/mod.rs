@@ -1,6 +1,7 @@
 //! Transactions: the transaction table and its states, the visibility rules
 //! of Tables 1 and 2, commit dependencies, and the per-transaction sets.
 
+pub(crate) mod state;
 pub mod table;
 pub mod visibility;
 pub(crate) mod wait_for;

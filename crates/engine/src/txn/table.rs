@@ -22,34 +22,8 @@ pub const SLOT_BITS: u32 = 12;
 pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 const SLOT_MASK: u64 = (MAX_SLOTS as u64) - 1;
 
-/// Transaction states (Figure 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u64)]
-pub enum TxnState {
-    /// Normal processing.
-    Active = 0,
-    /// Has its end timestamp; validating and waiting for dependencies.
-    Preparing = 1,
-    /// Committed; postprocessing may still be finalising its versions.
-    Committed = 2,
-    /// Aborted; postprocessing may still be undoing its versions.
-    Aborted = 3,
-}
-
-/// What a reader learns about another transaction from its id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Peek {
-    /// Active (no end timestamp yet).
-    Active,
-    /// Preparing with this end timestamp.
-    Preparing(u64),
-    /// Committed with this end timestamp.
-    Committed(u64),
-    /// Aborted.
-    Aborted,
-    /// Terminated or not found: reread the version word.
-    Gone,
-}
+use super::state;
+pub use super::state::{Peek, TxnState};
 
 /// The CommitDepSet of a transaction: ids of transactions that depend on it.
 /// `closed` is set once the owner has decided and reported its outcome; later
@@ -249,11 +223,7 @@ impl TxnTable {
         s.victim.store(false, Ordering::Relaxed);
         s.ssn_sstamp.store(crate::protocol::ssn::NONE, Ordering::Relaxed);
         wait_for::open(&s.wait_for, gen);
-        // Release (state, then id): a reader that Acquires the new id sees the
-        // new Active state, never the previous occupant's; a reader that
-        // Acquires the new state sees the old id already retired.
-        s.state.store(TxnState::Active as u64, Ordering::Release);
-        s.id.store(id, Ordering::Release);
+        state::publish(&s.id, &s.state, id);
         Ok((i, id))
     }
 
@@ -294,7 +264,7 @@ impl TxnTable {
             let mut d = s.deps.lock();
             d.closed = false;
             d.dependents.clear();
-            s.id.store(0, Ordering::Release);
+            state::retire(&s.id);
         }
         // Release: the slot's state is reset before the next occupant claims it.
         s.busy.store(false, Ordering::Release);
@@ -303,54 +273,22 @@ impl TxnTable {
     /// Sets the state (and end timestamp) of the occupant of slot `i`.
     #[inline]
     pub(crate) fn set_state(&self, i: u32, st: TxnState, end_ts: u64) {
-        debug_assert!(end_ts < 1 << 62);
-        // Release: everything the transaction did before (e.g. installing its
-        // versions) is visible to whoever observes the new state.
-        self.slot(i).state.store(end_ts << 2 | st as u64, Ordering::Release);
+        state::set(&self.slot(i).state, st, end_ts)
     }
 
     /// Marks the occupant of slot `i` "Preparing, end timestamp pending"
     /// (encoded as Preparing with timestamp 0) just before it draws its end
-    /// timestamp. SeqCst: a reader that does not see this store read its own
-    /// read time before our end timestamp was drawn (see `mv_occ`).
+    /// timestamp (see [`state::set_pending`] and `mv_occ`).
     #[inline]
     pub(crate) fn set_pending(&self, i: u32) {
-        self.slot(i).state.store(TxnState::Preparing as u64, Ordering::SeqCst);
+        state::set_pending(&self.slot(i).state)
     }
 
     /// State and end timestamp of transaction `id`, or `Gone`.
     #[inline]
     pub(crate) fn peek(&self, id: u64) -> Peek {
         let Some(s) = self.slots.get((id & SLOT_MASK) as usize) else { return Peek::Gone };
-        // Acquire on all three loads: seqlock-style read. The state load
-        // cannot move before the first id check nor after the second.
-        let backoff = crossbeam_utils::Backoff::new();
-        let w = loop {
-            if s.id.load(Ordering::Acquire) != id {
-                return Peek::Gone;
-            }
-            // SeqCst: pairs with `set_pending` (and is a plain load on x86).
-            let w = s.state.load(Ordering::SeqCst);
-            if s.id.load(Ordering::Acquire) != id {
-                return Peek::Gone;
-            }
-            if w != TxnState::Preparing as u64 {
-                break w;
-            }
-            // Pending: the end timestamp is being drawn; a few instructions.
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        };
-        let ts = w >> 2;
-        match w & 3 {
-            0 => Peek::Active,
-            1 => Peek::Preparing(ts),
-            2 => Peek::Committed(ts),
-            _ => Peek::Aborted,
-        }
+        state::peek(&s.id, &s.state, id)
     }
 
     /// The occupant of slot `i` and what [`TxnTable::peek`] says of it, or

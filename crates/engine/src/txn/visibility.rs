@@ -7,6 +7,7 @@
 
 use crate::storage::version::Version;
 use crate::storage::word::{Word, INFINITY};
+use crate::txn::state::{resolve, Resolved};
 use crate::txn::table::{Peek, TxnTable};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,21 +89,19 @@ pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
     };
     'retry: loop {
         // ---- Begin word (Table 1 / 4.2) ----
-        // Acquire: pairs with the Release stores of postprocessing, and with
-        // the publication of the version.
-        let (begin, speculative_on) = match Word::decode(v.begin.load(Ordering::Acquire)) {
-            Word::Ts(b) => {
+        let (begin, speculative_on) = match resolve(&v.begin, me.id, |id| me.table.peek(id)) {
+            Resolved::Ts(b) => {
                 // INFINITY marks a garbage version of an aborted transaction.
                 if b == INFINITY || b >= rt {
                     return None;
                 }
                 (b, None)
             }
-            Word::Txn(tb) if tb == me.id => (0, None), // own version: Begin counts as 0
-            Word::Txn(tb) => match me.table.peek(tb) {
-                Peek::Active => return None,   // uncommitted, not ours
-                Peek::Aborted => return None,  // garbage
-                Peek::Gone => continue 'retry, // TB finalised the word: reread
+            Resolved::Own => (0, None), // own version: Begin counts as 0
+            Resolved::Other(tb, p) => match p {
+                Peek::Active => return None,  // uncommitted, not ours
+                Peek::Aborted => return None, // garbage
+                Peek::Gone => unreachable!("`resolve` rereads the word"),
                 Peek::Committed(ts) => {
                     if ts >= rt {
                         return None;
@@ -122,13 +121,12 @@ pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
         };
         // ---- End word (Table 2 / 4.3) ----
         let visible = loop {
-            // Acquire: as above.
-            match Word::decode(v.end.load(Ordering::Acquire)) {
-                Word::Ts(e) => break rt < e,
-                Word::Txn(te) if te == me.id => break false, // we replaced or deleted it
-                Word::Txn(te) => match me.table.peek(te) {
+            match resolve(&v.end, me.id, |id| me.table.peek(id)) {
+                Resolved::Ts(e) => break rt < e,
+                Resolved::Own => break false, // we replaced or deleted it
+                Resolved::Other(te, p) => match p {
                     Peek::Active | Peek::Aborted => break true,
-                    Peek::Gone => continue,
+                    Peek::Gone => unreachable!("`resolve` rereads the word"),
                     Peek::Committed(ts) => break rt < ts,
                     Peek::Preparing(ts) => {
                         if rt < ts {
