@@ -289,3 +289,77 @@ fn durable_runs_log_and_recover() {
     let err = text(&r.stderr);
     assert!(err.contains("checkpoint") && !err.contains("panicked"), "{err}");
 }
+
+/// A run whose consistency check fails still writes its history and checks
+/// it (printing the verdict) before it exits non-zero with the check's
+/// error: the history of that run is the one most worth having. The check
+/// fails on purpose: lost updates (first-writer-wins switched off) lose
+/// list appends.
+#[test]
+fn a_failed_consistency_check_still_writes_and_verifies_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let hist = dir.path().join("run.hist");
+    let h = hist.to_str().unwrap();
+    for round in 1..=6 {
+        let duration = format!("{}", 0.2 * round as f64);
+        let args = [
+            "bench",
+            "--workload",
+            "list-append",
+            "--list-keys",
+            "2",
+            "--isolation",
+            "snapshot",
+            "--threads",
+            "4",
+            "--duration",
+            &duration,
+            "--fault",
+            "skip-write-conflicts",
+            "--history",
+            h,
+            "--verify",
+        ];
+        let o = multiverse(&args, &[]);
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        if !err.contains("consistency check failed") {
+            assert!(!err.contains("panicked"), "{err}");
+            continue; // No append was lost this time.
+        }
+        assert!(!o.status.success());
+        assert!(err.contains("list-append consistency check failed") && err.contains("lost or repeated"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(out.contains("verify: snapshot: FAILED"), "the verdict comes first: {out}");
+        // The history was written, and `check` finds the same violation.
+        let c = multiverse(&["check", h], &[]);
+        let cout = text(&c.stdout);
+        assert!(!c.status.success() && cout.contains("snapshot: FAILED"), "{cout}{}", text(&c.stderr));
+        return;
+    }
+    panic!("six rounds without a lost append");
+}
+
+/// The end-of-run checks read at another level than the run (snapshot
+/// after a read-committed run, say) and are not recorded: `multiverse
+/// check` without --isolation takes the history's one level.
+#[test]
+fn histories_hold_only_the_run_and_check_at_their_own_level() {
+    let dir = tempfile::tempdir().unwrap();
+    for (workload, size) in
+        [("smallbank", &["--customers", "100"][..]), ("sibench", &["--rows", "100"]), ("tpcc", &["--warehouses", "1"])]
+    {
+        let hist = dir.path().join(format!("{workload}.hist"));
+        let h = hist.to_str().unwrap();
+        let args =
+            [&["bench", "--workload", workload, "--threads", "2", "--duration", "0.2", "--history", h][..], size]
+                .concat();
+        let o = multiverse(&args, &[]);
+        assert!(o.status.success(), "{workload}: {}", text(&o.stderr));
+        let written = std::fs::read_to_string(&hist).unwrap();
+        assert!(written.contains(" read-committed ") && !written.contains(" snapshot begin="), "{workload}");
+        let c = multiverse(&["check", h], &[]);
+        let cout = text(&c.stdout);
+        assert!(c.status.success(), "{workload}: {cout}{}", text(&c.stderr));
+        assert!(cout.contains("read-committed: OK"), "{workload}: {cout}");
+    }
+}

@@ -386,7 +386,7 @@ pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmCon
     if !multiverse_workloads::declares(&probe) {
         return Err(format!(
             "protocol bohm runs declared transactions, and workload {} does not declare its accesses \
-             (hekaton, ycsb, smallbank and sibench do)",
+             (hekaton, ycsb, smallbank, sibench, predicate and list-append do)",
             w.name()
         ));
     }
