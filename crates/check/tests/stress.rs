@@ -147,13 +147,20 @@ fn run_threads_stats(opts: Options, iso: Isolation, txns_per_thread: u64, thread
     let history = s.db.take_history();
     let report = check(&history, iso);
     if !report.ok() {
-        if let Ok(dir) = std::env::var("MULTIVERSE_DUMP") {
-            let path = format!("{dir}/{protocol}-{iso}.history");
-            let f = std::fs::File::create(&path).unwrap();
-            multiverse_check::write_history(&history, std::io::BufWriter::new(f)).unwrap();
-        }
+        dump(&history, &format!("{protocol}-{iso}"));
     }
     (report, s.db.stats())
+}
+
+/// Writes a failing run's history to `$MULTIVERSE_DUMP/NAME.history`, if
+/// that variable names a directory.
+fn dump(history: &multiverse::history::History, name: &str) {
+    if let Ok(dir) = std::env::var("MULTIVERSE_DUMP") {
+        let path = format!("{dir}/{name}.history");
+        let f = std::fs::File::create(&path).unwrap();
+        multiverse_check::write_history(history, std::io::BufWriter::new(f)).unwrap();
+        eprintln!("history written to {path}");
+    }
 }
 
 #[test]
@@ -239,23 +246,38 @@ fn safe_snapshots_keep_ssn_and_ssi_serializable() {
                     }
                     let mut rng = SmallRng::seed_from_u64(th);
                     let ro = TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Serializable) };
+                    // A safe snapshot never aborts; say which variant did.
+                    let name = match (protocol, ssn_base) {
+                        (Protocol::Ssi, _) => "ssi",
+                        (_, Isolation::ReadCommitted) => "ssn+rc",
+                        _ => "ssn+si",
+                    };
+                    let never = |what: &str, e: Error| -> ! {
+                        panic!("{name}: a safe-snapshot reader failed in {what}: {e} (safe snapshots never abort)")
+                    };
                     for _ in 0..n {
-                        let mut t = s.db.begin_with(ro).unwrap();
+                        let mut t = s.db.begin_with(ro).unwrap_or_else(|e| never("begin", e));
                         for _ in 0..rng.gen_range(1..=4) {
                             let table = if rng.gen_bool(0.5) { s.hash } else { s.ordered };
                             if rng.gen_bool(0.8) {
-                                t.get(table, &Key::from(rng.gen_range(0..KEYS))).unwrap();
+                                t.get(table, &Key::from(rng.gen_range(0..KEYS))).unwrap_or_else(|e| never("get", e));
                             } else {
-                                t.scan(s.db.primary(table), .., None, |_, _| true).unwrap();
+                                let scan = t.scan(s.db.primary(table), .., None, |_, _| true);
+                                scan.unwrap_or_else(|e| never("scan", e));
                             }
                         }
-                        t.commit().expect("a safe snapshot never aborts");
+                        t.commit().unwrap_or_else(|e| never("commit", e));
                     }
                 });
             }
         });
-        let report = check(&s.db.take_history(), Isolation::Serializable);
+        let history = s.db.take_history();
+        let report = check(&history, Isolation::Serializable);
+        if !report.ok() {
+            dump(&history, &format!("{protocol}-{ssn_base}-safe-snapshots"));
+        }
         assert!(report.ok(), "{protocol} over {ssn_base} with safe snapshots: {report}");
+        eprintln!("{protocol} over {ssn_base} with safe snapshots: {} committed", report.stats.committed);
     }
 }
 

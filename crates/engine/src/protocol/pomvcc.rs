@@ -15,13 +15,42 @@
 //! * **serializable** is Hekaton's read validation and phantom detection,
 //!   done at `2c + 1`, just past the shared timestamp `c`: a version that a
 //!   same-timestamp transaction replaced or inserted counts as changed.
-//!   Then every dependency goes from a lower timestamp to a higher one, or,
-//!   within one timestamp, is an anti-dependency from a reader that
-//!   validated before its writer pre-committed; a cycle of those would need
-//!   each transaction to validate before the next pre-commits, around the
-//!   cycle, which cannot be. (Validating at `2c` itself, as MV/O does with
-//!   unique stamps, lets same-timestamp cycles through: the checker finds
-//!   them.)
+//!   (Validating at `2c` itself, as MV/O does with unique stamps, lets
+//!   same-timestamp cycles through: the checker finds them.)
+//!
+//! # Why validation just past the shared timestamp is serializable
+//!
+//! Order the committed transactions by commit timestamp and, within one
+//! timestamp `c`, by the moment each one validated (its *validation
+//! point*). Every dependency follows that order:
+//!
+//! * *across timestamps*: a transaction reads as of `2b + 1` with `b` below
+//!   its own `c` (BTs never passes a timestamp still in flight), so what it
+//!   read (wr) and what it overwrote (ww) committed at a lower timestamp;
+//!   an anti-dependency (rw, or prw: a row its lookup or scan did not see)
+//!   to a writer at a higher timestamp points forward;
+//! * *within `c`*: no wr or ww edge joins two peers (neither reads at or
+//!   past `2c`; two writers of a row conflict at the End word). An
+//!   anti-dependency from reader R to peer W survives R's validation only
+//!   if W had not yet pre-committed then: a W Preparing at `c` is a *peer*
+//!   ([`crate::txn::visibility`]: R's validation fails instead of waiting),
+//!   and a W already finished has stamped its versions `2c < 2c + 1`, so
+//!   R's version counts as changed (read validation) or W's row as a
+//!   phantom. W validates after its pre-commit, so after R's validation
+//!   point: the edge points forward;
+//! * *a row R found absent* (a lookup or scan that missed it) is judged at
+//!   R's validation point, like its reads: rows inserted and deleted again
+//!   by then, by peers at `c` too, leave it absent, and R is placed after
+//!   them, which is consistent with what it read. The checker does the same
+//!   (docs/HISTORY.md: an absent row seen by a validating reader is placed
+//!   just past its commit timestamp when the row is absent there too).
+//!
+//! So no cycle can form. The stress suite at `MULTIVERSE_STRESS=100` once
+//! reported G2 cycles here (issue 24); each had a peer at R's timestamp
+//! that had deleted, before R validated, the row R found absent. They were
+//! serializable in the order above; the checker had placed R's absence
+//! before that peer, and now places it at R's validation point. The rule
+//! above is unchanged.
 //!
 //! **Mixed OCC/PCC** (section V.D, Table VII, Figures 13 and 14), chosen
 //! per transaction with [`crate::TxnOptions::mode`]:
