@@ -261,14 +261,31 @@ impl<'m, 'h> Deps<'m, 'h> {
         }
         let (mut seen, mut point) = (at_begin, t.begin_ts);
         if let (true, Some(commit)) = (t.isolation >= Isolation::RepeatableRead, t.commit_ts) {
-            let at_commit = self.m.visible_at(k, commit);
+            // Just past the commit timestamp, before the reader's own version:
+            // under POMVCC others commit at the same timestamp, and a reader
+            // validated just past it, after every peer that had finished
+            // (`protocol::pomvcc`). With unique commit timestamps this is the
+            // state before the commit timestamp.
+            let mut at_commit = self.m.visible_at(k, commit + 1);
+            if at_commit.is_some_and(|p| vs[p as usize].txn == reader) {
+                at_commit = self.m.visible_at(k, commit);
+            }
             if !t.snapshot && !live(at_commit) && (t.locking || !live(at_begin)) {
-                (seen, point) = (at_commit, commit);
+                (seen, point) = (at_commit, commit + 1);
             }
         }
-        if let Some(pos) = seen {
+        if let Some(mut pos) = seen {
+            // The state seen is that of the delete that began the run of
+            // absent versions it lies in: a later writer inside the run (one
+            // that inserted the row and deleted it again) changed nothing the
+            // reader could see, and may come before or after it. The first
+            // writer of a key absent before it (its first write an insert)
+            // began no run either: the state before it was absent.
+            while pos > 0 && vs[pos as usize - 1].last.is_none() {
+                pos -= 1;
+            }
             let v = vs[pos as usize];
-            if v.last.is_none() {
+            if v.last.is_none() && !(pos == 0 && self.m.first_write_inserts(v.txn, k)) {
                 self.edge(v.txn, reader, Dep::Wr, k);
             }
         }

@@ -319,6 +319,18 @@ impl<'h> Model<'h> {
         keys.range((lo.as_ref(), hi.as_ref())).map(|(k, &id)| (*k, id)).collect()
     }
 
+    /// Whether the first write of key `k` by transaction `t` was an insert:
+    /// the row was absent before `t`.
+    pub(crate) fn first_write_inserts(&self, t: TxnIx, k: KeyId) -> bool {
+        let (table, key) = self.names[k as usize];
+        self.txn(t).ops.iter().find_map(|op| match op {
+            Op::Write { table: tb, key: ky, kind, .. } if *tb == table && *ky == key => {
+                Some(*kind == WriteKind::Insert)
+            }
+            _ => None,
+        }) == Some(true)
+    }
+
     /// Whether transaction `t` wrote a value equal to `value` to key `k`
     /// (at any point, not only last).
     pub(crate) fn ever_wrote(&self, t: TxnIx, k: KeyId, value: &[u8]) -> bool {

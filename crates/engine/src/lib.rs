@@ -1172,6 +1172,11 @@ impl Database {
     /// Switches history recording on or off for transactions that begin
     /// from now on (for example after loading, so the load is not recorded).
     pub fn set_recording(&self, on: bool) {
+        if on && self.opts.protocol == Protocol::Silo {
+            // Recorded TIDs come after every unrecorded one (the checker's
+            // initial state is what is older than the first recorded commit).
+            self.silo.order_past_epoch();
+        }
         // Relaxed: a switch read once per transaction; no data depends on it.
         self.recording.store(on, Ordering::Relaxed);
     }

@@ -120,6 +120,19 @@ impl SiloGlobal {
         }
     }
 
+    /// Recording starts (`Database::set_recording`): the shared sequence
+    /// jumps past every TID handed out so far, so that the checker can tell
+    /// a version from before recording began by its TID. An unrecorded TID
+    /// is `E << EPOCH_SHIFT`, or one more than a TID it read in the same
+    /// epoch: below the next epoch's first TID (a record would have to change
+    /// 2^24 times in one epoch to reach it).
+    pub(crate) fn order_past_epoch(&self) {
+        let next = (self.epoch() + 1) << EPOCH_SHIFT;
+        // Relaxed: as every access of `order`, the order of the RMWs on it;
+        // recording is switched on while no transaction runs.
+        self.order.fetch_max(next, Ordering::Relaxed);
+    }
+
     /// Advances E if it is older than [`EPOCH_MS`] (called now and then by
     /// committers instead of a background thread).
     fn tick(&self) {
