@@ -7,8 +7,9 @@
 //! counters — take their atomics and their spin-wait from here, as
 //! `crate::sync::…`, and name nothing else of the crate but each other.
 //! In the engine this is `std` and crossbeam. The model tests
-//! (`tests/loom_models.rs`) compile the same source files into a test crate
-//! whose own `sync` module maps these names to `loom`, so the model checker
+//! (`tests/loom_models.rs`, `tests/shuttle_models.rs`) compile the same source
+//! files into a test crate whose own `sync` module maps these names to `loom`
+//! or `shuttle`, so the model checker
 //! explores every interleaving of the real code (see docs on schedules).
 
 pub(crate) mod atomic {

@@ -48,6 +48,10 @@ mod wait_for;
 #[path = "../src/txn/state.rs"]
 mod state;
 
+#[allow(dead_code)]
+#[path = "../src/protocol/ssn/stamp.rs"]
+mod ssn_stamp;
+
 /// The paths the included files name each other by.
 mod storage {
     pub(crate) use crate::word;
@@ -493,5 +497,32 @@ fn begin_end_words_commit_vs_reader() {
         let (v2, v1) = (begin_visible(r2, rt), end_visible(r1, rt));
         assert!(v1 != v2, "the reader sees {} versions of the key (rt {rt}, ts {ts})", v1 as u8 + v2 as u8);
         assert_eq!(v2, ts < rt);
+    });
+}
+
+// ---- SSN's published π (section 5.3) ------------------------------------------
+
+/// Section 5.3's handshake on a slot's published π: two writers push
+/// values into it while its owner locks it for its exclusion-window test.
+/// A push that did not find the word locked is in what the owner took.
+#[test]
+fn ssn_pi_push_vs_owner_lock() {
+    check("ssn_pi_push_vs_owner_lock", 3, || {
+        let w = Arc::new(AtomicU64::new(ssn_stamp::NONE));
+        let pushers: Vec<_> = [10, 12]
+            .into_iter()
+            .map(|v| {
+                let w = w.clone();
+                thread::spawn(move || (v, ssn_stamp::lower_pi(&w, v)))
+            })
+            .collect();
+        let took = ssn_stamp::lock_pi(&w);
+        for h in pushers {
+            let (v, r) = h.join().unwrap();
+            if r != ssn_stamp::Push::Locked {
+                assert!(took <= v, "a push of {v} ({r:?}) missed by the owner, who took {took}");
+            }
+        }
+        assert_eq!(w.load(Ordering::SeqCst) & ssn_stamp::LOCKED, ssn_stamp::LOCKED);
     });
 }

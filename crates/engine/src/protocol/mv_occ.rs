@@ -76,7 +76,7 @@ use crate::protocol::pomvcc;
 use crate::protocol::ssn::{self, Cert};
 use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
-use crate::storage::word::{txn_word, writer_of_end, RecordLock, Word, INFINITY, NO_WRITER};
+use crate::storage::word::{self, txn_word, writer_of_end, Claim, RecordLock, Word, INFINITY};
 use crate::txn::table::{TxnSlot, TxnState};
 use crate::txn::visibility::{is_competing, updatable, visible_at, Me, NOW};
 use crate::txn::{Filter, ScanKind, ScanRecord, TxnLocal, WriteEntry};
@@ -1175,23 +1175,21 @@ impl<'db> Transaction<'db> {
             if waits && self.db.txns.add_wait_for(self.id) != crate::txn::table::WaitFor::Added {
                 return Err(self.abort_with(AbortReason::WaitFor));
             }
-            // AcqRel: acquire the End word's history (an aborted writer's
-            // reset), release our claim to readers that check the End word.
-            match old.end.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
+            match word::write_lock(&old.end, expected, new) {
+                Claim::Won => {
                     if mine > 0 {
                         self.local().read_locks.retain(|p| p.0 != v);
                     }
                     return Ok(());
                 }
-                Err(now) => {
+                lost => {
                     if waits {
                         self.db.txns.release_wait_for(self.id);
                     }
                     // Changed since we looked: retry only if it is still
                     // updatable (an aborted writer reset it); otherwise another
                     // writer got there first.
-                    if matches!(Word::decode(now), Word::Txn(_) | Word::Ts(INFINITY)) {
+                    if lost == Claim::Retry {
                         continue;
                     }
                     return Err(self.abort_with(AbortReason::WriteConflict));
@@ -1361,20 +1359,19 @@ impl<'db> Transaction<'db> {
         for w in &local.write_set {
             if !w.new.is_null() {
                 // SAFETY: our own version; alive until we hand it to the GC.
-                // Release: readers that see the stamp see the version's contents.
-                unsafe { &*w.new }.begin.store(end_ts, Ordering::Release);
+                word::finalize_begin(&unsafe { &*w.new }.begin, end_ts);
             }
             if !w.old.is_null() {
                 // SAFETY: write-locked by us, so not reclaimable yet.
                 let old = unsafe { &*w.old };
-                // No reader holds a lock any more: we waited for the last one.
-                debug_assert!(
-                    db.opts.faults.skip_write_conflicts
-                        || RecordLock::of(old.end.load(Ordering::Relaxed)).is_some_and(|l| l.read_locks == 0),
-                    "a committing writer holds the only lock on the versions it replaces"
-                );
-                // Release: as above.
-                old.end.store(end_ts, Ordering::Release);
+                if db.opts.faults.skip_write_conflicts {
+                    // Fault injection: another committer may share the
+                    // version (and its lock). Release: as `finalize_end`.
+                    old.end.store(end_ts, Ordering::Release);
+                } else {
+                    // No reader holds a lock any more: we waited for the last one.
+                    word::finalize_end(&old.end, end_ts);
+                }
             }
         }
         db.txns.report_outcome(self.slot, true);
@@ -1564,19 +1561,10 @@ impl<'db> Transaction<'db> {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us until this reset.
                 let old = unsafe { &*w.old };
-                // Drop the write lock and keep the read locks. Relaxed load,
-                // Release CAS: a later writer that sees the reset sees our
-                // abort. A word no longer naming us was taken over by a
-                // transaction that saw our abort: leave it.
-                let mut raw = old.end.load(Ordering::Relaxed);
-                while writer_of_end(raw) == Some(self.id) {
-                    let l = RecordLock::of(raw).expect("a write-locked word is a lock");
-                    let reset = RecordLock { no_more_read_locks: false, writer: NO_WRITER, ..l }.word();
-                    match old.end.compare_exchange(raw, reset, Ordering::Release, Ordering::Relaxed) {
-                        Ok(_) => break,
-                        Err(now) => raw = now,
-                    }
-                }
+                // Drop the write lock and keep the read locks; a word no
+                // longer naming us was taken over by a transaction that saw
+                // our abort: it is left alone.
+                word::release_write_lock(&old.end, self.id);
             }
         }
         if self.honour_locks {

@@ -128,6 +128,8 @@
 //!   slot would still belong to an unfinished timestamp); the paper's
 //!   counters are unbounded.
 
+mod clock;
+
 use crate::history::{Op, WriteKind, Writer};
 use crate::key::Key;
 use crate::protocol::mv_occ::writer_of;
@@ -135,7 +137,6 @@ use crate::storage::table::Table;
 use crate::storage::version::Version;
 use crate::txn::Pending;
 use crate::{Error, Result, TableId, Transaction};
-use crossbeam_utils::CachePadded;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -161,18 +162,11 @@ pub fn of_stamp(stamp: u64) -> u64 {
     stamp / 2
 }
 
-/// Ts.PC and Ts.CC of one ring slot.
-#[derive(Default)]
-struct Counters {
-    pc: AtomicU64,
-    cc: AtomicU64,
-}
-
-/// POMVCC's timestamp manager (Table VIII, Figures 15, 18 and 19).
+/// POMVCC's timestamp manager (Table VIII, Figures 15, 18 and 19): the
+/// counters of [`clock::TsCounters`] (CTs, BTs, Ts.PC and Ts.CC, checked
+/// by the model tests) and the periodic advance of CTs.
 pub struct TsManager {
-    cts: CachePadded<AtomicU64>,
-    bts: CachePadded<AtomicU64>,
-    ring: Box<[CachePadded<Counters>]>,
+    counters: clock::TsCounters,
     /// When CTs last advanced (nanoseconds since `epoch`), for `tick`.
     advanced_ns: AtomicU64,
     epoch: Instant,
@@ -188,9 +182,7 @@ impl TsManager {
     /// [`TsManager::tick`] once `interval` has passed.
     pub fn new(start: u64, interval: Duration) -> TsManager {
         TsManager {
-            cts: CachePadded::new(AtomicU64::new(start + 1)),
-            bts: CachePadded::new(AtomicU64::new(start)),
-            ring: (0..WINDOW).map(|_| CachePadded::new(Counters::default())).collect(),
+            counters: clock::TsCounters::new(start, WINDOW),
             advanced_ns: AtomicU64::new(0),
             epoch: Instant::now(),
             interval,
@@ -199,43 +191,25 @@ impl TsManager {
         }
     }
 
-    fn slot(&self, ts: u64) -> &Counters {
-        &self.ring[(ts % WINDOW) as usize]
-    }
-
     /// Read_CTs.
     pub fn cts(&self) -> u64 {
-        // SeqCst: every access of the manager is in the one order the
-        // module docs argue with.
-        self.cts.load(Ordering::SeqCst)
+        self.counters.cts()
     }
 
     /// Read_BTs: every timestamp up to it is complete; a transaction that
     /// begins now reads as of it.
     pub fn bts(&self) -> u64 {
-        // SeqCst: as above.
-        self.bts.load(Ordering::SeqCst)
+        self.counters.bts()
     }
 
     /// Update_CTs (Figure 18): advances CTs by one unless that would open
     /// more than [`WINDOW`] timestamps; returns CTs.
     pub fn update_cts(&self) -> u64 {
-        let mut c = self.cts();
-        loop {
-            // `c` may be stale and BTs past it already: then the CAS fails
-            // and `c` is read again (no underflow on the way).
-            if (c + 1).saturating_sub(self.bts()) >= WINDOW {
-                return c;
-            }
-            // SeqCst: as above.
-            match self.cts.compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => {
-                    self.note_advance();
-                    return c + 1;
-                }
-                Err(now) => c = now,
-            }
+        let (c, advanced) = self.counters.update_cts();
+        if advanced {
+            self.note_advance();
         }
+        c
     }
 
     fn note_advance(&self) {
@@ -246,46 +220,24 @@ impl TsManager {
     /// Allocate_CTs (Figure 18): the commit timestamp of a transaction that
     /// enters pre-commit, counted in its Ts.PC. CTs is not incremented.
     pub fn allocate_cts(&self) -> u64 {
-        loop {
-            let c = self.cts();
+        self.counters.allocate_cts(|| {
             #[cfg(test)]
             if self.yield_in_allocate {
                 std::thread::yield_now();
             }
-            let s = self.slot(c);
-            // SeqCst: ordered before the second reading of CTs (module docs).
-            s.pc.fetch_add(1, Ordering::SeqCst);
-            if self.cts() == c {
-                return c;
-            }
-            // CTs moved on meanwhile: BTs may pass `c` without seeing us.
-            // SeqCst: as above.
-            s.pc.fetch_sub(1, Ordering::SeqCst);
-        }
+        })
     }
 
     /// Increment_TsCC (Figure 17): the transaction that took `cts` has
     /// committed (and, with logging, its log is written); then BTs advances
     /// as far as D6 allows.
     pub fn commit(&self, cts: u64) {
-        self.finish(cts, true);
+        self.counters.finish(cts, true);
     }
 
     /// Decrement_TsPC (Figure 17): the transaction that took `cts` aborted.
     pub fn abort(&self, cts: u64) {
-        self.finish(cts, false);
-    }
-
-    fn finish(&self, cts: u64, committed: bool) {
-        debug_assert!(cts > self.bts(), "timestamp {cts} finished after BTs passed it");
-        let s = self.slot(cts);
-        // SeqCst: as above.
-        if committed {
-            s.cc.fetch_add(1, Ordering::SeqCst);
-        } else {
-            s.pc.fetch_sub(1, Ordering::SeqCst);
-        }
-        self.update_bts();
+        self.counters.finish(cts, false);
     }
 
     /// The abort of a conflict (D5.i; AbortTx, Figure 16): two transactions
@@ -298,25 +250,7 @@ impl TsManager {
     /// Update_BTs (Figure 19), repeated: advances BTs while D6 holds for the
     /// next timestamp; returns BTs.
     pub fn update_bts(&self) -> u64 {
-        let mut b = self.bts();
-        loop {
-            let next = b + 1;
-            if next >= self.cts() {
-                return b;
-            }
-            let s = self.slot(next);
-            // SeqCst: the commit counter first, then the pre-commit counter
-            // (module docs); both after the reading of CTs.
-            let cc = s.cc.load(Ordering::SeqCst);
-            if s.pc.load(Ordering::SeqCst) != cc {
-                return b;
-            }
-            // SeqCst: as above.
-            match self.bts.compare_exchange(b, next, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => b = next,
-                Err(now) => b = now,
-            }
-        }
+        self.counters.update_bts()
     }
 
     /// Allocate_BTs(Ts) (Figure 18): a begin timestamp of at least `ts`
@@ -364,10 +298,7 @@ impl TsManager {
     /// (Ts.PC, Ts.CC) of a timestamp's ring slot (cumulative over the
     /// timestamps that share the slot).
     pub fn counters(&self, ts: u64) -> (u64, u64) {
-        let s = self.slot(ts);
-        // SeqCst: as above.
-        let cc = s.cc.load(Ordering::SeqCst);
-        (s.pc.load(Ordering::SeqCst), cc)
+        self.counters.counters(ts)
     }
 }
 

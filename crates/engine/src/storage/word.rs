@@ -259,7 +259,6 @@ pub(crate) fn release_read_lock(end: &AtomicU64) -> Option<u64> {
 
 /// Outcome of [`write_lock`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
 pub(crate) enum Claim {
     /// Our lock word is in place.
     Won,
@@ -274,7 +273,6 @@ pub(crate) enum Claim {
 /// updatable word `expected` (INFINITY, a read-locked word, or one naming an
 /// aborted writer) for our lock word `new`, which keeps the read locks of
 /// others. Of writers racing for one version exactly one wins.
-#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
 pub(crate) fn write_lock(end: &AtomicU64, expected: u64, new: u64) -> Claim {
     debug_assert!(RecordLock::of(new).is_some_and(RecordLock::write_locked), "a write lock names its writer");
     // AcqRel: acquire the End word's history (an aborted writer's reset),
@@ -290,7 +288,6 @@ pub(crate) fn write_lock(end: &AtomicU64, expected: u64, new: u64) -> Claim {
 /// Drops the write lock of aborted writer `me` from End word `end`, keeping
 /// the read locks. A word no longer naming `me` was taken over by a writer
 /// that saw the abort: it is left alone.
-#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
 pub(crate) fn release_write_lock(end: &AtomicU64, me: u64) {
     // Relaxed load: the CAS decides.
     let mut raw = end.load(Ordering::Relaxed);
@@ -310,7 +307,6 @@ pub(crate) fn release_write_lock(end: &AtomicU64, me: u64) {
 /// read lock is left (the writer waited for its wait-for dependencies with
 /// NoMoreWaitFors set) and none can be taken (a reader would have to hold
 /// the writer up, which NoMoreWaitFors refuses, or NoMoreReadLocks is set).
-#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
 pub(crate) fn finalize_end(end: &AtomicU64, ts: u64) {
     debug_assert!(ts & TXN_FLAG == 0 && ts != INFINITY, "an end timestamp is a finite timestamp");
     debug_assert!(
@@ -326,7 +322,6 @@ pub(crate) fn finalize_end(end: &AtomicU64, ts: u64) {
 /// its id, becomes its end timestamp `ts`. A reader that still finds the id
 /// peeks at the creator's state (Committed with `ts`, or gone and the word
 /// rewritten): either way it decides on `ts`.
-#[allow(dead_code)] // TEMP: mv_occ.rs calls it once its current edit lands
 pub(crate) fn finalize_begin(begin: &AtomicU64, ts: u64) {
     debug_assert!(ts & TXN_FLAG == 0 && ts != INFINITY, "an end timestamp is a finite timestamp");
     // Release: readers that see the stamp see the version's contents.
