@@ -9,7 +9,7 @@
 use super::load::history_value;
 use super::*;
 use crate::{Txn, TxnError, Worker};
-use multiverse::TxnOptions;
+use multiverse::{AbortReason, Error, TxnOptions};
 use rand::SeedableRng;
 
 /// Most lines of an order.
@@ -365,8 +365,8 @@ impl<'w> TpccWorker<'w> {
         let ok = o_key(i.w, i.d, o_id);
         let inserts = !tp.cfg.skip_inserts;
         if inserts {
-            t.insert(tp.order, ok, &ov)?;
-            t.insert(tp.new_order, ok, &[])?;
+            t.insert(tp.order, ok, &ov).map_err(order_id_taken)?;
+            t.insert(tp.new_order, ok, &[]).map_err(order_id_taken)?;
         }
         let mut total = 0i64;
         let mut brand = 0u64;
@@ -405,7 +405,7 @@ impl<'w> TpccWorker<'w> {
             brand = fold(brand, name ^ ((i_original && s_original) as u64) << 9);
             let lv = line_value(i.items[k], i.supply[k], qty as u8, amount, &dist);
             if inserts {
-                t.insert(tp.order_line, line_key, &lv)?;
+                t.insert(tp.order_line, line_key, &lv).map_err(order_id_taken)?;
             }
         }
         // total * (1 - c_discount) * (1 + w_tax + d_tax), rates in 1/10,000.
@@ -764,5 +764,18 @@ impl Worker for TpccWorker<'_> {
         }
         w.skipped_deliveries.fetch_add(std::mem::take(&mut self.skipped), Ordering::Relaxed);
         w.loose_lines.fetch_add(std::mem::take(&mut self.loose_lines), Ordering::Relaxed);
+    }
+}
+
+/// NewOrder's order id was taken: a transaction that committed after our read
+/// of the district's next order id inserted that order (or its new-order row
+/// or lines). Only a level that
+/// lets the district's update conflict late can see it (read committed under
+/// POMVCC's optimistic writes, which lock at commit): it is that write
+/// conflict, found early, and the transaction is retried like one.
+fn order_id_taken(e: Error) -> TxnError {
+    match e {
+        Error::DuplicateKey => TxnError::Engine(Error::Aborted(AbortReason::WriteConflict)),
+        e => TxnError::Engine(e),
     }
 }
