@@ -267,6 +267,40 @@ fn a_scan_that_missed_an_earlier_committed_insert_aborts() {
     }
 }
 
+/// Phantoms, inserter committing before the scanner even looked (the
+/// stress test's cycles with safe snapshots): A's snapshot misses B's insert
+/// of key 50, A reads key 50 only after B committed (so B's gap write never
+/// met A's bit and pushed nothing), and C deletes the row again before A
+/// commits (so A's repeated scan finds nothing either). With T reading B's
+/// write and a version A then replaces, A →rw B →wr T →rw A is a cycle: A
+/// must not commit. It aborts where it meets B's version.
+#[test]
+fn a_lookup_that_missed_an_insert_committed_before_it_looked_aborts() {
+    for c in [Cfg::SsnSi, Cfg::Ssi] {
+        let (db, t) = open(c);
+        let mut a = db.begin(SER).unwrap();
+        assert_eq!(a.get(t, &k(1)).unwrap(), Some(v(0).to_vec()));
+        db.run(SER, |x| {
+            x.insert(t, k(50), &v(50))?;
+            x.update(t, &k(2), &v(2))
+        })
+        .unwrap(); // B
+        db.run(SER, |x| {
+            assert_eq!(x.get(t, &k(2))?, Some(v(2).to_vec())); // B →wr T
+            x.get(t, &k(3)).map(|_| ()) // T →rw A, once A replaces it
+        })
+        .unwrap(); // T
+        let found = a.get(t, &k(50));
+        db.run(SER, |x| x.delete(t, &k(50))).unwrap(); // C
+        let r = found.and_then(|row| {
+            assert_eq!(row, None, "{c:?}: A's snapshot predates B");
+            a.update(t, &k(3), &v(3))?;
+            a.commit().map(|_| ())
+        });
+        assert_eq!(aborted(r), reason(c), "{c:?}");
+    }
+}
+
 trait Primary {
     fn primary(self, db: &Database) -> IndexId;
 }

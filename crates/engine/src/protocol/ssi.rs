@@ -31,6 +31,12 @@
 //!    overwriter T2 committed before T with out(T2) finite: T2 had a T3
 //!    that committed before T2, so before T too.
 //!
+//! A scan (or a lookup that found nothing) that passes over a row inserted
+//! after its snapshot by a transaction U that committed first has the edge
+//! T →rw U, taken like an overwrite of a version read (out(T) ≤ c(U), rule
+//! 2 if out(U) is finite — or unknown because U has left its slot): see
+//! the phantoms in [`super::ssn`] (section 6 of the SSN paper).
+//!
 //! Deliberate differences from Cahill's SIREAD locks: reads are tracked by
 //! SSN's readers bitmaps and η(V), so a reader that committed long before
 //! a writer began still counts in in(T) (it cannot form a dangerous

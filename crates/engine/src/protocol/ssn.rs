@@ -67,7 +67,22 @@
 //!   MSB-locked sstamp handshake: each transaction publishes its π in its
 //!   slot, a writer lowers it by compare-and-swap, the owner locks it (the
 //!   top bit) right before its exclusion-window test, and a writer that
-//!   finds it locked aborts. Filtered scans also read the visible rows
+//!   finds it locked aborts. A writer finds only the readers that set their
+//!   bit before its bitmap load, though: a scan over snapshot isolation
+//!   that reads a gap after an insert into it committed (a long transaction
+//!   whose snapshot predates the insert) is never pushed to, and if the row
+//!   is deleted again before the scanner commits, the repeated scan below
+//!   finds nothing either: the edge scanner →rw inserter was lost (G2
+//!   cycles in the stress test with safe snapshots, whose timing makes long
+//!   updaters common; the hole itself needs no safe snapshot). So the scan
+//!   takes that edge itself: a version it passes over that was created
+//!   after its read time by a transaction U that committed (or is
+//!   committing) first is U's write of the gap, and unless U drew its stamp
+//!   after the scan's registration (then U found the bit and pushed), the
+//!   scan lowers its π with π(U), read from U's slot, or, once U left it,
+//!   with the worst case (an abort; the base's repeated scan would abort
+//!   such a scanner anyway unless the row went away again). See
+//!   `created_after`. Filtered scans also read the visible rows
 //!   their filter rejects, so an update that makes a row match replaces a
 //!   version read. And the base's own scan validation stays: a serializable
 //!   scan is repeated at c(T) (MV/O's phantom detection) and a version that
@@ -181,7 +196,7 @@ impl Default for SafeSnapshots {
 impl SafeSnapshots {
     /// The snapshot timestamp a read-only transaction reads at: the latest,
     /// or a new one if the latest is older than `interval`.
-    pub(crate) fn get(&self, clock: &AtomicU64, interval: std::time::Duration) -> u64 {
+    pub(crate) fn get(&self, clock: &AtomicU64, txns: &TxnTable, interval: std::time::Duration) -> u64 {
         let mut t = self.taker.lock();
         if let Some(at) = t.1 {
             if at.elapsed() < interval {
@@ -205,6 +220,15 @@ impl SafeSnapshots {
                 break s;
             }
         };
+        // A snapshot never aborts (section 5.2: it "will not participate in
+        // any serial anomalies"). Yet a writer whose stamp is below s and
+        // that is still Preparing may abort (its own certifier decides after
+        // the stamp is drawn); a reader that read its versions speculatively
+        // would then abort with it (a commit dependency). So the snapshot is
+        // handed out only once every such writer has decided: a wait for
+        // pre-commits already under way, at most once per interval, by the
+        // taker alone (other takers wait on `taker`; writers never do).
+        wait_decided_below(txns, s);
         t.0 += 1;
         t.1 = Some(std::time::Instant::now());
         s
@@ -240,6 +264,29 @@ impl SafeSnapshots {
         // Every snapshot in the ring is newer (we were delayed across
         // several): one below c was overwritten; assume the newest possible.
         best.or(any.then(|| c - 1))
+    }
+}
+
+/// Waits until no transaction Preparing with an end stamp below `s` is left
+/// (one that still draws its stamp is waited out by `peek`). None can start:
+/// every stamp drawn from now on is above `s` (see [`SafeSnapshots::get`]).
+/// The slot of a stamp below `s` lies below the high water mark read here:
+/// the slot was counted before its stamp was drawn, and our reading of the
+/// clock saw that draw (the clock only changes by read-modify-writes, so the
+/// reading synchronizes with it), which orders the count before this load.
+fn wait_decided_below(txns: &TxnTable, s: u64) {
+    for i in 0..txns.high_water() {
+        let backoff = Backoff::new();
+        while let Some((_, Peek::Preparing(ts))) = txns.peek_slot(i) {
+            if ts > s {
+                break; // not in the snapshot, whatever its outcome
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
     }
 }
 
@@ -352,6 +399,9 @@ pub(crate) struct SsnLocal {
     /// Scratch: readers of pseudo-versions we changed that will commit
     /// after us (slot, id): they get our π before we commit.
     push_to: Vec<(u32, u64)>,
+    /// The clock read right after the latest gap registration (`u64::MAX`:
+    /// none), see [`created_after`].
+    gap_clock: u64,
 }
 
 impl Default for SsnLocal {
@@ -366,6 +416,7 @@ impl Default for SsnLocal {
             stale_below: 0,
             untracked: 0,
             push_to: Vec::new(),
+            gap_clock: u64::MAX,
         }
     }
 }
@@ -381,6 +432,7 @@ impl SsnLocal {
         self.stale_below = 0;
         self.untracked = 0;
         self.push_to.clear();
+        self.gap_clock = u64::MAX;
     }
 
     /// The exclusion-window test (`verify_exclusion_or_abort`), or SSI's.
@@ -578,8 +630,14 @@ pub(crate) fn read(
 /// committed before `rt`, the reader saw that transaction's write — the
 /// absence of `v` — and takes it as a predecessor (η, the w:r edge of
 /// Algorithm 1 line 4; a delete is a version too). SSI counts no w:r edges.
+/// If `v` was created by a transaction that committed (or is committing)
+/// after `rt`, that transaction is a successor (see [`created_after`]).
 #[inline]
 pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt: u64) {
+    if cert == Cert::Off {
+        return;
+    }
+    created_after(st, cert, txns, v, rt);
     if cert != Cert::Ssn {
         return;
     }
@@ -593,6 +651,62 @@ pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version
     };
     if e < rt && e != INFINITY {
         st.pstamp = st.pstamp.max(e);
+    }
+}
+
+/// A scan (or a lookup that found nothing) at read time `rt` passed over
+/// `v`, created by U with c(U) > `rt`: the scan read the key's absence, which
+/// U's insert replaced — an edge T →rw U (section 6: U wrote the gap's
+/// pseudo-version we read). If U commits after us, U's η counts us. If U
+/// committed first, π(U) must reach our π, and the gap alone does not
+/// always carry it: U pushes its π to the gap's readers it finds in the
+/// bitmap, but finds only those registered before its SeqCst bitmap load —
+/// a scan that registered later (a long transaction reading the key after U
+/// committed) was never pushed to, and when a later transaction deleted the
+/// row before our commit the base's repeated scan finds nothing either.
+///
+/// `st.gap_clock` is the clock read (SeqCst) right after we registered the
+/// gap: if U drew c(U) ≥ it, our clock load preceded U's draw, hence U's
+/// bitmap load, in the single total order, so U found our bit (and pushed).
+/// Otherwise we take the edge here: π(U) from U's slot (waiting while U is
+/// Preparing, as the pre-commit does), or — when U already left its slot
+/// and its π with it — the worst case, π(U) = 0 (abort; the base would
+/// abort such a scanner anyway with `Phantom` unless the row was deleted
+/// again before its commit).
+fn created_after(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt: u64) {
+    loop {
+        // Acquire: the final stamp, if postprocessing wrote it.
+        let (cu, pi) = match Word::decode(v.begin.load(Ordering::Acquire)) {
+            Word::Ts(b) => {
+                if b == INFINITY || b <= rt || b >= st.gap_clock {
+                    return; // aborted, visible, or U pushed to us
+                }
+                // U finished: its π is gone with its slot.
+                st.overwritten_by(cert, b, 0);
+                return;
+            }
+            Word::Txn(u) => match txns.peek(u) {
+                // Not yet drawing its stamp: our register precedes (SeqCst)
+                // its pending state, stamp and bitmap load; it finds us.
+                Peek::Active | Peek::Aborted => return,
+                Peek::Gone => continue,
+                Peek::Preparing(cu) | Peek::Committed(cu) if cu <= rt || cu >= st.gap_clock => return,
+                Peek::Preparing(_) | Peek::Committed(_) => {
+                    let Some(cu) = committed_before(txns, u, NONE) else { continue };
+                    let slot = txns.slot(crate::txn::table::slot_of(u));
+                    // Acquire: published before the Committed state.
+                    let s = slot.ssn_sstamp.load(Ordering::Acquire) & !LOCKED;
+                    // Acquire: still U's, so `s` is U's π; if not, reread
+                    // the version (its Begin word is a timestamp by now).
+                    if slot.id.load(Ordering::Acquire) != u {
+                        continue;
+                    }
+                    (cu, s)
+                }
+            },
+        };
+        st.overwritten_by(cert, cu, pi);
+        return;
     }
 }
 
@@ -710,16 +824,18 @@ impl<'db> Transaction<'db> {
     }
 
     /// A lookup of `key` in `t` found nothing: the deleters of the
-    /// versions of `key` it passed over are predecessors (see [`absent`]).
+    /// versions of `key` it passed over are predecessors (SSN), and their
+    /// creators that committed after our read time successors (see
+    /// [`absent`]).
     pub(crate) fn ssn_absent_key(&mut self, t: &Table, key: &crate::key::Key) {
-        if self.cert != Cert::Ssn {
+        if self.cert == Cert::Off {
             return;
         }
         let rt = self.read_time();
-        let (st, txns) = (self.ssn(), &self.db.txns);
+        let (st, cert, txns) = (self.ssn(), self.cert, &self.db.txns);
         t.indexes[0].for_each_eq(key, |v| {
             if v.key_eq(key) {
-                absent(st, Cert::Ssn, txns, v, rt);
+                absent(st, cert, txns, v, rt);
             }
             true
         });
@@ -728,9 +844,17 @@ impl<'db> Transaction<'db> {
     /// A serializable scan read the gap `kind` of index `index` of `t`.
     #[inline]
     pub(crate) fn ssn_scan(&mut self, t: &Table, index: u8, kind: &ScanKind) {
-        if let Some(g) = &t.indexes[index as usize].gaps {
-            read_gap(self.ssn(), self.slot, g, kind);
-        }
+        let st = self.ssn();
+        st.gap_clock = match &t.indexes[index as usize].gaps {
+            Some(g) => {
+                read_gap(st, self.slot, g, kind);
+                // SeqCst: after our bit's SeqCst fetch_or, so that a writer
+                // whose stamp is at least this value loads the bitmap after
+                // the bit (see `created_after`).
+                self.db.clock.load(Ordering::SeqCst)
+            }
+            None => u64::MAX, // no gap: take every such edge ourselves
+        };
     }
 
     /// Algorithm 1, `ssn_write`: we replaced `old` (write-locked by us).
