@@ -987,7 +987,7 @@ impl Database {
             // scan that misses the first store read a `latest` no larger
             // than the one we read after it.
             s.begin_ts.store(self.ssn_safe.latest(), Ordering::SeqCst);
-            let begin_ts = self.ssn_safe.get(&self.clock, interval);
+            let begin_ts = self.ssn_safe.get(&self.clock, &self.txns, interval);
             // Release: only raises the published value.
             s.begin_ts.store(begin_ts, Ordering::Release);
             return Ok(Transaction::new(self, slot, id, begin_ts, o));
