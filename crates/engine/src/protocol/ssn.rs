@@ -151,14 +151,28 @@ use crate::txn::{ScanKind, WriteEntry};
 use crossbeam_utils::{Backoff, CachePadded};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-/// Flag of a stamp word holding π(V) (an sstamp) rather than η(V).
-pub(crate) const SSTAMP: u64 = 1 << 63;
-/// "Infinity" for π: no successor yet.
-pub(crate) const NONE: u64 = SSTAMP - 1;
-/// The lock bit of a slot's published π (section 5.3's MSB handshake): set
-/// by the owner right before its exclusion-window test; a writer that finds
-/// it set can no longer lower the owner's π.
-const LOCKED: u64 = 1 << 63;
+mod stamp;
+
+// The stamp words' layout and their atomic operations live in `stamp`
+// (model-checked: `tests/loom_models.rs`, `tests/shuttle_models.rs`).
+// LOCKED is the lock bit of a slot's published π (section 5.3's MSB
+// handshake): set by the owner right before its exclusion-window test; a
+// writer that finds it set can no longer lower the owner's π.
+use stamp::{Push, Stamp, LOCKED};
+
+/// π(V) from the stamp word of a version whose overwrite has committed and
+/// been finalized (its End word a timestamp): the overwriter wrote π(V)
+/// before that End timestamp.
+fn pi_of(s: Stamp) -> u64 {
+    match s {
+        Stamp::Pi(pi) => pi,
+        Stamp::Eta(eta) => {
+            debug_assert!(false, "a finalized overwrite leaves π(V) in the stamp word");
+            eta
+        }
+    }
+}
+pub(crate) use stamp::{NONE, SSTAMP};
 /// Hash classes of keys with a pseudo-version each, per index.
 pub(crate) const GAP_CLASSES: usize = 64;
 /// The readers-bitmap bit shared by slots 63 and up (never cleared).
@@ -608,10 +622,7 @@ pub(crate) fn read(
         Word::Ts(e) if e != INFINITY => {
             // Overwritten, and the overwrite committed and finalized: π(V)
             // is in place (lines 9-10).
-            // Acquire: as above.
-            let s = stamp.load(Ordering::Acquire);
-            debug_assert!(s & SSTAMP != 0, "a finalized overwrite leaves π(V) in the stamp word");
-            st.overwritten_by(cert, e, s & !SSTAMP);
+            st.overwritten_by(cert, e, pi_of(stamp::read(stamp)));
         }
         _ => {
             // Not overwritten yet, or an overwrite in flight (the paper's
@@ -718,29 +729,17 @@ fn created_after(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt
 fn push(txns: &TxnTable, s: u32, id: u64, value: u64) -> bool {
     let slot = txns.slot(s);
     let fate = || matches!(txns.peek(id), Peek::Aborted);
-    // Acquire: a word read while the slot is still `id`'s.
-    let mut w = slot.ssn_sstamp.load(Ordering::Acquire);
-    loop {
-        // Acquire: pairs with the Release id store of `open`.
-        if slot.id.load(Ordering::Acquire) != id {
-            return fate();
-        }
-        if w & LOCKED != 0 {
-            return fate();
-        }
-        if w <= value {
-            return true;
-        }
-        // AcqRel: the owner's fetch_or acquires it.
-        match slot.ssn_sstamp.compare_exchange(w, value, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => break,
-            Err(now) => w = now,
-        }
+    // Acquire: pairs with the Release id store of `open`.
+    if slot.id.load(Ordering::Acquire) != id {
+        return fate();
     }
-    // Still `id`'s after the CAS: it will see the value. Otherwise the
-    // value landed on a newer occupant (harmless) and `id`'s fate decides.
-    // Acquire: as above.
-    slot.id.load(Ordering::Acquire) == id || fate()
+    match stamp::lower_pi(&slot.ssn_sstamp, value) {
+        Push::Locked => fate(),
+        // Still `id`'s after the push (or the look): it will see the value.
+        // Otherwise the word was a newer occupant's (harmless) and `id`'s
+        // fate decides. Acquire: as above.
+        Push::Lowered | Push::AlreadyLower => slot.id.load(Ordering::Acquire) == id || fate(),
+    }
 }
 
 /// Registers a read of a pseudo-version (a scan of `kind`, section 6).
@@ -791,8 +790,7 @@ impl<'db> Transaction<'db> {
         }
         // Take the lock on our π as the full commit would; a push means a
         // writer of a gap we read committed first: commit normally.
-        // AcqRel: as in `ssn_precommit`.
-        if self.slot().ssn_sstamp.fetch_or(LOCKED, Ordering::AcqRel) & !LOCKED != NONE {
+        if stamp::lock_pi(&self.slot().ssn_sstamp) != NONE {
             return None;
         }
         if !self.wait_for_dependencies() {
@@ -939,10 +937,9 @@ impl<'db> Transaction<'db> {
             }
         }
         // Re-read η(V) in case we missed a reader that already left (line 32).
-        // Acquire: pairs with the readers' Release `unregister`.
-        let s = stamp.load(Ordering::Acquire);
-        if s & SSTAMP == 0 {
-            st.pstamp = st.pstamp.max(s);
+        // (`read` is Acquire: pairs with the readers' Release `unregister`.)
+        if let Stamp::Eta(eta) = stamp::read(stamp) {
+            st.pstamp = st.pstamp.max(eta);
         }
         Ok(())
     }
@@ -981,11 +978,9 @@ impl<'db> Transaction<'db> {
                     Word::Ts(INFINITY) => break,
                     Word::Ts(e) => {
                         if e < c {
-                            // Acquire: π(V) was written before the End
-                            // timestamp we saw.
-                            let s = words(v).0.load(Ordering::Acquire);
-                            debug_assert!(s & SSTAMP != 0, "a finalized overwrite leaves π(V)");
-                            st.overwritten_by(cert, e, s & !SSTAMP);
+                            // (`read` is Acquire: π(V) was written before
+                            // the End timestamp we saw.)
+                            st.overwritten_by(cert, e, pi_of(stamp::read(words(v).0)));
                         }
                         break;
                     }
@@ -1046,7 +1041,7 @@ impl<'db> Transaction<'db> {
         }
         // Take what writers pushed, and lock our π against later pushes.
         // AcqRel: acquire the pushes; release nothing yet (see below).
-        let pushed = self.slot().ssn_sstamp.fetch_or(LOCKED, Ordering::AcqRel) & !LOCKED;
+        let pushed = stamp::lock_pi(&self.slot().ssn_sstamp);
         st.sstamp = st.sstamp.min(pushed);
         st.verdict(cert)?;
         // Lower the π of the scanners that will commit after us.
@@ -1105,15 +1100,13 @@ impl<'db> Transaction<'db> {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us.
                 let (stamp, _) = words(unsafe { &*w.old });
-                // Release: pairs with the Acquire load of a reader that saw
-                // the End timestamp stored after this.
-                stamp.store(SSTAMP | st.sstamp, Ordering::Release);
+                stamp::set_pi(stamp, st.sstamp);
             }
             if !w.new.is_null() && self.cert == Cert::Ssn {
                 // SAFETY: our own version.
                 let (stamp, _) = words(unsafe { &*w.new });
                 // Relaxed: published by the Release store of its Begin word.
-                stamp.fetch_max(c, Ordering::Relaxed);
+                stamp::raise_eta(stamp, c, Ordering::Relaxed);
             }
         }
         self.ssn_release(Some(c));
@@ -1137,7 +1130,7 @@ impl<'db> Transaction<'db> {
             if raise != 0 {
                 // Release: a writer that reads η(V) after our bit is gone
                 // sees this raise. A stamp word holding π(V) stays (larger).
-                stamp.fetch_max(raise, Ordering::Release);
+                stamp::raise_eta(stamp, raise, Ordering::Release);
             }
             unregister(readers, slot);
         }
@@ -1155,7 +1148,7 @@ impl<'db> Transaction<'db> {
             let pv = unsafe { &*p };
             if let Some(c) = c {
                 // Release: as above.
-                pv.stamp.fetch_max(c, Ordering::Release);
+                stamp::raise_eta(&pv.stamp, c, Ordering::Release);
             }
             unregister(&pv.readers, slot);
         }

@@ -1,8 +1,4 @@
-//! SSN's stamp words (see `protocol::ssn` for the protocol). Not yet
-//! declared by `protocol::ssn`, which still does these operations inline:
-//! wiring it in (`mod stamp;` there, its `fetch_max`/`store`/`fetch_or`/CAS
-//! on the stamp words replaced by these calls) is pending.
-//!
+//! SSN's stamp words (see `protocol::ssn` for the protocol).
 //!
 //! * **A version's stamp word** holds η(V), the largest commit stamp of a
 //!   reader or of the creator, until an overwrite of V commits; then it
