@@ -21,8 +21,8 @@
 //! # Why validation just past the shared timestamp is serializable
 //!
 //! Order the committed transactions by commit timestamp and, within one
-//! timestamp `c`, by the moment each one validated (its *validation
-//! point*). Every dependency follows that order:
+//! timestamp `c`, by the moment each one pre-committed. Every dependency
+//! follows that order:
 //!
 //! * *across timestamps*: a transaction reads as of `2b + 1` with `b` below
 //!   its own `c` (BTs never passes a timestamp still in flight), so what it
@@ -31,26 +31,31 @@
 //!   to a writer at a higher timestamp points forward;
 //! * *within `c`*: no wr or ww edge joins two peers (neither reads at or
 //!   past `2c`; two writers of a row conflict at the End word). An
-//!   anti-dependency from reader R to peer W survives R's validation only
-//!   if W had not yet pre-committed then: a W Preparing at `c` is a *peer*
-//!   ([`crate::txn::visibility`]: R's validation fails instead of waiting),
-//!   and a W already finished has stamped its versions `2c < 2c + 1`, so
-//!   R's version counts as changed (read validation) or W's row as a
-//!   phantom. W validates after its pre-commit, so after R's validation
-//!   point: the edge points forward;
-//! * *a row R found absent* (a lookup or scan that missed it) is judged at
-//!   R's validation point, like its reads: rows inserted and deleted again
-//!   by then, by peers at `c` too, leave it absent, and R is placed after
-//!   them, which is consistent with what it read. The checker does the same
-//!   (docs/HISTORY.md: an absent row seen by a validating reader is placed
-//!   just past its commit timestamp when the row is absent there too).
+//!   anti-dependency R -> W between peers comes from a row R validated
+//!   (a version it read, a key it found absent, a range it scanned) and W
+//!   wrote. W's write is in place before W pre-commits (PCC at the update,
+//!   OCC just before Allocate_CTs). R's validation *clashes*, and R aborts,
+//!   on every trace of a peer it meets: a version a peer created or ended,
+//!   whether the peer is Preparing, Committed or done
+//!   ([`crate::txn::visibility`], `Me::peer`; a peer that only created a
+//!   row R then finds is a phantom anyway). So R saw no trace of W, and
+//!   looked at that row before W wrote it: after R's own pre-commit, before
+//!   W's. The edge points forward, and no cycle can form.
 //!
-//! So no cycle can form. The stress suite at `MULTIVERSE_STRESS=100` once
-//! reported G2 cycles here (issue 24); each had a peer at R's timestamp
-//! that had deleted, before R validated, the row R found absent. They were
-//! serializable in the order above; the checker had placed R's absence
-//! before that peer, and now places it at R's validation point. The rule
-//! above is unchanged.
+//! A peer's *finished* end counts too: the stress campaign found a G2
+//! (issue 24) where peer U updated a row A that R had found absent at its
+//! begin. R's phantom check walked A's chain, passed the place where U
+//! linked A's new version before U linked it, then found the version U had
+//! replaced ended at `2c` by a committed U: gone, as far as R could tell,
+//! and R committed without seeing U's row. Treating only Preparing peers
+//! as clashes, as the first version did, let that through.
+//!
+//! Earlier reports of G2 cycles at `MULTIVERSE_STRESS=100` were, on
+//! inspection, serializable histories the checker misread (it placed an
+//! absent row seen by a validating reader before a peer's delete that the
+//! reader had seen; docs/HISTORY.md); the engine now aborts those readers
+//! as well (they met a peer's end), and the checker places such a reader
+//! just past its commit timestamp.
 //!
 //! **Mixed OCC/PCC** (section V.D, Table VII, Figures 13 and 14), chosen
 //! per transaction with [`crate::TxnOptions::mode`]:

@@ -26,10 +26,13 @@ pub(crate) struct Me<'a> {
     /// [`NOW`] as resolved during this operation (0: not yet).
     pub(crate) now: Cell<u64>,
     /// POMVCC's validation just past the shared commit stamp `peer` (0:
-    /// not validating): a Preparing transaction at that same stamp is a
-    /// peer, which may be validating against us at the same moment. We
-    /// never take a commit dependency on a peer (two peers could each wait
-    /// for the other for ever); `clash` is set instead, and the caller's
+    /// not validating): a transaction at that same stamp is a peer. A
+    /// Preparing peer may be validating against us at the same moment; we
+    /// never take a commit dependency on it (two peers could each wait for
+    /// the other for ever). A peer that ended a version we look at, even
+    /// one that has finished since, may have linked the version's successor
+    /// at a place our walk of the chain had already passed, so we cannot
+    /// tell what it left. Either way `clash` is set, and the caller's
     /// validation fails (see `protocol::pomvcc`).
     pub(crate) peer: u64,
     pub(crate) clash: Cell<bool>,
@@ -122,11 +125,16 @@ pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
         // ---- End word (Table 2 / 4.3) ----
         let visible = loop {
             match resolve(&v.end, me.id, |id| me.table.peek(id)) {
+                // A peer's end, finished or not, fails the validation: the
+                // peer may have linked its new version where our walk had
+                // already passed (see `peer`).
+                Resolved::Ts(e) if me.is_peer(e) => break false,
                 Resolved::Ts(e) => break rt < e,
                 Resolved::Own => break false, // we replaced or deleted it
                 Resolved::Other(te, p) => match p {
                     Peek::Active | Peek::Aborted => break true,
                     Peek::Gone => unreachable!("`resolve` rereads the word"),
+                    Peek::Committed(ts) if me.is_peer(ts) => break false, // as above
                     Peek::Committed(ts) => break rt < ts,
                     Peek::Preparing(ts) => {
                         if rt < ts {

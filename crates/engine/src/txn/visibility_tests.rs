@@ -1015,3 +1015,29 @@ fn watermark_tracks_oldest_open_transaction() {
     drop(b);
     assert_eq!(db.watermark(), db.clock());
 }
+
+/// POMVCC's validation at `peer + 1`: a version ended by a peer (a
+/// transaction at the same stamp) clashes whether the peer is Preparing,
+/// Committed or has stamped the End word; one ended at another stamp does
+/// not (the stress campaign's pomvcc+occ G2: a peer's successor version was
+/// linked where the walk had passed, and the ended version read as gone).
+#[test]
+fn validation_clashes_on_every_version_a_peer_ended() {
+    let fx = Fx::new();
+    let (t, peer, other) = (fx.open(), fx.open(), fx.open());
+    let validating = |fx: &Fx, v: &V| {
+        let me = Me { peer: 40, ..fx.me(t) };
+        let r = visible_at(v.get(), 41, &me);
+        (r, me.clash.get())
+    };
+    fx.preparing(peer, 40);
+    assert_eq!(validating(&fx, &V::new(10, peer.word())), (None, true), "Preparing peer");
+    fx.committed(peer, 40);
+    assert_eq!(validating(&fx, &V::new(10, peer.word())), (None, true), "Committed peer");
+    assert_eq!(validating(&fx, &V::new(10, 40)), (None, true), "End stamped by a peer");
+    fx.committed(other, 38);
+    assert_eq!(validating(&fx, &V::new(10, other.word())), (None, false), "ended before: gone");
+    assert_eq!(validating(&fx, &V::new(10, 38)), (None, false), "ended before: gone");
+    assert_eq!(validating(&fx, &V::new(10, INFINITY)), (Some(10), false), "not ended");
+    assert_eq!(fx.deps(t), 0);
+}
