@@ -134,8 +134,12 @@ pub enum Error {
     /// A file could not be read or written (durable databases).
     Io(String),
     /// A data file is damaged beyond what recovery drops silently (a
-    /// checkpoint, a log without its checkpoint).
+    /// checkpoint, a log without its checkpoint), or a damaged directory
+    /// under [`crate::OnDamage::Refuse`].
     Corrupt(String),
+    /// The data directory is owned by another open database (of this
+    /// process or another): a directory has one owner at a time.
+    Locked(String),
 }
 
 impl Error {
@@ -183,6 +187,7 @@ impl fmt::Display for Error {
             Error::ShuttingDown => write!(f, "the BOHM server is shutting down; the transaction was not run"),
             Error::Io(m) => write!(f, "{m}"),
             Error::Corrupt(m) => write!(f, "{m}"),
+            Error::Locked(m) => write!(f, "{m}"),
         }
     }
 }

@@ -52,7 +52,7 @@ mod sync;
 pub mod txn;
 
 pub use durability::checkpoint::CheckpointInfo;
-pub use durability::{Durability, RecoveryReport};
+pub use durability::{Durability, OnDamage, RecoveryReport};
 pub use error::{AbortReason, Error};
 pub use key::{Key, KeyBuilder, KEY_MAX};
 pub use protocol::mv_lock::detect_deadlocks;
@@ -354,6 +354,10 @@ pub struct Options {
     /// appended since its last checkpoint (`None`: no limit), which bounds
     /// the log and the recovery time. 1 GiB by default.
     pub checkpoint_log_bytes: Option<u64>,
+    /// What opening (or [`Database::recover_from`]) does with a damaged
+    /// data directory: keep the longest consistent prefix and report what
+    /// was lost (the default), or refuse (see [`OnDamage`]).
+    pub on_damage: OnDamage,
     /// Deliberately broken concurrency control, for testing that the checker
     /// catches what it must. Never set outside tests.
     #[doc(hidden)]
@@ -397,6 +401,7 @@ impl Default for Options {
             group_commit_interval: Duration::from_millis(1),
             checkpoint_every: Some(Duration::from_secs(60)),
             checkpoint_log_bytes: Some(1 << 30),
+            on_damage: OnDamage::KeepPrefix,
             faults: Faults::default(),
         }
     }
@@ -594,6 +599,8 @@ pub struct Core {
 /// A durable database's log and directory.
 pub(crate) struct Durable {
     pub(crate) log: durability::log::Log,
+    /// The directory's lock file, locked while this database owns it.
+    _lock: std::fs::File,
     dir: std::path::PathBuf,
     generation: u64,
     /// One checkpoint at a time.
@@ -648,6 +655,7 @@ impl Database {
             return Err(Error::InvalidArgument("log_streams must be between 1 and 256".into()));
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let lock = lock_dir(&dir)?;
         let mut db = Database::new_unlogged(opts)?;
         schema(&db)?;
         let report = durability::recovery::recover(&db, &dir)?;
@@ -662,6 +670,7 @@ impl Database {
         let core = std::sync::Arc::get_mut(&mut db.core).expect("no other handle before the open completes");
         core.durable = Some(Durable {
             log,
+            _lock: lock,
             dir,
             generation,
             checkpointing: Mutex::new(()),
@@ -692,8 +701,8 @@ impl Database {
         // Later commits go to new files: the old ones can go once covered.
         d.log.rotate_all()?;
         let info = durability::checkpoint::write(self, &d.dir, d.generation)?;
-        // A round now puts the newest epoch mark into a file that stays
-        // (`Log::truncate_before` keeps the file holding it).
+        // Everything appended before the checkpoint is durable before the
+        // files that held it go (the checkpoint is, already).
         d.log.flush()?;
         d.log.truncate_before(info.ts)?;
         remove_checkpoints_before(&d.dir, d.generation, info.ts)?;
@@ -713,6 +722,20 @@ impl Database {
         let r = durability::recovery::recover(self, dir)?;
         self.sync_commits()?;
         Ok(r)
+    }
+
+    /// Under sync durability, a transaction that wrote nothing commits:
+    /// waits until whatever it read is durable (see `durability::log`,
+    /// "Durable visibility").
+    #[inline]
+    pub(crate) fn wait_visible(&self) -> Result<()> {
+        match &self.durable {
+            Some(d) if d.log.mode() == Durability::Sync => d
+                .log
+                .wait_visible()
+                .map_err(|e| Error::Io(format!("the transaction committed, but what it read is not durable: {e}"))),
+            _ => Ok(()),
+        }
     }
 
     /// Makes every commit so far durable (a no-op without durability).
@@ -1233,6 +1256,36 @@ unsafe impl Sync for Database {}
 unsafe impl Send for Database {}
 
 /// Removes every checkpoint and log file of generations before `generation`.
+/// Takes the lock of the data directory `dir` for the database opening it:
+/// a second open (of this process or another) fails with
+/// [`Error::Locked`] naming the holder. The lock (`flock`) goes with the
+/// file handle, so a crashed owner's lock is gone with its process.
+fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    let path = dir.join(durability::LOCK_FILE);
+    let io = |e: std::io::Error| Error::Io(format!("cannot lock {}: {e}", path.display()));
+    let mut f =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let holder = if holder.is_empty() { "another process or handle".to_string() } else { holder.to_string() };
+            return Err(Error::Locked(format!("{} is in use by another open database ({holder})", dir.display())));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+    }
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let who = format!("process {}, opened at unix time {since}\n", std::process::id());
+    f.set_len(0)
+        .and_then(|_| f.seek(std::io::SeekFrom::Start(0)))
+        .and_then(|_| f.write_all(who.as_bytes()))
+        .map_err(io)?;
+    Ok(f)
+}
+
 fn remove_generations_before(dir: &std::path::Path, generation: u64) -> Result<()> {
     remove_files(dir, |name| {
         durability::parse_checkpoint_name(name).is_some_and(|(g, _)| g < generation)

@@ -116,7 +116,10 @@ fn a_checkpoint_drops_the_logs_it_covers() {
     work(&db, 1);
     work(&db, 100);
     let logs = |d: &Path| {
-        std::fs::read_dir(d).unwrap().filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "mvl").count()
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "mvl"))
+            .count()
     };
     let before = logs(dir.path());
     assert!(before > 2, "files rotate at 4 KiB: {before}");
@@ -137,7 +140,7 @@ fn last_log(dir: &Path) -> std::path::PathBuf {
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().unwrap() == "mvl" && std::fs::metadata(p).unwrap().len() > 100)
+        .filter(|p| p.extension().is_some_and(|x| x == "mvl") && std::fs::metadata(p).unwrap().len() > 100)
         .collect();
     v.sort();
     v.pop().expect("a log file with records")
@@ -192,7 +195,7 @@ fn a_damaged_checkpoint_is_refused() {
         let mut cps: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().unwrap() == "mvc")
+            .filter(|p| p.extension().is_some_and(|x| x == "mvc"))
             .collect();
         cps.sort();
         let path = cps.pop().unwrap();

@@ -19,8 +19,29 @@
 //!  TXN:  kind=1 u8 | epoch u64 | commit_ts u64 | writes u32 | write*
 //!        write: table u32 | op u8 (0 put, 1 delete) | key_len u8 | key
 //!               | (put only) value_len u32 | value
-//!  MARK: kind=2 u8 | epoch u64       (every record of epochs <= epoch
-//!                                     is durable in every stream)
+//!  MARK: kind=2 u8 | epoch u64       (every record of this stream with
+//!                                     an epoch <= epoch precedes it)
+//! ```
+//!
+//! Every log file begins with `"MVLOG\0\0\x02"` and one framed header
+//! that says where the file belongs, so that recovery can tell a missing,
+//! duplicated or misplaced file from a complete stream:
+//!
+//! ```text
+//!  HEADER: generation u64 | stream u32 | streams u32 | seq u32
+//!          | start_mark u64 | tables u32 | (id u32 | name_len u16 | name)*
+//! ```
+//!
+//! `start_mark` is the last epoch mark the stream had written before the
+//! file began: every record of the stream with an epoch up to it lies in
+//! an earlier file, and every record in this one has a later epoch.
+//!
+//! The `manifest` lists the files each stream of the generation holds
+//! (rewritten atomically whenever a file is added or dropped):
+//!
+//! ```text
+//!  "MVMANI\0\x01" | frame(generation u64 | streams u32
+//!                          | (first_seq u32 | last_seq u32) * streams)
 //! ```
 //!
 //! A checkpoint row body is `table u32 | key_len u8 | key | value_len u32 |
@@ -40,6 +61,137 @@ pub(crate) const OP_DELETE: u8 = 1;
 /// A body longer than this is damage, not data (values are at most 4 GiB,
 /// but a transaction record this large is not something we write).
 pub(crate) const MAX_BODY: usize = 1 << 30;
+
+/// The first bytes of every log file (format 2: per-stream marks and
+/// placed headers).
+pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x02";
+/// The first bytes of the log files of format 1 (refused with a clear word).
+pub(crate) const LOG_MAGIC_V1: &[u8; 8] = b"MVLOG\x00\x00\x01";
+/// The first bytes of a manifest.
+pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"MVMANI\x00\x01";
+/// At most this many streams (checked by `Database::open`).
+pub(crate) const MAX_STREAMS: u32 = 256;
+
+/// Where a log file belongs (its header, see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LogHeader {
+    pub(crate) generation: u64,
+    pub(crate) stream: u32,
+    pub(crate) streams: u32,
+    pub(crate) seq: u32,
+    pub(crate) start_mark: u64,
+    pub(crate) tables: Vec<(u32, String)>,
+}
+
+impl LogHeader {
+    /// The magic and the framed header.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut h = LOG_MAGIC.to_vec();
+        frame(&mut h, |b| {
+            b.extend_from_slice(&self.generation.to_le_bytes());
+            b.extend_from_slice(&self.stream.to_le_bytes());
+            b.extend_from_slice(&self.streams.to_le_bytes());
+            b.extend_from_slice(&self.seq.to_le_bytes());
+            b.extend_from_slice(&self.start_mark.to_le_bytes());
+            b.extend_from_slice(&(self.tables.len() as u32).to_le_bytes());
+            for (id, name) in &self.tables {
+                b.extend_from_slice(&id.to_le_bytes());
+                b.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                b.extend_from_slice(name.as_bytes());
+            }
+        });
+        h
+    }
+
+    /// Reads a file's header; the offset of its first record, or why it is
+    /// not a log file of this format.
+    pub(crate) fn decode(data: &[u8]) -> std::result::Result<(LogHeader, usize), String> {
+        if data.len() >= LOG_MAGIC.len() && &data[..LOG_MAGIC.len()] == LOG_MAGIC_V1 {
+            return Err("a log file of an older format (1), which this version does not read".into());
+        }
+        if data.len() < LOG_MAGIC.len() || &data[..LOG_MAGIC.len()] != LOG_MAGIC {
+            return Err("not a log file (bad magic)".into());
+        }
+        let (body, next) = match next_frame(data, LOG_MAGIC.len()) {
+            Framed::Body(b, next) => (b, next),
+            Framed::End => return Err("no header".into()),
+            Framed::Damaged(what) => return Err(format!("{what} in its header")),
+        };
+        let parse = || -> Result<LogHeader> {
+            let mut r = Reader::new(body);
+            let (generation, stream, streams, seq, start_mark) = (r.u64()?, r.u32()?, r.u32()?, r.u32()?, r.u64()?);
+            let n = r.u32()?;
+            // Each entry takes at least 6 bytes: no allocation past the body.
+            let mut tables = Vec::with_capacity((n as usize).min(body.len() / 6));
+            for _ in 0..n {
+                let id = r.u32()?;
+                let len = r.u16()? as usize;
+                tables.push((id, String::from_utf8_lossy(r.bytes(len)?).into_owned()));
+            }
+            if !r.done() {
+                return Err(Error::Corrupt("trailing bytes".into()));
+            }
+            Ok(LogHeader { generation, stream, streams, seq, start_mark, tables })
+        };
+        parse().map(|h| (h, next)).map_err(|e| format!("a malformed header ({e})"))
+    }
+}
+
+/// The files each stream of a generation holds: `files[s] = (first, last)`
+/// sequence numbers (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Manifest {
+    pub(crate) generation: u64,
+    pub(crate) files: Vec<(u32, u32)>,
+}
+
+impl Manifest {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut m = MANIFEST_MAGIC.to_vec();
+        frame(&mut m, |b| {
+            b.extend_from_slice(&self.generation.to_le_bytes());
+            b.extend_from_slice(&(self.files.len() as u32).to_le_bytes());
+            for (first, last) in &self.files {
+                b.extend_from_slice(&first.to_le_bytes());
+                b.extend_from_slice(&last.to_le_bytes());
+            }
+        });
+        m
+    }
+
+    pub(crate) fn decode(data: &[u8]) -> std::result::Result<Manifest, String> {
+        if data.len() < MANIFEST_MAGIC.len() || &data[..MANIFEST_MAGIC.len()] != MANIFEST_MAGIC {
+            return Err("not a manifest (bad magic)".into());
+        }
+        let body = match next_frame(data, MANIFEST_MAGIC.len()) {
+            Framed::Body(b, next) if next == data.len() => b,
+            Framed::Body(..) => return Err("trailing bytes after its body".into()),
+            Framed::End => return Err("no body".into()),
+            Framed::Damaged(what) => return Err(what.into()),
+        };
+        let parse = || -> Result<Manifest> {
+            let mut r = Reader::new(body);
+            let generation = r.u64()?;
+            let n = r.u32()?;
+            if n == 0 || n > MAX_STREAMS {
+                return Err(Error::Corrupt(format!("{n} streams")));
+            }
+            let mut files = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let (first, last) = (r.u32()?, r.u32()?);
+                if first > last {
+                    return Err(Error::Corrupt(format!("files {first}..{last}")));
+                }
+                files.push((first, last));
+            }
+            if !r.done() {
+                return Err(Error::Corrupt("trailing bytes".into()));
+            }
+            Ok(Manifest { generation, files })
+        };
+        parse().map_err(|e| format!("malformed ({e})"))
+    }
+}
 
 /// Appends a framed body produced by `body` to `out`.
 pub(crate) fn frame(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
@@ -166,8 +318,13 @@ pub(crate) struct LoggedWrite<'a> {
 
 /// A decoded log body.
 pub(crate) enum Body<'a> {
-    Txn { epoch: u64, commit_ts: u64, writes: Vec<LoggedWrite<'a>> },
-    Mark { epoch: u64 },
+    Txn {
+        epoch: u64,
+        commit_ts: u64,
+        writes: Vec<LoggedWrite<'a>>,
+    },
+    /// An epoch mark (its epoch is read where it is scanned).
+    Mark,
 }
 
 /// Decodes a log body (already checked by its CRC: an error here means
@@ -194,7 +351,7 @@ pub(crate) fn decode(body: &[u8]) -> Result<Body<'_>> {
             }
             Body::Txn { epoch, commit_ts, writes }
         }
-        KIND_MARK => Body::Mark { epoch },
+        KIND_MARK => Body::Mark,
         other => return Err(Error::Corrupt(format!("unknown log record kind {other}"))),
     };
     if !r.done() {

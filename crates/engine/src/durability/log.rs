@@ -9,17 +9,35 @@
 //!   (threads are spread over [`Log::streams`] round-robin), an in-memory
 //!   buffer behind a short lock; nothing else is shared on the commit path.
 //! * **Epochs.** Every record carries the epoch it was appended in (read
-//!   under the stream's lock). The flusher thread closes the current epoch
-//!   `e` (the counter moves to `e + 1`), takes every stream's buffer,
-//!   writes and syncs streams `n-1 .. 1`, then writes stream 0's buffer
-//!   followed by an epoch mark `e` and syncs it. The mark in stream 0 is
-//!   durable only after every record of epoch `<= e` in every stream is.
-//!   Recovery replays exactly the records of epochs up to the last mark.
+//!   under the stream's lock). The flusher closes the current epoch `e`
+//!   (the counter moves to `e + 1`), takes every stream's buffer, and
+//!   writes each buffer followed by an epoch mark `e` to its stream's file
+//!   and syncs it, all streams side by side (MPDB's parallel logs). A mark
+//!   `e` in a stream follows every record of that stream with an epoch
+//!   `<= e`. The round is durable, and its commits acknowledged, once every
+//!   stream's sync returned; rounds run one after another, so a mark in any
+//!   stream also proves that every earlier round completed in every stream.
+//!   Recovery replays the records of epochs up to the smallest last mark
+//!   over the streams (see `durability::recovery`).
 //! * **Why that is consistent.** A transaction appends its record before it
 //!   becomes Committed, so one that reads or overwrites its writes (which it
 //!   can only do once they are committed) appends later, with an epoch no
 //!   smaller. Replaying a prefix of epochs thus never replays a transaction
 //!   without one it depended on, whichever streams the two used.
+//! * **Durable visibility.** A writer's commit waits for its own epoch
+//!   (under sync durability), which covers everything it read (appended
+//!   before it, so in an epoch no later). A transaction that wrote nothing
+//!   waits at commit for the newest epoch holding any record
+//!   ([`Log::wait_visible`]): whatever it read was appended by then. This
+//!   is Silo's rule (section 4.10: a read-only transaction's result is
+//!   released once the epochs it read are durable), so a crash never loses
+//!   what a client was shown; it costs a reader a wait only while a round
+//!   is pending, and nothing when every appended epoch is durable.
+//! * **Placed files.** Each file's header names its generation, stream,
+//!   the number of streams, its sequence number and the stream's last mark
+//!   before it (`format`); the `manifest` lists each stream's files and is
+//!   rewritten (atomically) whenever a file is added or dropped, so a
+//!   missing, duplicated or misplaced file is seen as damage.
 //! * **Group commit.** Under [`Durability::Async`] a commit returns at once
 //!   and the flusher runs every [`crate::Options::group_commit_interval`];
 //!   under [`Durability::Sync`] a commit waits until its epoch is marked
@@ -29,8 +47,8 @@
 //! Files rotate at [`crate::Options::log_rotate_bytes`]; a checkpoint drops
 //! the ones whose records all precede it (see `durability::checkpoint`).
 
-use super::format::{frame, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
-use super::{log_file_name, sync_dir, Durability};
+use super::format::{frame, LogHeader, Manifest, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
+use super::{log_file_name, sync_dir, Durability, MANIFEST_FILE};
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
@@ -40,9 +58,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The first bytes of every log file.
-pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x01";
 
 /// What a committing thread appends into, under the stream's lock.
 #[derive(Default)]
@@ -55,9 +70,8 @@ struct Pending {
 /// A log file of a stream and the largest commit timestamp it holds.
 pub(crate) struct LogFile {
     pub(crate) path: PathBuf,
+    pub(crate) seq: u32,
     pub(crate) max_ts: u64,
-    /// It holds an epoch mark (stream 0 only).
-    pub(crate) marked: bool,
 }
 
 /// The flusher's side of a stream: its files.
@@ -65,7 +79,10 @@ struct Files {
     current: File,
     size: u64,
     seq: u32,
-    /// Every file of this generation, the current one last.
+    /// The last epoch mark written to this stream (the next file's
+    /// `start_mark`).
+    last_mark: u64,
+    /// Every file of this generation still kept, the current one last.
     files: Vec<LogFile>,
 }
 
@@ -89,11 +106,16 @@ pub(crate) struct Shared {
     mode: Durability,
     interval: Duration,
     rotate_bytes: u64,
-    /// Every new file's first bytes (see [`file_header`]).
-    header: Mutex<Vec<u8>>,
+    /// The table directory every new file's header names.
+    tables: Mutex<Vec<(u32, String)>>,
+    /// The manifest as last written (rewritten under this lock).
+    manifest: Mutex<Manifest>,
     streams: Box<[Stream]>,
     /// The epoch appenders stamp (read under a stream's lock).
     epoch: CachePadded<AtomicU64>,
+    /// The newest epoch any record was stamped with (see
+    /// [`Log::wait_visible`]).
+    appended: CachePadded<AtomicU64>,
     /// The last epoch marked durable.
     durable: CachePadded<AtomicU64>,
     /// Guards `durable` waits and the flusher's wake-up flag.
@@ -160,15 +182,25 @@ thread_local! {
 impl Log {
     /// Starts a log of generation `generation` in `dir` as `o` says
     /// (durability, streams, group commit interval, rotation, when
-    /// checkpoints fall due); files `log-<generation>-<stream>-<seq>.mvl`.
+    /// checkpoints fall due); files `log-<generation>-<stream>-<seq>.mvl`,
+    /// listed in the `manifest` (written last: a manifest names only files
+    /// that exist).
     pub(crate) fn start(dir: &Path, generation: u64, o: &crate::Options, tables: &[(u32, String)]) -> Result<Log> {
         let (mode, streams, interval, rotate_bytes) =
             (o.durability, o.log_streams, o.group_commit_interval, o.log_rotate_bytes);
         let due = DueAfter { every: o.checkpoint_every, log_bytes: o.checkpoint_log_bytes };
-        let header = file_header(generation, tables);
         let mut ss = Vec::with_capacity(streams);
         for s in 0..streams {
             let path = dir.join(log_file_name(generation, s as u32, 0));
+            let header = LogHeader {
+                generation,
+                stream: s as u32,
+                streams: streams as u32,
+                seq: 0,
+                start_mark: 0,
+                tables: tables.to_vec(),
+            }
+            .encode();
             let current = new_file(&path, &header)?;
             ss.push(Stream {
                 pending: CachePadded::new(Mutex::new(Pending::default())),
@@ -176,20 +208,25 @@ impl Log {
                     current,
                     size: header.len() as u64,
                     seq: 0,
-                    files: vec![LogFile { path, max_ts: 0, marked: false }],
+                    last_mark: 0,
+                    files: vec![LogFile { path, seq: 0, max_ts: 0 }],
                 }),
             });
         }
         sync_dir(dir)?;
+        let manifest = Manifest { generation, files: vec![(0, 0); streams] };
+        write_manifest(dir, &manifest)?;
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
             generation,
             mode,
             interval,
             rotate_bytes: rotate_bytes.max(4096),
-            header: Mutex::new(header),
+            tables: Mutex::new(tables.to_vec()),
+            manifest: Mutex::new(manifest),
             streams: ss.into_boxed_slice(),
             epoch: CachePadded::new(AtomicU64::new(1)),
+            appended: CachePadded::new(AtomicU64::new(0)),
             durable: CachePadded::new(AtomicU64::new(0)),
             wake: Mutex::new(Wake::default()),
             woken: Condvar::new(),
@@ -262,6 +299,14 @@ impl Log {
         p.max_ts = p.max_ts.max(commit_ts);
         let added = (p.buf.len() - before) as u64;
         drop(p);
+        // Relaxed both: `appended` only grows (fetch_max), and a reader of
+        // our writes loads it after an Acquire that saw us Committed (or
+        // unlocked), which we become after this; coherence then shows it
+        // this value or a larger one. Written once per epoch, not per
+        // commit: the load skips the shared write when it is current.
+        if sh.appended.load(Ordering::Relaxed) < epoch {
+            sh.appended.fetch_max(epoch, Ordering::Relaxed);
+        }
         // Relaxed: statistics only.
         sh.stats.bytes.fetch_add(added, Ordering::Relaxed);
         sh.stats.records.fetch_add(1, Ordering::Relaxed);
@@ -293,6 +338,22 @@ impl Log {
         }
     }
 
+    /// A transaction that wrote nothing commits: waits until everything it
+    /// can have read is durable (module docs, "Durable visibility"). One
+    /// load and one comparison when nothing is pending.
+    #[inline]
+    pub(crate) fn wait_visible(&self) -> Result<()> {
+        let sh = &self.shared;
+        // Relaxed: see `append` (the reads that matter happened-before
+        // this load through the versions' Acquire loads).
+        let newest = sh.appended.load(Ordering::Relaxed);
+        // Acquire: pairs with the flusher's Release store.
+        if sh.durable.load(Ordering::Acquire) >= newest {
+            return Ok(());
+        }
+        self.wait_durable(newest)
+    }
+
     /// Makes everything appended so far durable (one round), e.g. before a
     /// checkpoint or on close.
     pub(crate) fn flush(&self) -> Result<()> {
@@ -302,35 +363,40 @@ impl Log {
         self.wait_durable(e)
     }
 
-    /// Drops the files of this generation whose records all precede
-    /// `ts` (a durable checkpoint holds their effects); the current file of
-    /// each stream stays, and so does stream 0's newest file with an epoch
-    /// mark. Returns how many files were removed.
+    /// Drops the files of this generation whose records all precede `ts`
+    /// (a durable checkpoint holds their effects): the longest run of such
+    /// files at the start of each stream, never its current file, so the
+    /// files kept stay a contiguous run. The manifest is rewritten first:
+    /// a crash in between leaves files before its first one, which
+    /// recovery ignores. Returns how many files were removed.
     pub(crate) fn truncate_before(&self, ts: u64) -> Result<usize> {
-        let mut removed = 0;
-        for s in self.shared.streams.iter() {
-            let mut f = s.files.lock();
-            let last = f.files.len() - 1;
-            // The newest epoch mark stays, whatever the age of the records
-            // beside it: it vouches for the records of later files of
-            // every stream (only stream 0 has marks).
-            let newest_mark = f.files.iter().rposition(|lf| lf.marked);
-            let mut keep = Vec::with_capacity(f.files.len());
-            for (i, lf) in std::mem::take(&mut f.files).into_iter().enumerate() {
-                if i < last && lf.max_ts < ts && Some(i) != newest_mark {
-                    std::fs::remove_file(&lf.path)
-                        .map_err(|e| Error::Io(format!("cannot remove {}: {e}", lf.path.display())))?;
-                    removed += 1;
-                } else {
-                    keep.push(lf);
+        let sh = &self.shared;
+        let mut gone = Vec::new();
+        {
+            // Lock order: the streams' files, then the manifest (as `rotate`).
+            let mut fs: Vec<_> = sh.streams.iter().map(|s| s.files.lock()).collect();
+            let mut m = sh.manifest.lock();
+            let mut next = m.clone();
+            for (i, f) in fs.iter_mut().enumerate() {
+                let last = f.files.len() - 1;
+                let n = f.files[..last].iter().take_while(|lf| lf.max_ts < ts).count();
+                if n == 0 {
+                    continue;
                 }
+                gone.extend(f.files.drain(..n).map(|lf| lf.path));
+                next.files[i].0 = f.files[0].seq;
             }
-            f.files = keep;
+            if gone.is_empty() {
+                return Ok(0);
+            }
+            write_manifest(&sh.dir, &next)?;
+            *m = next;
         }
-        if removed > 0 {
-            sync_dir(&self.shared.dir)?;
+        for path in &gone {
+            std::fs::remove_file(path).map_err(|e| Error::Io(format!("cannot remove {}: {e}", path.display())))?;
         }
-        Ok(removed)
+        sync_dir(&sh.dir)?;
+        Ok(gone.len())
     }
 
     /// Starts a new file in every stream (so that a checkpoint can later
@@ -341,13 +407,13 @@ impl Log {
             let mut f = s.files.lock();
             sh.rotate(i, &mut f)?;
         }
-        sync_dir(&sh.dir)
+        Ok(())
     }
 
     /// A table was created: new files name it in their header, and every
     /// stream starts a new file now, before any record can write the table.
     pub(crate) fn set_tables(&self, tables: &[(u32, String)]) -> Result<()> {
-        *self.shared.header.lock() = file_header(self.shared.generation, tables);
+        *self.shared.tables.lock() = tables.to_vec();
         self.rotate_all()
     }
 
@@ -419,7 +485,8 @@ impl Shared {
         }
     }
 
-    /// Closes the current epoch and makes it durable.
+    /// Closes the current epoch and makes it durable: every stream's
+    /// buffer and mark written and synced, the streams side by side.
     fn round(&self, spare: &mut [Vec<u8>]) -> Result<()> {
         // SeqCst: appenders read the counter under their stream's lock; the
         // lock acquisitions below order every append of epoch <= e before
@@ -436,84 +503,114 @@ impl Shared {
             any |= !buf.is_empty();
             taken.push((buf, max_ts));
         }
-        // Nothing appended since the last mark: that mark covers `e` too,
-        // unless stream 0 has rotated since (a checkpoint then wants the
-        // newest mark in the current file, so that older ones can go).
-        let current_marked = || self.streams[0].files.lock().files.last().is_some_and(|f| f.marked);
-        if !any && current_marked() {
-            // Release: as after a round.
-            self.durable.store(e, Ordering::Release);
-            self.finish_round(spare, taken);
-            return Ok(());
-        }
-        for i in (0..self.streams.len()).rev() {
-            let (buf, max_ts) = &mut taken[i];
-            if i == 0 {
+        // Nothing appended since the last round: no stream holds a record
+        // of epoch `e`, so it is durable as it is (recovery's cut, the
+        // smallest last mark, may lie below it: no record lies between).
+        if any {
+            // Every stream gets the mark, the idle ones too: recovery's cut
+            // is the smallest last mark over the streams.
+            for (buf, _) in taken.iter_mut() {
                 frame(buf, |b| {
                     b.push(KIND_MARK);
                     b.extend_from_slice(&e.to_le_bytes());
                 });
             }
-            if buf.is_empty() {
-                continue;
+            if taken.len() == 1 {
+                self.write_stream(0, &taken[0].0, taken[0].1, e)?;
+            } else {
+                // One thread per stream but the first, which is ours: the
+                // syncs overlap, so a round costs about one sync's latency
+                // whatever the number of streams.
+                std::thread::scope(|sc| {
+                    let (first, rest) = taken.split_first().expect("at least one stream");
+                    let others: Vec<_> = rest
+                        .iter()
+                        .enumerate()
+                        .map(|(j, (buf, max_ts))| sc.spawn(move || self.write_stream(j + 1, buf, *max_ts, e)))
+                        .collect();
+                    let mut r = self.write_stream(0, &first.0, first.1, e);
+                    for h in others {
+                        let rj = h.join().unwrap_or_else(|_| Err(Error::Io("a log writer thread panicked".into())));
+                        r = r.and(rj);
+                    }
+                    r
+                })?;
             }
-            let mut f = self.streams[i].files.lock();
-            f.current.write_all(buf).map_err(|err| Error::Io(format!("log write: {err}")))?;
-            f.current.sync_data().map_err(|err| Error::Io(format!("log sync: {err}")))?;
             // Relaxed: statistics only.
-            self.stats.syncs.fetch_add(1, Ordering::Relaxed);
-            f.size += buf.len() as u64;
-            let last = f.files.last_mut().expect("a stream has a current file");
-            last.max_ts = last.max_ts.max(*max_ts);
-            last.marked |= i == 0;
-            if f.size >= self.rotate_bytes {
-                self.rotate(i, &mut f)?;
-                sync_dir(&self.dir)?;
-            }
+            self.stats.rounds.fetch_add(1, Ordering::Relaxed);
         }
         // Release: a committer that sees the epoch durable sees it synced.
         self.durable.store(e, Ordering::Release);
-        // Relaxed: statistics only.
-        self.stats.rounds.fetch_add(1, Ordering::Relaxed);
-        self.finish_round(spare, taken);
-        Ok(())
-    }
-
-    fn finish_round(&self, spare: &mut [Vec<u8>], taken: Vec<(Vec<u8>, u64)>) {
         for (i, (mut buf, _)) in taken.into_iter().enumerate() {
             buf.clear();
             spare[i] = buf;
         }
         let _w = self.wake.lock();
         self.done.notify_all();
+        Ok(())
     }
 
-    /// Starts stream `i`'s next file.
+    /// Writes and syncs stream `i`'s part of round `e` (its records and
+    /// mark), rotating its file once it is large enough.
+    fn write_stream(&self, i: usize, buf: &[u8], max_ts: u64, e: u64) -> Result<()> {
+        let mut f = self.streams[i].files.lock();
+        f.current.write_all(buf).map_err(|err| Error::Io(format!("log write: {err}")))?;
+        f.current.sync_data().map_err(|err| Error::Io(format!("log sync: {err}")))?;
+        // Relaxed: statistics only.
+        self.stats.syncs.fetch_add(1, Ordering::Relaxed);
+        f.size += buf.len() as u64;
+        f.last_mark = e;
+        let last = f.files.last_mut().expect("a stream has a current file");
+        last.max_ts = last.max_ts.max(max_ts);
+        if f.size >= self.rotate_bytes {
+            self.rotate(i, &mut f)?;
+        }
+        Ok(())
+    }
+
+    /// Starts stream `i`'s next file (synced, and named in the directory),
+    /// then lists it in the manifest.
     fn rotate(&self, i: usize, f: &mut Files) -> Result<()> {
-        f.seq += 1;
-        let path = self.dir.join(log_file_name(self.generation, i as u32, f.seq));
-        let header = self.header.lock().clone();
-        f.current = new_file(&path, &header)?;
+        let seq = f.seq + 1;
+        let path = self.dir.join(log_file_name(self.generation, i as u32, seq));
+        let header = LogHeader {
+            generation: self.generation,
+            stream: i as u32,
+            streams: self.streams.len() as u32,
+            seq,
+            start_mark: f.last_mark,
+            tables: self.tables.lock().clone(),
+        }
+        .encode();
+        let current = new_file(&path, &header)?;
+        sync_dir(&self.dir)?;
+        {
+            let mut m = self.manifest.lock();
+            let mut next = m.clone();
+            next.files[i].1 = seq;
+            write_manifest(&self.dir, &next)?;
+            *m = next;
+        }
+        f.seq = seq;
+        f.current = current;
         f.size = header.len() as u64;
-        f.files.push(LogFile { path, max_ts: 0, marked: false });
+        f.files.push(LogFile { path, seq, max_ts: 0 });
         Ok(())
     }
 }
 
-/// A log file's header: magic, generation, and the table directory (so
-/// that recovery can check the schema it replays into).
-fn file_header(generation: u64, tables: &[(u32, String)]) -> Vec<u8> {
-    let mut h = LOG_MAGIC.to_vec();
-    frame(&mut h, |b| {
-        b.extend_from_slice(&generation.to_le_bytes());
-        b.extend_from_slice(&(tables.len() as u32).to_le_bytes());
-        for (id, name) in tables {
-            b.extend_from_slice(&id.to_le_bytes());
-            b.extend_from_slice(&(name.len() as u16).to_le_bytes());
-            b.extend_from_slice(name.as_bytes());
-        }
-    });
-    h
+/// Replaces the manifest atomically: a temporary file, synced, renamed,
+/// and the directory synced.
+fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
+    let tmp = dir.join(format!("{MANIFEST_FILE}.tmp"));
+    let path = dir.join(MANIFEST_FILE);
+    let io = |p: &Path, e: std::io::Error| Error::Io(format!("cannot write {}: {e}", p.display()));
+    let mut f = File::create(&tmp).map_err(|e| io(&tmp, e))?;
+    f.write_all(&m.encode()).map_err(|e| io(&tmp, e))?;
+    f.sync_all().map_err(|e| io(&tmp, e))?;
+    drop(f);
+    std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+    sync_dir(dir)
 }
 
 fn new_file(path: &Path, header: &[u8]) -> Result<File> {

@@ -15,6 +15,10 @@
 //! * `log-<g>-<stream>-<seq>.mvl`: the redo records of the transactions
 //!   that committed after the generation began, per stream, in files that
 //!   rotate at a size;
+//! * `manifest`: which files each log stream of the generation holds
+//!   (see [`format`]), so that a missing or extra file is seen;
+//! * `LOCK`: locked (`flock`) by the one [`crate::Database`] that owns the
+//!   directory; it names the owner's process;
 //! * `workload` (optional, written by `multiverse bench`): what created
 //!   the data, so that `multiverse recover` can check its invariants.
 //!
@@ -52,6 +56,33 @@ pub(crate) mod log;
 pub(crate) mod recovery;
 
 pub use recovery::RecoveryReport;
+
+/// What recovery does with a damaged data directory: one whose log lost
+/// commits that may have been acknowledged as durable, or holds damage that
+/// a crash cannot explain (see [`recovery`]). A crash's torn tail is not
+/// damage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDamage {
+    /// Recover the longest consistent prefix of the commit order and report
+    /// what was dropped and why ([`RecoveryReport::dropped`],
+    /// [`RecoveryReport::damaged`]).
+    #[default]
+    KeepPrefix,
+    /// Refuse with [`Error::Corrupt`], recovering nothing and changing
+    /// nothing.
+    Refuse,
+}
+
+impl std::str::FromStr for OnDamage {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<OnDamage> {
+        match s {
+            "keep-prefix" => Ok(OnDamage::KeepPrefix),
+            "refuse" => Ok(OnDamage::Refuse),
+            other => Err(Error::Parse(format!("unknown on-damage policy '{other}' (keep-prefix, refuse)"))),
+        }
+    }
+}
 
 use crate::{Error, Result};
 use std::path::Path;
@@ -93,6 +124,12 @@ impl std::str::FromStr for Durability {
         }
     }
 }
+
+/// The name of the manifest: the files each log stream holds.
+pub(crate) const MANIFEST_FILE: &str = "manifest";
+
+/// The name of the lock file: whoever holds its lock owns the directory.
+pub(crate) const LOCK_FILE: &str = "LOCK";
 
 pub(crate) fn log_file_name(generation: u64, stream: u32, seq: u32) -> String {
     format!("log-{generation:08}-{stream:03}-{seq:06}.mvl")

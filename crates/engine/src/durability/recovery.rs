@@ -1,26 +1,42 @@
-//! Recovery: the newest checkpoint, then the log streams merged in
-//! commit-timestamp order (POMVCC paper, section VI.B: parallel logs need
-//! no order until they are read back).
+//! Recovery: the newest checkpoint, then the longest prefix of the log
+//! that every stream holds, merged in commit-timestamp order (POMVCC
+//! paper, section VI.B: parallel logs need no order until they are read
+//! back).
 //!
-//! 1. Load the newest checkpoint of the newest generation (a damaged one
-//!    is refused: the logs before it may be gone).
-//! 2. Find the last epoch mark in stream 0 (everything of epochs up to it
-//!    was durable in every stream, see `durability::log`).
-//! 3. Read the streams of that generation side by side, one file of each
-//!    at a time, and take the records epoch by epoch: the smallest epoch
-//!    left in any stream, from every stream. A stream stops at its first
-//!    torn or damaged record (a crash mid-write leaves one); what it drops
-//!    is reported.
-//! 4. Replay an epoch's records whose commit timestamp follows the
-//!    checkpoint's in commit-timestamp order, each as one transaction of
-//!    puts and deletes (the tables' indexes are built as rows go in); stop
-//!    at the first epoch past the mark.
+//! 1. **Scan** (one thread per stream). Each stream's files are checked
+//!    against the `manifest` and their headers (generation, stream, number
+//!    of streams, sequence number, the mark they start after), then read
+//!    to their end: a stream stops at its first damaged record, missing or
+//!    misplaced file, or epoch going backwards. What each stream holds
+//!    intact ends at its *last mark* `m(s)`: all its records of epochs up
+//!    to `m(s)` precede it (`durability::log`).
+//! 2. **The cut.** Replay goes through epoch `D = min m(s)`: every stream
+//!    holds every record of every epoch up to `D`, and a transaction's
+//!    record never depends on one of a later epoch, so the records of
+//!    epochs `<= D` are a prefix of the commit order. Rounds run one after
+//!    another and mark every stream, so the second-newest mark `A` in the
+//!    directory is a round that completed everywhere (its commits may have
+//!    been acknowledged); the newest may not have. `D < A` means that
+//!    acknowledged commits are lost: that, and anything a crash cannot
+//!    produce (a gap, a duplicate, damage followed by intact records, a
+//!    missing manifest) makes the directory *damaged*. A crash's torn tail
+//!    is not damage: nothing it held was acknowledged.
+//! 3. **Policy.** [`crate::OnDamage::KeepPrefix`] (the default) recovers
+//!    the prefix and reports, one line each, what it dropped and why;
+//!    [`crate::OnDamage::Refuse`] fails with [`Error::Corrupt`] instead.
+//! 4. **Load** the newest checkpoint of the newest generation (a damaged
+//!    one is refused: the logs before it may be gone).
+//! 5. **Replay** the records of epochs up to `D` whose commit timestamp
+//!    follows the checkpoint's, epoch by epoch: each stream is read and
+//!    decoded by its own thread, one file at a time; the main thread takes
+//!    the records of the smallest epoch left from every stream and replays
+//!    them in commit-timestamp order, each as one transaction of puts and
+//!    deletes (the tables' indexes are built as rows go in).
 //!
 //! Epoch by epoch is a commit-timestamp order wherever it matters: a
 //! transaction that read or overwrote another's writes appended its record
 //! after that one did, so in the same epoch or a later one. It keeps
-//! recovery's memory to one file per stream and one epoch's records
-//! (docs/BENCHMARKS.md: 294 MB instead of 2.98 GB for 1.46 GB of log).
+//! recovery's memory to one file per stream and a few epochs' records.
 //!
 //! POMVCC shares commit timestamps, so several records may carry the same
 //! one. Section VI.B argues their order does not matter: transactions at
@@ -30,13 +46,14 @@
 //! broken).
 
 use super::checkpoint;
-use super::format::{decode, next_frame, Body, Framed, Reader};
-use super::log::LOG_MAGIC;
-use super::{parse_checkpoint_name, parse_log_name};
-use crate::{Database, Isolation, Key, TableId, TxnOptions};
+use super::format::{decode, next_frame, Body, Framed, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN};
+use super::{parse_checkpoint_name, parse_log_name, MANIFEST_FILE};
+use crate::{Database, Isolation, Key, OnDamage, TableId, TxnOptions};
 use crate::{Error, Result};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What recovery found and did.
@@ -54,45 +71,70 @@ pub struct RecoveryReport {
     pub streams: usize,
     /// Transaction records read intact.
     pub records: u64,
-    /// Transactions replayed (intact, durable, after the checkpoint).
+    /// Transactions replayed (intact, in the consistent prefix, after the
+    /// checkpoint).
     pub replayed: u64,
     /// Writes they made.
     pub writes: u64,
-    /// The last epoch marked durable.
+    /// The epoch replay went through: every stream held every record of
+    /// every epoch up to it (see the module docs).
     pub durable_epoch: u64,
     /// The largest commit timestamp replayed (of the recovered generation).
     pub last_commit_ts: Option<u64>,
     /// Pairs of replayed records at one commit timestamp that write the
     /// same row (see the module docs; 0 unless the engine is broken).
     pub same_ts_conflicts: u64,
-    /// What was dropped, one line each: torn or damaged tails, records of
-    /// epochs never marked durable, leftover temporary files.
+    /// What was dropped, one line each, and why: a torn tail (a crash
+    /// mid-write: never acknowledged), damage, missing or misplaced files,
+    /// records past the consistent prefix, leftover temporary files.
     pub dropped: Vec<String>,
+    /// The directory holds damage that a crash cannot explain, or lost
+    /// commits that may have been acknowledged as durable: the state
+    /// recovered is a consistent prefix, but not necessarily every commit
+    /// acknowledged. [`crate::OnDamage::Refuse`] refuses such a directory.
+    pub damaged: bool,
     /// How long recovery took.
     pub elapsed: Duration,
 }
 
-/// Recovers `dir` into `db` (whose tables exist and are empty).
-pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
-    let started = Instant::now();
-    let mut rep = RecoveryReport::default();
-    let mut checkpoints = Vec::new();
-    let mut logs: Vec<(u64, u32, u32, PathBuf)> = Vec::new();
+/// The files of a directory, by kind.
+#[derive(Default)]
+struct Listing {
+    checkpoints: Vec<(u64, u64, PathBuf)>,
+    /// (generation, stream, seq, path), sorted.
+    logs: Vec<(u64, u32, u32, PathBuf)>,
+    manifest: Option<PathBuf>,
+}
+
+fn list(dir: &Path, rep: &mut RecoveryReport) -> Result<Listing> {
+    let mut l = Listing::default();
     let entries = std::fs::read_dir(dir).map_err(|e| Error::Io(format!("cannot read {}: {e}", dir.display())))?;
     for e in entries {
         let e = e.map_err(|e| Error::Io(format!("cannot read {}: {e}", dir.display())))?;
         let name = e.file_name().to_string_lossy().into_owned();
         if let Some((g, ts)) = parse_checkpoint_name(&name) {
-            checkpoints.push((g, ts, e.path()));
+            l.checkpoints.push((g, ts, e.path()));
         } else if let Some((g, s, q)) = parse_log_name(&name) {
-            logs.push((g, s, q, e.path()));
+            l.logs.push((g, s, q, e.path()));
+        } else if name == MANIFEST_FILE {
+            l.manifest = Some(e.path());
         } else if name.starts_with("checkpoint-") && name.ends_with(".tmp") {
             rep.dropped.push(format!("{name}: an unfinished checkpoint (ignored)"));
         }
     }
-    checkpoints.sort();
-    let Some((generation, _, cp_path)) = checkpoints.last().cloned() else {
-        if let Some((_, _, _, p)) = logs.first() {
+    l.checkpoints.sort();
+    l.logs.sort();
+    Ok(l)
+}
+
+/// Recovers `dir` into `db` (whose tables exist and are empty), as
+/// `db`'s [`crate::Options::on_damage`] says.
+pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
+    let started = Instant::now();
+    let mut rep = RecoveryReport::default();
+    let listing = list(dir, &mut rep)?;
+    let Some((generation, _, cp_path)) = listing.checkpoints.last().cloned() else {
+        if let Some((_, _, _, p)) = listing.logs.first() {
             return Err(Error::Corrupt(format!(
                 "{}: log files but no checkpoint; refusing to open {}",
                 p.display(),
@@ -104,7 +146,51 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     };
     rep.generation = generation;
 
-    // 1. The checkpoint.
+    // 1. and 2. Scan the streams; the cut.
+    let plan = plan_streams(generation, &listing, &mut rep)?;
+    let scans: Vec<Scan> = std::thread::scope(|sc| {
+        let hs: Vec<_> = plan.iter().map(|p| sc.spawn(move || scan(generation, p))).collect();
+        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Scan::failed("the scan panicked"))).collect()
+    });
+    rep.streams = plan.len();
+    let cut = Cut::of(&scans);
+    rep.durable_epoch = cut.d;
+    for s in &scans {
+        rep.damaged |= s.damaged_structure || s.last_mark < cut.acknowledged;
+        rep.dropped.extend(s.lines.iter().cloned());
+        if s.last_mark < cut.acknowledged {
+            rep.dropped.push(format!(
+                "stream {}: its intact records end at epoch {}, but every stream completed epoch {}: \
+                 commits acknowledged as durable are lost",
+                s.stream, s.last_mark, cut.acknowledged
+            ));
+        }
+    }
+    let beyond: u64 = scans.iter().map(|s| s.records_after(cut.d)).sum();
+    if beyond > 0 {
+        rep.dropped.push(if cut.d >= cut.acknowledged {
+            format!(
+                "{beyond} transaction records of epochs after {}: their round never completed in every stream, \
+                 so none was acknowledged as durable",
+                cut.d
+            )
+        } else {
+            format!(
+                "{beyond} intact transaction records of epochs after {} dropped to keep a consistent prefix \
+                 (a damaged stream lost epochs up to {})",
+                cut.d, cut.acknowledged
+            )
+        });
+    }
+    if rep.damaged && db.opts.on_damage == OnDamage::Refuse {
+        let why = rep.dropped.iter().find(|l| !l.contains("unfinished checkpoint")).cloned().unwrap_or_default();
+        return Err(Error::Corrupt(format!(
+            "{}: the data directory is damaged ({why}); refusing to recover it (Options::on_damage)",
+            dir.display()
+        )));
+    }
+
+    // 4. The checkpoint.
     let cp_name = file_name(&cp_path);
     let data = std::fs::read(&cp_path).map_err(|e| Error::Io(format!("cannot read {}: {e}", cp_path.display())))?;
     let mut ids: HashMap<String, TableId> = HashMap::new();
@@ -120,268 +206,535 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     }
     rep.checkpoint = Some((cp_name, loaded.ts, loaded.rows));
 
-    // 2. The log streams of this generation, one cursor each, reading one
-    // file at a time. First the last epoch mark (stream 0 holds them).
-    logs.retain(|l| l.0 == generation);
-    logs.sort();
-    let mut cursors: Vec<Cursor> = Vec::new();
-    for (_, stream, _, path) in logs {
-        match cursors.last_mut() {
-            Some(c) if c.stream == stream => c.files.push_back(path),
-            _ => cursors.push(Cursor::new(stream, path)),
-        }
-    }
-    rep.streams = cursors.len();
-    let marks = match cursors.iter().find(|c| c.stream == 0) {
-        Some(c) => last_mark(c.files.clone())?,
-        None => 0,
-    };
-    rep.durable_epoch = marks;
-
-    // 3. and 4. Epoch by epoch: the records of the smallest epoch left in
-    // any stream, replayed in commit-timestamp order if it is durable and
-    // after the checkpoint. Each stream's epochs never decrease, and a
-    // transaction that read or overwrote another's writes appended in the
-    // same epoch or a later one (`durability::log`), so this order keeps
-    // every conflict's order while holding one epoch's records at a time.
-    let cp_ts = loaded.ts;
-    let mut late = 0u64;
-    let mut last_ts_keys: (u64, std::collections::HashSet<(u32, Key)>) = (u64::MAX, Default::default());
-    let mut mine = std::collections::HashSet::new();
-    // Each replay sees the checkpoint and the replay before it (POMVCC:
-    // begin after its commit).
-    let mut after = db.sync_commits()?;
-    let mut epoch_recs: Vec<Rec> = Vec::new();
-    let mut order = 0u64;
-    loop {
-        let mut next = None;
-        for c in cursors.iter_mut() {
-            if let Some(e) = c.peek_epoch(&mut rep)? {
-                next = Some(next.map_or(e, |n: u64| n.min(e)));
-            }
-        }
-        let Some(e) = next else { break };
-        epoch_recs.clear();
-        for c in cursors.iter_mut() {
-            while c.peek_epoch(&mut rep)? == Some(e) {
-                let r = c.take(order);
-                order += 1;
-                rep.records += 1;
-                if e > marks {
-                    late += 1;
-                } else if r.ts > cp_ts {
-                    epoch_recs.push(r);
-                }
-            }
-        }
-        epoch_recs.sort_by_key(|r| (r.ts, r.stream, r.order));
-        for r in &epoch_recs {
-            let Ok(Body::Txn { commit_ts, writes, .. }) = decode(&r.body) else {
-                unreachable!("decoded once already");
-            };
-            if last_ts_keys.0 != commit_ts {
-                last_ts_keys.0 = commit_ts;
-                last_ts_keys.1.clear();
-            }
-            // The rows this record writes (a row written twice by one
-            // transaction is one row).
-            mine.clear();
-            let mut t = db.begin_with(TxnOptions { after, ..TxnOptions::new(replay_isolation(db)) })?;
-            for w in &writes {
-                let Some(name) = r.tables.get(&w.table) else {
-                    return Err(Error::Corrupt(format!(
-                        "a log record writes table #{}, which its file's header does not name",
-                        w.table
-                    )));
-                };
-                let id = table_id(db, &mut ids, name)?;
-                if mine.insert((w.table, w.key)) && !last_ts_keys.1.insert((w.table, w.key)) {
-                    rep.same_ts_conflicts += 1;
-                }
-                match w.value {
-                    Some(v) => match t.update(id, &w.key, v) {
-                        Err(Error::KeyNotFound) => t.insert(id, w.key, v)?,
-                        r => r?,
-                    },
-                    None => match t.delete(id, &w.key) {
-                        Err(Error::KeyNotFound) => {}
-                        r => r?,
-                    },
-                }
-                rep.writes += 1;
-            }
-            after = Some(t.commit()?.commit_ts);
-            rep.replayed += 1;
-            rep.last_commit_ts = Some(commit_ts);
-        }
-    }
-    for c in &cursors {
-        rep.log_files += c.files_read;
-        rep.log_bytes += c.bytes_read;
-    }
-    if late > 0 {
-        rep.dropped.push(format!(
-            "{late} transaction records of epochs after the last durable mark ({marks}): never acknowledged as durable"
-        ));
+    // 5. Replay.
+    replay(db, &scans, cut.d, loaded.ts, &mut ids, &mut rep)?;
+    for s in &scans {
+        rep.log_files += s.files.len();
+        rep.log_bytes += s.bytes;
+        rep.records += s.records;
     }
     rep.elapsed = started.elapsed();
     Ok(rep)
 }
 
+/// A stream's files as the manifest (or, without one, the names) list
+/// them.
+struct StreamPlan {
+    stream: u32,
+    streams: u32,
+    /// The files expected, in order: the sequence number, and the path if
+    /// the file exists.
+    files: Vec<(u32, Option<PathBuf>)>,
+    /// Why the files cannot be checked, if they cannot (reported once),
+    /// and whether that alone is damage (a damaged manifest), or only
+    /// when the files hold records (no manifest: a crash before the log
+    /// began leaves its files empty).
+    unchecked: Option<(String, bool)>,
+    /// The last file lies beyond the manifest's (a crash between a
+    /// rotation's new file and the manifest's rewrite; its header may be
+    /// torn).
+    beyond: bool,
+}
+
+/// Matches the directory's files of `generation` against its manifest.
+fn plan_streams(generation: u64, l: &Listing, rep: &mut RecoveryReport) -> Result<Vec<StreamPlan>> {
+    let logs: Vec<_> = l.logs.iter().filter(|x| x.0 == generation).collect();
+    let manifest = match &l.manifest {
+        Some(p) => {
+            let data = std::fs::read(p).map_err(|e| Error::Io(format!("cannot read {}: {e}", p.display())))?;
+            match Manifest::decode(&data) {
+                Ok(m) if m.generation == generation => Ok(m),
+                // The manifest of the generation before: the crash came
+                // before this generation's log began.
+                Ok(m) if m.generation < generation => Err(None),
+                Ok(m) => {
+                    Err(Some(format!("the manifest is of generation {}, the checkpoint of {generation}", m.generation)))
+                }
+                Err(e) => Err(Some(format!("the manifest is damaged: {e}"))),
+            }
+        }
+        None => Err(None),
+    };
+    let manifest = match manifest {
+        Ok(m) => m,
+        Err(why) => {
+            // No manifest of this generation: the log was never begun (its
+            // files hold no record), or the manifest was lost.
+            if logs.is_empty() {
+                if let Some(why) = why {
+                    rep.dropped.push(format!("{why} (no log files of generation {generation}; nothing lost)"));
+                }
+                return Ok(Vec::new());
+            }
+            let why = match why {
+                Some(w) => (w, true),
+                None => (format!("no manifest of generation {generation}"), false),
+            };
+            // Which files exist, by stream, as named.
+            let mut by: BTreeMap<u32, Vec<(u32, Option<PathBuf>)>> = BTreeMap::new();
+            for (_, s, q, p) in &logs {
+                by.entry(*s).or_default().push((*q, Some(p.clone())));
+            }
+            let n = by.keys().next_back().map_or(0, |s| s + 1);
+            return Ok((0..n)
+                .map(|s| StreamPlan {
+                    stream: s,
+                    streams: n,
+                    files: by.remove(&s).unwrap_or_default(),
+                    unchecked: Some(why.clone()),
+                    beyond: false,
+                })
+                .collect());
+        }
+    };
+    let n = manifest.files.len() as u32;
+    let mut plans: Vec<StreamPlan> = manifest
+        .files
+        .iter()
+        .enumerate()
+        .map(|(s, &(first, last))| StreamPlan {
+            stream: s as u32,
+            streams: n,
+            files: (first..=last).map(|q| (q, None)).collect(),
+            unchecked: None,
+            beyond: false,
+        })
+        .collect();
+    for (_, s, q, p) in logs {
+        let Some(plan) = plans.get_mut(*s as usize) else {
+            rep.damaged = true;
+            rep.dropped.push(format!("{}: stream {s}, but the manifest lists {n} streams (ignored)", file_name(p)));
+            continue;
+        };
+        let (first, last) = manifest.files[*s as usize];
+        if *q < first {
+            // Left by a crash between the manifest's rewrite and the
+            // removal of the files a checkpoint made unnecessary.
+            continue;
+        }
+        if *q == last + 1 {
+            // A crash between a rotation's new file and the manifest's
+            // rewrite: the file is the stream's newest.
+            plan.files.push((*q, Some(p.clone())));
+            plan.beyond = true;
+        } else if *q > last {
+            rep.damaged = true;
+            rep.dropped.push(format!(
+                "{}: beyond the files the manifest lists for stream {s} ({first}..={last}) (ignored)",
+                file_name(p)
+            ));
+        } else {
+            plan.files[(*q - first) as usize].1 = Some(p.clone());
+        }
+    }
+    Ok(plans)
+}
+
+/// Where a stream's replay stops: before file `file` (an index into
+/// [`Scan::files`]) at byte `at`.
+#[derive(Clone, Copy)]
+struct StopAt {
+    file: usize,
+    at: usize,
+}
+
+/// What the scan of one stream found.
+struct Scan {
+    stream: u32,
+    /// The files to replay from, in order (those past a stop are not).
+    files: Vec<PathBuf>,
+    /// Where replay must stop (damage), if anywhere.
+    stop: Option<StopAt>,
+    /// Its last mark, and the one before (see [`Cut`]).
+    last_mark: u64,
+    prev_mark: u64,
+    /// Records read intact, by epoch (run-length: epoch, count).
+    epochs: Vec<(u64, u64)>,
+    records: u64,
+    bytes: u64,
+    /// Damage a crash cannot explain.
+    damaged_structure: bool,
+    /// What it dropped and why.
+    lines: Vec<String>,
+}
+
+impl Scan {
+    fn failed(why: &str) -> Scan {
+        Scan {
+            stream: 0,
+            files: Vec::new(),
+            stop: Some(StopAt { file: 0, at: 0 }),
+            last_mark: 0,
+            prev_mark: 0,
+            epochs: Vec::new(),
+            records: 0,
+            bytes: 0,
+            damaged_structure: true,
+            lines: vec![why.to_string()],
+        }
+    }
+
+    fn records_after(&self, d: u64) -> u64 {
+        self.epochs.iter().filter(|(e, _)| *e > d).map(|(_, n)| n).sum()
+    }
+
+    fn mark(&mut self, m: u64) {
+        self.prev_mark = self.last_mark;
+        self.last_mark = m;
+    }
+}
+
+/// The consistent cut over the streams (module docs).
+struct Cut {
+    /// Replay goes through this epoch.
+    d: u64,
+    /// Every round up to this epoch completed in every stream.
+    acknowledged: u64,
+}
+
+impl Cut {
+    fn of(scans: &[Scan]) -> Cut {
+        let d = scans.iter().map(|s| s.last_mark).min().unwrap_or(0);
+        let newest = scans.iter().map(|s| s.last_mark).max().unwrap_or(0);
+        let acknowledged =
+            scans.iter().map(|s| if s.last_mark == newest { s.prev_mark } else { s.last_mark }).max().unwrap_or(0);
+        Cut { d, acknowledged }
+    }
+}
+
+/// Reads a stream's files to their end or first damage (step 1).
+fn scan(generation: u64, plan: &StreamPlan) -> Scan {
+    let s = plan.stream;
+    let mut out = Scan {
+        stream: s,
+        files: Vec::new(),
+        stop: None,
+        last_mark: 0,
+        prev_mark: 0,
+        epochs: Vec::new(),
+        records: 0,
+        bytes: 0,
+        damaged_structure: false,
+        lines: Vec::new(),
+    };
+    if plan.files.is_empty() {
+        out.damaged_structure = true;
+        out.lines.push(format!("stream {s}: no log files at all (its records are lost)"));
+        return out;
+    }
+    let n_files = plan.files.len();
+    let mut last_epoch = 0u64;
+    for (i, (q, path)) in plan.files.iter().enumerate() {
+        let is_last = i + 1 == n_files;
+        let stop_here = |out: &mut Scan, at: usize, line: String, structural: bool| {
+            out.stop = Some(StopAt { file: out.files.len(), at });
+            out.damaged_structure |= structural;
+            out.lines.push(line);
+            for (q2, p2) in &plan.files[i + 1..] {
+                let what = p2.as_ref().map_or_else(|| format!("file {q2} of stream {s} (missing)"), |p| file_name(p));
+                out.lines.push(format!("{what}: the whole file, after the damage above"));
+            }
+        };
+        let Some(path) = path else {
+            let line = format!(
+                "stream {s}: file {} of {}..={} is missing; the stream is replayed up to it",
+                q,
+                plan.files[0].0,
+                plan.files[n_files - 1].0
+            );
+            stop_here(&mut out, 0, line, true);
+            return out;
+        };
+        let name = file_name(path);
+        let data = match std::fs::read(path) {
+            Ok(d) => d,
+            Err(e) => {
+                stop_here(&mut out, 0, format!("{name}: cannot be read ({e})"), true);
+                return out;
+            }
+        };
+        out.bytes += data.len() as u64;
+        let (h, mut at) = match LogHeader::decode(&data) {
+            Ok(x) => x,
+            Err(why) => {
+                // A file whose header never reached the disk is a crash's
+                // (it is synced before the manifest names it; a newest
+                // file beyond the manifest may not be).
+                let torn = is_last && plan.beyond;
+                let line = format!("{name}: {why}; the whole file ({} bytes) dropped", data.len());
+                stop_here(&mut out, 0, line, !torn);
+                return out;
+            }
+        };
+        let misplaced = if h.generation != generation {
+            Some(format!("its header says generation {}", h.generation))
+        } else if h.stream != s || h.seq != *q {
+            Some(format!("its header says file {} of stream {} (a copied or renamed file)", h.seq, h.stream))
+        } else if h.streams != plan.streams {
+            Some(format!("its header says {} streams, the directory holds {}", h.streams, plan.streams))
+        } else if i == 0 {
+            out.last_mark = h.start_mark;
+            out.prev_mark = h.start_mark;
+            None
+        } else if h.start_mark != out.last_mark {
+            Some(format!(
+                "it begins after epoch {}, but the file before it ends at epoch {} (a file out of place)",
+                h.start_mark, out.last_mark
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = misplaced {
+            stop_here(&mut out, 0, format!("{name}: {why}; the stream is replayed up to it"), true);
+            return out;
+        }
+        out.files.push(path.clone());
+        loop {
+            let problem = match next_frame(&data, at) {
+                Framed::End => break,
+                Framed::Body(b, next) => match (b.first(), b.get(1..9)) {
+                    (Some(&KIND_TXN), Some(e)) if b.len() >= 21 => {
+                        let e = u64::from_le_bytes(e.try_into().expect("8 bytes"));
+                        if e <= out.last_mark || e < last_epoch {
+                            Some((
+                                format!(
+                                    "a record of epoch {e} after epoch {} (epochs going backwards)",
+                                    out.last_mark.max(last_epoch)
+                                ),
+                                true,
+                            ))
+                        } else {
+                            last_epoch = e;
+                            out.records += 1;
+                            match out.epochs.last_mut() {
+                                Some((le, n)) if *le == e => *n += 1,
+                                _ => out.epochs.push((e, 1)),
+                            }
+                            at = next;
+                            None
+                        }
+                    }
+                    (Some(&KIND_MARK), Some(e)) if b.len() == 9 => {
+                        let e = u64::from_le_bytes(e.try_into().expect("8 bytes"));
+                        if e <= out.last_mark {
+                            Some((
+                                format!("an epoch mark {e} after epoch {} (epochs going backwards)", out.last_mark),
+                                true,
+                            ))
+                        } else {
+                            out.mark(e);
+                            at = next;
+                            None
+                        }
+                    }
+                    _ => Some(("an undecodable record".to_string(), true)),
+                },
+                Framed::Damaged(what) => {
+                    // A torn tail ends the newest file; damage followed by
+                    // intact records is not a crash's.
+                    let followed = followed_by_intact(&data, at);
+                    Some((what.to_string(), !is_last || followed))
+                }
+            };
+            if let Some((what, structural)) = problem {
+                let kind =
+                    if structural { "damage in the middle of the stream" } else { "a torn tail (a crash mid-write)" };
+                let line = format!("{name}: {what} at byte {at}, {kind}: {} bytes dropped", data.len() - at);
+                stop_here(&mut out, at, line, structural);
+                return unchecked(plan, out);
+            }
+        }
+    }
+    unchecked(plan, out)
+}
+
+/// A stream whose files could not be checked against a manifest: damage
+/// if the manifest was damaged, or if it holds anything.
+fn unchecked(plan: &StreamPlan, mut out: Scan) -> Scan {
+    if let Some((why, always)) = &plan.unchecked {
+        if *always || out.records > 0 || out.last_mark > 0 {
+            out.damaged_structure = true;
+            out.lines.push(format!("stream {}: {why}, so its files cannot be checked for completeness", out.stream));
+        }
+    }
+    out
+}
+
+/// Whether an intact record follows the damaged frame at `at` (its length
+/// read as it is).
+fn followed_by_intact(data: &[u8], at: usize) -> bool {
+    let Some(len) = data.get(at..at + 4) else { return false };
+    let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+    let next = at.saturating_add(FRAME).saturating_add(len);
+    next < data.len() && matches!(next_frame(data, next), Framed::Body(..))
+}
+
 /// A transaction record read for replay: its body, and the table
 /// directory of the file it came from.
 struct Rec {
+    epoch: u64,
     ts: u64,
-    stream: u32,
-    order: u64,
     body: Vec<u8>,
-    tables: std::rc::Rc<HashMap<u32, String>>,
+    tables: Arc<HashMap<u32, String>>,
 }
 
-/// One log stream, read a file at a time. A stream stops at its first torn
-/// or damaged record (a crash mid-write leaves one); what it drops is
-/// reported.
-struct Cursor {
-    stream: u32,
-    /// Files not opened yet, in order.
-    files: std::collections::VecDeque<PathBuf>,
-    name: String,
-    data: Vec<u8>,
-    at: usize,
-    tables: std::rc::Rc<HashMap<u32, String>>,
-    /// The next transaction record (its epoch and commit timestamp, and
-    /// where it is in `data`), once read.
-    peeked: Option<(u64, u64, usize, usize)>,
-    /// Why the stream stopped, if it did.
-    stopped: Option<String>,
-    files_read: usize,
-    bytes_read: u64,
-}
+/// Records sent by a stream's reader, a batch at a time.
+type Batch_ = Vec<Rec>;
 
-impl Cursor {
-    fn new(stream: u32, first: PathBuf) -> Cursor {
-        Cursor {
-            stream,
-            files: [first].into(),
-            name: String::new(),
-            data: Vec::new(),
-            at: 0,
-            tables: Default::default(),
-            peeked: None,
-            stopped: None,
-            files_read: 0,
-            bytes_read: 0,
-        }
-    }
-
-    /// The epoch of the stream's next transaction record, reading on (and
-    /// into its next files) as needed; `None` at its end.
-    fn peek_epoch(&mut self, rep: &mut RecoveryReport) -> Result<Option<u64>> {
-        loop {
-            if let Some((epoch, ..)) = self.peeked {
-                return Ok(Some(epoch));
+/// Reads a stream's records of epochs up to `d` with commit timestamps
+/// after `cp_ts`, up to its stop, and sends them in batches (step 5).
+fn read_stream(scan: &Scan, d: u64, cp_ts: u64, tx: std::sync::mpsc::SyncSender<Result<Batch_>>) {
+    let mut batch = Vec::with_capacity(256);
+    for (i, path) in scan.files.iter().enumerate() {
+        let data = match std::fs::read(path) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = tx.send(Err(Error::Io(format!("cannot read {}: {e}", path.display()))));
+                return;
             }
-            if self.at >= self.data.len() && !self.open_next(rep)? {
-                return Ok(None);
-            }
-            match next_frame(&self.data, self.at) {
-                Framed::Body(b, next) => match decode(b) {
-                    Ok(Body::Txn { epoch, commit_ts, .. }) => {
-                        self.peeked = Some((epoch, commit_ts, self.at, next));
-                        self.at = next;
-                    }
-                    Ok(Body::Mark { .. }) => self.at = next,
-                    Err(e) => {
-                        let at = self.at;
-                        self.stop(rep, format!("an undecodable record at byte {at} ({e})"));
-                    }
-                },
-                Framed::End => self.at = self.data.len(),
-                Framed::Damaged(what) => {
-                    let at = self.at;
-                    self.stop(rep, format!("{what} at byte {at}"));
-                }
-            }
-        }
-    }
-
-    /// Takes the record `peek_epoch` found.
-    fn take(&mut self, order: u64) -> Rec {
-        let (_, ts, start, end) = self.peeked.take().expect("peeked first");
-        Rec {
-            ts,
-            stream: self.stream,
-            order,
-            body: self.data[start + super::format::FRAME..end].to_vec(),
-            tables: self.tables.clone(),
-        }
-    }
-
-    /// Drops the rest of the current file (reported) and every later file
-    /// of the stream.
-    fn stop(&mut self, rep: &mut RecoveryReport, what: String) {
-        rep.dropped.push(format!("{}: {what}; {} bytes dropped", self.name, self.data.len() - self.at));
-        self.stopped = Some(format!("damage in {}", self.name));
-        self.at = self.data.len();
-    }
-
-    /// Opens the stream's next file; false if there is none left.
-    fn open_next(&mut self, rep: &mut RecoveryReport) -> Result<bool> {
-        loop {
-            let Some(path) = self.files.pop_front() else {
-                self.data = Vec::new();
-                return Ok(false);
-            };
-            self.name = file_name(&path);
-            if let Some(why) = &self.stopped {
-                rep.dropped.push(format!("{}: whole file, after {why}", self.name));
+        };
+        let end = match scan.stop {
+            Some(StopAt { file, at }) if file == i => at,
+            _ => data.len(),
+        };
+        let Ok((h, mut at)) = LogHeader::decode(&data) else {
+            let _ = tx.send(Err(Error::Corrupt(format!("{}: changed during recovery", path.display()))));
+            return;
+        };
+        let tables: Arc<HashMap<u32, String>> = Arc::new(h.tables.into_iter().collect());
+        while at < end {
+            let Framed::Body(b, next) = next_frame(&data, at) else { break };
+            at = next;
+            if b.first() != Some(&KIND_TXN) || b.len() < 21 {
                 continue;
             }
-            self.data = std::fs::read(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
-            self.files_read += 1;
-            self.bytes_read += self.data.len() as u64;
-            match header(&self.data) {
-                Ok((tables, at)) => {
-                    self.tables = std::rc::Rc::new(tables);
-                    self.at = at;
-                    return Ok(true);
-                }
-                Err(what) => {
-                    rep.dropped.push(format!(
-                        "{}: {what}; the whole file ({} bytes) dropped",
-                        self.name,
-                        self.data.len()
-                    ));
-                    self.stopped = Some(format!("a damaged file in stream {}", self.stream));
-                }
+            let epoch = u64::from_le_bytes(b[1..9].try_into().expect("8 bytes"));
+            if epoch > d {
+                break;
+            }
+            let ts = u64::from_le_bytes(b[9..17].try_into().expect("8 bytes"));
+            if ts <= cp_ts {
+                continue;
+            }
+            batch.push(Rec { epoch, ts, body: b.to_vec(), tables: tables.clone() });
+            if batch.len() >= 256 && tx.send(Ok(std::mem::replace(&mut batch, Vec::with_capacity(256)))).is_err() {
+                return;
             }
         }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(Ok(batch));
     }
 }
 
-/// The last epoch mark in stream 0's files (read one at a time), up to the
-/// first damage.
-fn last_mark(files: std::collections::VecDeque<PathBuf>) -> Result<u64> {
-    let mut marks = 0;
-    for path in files {
-        let data = std::fs::read(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
-        let Ok((_, mut at)) = header(&data) else { return Ok(marks) };
-        loop {
-            match next_frame(&data, at) {
-                Framed::Body(b, next) => {
-                    match decode(b) {
-                        Ok(Body::Mark { epoch }) => marks = epoch.max(marks),
-                        Ok(Body::Txn { .. }) => {}
-                        Err(_) => return Ok(marks),
-                    }
-                    at = next;
-                }
-                Framed::End => break,
-                Framed::Damaged(_) => return Ok(marks),
+/// One stream's records as the replayer takes them.
+struct Incoming {
+    rx: Receiver<Result<Batch_>>,
+    buf: VecDeque<Rec>,
+    done: bool,
+}
+
+impl Incoming {
+    fn peek_epoch(&mut self) -> Result<Option<u64>> {
+        while self.buf.is_empty() && !self.done {
+            match self.rx.recv() {
+                Ok(b) => self.buf.extend(b?),
+                Err(_) => self.done = true,
             }
         }
+        Ok(self.buf.front().map(|r| r.epoch))
     }
-    Ok(marks)
+}
+
+/// Step 5: the records of epochs up to `d` after the checkpoint, epoch by
+/// epoch, each epoch's in commit-timestamp order.
+fn replay(
+    db: &Database,
+    scans: &[Scan],
+    d: u64,
+    cp_ts: u64,
+    ids: &mut HashMap<String, TableId>,
+    rep: &mut RecoveryReport,
+) -> Result<()> {
+    let mut last_ts_keys: (u64, std::collections::HashSet<(u32, Key)>) = (u64::MAX, Default::default());
+    let mut mine = std::collections::HashSet::new();
+    // Each replay sees the checkpoint and the replay before it (POMVCC:
+    // begin after its commit).
+    let mut after = db.sync_commits()?;
+    std::thread::scope(|sc| -> Result<()> {
+        let mut ins: Vec<Incoming> = scans
+            .iter()
+            .map(|s| {
+                // A few batches ahead per stream: bounded memory.
+                let (tx, rx) = sync_channel(4);
+                sc.spawn(move || read_stream(s, d, cp_ts, tx));
+                Incoming { rx, buf: VecDeque::new(), done: false }
+            })
+            .collect();
+        let mut epoch_recs: Vec<(Rec, usize, u64)> = Vec::new();
+        let mut order = 0u64;
+        loop {
+            let mut next = None;
+            for c in ins.iter_mut() {
+                if let Some(e) = c.peek_epoch()? {
+                    next = Some(next.map_or(e, |n: u64| n.min(e)));
+                }
+            }
+            let Some(e) = next else { break };
+            epoch_recs.clear();
+            for (si, c) in ins.iter_mut().enumerate() {
+                while c.peek_epoch()? == Some(e) {
+                    let r = c.buf.pop_front().expect("peeked");
+                    epoch_recs.push((r, si, order));
+                    order += 1;
+                }
+            }
+            epoch_recs.sort_by_key(|(r, si, o)| (r.ts, *si, *o));
+            for (r, _, _) in &epoch_recs {
+                let Body::Txn { epoch, commit_ts, writes } = decode(&r.body)
+                    .map_err(|e| Error::Corrupt(format!("a log record that passed its checksum: {e}")))?
+                else {
+                    continue;
+                };
+                debug_assert_eq!(epoch, r.epoch, "the epoch read before decoding");
+                if last_ts_keys.0 != commit_ts {
+                    last_ts_keys.0 = commit_ts;
+                    last_ts_keys.1.clear();
+                }
+                // The rows this record writes (a row written twice by one
+                // transaction is one row).
+                mine.clear();
+                let mut t = db.begin_with(TxnOptions { after, ..TxnOptions::new(replay_isolation(db)) })?;
+                for w in &writes {
+                    let Some(name) = r.tables.get(&w.table) else {
+                        return Err(Error::Corrupt(format!(
+                            "a log record writes table #{}, which its file's header does not name",
+                            w.table
+                        )));
+                    };
+                    let id = table_id(db, ids, name)?;
+                    if mine.insert((w.table, w.key)) && !last_ts_keys.1.insert((w.table, w.key)) {
+                        rep.same_ts_conflicts += 1;
+                    }
+                    match w.value {
+                        Some(v) => match t.update(id, &w.key, v) {
+                            Err(Error::KeyNotFound) => t.insert(id, w.key, v)?,
+                            r => r?,
+                        },
+                        None => match t.delete(id, &w.key) {
+                            Err(Error::KeyNotFound) => {}
+                            r => r?,
+                        },
+                    }
+                    rep.writes += 1;
+                }
+                after = Some(t.commit()?.commit_ts);
+                rep.replayed += 1;
+                rep.last_commit_ts = Some(commit_ts);
+            }
+        }
+        Ok(())
+    })
 }
 
 fn file_name(p: &Path) -> String {
@@ -403,32 +756,6 @@ fn table_id(db: &Database, ids: &mut HashMap<String, TableId>, name: &str) -> Re
     })?;
     ids.insert(name.to_string(), id);
     Ok(id)
-}
-
-/// A log file's header: the table directory, and where records begin.
-fn header(data: &[u8]) -> std::result::Result<(HashMap<u32, String>, usize), String> {
-    if data.len() < LOG_MAGIC.len() || &data[..LOG_MAGIC.len()] != LOG_MAGIC {
-        return Err("not a log file (bad magic)".into());
-    }
-    let (body, next) = match next_frame(data, LOG_MAGIC.len()) {
-        Framed::Body(b, next) => (b, next),
-        Framed::End => return Err("no header".into()),
-        Framed::Damaged(what) => return Err(format!("{what} in its header")),
-    };
-    let parse = || -> Result<HashMap<u32, String>> {
-        let mut r = Reader::new(body);
-        let _generation = r.u64()?;
-        let n = r.u32()?;
-        let mut m = HashMap::new();
-        for _ in 0..n {
-            let id = r.u32()?;
-            let len = r.u16()? as usize;
-            let name = String::from_utf8_lossy(r.bytes(len)?).into_owned();
-            m.insert(id, name);
-        }
-        Ok(m)
-    };
-    parse().map(|m| (m, next)).map_err(|e| e.to_string())
 }
 
 /// Loads rows in transactions of a bounded size.

@@ -1251,7 +1251,22 @@ impl<'db> Transaction<'db> {
 
     /// Commits. Waits only for commit dependencies. On failure the
     /// transaction is rolled back and the error says why.
-    pub fn commit(mut self) -> Result<CommitInfo> {
+    ///
+    /// Under sync durability a commit returns once it is durable, and a
+    /// transaction that wrote nothing returns once whatever it read is
+    /// durable (`durability::log`, "Durable visibility"): a crash never
+    /// loses a commit that was acknowledged or that a reader was shown.
+    pub fn commit(self) -> Result<CommitInfo> {
+        let db = self.db;
+        let info = self.commit_protocol()?;
+        if info.writes == 0 {
+            db.wait_visible()?;
+        }
+        Ok(info)
+    }
+
+    /// The protocol's commit (each family's own).
+    fn commit_protocol(mut self) -> Result<CommitInfo> {
         if self.bohm {
             return self.bo_commit();
         }
@@ -1387,13 +1402,20 @@ impl<'db> Transaction<'db> {
             table: w.table,
             v: VPtr(w.old),
         }));
+        // Under sync durability the record is durable before Ts.CC counts
+        // us (section VI: BTs passes only persisted commits); the others
+        // wait last, once their slot is free.
+        let durable = if db.po.is_some() { db.wait_durable(epoch) } else { Ok(()) };
         if let Some(po) = &db.po {
             // Increment_TsCC: every version carries its stamp now.
             po.commit(self.po_cts);
             db.po_clock();
         }
         self.terminate();
-        db.wait_durable(epoch)?;
+        durable?;
+        if db.po.is_none() {
+            db.wait_durable(epoch)?;
+        }
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
 

@@ -79,7 +79,16 @@
 //!   from there the transaction's earlier writes behave as PCC's.
 //!
 //! Both kinds read at BTs and validate their reads alike (Table VII differs
-//! only in the state at begin). Not yet: logging (the durability issue).
+//! only in the state at begin).
+//!
+//! **Logging** (section VI): a committer appends its redo record to its
+//! thread's log stream before it turns Committed, and, under sync
+//! durability, increments Ts.CC only once the record is durable, so BTs
+//! never passes a commit a crash could lose (MPDB's guarantee that what a
+//! beginning transaction sees is persisted). Recovery orders the streams by
+//! their epochs and the records of an epoch by CTs (`durability::recovery`)
+//! rather than by the paper's `Log_CTs`: the epoch marks already say how far
+//! every stream is complete.
 //!
 //! # Two timestamps
 //!
@@ -234,7 +243,8 @@ impl TsManager {
     }
 
     /// Increment_TsCC (Figure 17): the transaction that took `cts` has
-    /// committed (and, with logging, its log is written); then BTs advances
+    /// committed (and, under sync durability, its log record is durable:
+    /// see the module docs); then BTs advances
     /// as far as D6 allows.
     pub fn commit(&self, cts: u64) {
         self.counters.finish(cts, true);
