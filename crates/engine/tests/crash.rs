@@ -42,10 +42,15 @@
 //! log size in some). A child that panics (a reader's sum that does not add
 //! up, say) prints `panic ...` and aborts; the parent fails on it.
 //!
-//! Lost acknowledged or observed commits do not stop the run: each
-//! iteration's losses are listed and the test fails at the end with the
-//! count (the expectations restart from what was recovered). Anything else
-//! (a torn transfer, a hole, a child that died) fails at once.
+//! Lost acknowledged or observed commits do not stop the run, nor does a
+//! recovery that calls the directory damaged (`RecoveryReport::damaged`: a
+//! kill can only tear tails): each such crash is listed (`LOST: ...` on
+//! stderr) and the test fails at the end with the count (the expectations
+//! restart from what was recovered); a copy of the directory as that
+//! crash left it is kept under the temporary directory
+//! (`multiverse-crash-<pid>-<protocol>-<iteration>`) and named in the
+//! message. Anything else (a torn transfer, a hole, a child that died)
+//! fails at once.
 //!
 //! Knobs: `MULTIVERSE_CRASH_ITERS=N` iterations per protocol (loads: N/2,
 //! at least 1); `MULTIVERSE_CRASH_PROTOCOLS=a,b` picks protocols (any the
@@ -588,11 +593,15 @@ fn crash_recovery_keeps_every_acknowledged_and_observed_commit() {
                 saws += 1;
             }
 
-            // Reopen in the parent and check.
+            // Reopen in the parent and check (a copy of the directory as the
+            // crash left it is kept if the check fails).
+            let copy = Copy::of(dir.path());
             let (db, rep) = Database::open(cfg.options(dir.path()), schema).unwrap();
             assert_eq!(rep.same_ts_conflicts, 0, "{what}: {rep:?}");
-            // A kill tears tails; it cannot damage what was written.
-            assert!(!rep.damaged, "{what}: a crash cannot explain this: {rep:?}");
+            // A kill tears tails; it cannot damage what was written (nor lose
+            // what was acknowledged): `damaged` says a crash cannot explain
+            // the directory, and `OnDamage::Refuse` would refuse to open it.
+            let damage = rep.damaged.then(|| format!("recovery reports damage after a kill: {:?}", rep.dropped));
             let (acct, ackt, ctr) = (db.table("acct").unwrap(), db.table("acks").unwrap(), db.table("ctr").unwrap());
             let mut total = 0;
             let mut accounts = 0;
@@ -626,7 +635,7 @@ fn crash_recovery_keeps_every_acknowledged_and_observed_commit() {
                 assert_eq!(total, ACCOUNTS * START, "{what}: a transfer is there in part");
                 set_up = true;
             }
-            let mut lost = Vec::new();
+            let mut lost: Vec<String> = damage.into_iter().collect();
             for th in 0..if set_up { WRITERS } else { 0 } {
                 let mut seqs = present.remove(&th).unwrap_or_default();
                 seqs.sort();
@@ -662,6 +671,7 @@ fn crash_recovery_keeps_every_acknowledged_and_observed_commit() {
             eprintln!("{status}");
             if !lost.is_empty() {
                 lost_iters += 1;
+                lost.push(copy.keep(&format!("{protocol}-{i}")));
                 eprintln!("LOST: {what}: {lost:?}");
                 losses.push(format!("{what}: {}", lost.join("; ")));
             }
@@ -669,12 +679,12 @@ fn crash_recovery_keeps_every_acknowledged_and_observed_commit() {
         }
         eprintln!(
             "{protocol}: {iters} crashes, {acks} acks, {saws} observations, {before_ready} killed before ready, \
-             {in_checkpoint} inside an explicit checkpoint, {lost_iters} lost commits"
+             {in_checkpoint} inside an explicit checkpoint, {lost_iters} with lost commits or damage"
         );
     }
     assert!(
         losses.is_empty(),
-        "acknowledged or observed commits lost in {} of {total_iters} crashes:\n{}",
+        "acknowledged or observed commits lost (or damage reported) in {} of {total_iters} crashes:\n{}",
         losses.len(),
         losses.join("\n")
     );
@@ -717,10 +727,13 @@ fn crash_during_loading_keeps_whole_acknowledged_loads() {
                 in_checkpoint += 1;
             }
 
+            let copy = Copy::of(dir.path());
             let (db, rep) = Database::open(cfg.options(dir.path()), schema).unwrap();
             assert_eq!(rep.same_ts_conflicts, 0, "{what}: {rep:?}");
-            // A kill tears tails; it cannot damage what was written.
-            assert!(!rep.damaged, "{what}: a crash cannot explain this: {rep:?}");
+            // A kill tears tails; it cannot damage what was written (nor lose
+            // what was acknowledged): `damaged` says a crash cannot explain
+            // the directory, and `OnDamage::Refuse` would refuse to open it.
+            let damage = rep.damaged.then(|| format!("recovery reports damage after a kill: {:?}", rep.dropped));
             let load = db.table("load").unwrap();
             let mut rows: HashMap<u64, u64> = HashMap::new();
             let mut t = db.begin(Isolation::Serializable).unwrap();
@@ -738,7 +751,7 @@ fn crash_during_loading_keeps_whole_acknowledged_loads() {
                 assert!(*b < n, "{what}: batch {b} is there without an earlier one ({n} batches)");
                 assert_eq!(*count, LOAD_ROWS, "{what}: batch {b} is there in part");
             }
-            let mut lost = Vec::new();
+            let mut lost: Vec<String> = damage.into_iter().collect();
             if n < expected {
                 lost.push(format!("{expected} batches recovered before, only {n} now"));
             }
@@ -756,6 +769,7 @@ fn crash_during_loading_keeps_whole_acknowledged_loads() {
                 rep.dropped
             );
             if !lost.is_empty() {
+                lost.push(copy.keep(&format!("{protocol}-load-{i}")));
                 eprintln!("LOST: {what}: {lost:?}");
                 losses.push(format!("{what}: {}", lost.join("; ")));
             }
@@ -773,7 +787,7 @@ fn crash_during_loading_keeps_whole_acknowledged_loads() {
     }
     assert!(
         losses.is_empty(),
-        "acknowledged or observed loads lost in {} of {total_iters} crashes:\n{}",
+        "acknowledged or observed loads lost (or damage reported) in {} of {total_iters} crashes:\n{}",
         losses.len(),
         losses.join("\n")
     );
@@ -791,4 +805,31 @@ fn pairs_of<'a>(lines: &'a [String], word: &'a str) -> impl Iterator<Item = u64>
 /// finished it when the child was killed.
 fn in_a_checkpoint(lines: &[String]) -> bool {
     lines.iter().rev().find(|l| l.starts_with("checkpoint")).is_some_and(|l| l == "checkpoint")
+}
+
+/// A copy of a data directory as a crash left it, kept for inspection
+/// (`multiverse recover`) when the checks after the crash fail.
+struct Copy(tempfile::TempDir);
+
+impl Copy {
+    fn of(dir: &Path) -> Copy {
+        let copy = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), copy.path().join(e.file_name())).unwrap();
+            }
+        }
+        Copy(copy)
+    }
+
+    /// Keeps the copy (under the temporary directory) and says where.
+    fn keep(self, name: &str) -> String {
+        let to = std::env::temp_dir().join(format!("multiverse-crash-{}-{name}", std::process::id()));
+        let from = self.0.keep();
+        match std::fs::rename(&from, &to) {
+            Ok(()) => format!("the directory as the crash left it: {}", to.display()),
+            Err(_) => format!("the directory as the crash left it: {}", from.display()),
+        }
+    }
 }
