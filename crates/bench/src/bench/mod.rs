@@ -34,7 +34,7 @@ const DEFAULT_SEED: u64 = 0x5EED_2011;
 const MAX_THREADS: usize = 1024;
 /// Conservative estimate of resident bytes per Hekaton row (version record,
 /// allocator overhead, hash bucket), used to refuse loads that cannot fit.
-const EST_BYTES_PER_ROW: u64 = 128;
+pub(crate) const EST_BYTES_PER_ROW: u64 = 128;
 
 /// Arguments of `multiverse bench` (and of every grid point of `compare`).
 ///
@@ -634,6 +634,10 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     if db.durability() != multiverse::Durability::None {
         // The loaded rows become durable as a checkpoint, not as log records.
         db.checkpoint().map_err(|e| format!("checkpoint after loading: {e}"))?;
+        if let Some(dir) = &db.options().data_dir {
+            // From here on `multiverse recover` checks the invariants.
+            crate::recover::record_loaded(dir)?;
+        }
     }
     let prefault = if c.prefault > 0 {
         check_bytes(c.prefault, "--prefault")?;
