@@ -281,8 +281,11 @@ fn durable_runs_log_and_recover() {
         assert!(rout.contains("check      passed"), "{p}: {rout}");
     }
     // A damaged checkpoint: recover exits non-zero with one line.
-    let cp =
-        std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().unwrap() == "mvc").unwrap();
+    let cp = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "mvc"))
+        .unwrap();
     std::fs::write(&cp, b"MVCKPT\x00\x01garbage").unwrap();
     let r = bin().args(["recover", data.to_str().unwrap()]).output().unwrap();
     assert!(!r.status.success());

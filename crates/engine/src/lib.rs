@@ -662,6 +662,9 @@ impl Database {
         db.sync_commits()?;
         // A new generation: its checkpoint holds everything recovered.
         let generation = report.generation + 1;
+        // Stray log files of this generation or later (reported by
+        // recovery, not replayed) would stand in the new log's way.
+        remove_files(&dir, |name| durability::parse_log_name(name).is_some_and(|(g, _, _)| g >= generation))?;
         durability::checkpoint::write(&db, &dir, generation)?;
         remove_generations_before(&dir, generation)?;
         let o = &db.opts;

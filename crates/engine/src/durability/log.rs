@@ -65,6 +65,8 @@ struct Pending {
     buf: Vec<u8>,
     /// Largest commit timestamp in `buf`.
     max_ts: u64,
+    /// Largest epoch a record in `buf` was stamped with.
+    max_epoch: u64,
 }
 
 /// A log file of a stream and the largest commit timestamp it holds.
@@ -297,6 +299,7 @@ impl Log {
             b.extend_from_slice(scratch);
         });
         p.max_ts = p.max_ts.max(commit_ts);
+        p.max_epoch = p.max_epoch.max(epoch);
         let added = (p.buf.len() - before) as u64;
         drop(p);
         // Relaxed both: `appended` only grows (fetch_max), and a reader of
@@ -442,6 +445,7 @@ impl Shared {
     /// The flusher thread: one round per interval, or at once when asked.
     fn flusher(&self) {
         let mut spare: Vec<Vec<u8>> = (0..self.streams.len()).map(|_| Vec::new()).collect();
+        let mut stamped = 0u64;
         loop {
             {
                 let mut w = self.wake.lock();
@@ -455,7 +459,7 @@ impl Shared {
             }
             let stopping = self.stop.load(Ordering::SeqCst);
             self.check_due();
-            if let Err(e) = self.round(&mut spare) {
+            if let Err(e) = self.round(&mut spare, &mut stamped) {
                 let mut w = self.wake.lock();
                 w.failed = Some(e.to_string());
                 self.done.notify_all();
@@ -487,7 +491,9 @@ impl Shared {
 
     /// Closes the current epoch and makes it durable: every stream's
     /// buffer and mark written and synced, the streams side by side.
-    fn round(&self, spare: &mut [Vec<u8>]) -> Result<()> {
+    /// `stamped` is the largest epoch of any record taken so far (the
+    /// flusher's own memory from round to round).
+    fn round(&self, spare: &mut [Vec<u8>], stamped: &mut u64) -> Result<()> {
         // SeqCst: appenders read the counter under their stream's lock; the
         // lock acquisitions below order every append of epoch <= e before
         // we take its buffer, and every later append after the increment.
@@ -499,13 +505,21 @@ impl Shared {
             let mut buf = std::mem::take(&mut spare[i]);
             std::mem::swap(&mut p.buf, &mut buf);
             let max_ts = std::mem::take(&mut p.max_ts);
+            *stamped = (*stamped).max(std::mem::take(&mut p.max_epoch));
             drop(p);
             any |= !buf.is_empty();
             taken.push((buf, max_ts));
         }
-        // Nothing appended since the last round: no stream holds a record
-        // of epoch `e`, so it is durable as it is (recovery's cut, the
-        // smallest last mark, may lie below it: no record lies between).
+        // A record can be stamped `e` and still land in the previous
+        // round's buffer: its append read the counter after our increment
+        // of the previous round but took the stream's lock before that
+        // round took the buffer. It was written then, before mark `e - 1`;
+        // round `e` must still write mark `e`, or recovery's cut would stay
+        // below the epoch its commit was acknowledged in.
+        any |= *stamped >= e;
+        // Nothing stamped `e` anywhere: no stream holds a record of epoch
+        // `e`, so it is durable as it is (recovery's cut, the smallest
+        // last mark, may lie below it: no record lies between).
         if any {
             // Every stream gets the mark, the idle ones too: recovery's cut
             // is the smallest last mark over the streams.

@@ -146,14 +146,18 @@ pub(crate) fn parse_log_name(name: &str) -> Option<(u64, u32, u32)> {
     let g = it.next()?.parse().ok()?;
     let s = it.next()?.parse().ok()?;
     let q = it.next()?.parse().ok()?;
-    it.next().is_none().then_some((g, s, q))
+    // Only the names the engine writes: `log-1-0-0.mvl` is not a second
+    // name of `log-00000001-000-000000.mvl`.
+    (it.next().is_none() && log_file_name(g, s, q) == name).then_some((g, s, q))
 }
 
 /// Parses `checkpoint-<g>-<ts>.mvc`.
 pub(crate) fn parse_checkpoint_name(name: &str) -> Option<(u64, u64)> {
     let rest = name.strip_prefix("checkpoint-")?.strip_suffix(".mvc")?;
     let (g, ts) = rest.split_once('-')?;
-    Some((g.parse().ok()?, ts.parse().ok()?))
+    let (g, ts) = (g.parse().ok()?, ts.parse().ok()?);
+    // As for log files: only the names the engine writes.
+    (checkpoint_file_name(g, ts) == name).then_some((g, ts))
 }
 
 /// The names of the tables in the newest checkpoint of `dir`, in id

@@ -145,6 +145,17 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
         return Ok(rep);
     };
     rep.generation = generation;
+    // Log files of a generation newer than the newest checkpoint: a
+    // generation begins with its checkpoint, so no crash leaves them (a
+    // copied or restored file). Not replayed; `Database::open` removes
+    // them before it starts that generation's log.
+    for (g, _, _, p) in listing.logs.iter().filter(|x| x.0 > generation) {
+        rep.damaged = true;
+        rep.dropped.push(format!(
+            "{}: a log file of generation {g}, newer than the newest checkpoint's ({generation}): not replayed",
+            file_name(p)
+        ));
+    }
 
     // 1. and 2. Scan the streams; the cut.
     let plan = plan_streams(generation, &listing, &mut rep)?;
@@ -255,6 +266,22 @@ fn plan_streams(generation: u64, l: &Listing, rep: &mut RecoveryReport) -> Resul
         }
         None => Err(None),
     };
+    // A manifest names a contiguous run of files per stream, all of which
+    // were created before it was written: one whose runs are far longer
+    // than the files present is damaged, not a list of missing files (and
+    // is not trusted with an allocation of its size).
+    let manifest = manifest.and_then(|m| {
+        let listed =
+            m.files.iter().try_fold(0u64, |n, &(first, last)| (first <= last).then(|| n + u64::from(last - first) + 1));
+        match listed {
+            Some(n) if n <= logs.len() as u64 + m.files.len() as u64 + 16 => Ok(m),
+            Some(n) => Err(Some(format!(
+                "the manifest is damaged: it lists {n} log files, the directory holds {}",
+                logs.len()
+            ))),
+            None => Err(Some("the manifest is damaged: a stream's files end before they begin".to_string())),
+        }
+    });
     let manifest = match manifest {
         Ok(m) => m,
         Err(why) => {
@@ -281,8 +308,11 @@ fn plan_streams(generation: u64, l: &Listing, rep: &mut RecoveryReport) -> Resul
                     stream: s,
                     streams: n,
                     files: by.remove(&s).unwrap_or_default(),
+                    // Without a manifest of this generation (a crash inside
+                    // the log's start), a stream's newest file may have a
+                    // torn header, as one beyond the manifest may.
+                    beyond: !why.1,
                     unchecked: Some(why.clone()),
-                    beyond: false,
                 })
                 .collect());
         }
@@ -424,6 +454,10 @@ fn scan(generation: u64, plan: &StreamPlan) -> Scan {
     }
     let n_files = plan.files.len();
     let mut last_epoch = 0u64;
+    // No manifest of this generation: the streams' number is known only
+    // from the files' headers (a crash inside the log's start may have
+    // created some of its streams' files, not all).
+    let no_manifest = plan.unchecked.as_ref().is_some_and(|(_, always)| !always);
     for (i, (q, path)) in plan.files.iter().enumerate() {
         let is_last = i + 1 == n_files;
         let stop_here = |out: &mut Scan, at: usize, line: String, structural: bool| {
@@ -470,7 +504,7 @@ fn scan(generation: u64, plan: &StreamPlan) -> Scan {
             Some(format!("its header says generation {}", h.generation))
         } else if h.stream != s || h.seq != *q {
             Some(format!("its header says file {} of stream {} (a copied or renamed file)", h.seq, h.stream))
-        } else if h.streams != plan.streams {
+        } else if h.streams != plan.streams && !no_manifest {
             Some(format!("its header says {} streams, the directory holds {}", h.streams, plan.streams))
         } else if i == 0 {
             out.last_mark = h.start_mark;
@@ -646,8 +680,39 @@ impl Incoming {
     }
 }
 
+/// One write of a record decoded for replay: the table, the key, the
+/// worker whose part of the keys it falls in, and the value's place in
+/// the record's body (`None`: a delete).
+struct Write {
+    table: TableId,
+    key: Key,
+    part: usize,
+    value: Option<(usize, usize)>,
+}
+
+/// A record decoded for replay.
+struct Decoded {
+    body: Vec<u8>,
+    writes: Vec<Write>,
+}
+
+impl Decoded {
+    fn value(&self, w: &Write) -> Option<&[u8]> {
+        w.value.map(|(at, len)| &self.body[at..at + len])
+    }
+}
+
 /// Step 5: the records of epochs up to `d` after the checkpoint, epoch by
 /// epoch, each epoch's in commit-timestamp order.
+///
+/// The main thread merges the streams' records and decodes them; the
+/// writes are applied by `workers` threads, each owning the rows whose key
+/// hashes to it (recovery's own form of MPDB's parallel replay, section
+/// VI.B). Each worker applies its part of every record in the order the
+/// main thread decided, so every row receives its writes in commit order,
+/// and the state after the last record is the state of the prefix; nobody
+/// reads the database until recovery returns, so the records need not be
+/// applied atomically across workers.
 fn replay(
     db: &Database,
     scans: &[Scan],
@@ -656,11 +721,11 @@ fn replay(
     ids: &mut HashMap<String, TableId>,
     rep: &mut RecoveryReport,
 ) -> Result<()> {
-    let mut last_ts_keys: (u64, std::collections::HashSet<(u32, Key)>) = (u64::MAX, Default::default());
-    let mut mine = std::collections::HashSet::new();
-    // Each replay sees the checkpoint and the replay before it (POMVCC:
-    // begin after its commit).
-    let mut after = db.sync_commits()?;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    // Fingerprints of the rows written at the current commit timestamp
+    // (POMVCC's shared ones: see the module docs).
+    let mut same_ts: (u64, std::collections::HashSet<u64>) = (u64::MAX, Default::default());
+    let mut mine: Vec<u64> = Vec::new();
     std::thread::scope(|sc| -> Result<()> {
         let mut ins: Vec<Incoming> = scans
             .iter()
@@ -671,8 +736,44 @@ fn replay(
                 Incoming { rx, buf: VecDeque::new(), done: false }
             })
             .collect();
+        let mut appliers = Vec::new();
+        let mut senders = Vec::new();
+        if workers > 1 {
+            for w in 0..workers {
+                let (tx, rx) = sync_channel::<Arc<Vec<Decoded>>>(8);
+                senders.push(tx);
+                appliers.push(sc.spawn(move || -> Result<()> {
+                    let mut after = db.sync_commits()?;
+                    for batch in rx {
+                        apply(db, &batch, Some(w), &mut after)?;
+                    }
+                    Ok(())
+                }));
+            }
+        }
+        // Each replay sees the checkpoint and the replay before it (POMVCC:
+        // begin after its commit).
+        let mut after = db.sync_commits()?;
+        let mut batch: Vec<Decoded> = Vec::with_capacity(1024);
         let mut epoch_recs: Vec<(Rec, usize, u64)> = Vec::new();
         let mut order = 0u64;
+        let flush = |batch: &mut Vec<Decoded>, after: &mut Option<u64>| -> Result<()> {
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let full = std::mem::replace(batch, Vec::with_capacity(1024));
+            if senders.is_empty() {
+                return apply(db, &full, None, after);
+            }
+            let full = Arc::new(full);
+            for tx in &senders {
+                if tx.send(full.clone()).is_err() {
+                    // The worker stopped on an error: its join reports it.
+                    break;
+                }
+            }
+            Ok(())
+        };
         loop {
             let mut next = None;
             for c in ins.iter_mut() {
@@ -690,21 +791,22 @@ fn replay(
                 }
             }
             epoch_recs.sort_by_key(|(r, si, o)| (r.ts, *si, *o));
-            for (r, _, _) in &epoch_recs {
+            for (r, _, _) in epoch_recs.drain(..) {
                 let Body::Txn { epoch, commit_ts, writes } = decode(&r.body)
                     .map_err(|e| Error::Corrupt(format!("a log record that passed its checksum: {e}")))?
                 else {
                     continue;
                 };
                 debug_assert_eq!(epoch, r.epoch, "the epoch read before decoding");
-                if last_ts_keys.0 != commit_ts {
-                    last_ts_keys.0 = commit_ts;
-                    last_ts_keys.1.clear();
+                if same_ts.0 != commit_ts {
+                    same_ts.0 = commit_ts;
+                    same_ts.1.clear();
                 }
                 // The rows this record writes (a row written twice by one
                 // transaction is one row).
                 mine.clear();
-                let mut t = db.begin_with(TxnOptions { after, ..TxnOptions::new(replay_isolation(db)) })?;
+                let base = r.body.as_ptr() as usize;
+                let mut ws = Vec::with_capacity(writes.len());
                 for w in &writes {
                     let Some(name) = r.tables.get(&w.table) else {
                         return Err(Error::Corrupt(format!(
@@ -712,29 +814,96 @@ fn replay(
                             w.table
                         )));
                     };
-                    let id = table_id(db, ids, name)?;
-                    if mine.insert((w.table, w.key)) && !last_ts_keys.1.insert((w.table, w.key)) {
-                        rep.same_ts_conflicts += 1;
+                    let table = table_id(db, ids, name)?;
+                    let h = w.key.hash64();
+                    let print = h ^ (w.table as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    if !mine.contains(&print) {
+                        mine.push(print);
+                        if !same_ts.1.insert(print) {
+                            rep.same_ts_conflicts += 1;
+                        }
                     }
-                    match w.value {
-                        Some(v) => match t.update(id, &w.key, v) {
-                            Err(Error::KeyNotFound) => t.insert(id, w.key, v)?,
+                    let value = w.value.map(|v| (v.as_ptr() as usize - base, v.len()));
+                    ws.push(Write { table, key: w.key, part: (h >> 32) as usize % workers, value });
+                    rep.writes += 1;
+                }
+                drop(writes);
+                batch.push(Decoded { body: r.body, writes: ws });
+                rep.replayed += 1;
+                rep.last_commit_ts = Some(commit_ts);
+                if batch.len() >= 1024 {
+                    flush(&mut batch, &mut after)?;
+                }
+            }
+        }
+        flush(&mut batch, &mut after)?;
+        drop(senders);
+        for h in appliers {
+            h.join().unwrap_or_else(|_| Err(Error::Io("a replay thread panicked".into())))?;
+        }
+        Ok(())
+    })
+}
+
+/// Applies the records of `batch` in order, each as one transaction of
+/// puts and deletes; only the writes of part `part` (all with `None`).
+/// A transient abort (two workers' rows sharing a lock, say) is retried:
+/// the writes are idempotent.
+fn apply(db: &Database, batch: &[Decoded], part: Option<usize>, after: &mut Option<u64>) -> Result<()> {
+    // Two dependent misses reach a row (bucket, then version): the buckets
+    // of the rows `2 * AHEAD` records ahead are prefetched, and the
+    // versions of those `AHEAD` ahead (whose buckets have arrived by then),
+    // so that the misses overlap the current record's work.
+    const AHEAD: usize = 8;
+    let in_part = |w: &Write| part.is_none_or(|p| w.part == p);
+    let prefetch = |r: Option<&Decoded>, head: bool| {
+        for w in r.into_iter().flat_map(|r| r.writes.iter()).filter(|w| in_part(w)) {
+            if let Ok(t) = db.table_ref(w.table) {
+                if let crate::storage::table::IndexImpl::Hash(h) = &t.indexes[0].imp {
+                    if head {
+                        h.prefetch_head(w.key.hash64(), t.row_hint());
+                    } else {
+                        h.prefetch_bucket(w.key.hash64());
+                    }
+                }
+            }
+        }
+    };
+    for (i, r) in batch.iter().enumerate() {
+        prefetch(batch.get(i + 2 * AHEAD), false);
+        prefetch(batch.get(i + AHEAD), true);
+        if !r.writes.iter().any(in_part) {
+            continue;
+        }
+        loop {
+            let mut t = db.begin_with(TxnOptions { after: *after, ..TxnOptions::new(replay_isolation(db)) })?;
+            let r = (|| {
+                for w in r.writes.iter().filter(|w| in_part(w)) {
+                    match r.value(w) {
+                        Some(v) => match t.update(w.table, &w.key, v) {
+                            Err(Error::KeyNotFound) => t.insert(w.table, w.key, v)?,
                             r => r?,
                         },
-                        None => match t.delete(id, &w.key) {
+                        None => match t.delete(w.table, &w.key) {
                             Err(Error::KeyNotFound) => {}
                             r => r?,
                         },
                     }
-                    rep.writes += 1;
                 }
-                after = Some(t.commit()?.commit_ts);
-                rep.replayed += 1;
-                rep.last_commit_ts = Some(commit_ts);
+                Ok(())
+            })()
+            .and_then(|()| t.commit());
+            match r {
+                Ok(c) => {
+                    *after = Some(c.commit_ts);
+                    break;
+                }
+                Err(e) if e.is_transient() => continue,
+                Err(e) => return Err(e),
             }
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 fn file_name(p: &Path) -> String {
