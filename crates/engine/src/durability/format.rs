@@ -308,56 +308,45 @@ pub(crate) fn put_value(out: &mut Vec<u8>, value: &[u8]) {
     out.extend_from_slice(value);
 }
 
-/// One write of a logged transaction.
-pub(crate) struct LoggedWrite<'a> {
-    pub(crate) table: u32,
-    pub(crate) key: Key,
-    /// The new value; `None` for a delete.
-    pub(crate) value: Option<&'a [u8]>,
-}
-
-/// A decoded log body.
-pub(crate) enum Body<'a> {
-    Txn {
-        epoch: u64,
-        commit_ts: u64,
-        writes: Vec<LoggedWrite<'a>>,
-    },
-    /// An epoch mark (its epoch is read where it is scanned).
-    Mark,
-}
-
-/// Decodes a log body (already checked by its CRC: an error here means
-/// a writer bug or deliberate damage that kept the CRC right).
-pub(crate) fn decode(body: &[u8]) -> Result<Body<'_>> {
+/// Decodes a transaction record's body (already checked by its CRC) without
+/// allocating, for replay worker `part` of `parts`: each write to a row
+/// whose key hash falls in that part goes to `each` (table number, key
+/// hash, key, value; `None` for a delete), in order; the other writes are
+/// checked but not built. Returns the record's epoch and commit timestamp.
+pub(crate) fn decode_txn<'a>(
+    body: &'a [u8],
+    part: usize,
+    parts: usize,
+    mut each: impl FnMut(u32, u64, Key, Option<&'a [u8]>) -> Result<()>,
+) -> Result<(u64, u64)> {
     let mut r = Reader::new(body);
-    let kind = r.u8()?;
-    let epoch = r.u64()?;
-    let b = match kind {
-        KIND_TXN => {
-            let commit_ts = r.u64()?;
-            let n = r.u32()? as usize;
-            let mut writes = Vec::with_capacity(n.min(body.len()));
-            for _ in 0..n {
-                let table = r.u32()?;
-                let op = r.u8()?;
-                let key = r.key()?;
-                let value = match op {
-                    OP_PUT => Some(r.value()?),
-                    OP_DELETE => None,
-                    other => return Err(Error::Corrupt(format!("unknown write op {other}"))),
-                };
-                writes.push(LoggedWrite { table, key, value });
-            }
-            Body::Txn { epoch, commit_ts, writes }
+    if r.u8()? != KIND_TXN {
+        return Err(Error::Corrupt("not a transaction record".into()));
+    }
+    let (epoch, commit_ts, n) = (r.u64()?, r.u64()?, r.u32()?);
+    for _ in 0..n {
+        let table = r.u32()?;
+        let op = r.u8()?;
+        let klen = r.u8()? as usize;
+        if klen > KEY_MAX {
+            return Err(Error::Corrupt(format!("a key of {klen} bytes (at most {KEY_MAX})")));
         }
-        KIND_MARK => Body::Mark,
-        other => return Err(Error::Corrupt(format!("unknown log record kind {other}"))),
-    };
+        let kb = r.take(klen)?;
+        let value = match op {
+            OP_PUT => Some(r.value()?),
+            OP_DELETE => None,
+            other => return Err(Error::Corrupt(format!("unknown write op {other}"))),
+        };
+        // The hash `Key::hash64` gives, without building the key.
+        let hash = crate::key::hash_bytes(kb);
+        if (hash >> 32) as usize % parts == part {
+            each(table, hash, Key::from_bytes(kb)?, value)?;
+        }
+    }
     if !r.done() {
         return Err(Error::Corrupt("trailing bytes in a log record".into()));
     }
-    Ok(b)
+    Ok((epoch, commit_ts))
 }
 
 #[cfg(test)]
