@@ -25,7 +25,10 @@
 //! Opening a directory recovers generation `g` and then writes a
 //! checkpoint of generation `g + 1` before logging anew: commit timestamps
 //! restart with the process, and the new generation's records are never
-//! mixed with the old ones'.
+//! mixed with the old ones'. Log files of a generation newer than the
+//! newest checkpoint (no crash leaves them: a generation begins with its
+//! checkpoint) are reported by recovery as damage, not replayed, and
+//! removed by the open before its log begins.
 //!
 //! **Every protocol logs**, each ordered the way it serializes:
 //!
