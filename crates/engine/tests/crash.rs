@@ -220,7 +220,19 @@ fn crash_child() {
         std::process::abort();
     }));
     let out = Out(Mutex::new(std::io::stdout()));
-    let (db, _) = Database::open(cfg.options(Path::new(&dir)), schema).unwrap();
+    // The parent's last check closed the directory before spawning us, but
+    // a process that the parent's other test thread forked meanwhile may
+    // still hold a copy of its lock until it executes its program (Rust
+    // opens files close-on-exec, not close-on-fork): wait for that.
+    let waited = Instant::now();
+    let (db, _) = loop {
+        match Database::open(cfg.options(Path::new(&dir)), schema) {
+            Err(Error::Locked(_)) if waited.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            r => break r.unwrap(),
+        }
+    };
     out.say(format_args!("opened"));
     std::thread::scope(|s| {
         if let Some(pause) = cfg.checkpointer {
