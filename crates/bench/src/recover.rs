@@ -788,6 +788,14 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
         }
     } else if tables.is_empty() {
         state = Some("empty: no tables (a database opened without any, or a run killed before creating them)".into());
+    } else if recorded.is_none() && total == 0 {
+        // `bench` writes its workload file once its tables exist: a kill
+        // in between leaves empty tables and no file.
+        state = Some(
+            "empty tables and no workload file (a run killed while it created its tables, \
+             or a database that holds nothing yet)"
+                .into(),
+        );
     }
     if let Some(s) = &state {
         println!("  state      {s}");

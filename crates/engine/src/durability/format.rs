@@ -62,11 +62,13 @@ pub(crate) const OP_DELETE: u8 = 1;
 /// but a transaction record this large is not something we write).
 pub(crate) const MAX_BODY: usize = 1 << 30;
 
-/// The first bytes of every log file (format 2: per-stream marks and
-/// placed headers).
-pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x02";
-/// The first bytes of the log files of format 1 (refused with a clear word).
-pub(crate) const LOG_MAGIC_V1: &[u8; 8] = b"MVLOG\x00\x00\x01";
+/// The first bytes of every log file (format 3: placed headers; round
+/// `e` and its mark in stream `e % streams` only).
+pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x03";
+/// The first bytes of the log files of older formats, minus their last
+/// byte (1: no headers; 2: every round marked in every stream): refused
+/// with a clear word.
+pub(crate) const LOG_MAGIC_OLD: &[u8; 7] = b"MVLOG\x00\x00";
 /// The first bytes of a manifest.
 pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"MVMANI\x00\x01";
 /// At most this many streams (checked by `Database::open`).
@@ -106,8 +108,11 @@ impl LogHeader {
     /// Reads a file's header; the offset of its first record, or why it is
     /// not a log file of this format.
     pub(crate) fn decode(data: &[u8]) -> std::result::Result<(LogHeader, usize), String> {
-        if data.len() >= LOG_MAGIC.len() && &data[..LOG_MAGIC.len()] == LOG_MAGIC_V1 {
-            return Err("a log file of an older format (1), which this version does not read".into());
+        if data.len() >= LOG_MAGIC.len()
+            && data[..LOG_MAGIC_OLD.len()] == LOG_MAGIC_OLD[..]
+            && (1..LOG_MAGIC[7]).contains(&data[7])
+        {
+            return Err(format!("a log file of an older format ({}), which this version does not read", data[7]));
         }
         if data.len() < LOG_MAGIC.len() || &data[..LOG_MAGIC.len()] != LOG_MAGIC {
             return Err("not a log file (bad magic)".into());

@@ -6,19 +6,29 @@
 //! orders the streams by commit timestamp only at recovery. We do both:
 //!
 //! * **Streams.** A committing thread appends its record to its own stream
-//!   (threads are spread over [`Log::streams`] round-robin), an in-memory
+//!   (threads are spread over the streams round-robin), an in-memory
 //!   buffer behind a short lock; nothing else is shared on the commit path.
-//! * **Epochs.** Every record carries the epoch it was appended in (read
-//!   under the stream's lock). The flusher closes the current epoch `e`
-//!   (the counter moves to `e + 1`), takes every stream's buffer, and
-//!   writes each buffer followed by an epoch mark `e` to its stream's file
-//!   and syncs it, all streams side by side (MPDB's parallel logs). A mark
-//!   `e` in a stream follows every record of that stream with an epoch
-//!   `<= e`. The round is durable, and its commits acknowledged, once every
-//!   stream's sync returned; rounds run one after another, so a mark in any
-//!   stream also proves that every earlier round completed in every stream.
-//!   Recovery replays the records of epochs up to the smallest last mark
-//!   over the streams (see `durability::recovery`).
+//!   The streams' files take the rounds in turn, so recovery reads them
+//!   side by side.
+//! * **Epochs and rounds.** Every record carries the epoch it was
+//!   appended in (read under the stream's lock). The flusher closes the
+//!   current epoch `e` (the counter moves to `e + 1`), takes every
+//!   stream's buffer, and writes them all, then an epoch mark `e`, to *one*
+//!   file: stream `e % streams`'s, and syncs it. The round is durable, and
+//!   its commits acknowledged, once that sync returns. One sync a round
+//!   whatever the number of streams: a disk that does not overlap two
+//!   syncs (this project's VM does not: `docs/BENCHMARKS.md`, issue 25)
+//!   would otherwise pay one per stream. An epoch with no record stays
+//!   open (no round, no sync), so the epochs that advance are exactly the
+//!   rounds written, and stream `s` holds the marks `s, s + n, s + 2n...`
+//!   (stream 0: `n, 2n...`). Recovery replays the epochs before the first
+//!   round missing from its stream (see `durability::recovery`); rounds
+//!   run one after another, so any mark also proves every earlier round
+//!   complete, and a missing one is damage, not a crash.
+//! * **Epoch order in a file.** A buffer holds records of `e` and, after
+//!   them, of `e + 1` (appends between the flusher's increment and its
+//!   take): a round writes every buffer's records of `e`, then those of
+//!   `e + 1`, then the mark, so a file's epochs never go backwards.
 //! * **Why that is consistent.** A transaction appends its record before it
 //!   becomes Committed, so one that reads or overwrites its writes (which it
 //!   can only do once they are committed) appends later, with an epoch no
@@ -47,7 +57,10 @@
 //! Files rotate at [`crate::Options::log_rotate_bytes`]; a checkpoint drops
 //! the ones whose records all precede it (see `durability::checkpoint`).
 
-use super::format::{frame, LogHeader, Manifest, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
+use super::format::{frame, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
+
+/// The bytes of a framed epoch mark.
+const FRAME_MARK: usize = FRAME + 9;
 use super::{log_file_name, sync_dir, Durability, MANIFEST_FILE};
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
@@ -67,6 +80,12 @@ struct Pending {
     max_ts: u64,
     /// Largest epoch a record in `buf` was stamped with.
     max_epoch: u64,
+    /// The epoch of `buf`'s first record, and where its records of the
+    /// next epoch begin (`usize::MAX`: none). A buffer holds at most two
+    /// epochs: the one the flusher closes next, and the one it opened by
+    /// closing it (appends that came between its increment and its take).
+    first_epoch: u64,
+    split: usize,
 }
 
 /// A log file of a stream and the largest commit timestamp it holds.
@@ -293,6 +312,13 @@ impl Log {
         // flusher's increment if the flusher already took this buffer.
         let epoch = sh.epoch.load(Ordering::Relaxed);
         let before = p.buf.len();
+        if before == 0 {
+            p.first_epoch = epoch;
+            p.split = usize::MAX;
+        } else if epoch != p.first_epoch && p.split == usize::MAX {
+            p.split = before;
+        }
+        debug_assert!(epoch <= p.first_epoch + 1, "a buffer holds at most two epochs");
         frame(&mut p.buf, |b| {
             b.push(KIND_TXN);
             b.extend_from_slice(&epoch.to_le_bytes());
@@ -360,10 +386,9 @@ impl Log {
     /// Makes everything appended so far durable (one round), e.g. before a
     /// checkpoint or on close.
     pub(crate) fn flush(&self) -> Result<()> {
-        // SeqCst: appends that finished before this call hold epochs <= the
-        // current one (their stream locks order them).
-        let e = self.shared.epoch.load(Ordering::SeqCst);
-        self.wait_durable(e)
+        // Appends that finished before this call raised `appended` to
+        // their epoch (see `wait_visible`); nothing else needs a round.
+        self.wait_visible()
     }
 
     /// Drops the files of this generation whose records all precede `ts`
@@ -489,70 +514,67 @@ impl Shared {
         }
     }
 
-    /// Closes the current epoch and makes it durable: every stream's
-    /// buffer and mark written and synced, the streams side by side.
+    /// Closes the current epoch `e` and makes it durable: every stream's
+    /// buffer, then the mark `e`, written to one stream's file (stream
+    /// `e % streams`) and synced; or nothing, when no record of `e` exists.
     /// `stamped` is the largest epoch of any record taken so far (the
     /// flusher's own memory from round to round).
     fn round(&self, spare: &mut [Vec<u8>], stamped: &mut u64) -> Result<()> {
+        // Relaxed: only the flusher moves the counter.
+        let e = self.epoch.load(Ordering::Relaxed);
+        // A record can be stamped `e` and still land in the previous
+        // round's buffer (its append read the counter after that round's
+        // increment but took its stream's lock before that round took the
+        // buffer); it was written then, before mark `e - 1`. Round `e` must
+        // still write mark `e`, or recovery's cut would stay below the
+        // epoch its commit is acknowledged in. With nothing stamped `e`
+        // anywhere the epoch stays open: no round, no sync, and epochs
+        // that advance are exactly the rounds written, which recovery
+        // counts on (`durability::recovery`, the cut).
+        if *stamped < e && self.streams.iter().all(|s| s.pending.lock().buf.is_empty()) {
+            return Ok(());
+        }
         // SeqCst: appenders read the counter under their stream's lock; the
         // lock acquisitions below order every append of epoch <= e before
         // we take its buffer, and every later append after the increment.
-        let e = self.epoch.fetch_add(1, Ordering::SeqCst);
+        let closed = self.epoch.fetch_add(1, Ordering::SeqCst);
+        debug_assert_eq!(closed, e, "only the flusher moves the epoch");
         let mut taken = Vec::with_capacity(self.streams.len());
-        let mut any = false;
+        let mut max_ts = 0;
         for (i, s) in self.streams.iter().enumerate() {
             let mut p = s.pending.lock();
             let mut buf = std::mem::take(&mut spare[i]);
             std::mem::swap(&mut p.buf, &mut buf);
-            let max_ts = std::mem::take(&mut p.max_ts);
+            max_ts = max_ts.max(std::mem::take(&mut p.max_ts));
             *stamped = (*stamped).max(std::mem::take(&mut p.max_epoch));
-            drop(p);
-            any |= !buf.is_empty();
-            taken.push((buf, max_ts));
-        }
-        // A record can be stamped `e` and still land in the previous
-        // round's buffer: its append read the counter after our increment
-        // of the previous round but took the stream's lock before that
-        // round took the buffer. It was written then, before mark `e - 1`;
-        // round `e` must still write mark `e`, or recovery's cut would stay
-        // below the epoch its commit was acknowledged in.
-        any |= *stamped >= e;
-        // Nothing stamped `e` anywhere: no stream holds a record of epoch
-        // `e`, so it is durable as it is (recovery's cut, the smallest
-        // last mark, may lie below it: no record lies between).
-        if any {
-            // Every stream gets the mark, the idle ones too: recovery's cut
-            // is the smallest last mark over the streams.
-            for (buf, _) in taken.iter_mut() {
-                frame(buf, |b| {
-                    b.push(KIND_MARK);
-                    b.extend_from_slice(&e.to_le_bytes());
-                });
-            }
-            if taken.len() == 1 {
-                self.write_stream(0, &taken[0].0, taken[0].1, e)?;
+            // Where this buffer's records of `e + 1` begin.
+            let split = if buf.is_empty() || p.first_epoch > e {
+                0
             } else {
-                // One thread per stream but the first, which is ours: the
-                // syncs overlap, so a round costs about one sync's latency
-                // whatever the number of streams.
-                std::thread::scope(|sc| {
-                    let (first, rest) = taken.split_first().expect("at least one stream");
-                    let others: Vec<_> = rest
-                        .iter()
-                        .enumerate()
-                        .map(|(j, (buf, max_ts))| sc.spawn(move || self.write_stream(j + 1, buf, *max_ts, e)))
-                        .collect();
-                    let mut r = self.write_stream(0, &first.0, first.1, e);
-                    for h in others {
-                        let rj = h.join().unwrap_or_else(|_| Err(Error::Io("a log writer thread panicked".into())));
-                        r = r.and(rj);
-                    }
-                    r
-                })?;
-            }
-            // Relaxed: statistics only.
-            self.stats.rounds.fetch_add(1, Ordering::Relaxed);
+                debug_assert_eq!(p.first_epoch, e, "a buffer holds the epoch being closed, then the next");
+                p.split.min(buf.len())
+            };
+            drop(p);
+            taken.push((buf, split));
         }
+        // The records of epoch `e` of every stream, then those of `e + 1`
+        // (taken between the increment and the take), then the mark: the
+        // file's epochs never go backwards.
+        let mut mark = Vec::with_capacity(FRAME_MARK);
+        frame(&mut mark, |b| {
+            b.push(KIND_MARK);
+            b.extend_from_slice(&e.to_le_bytes());
+        });
+        let parts: Vec<&[u8]> = taken
+            .iter()
+            .map(|(b, at)| &b[..*at])
+            .chain(taken.iter().map(|(b, at)| &b[*at..]))
+            .chain(std::iter::once(&mark[..]))
+            .filter(|p| !p.is_empty())
+            .collect();
+        self.write_stream((e % self.streams.len() as u64) as usize, &parts, max_ts, e)?;
+        // Relaxed: statistics only.
+        self.stats.rounds.fetch_add(1, Ordering::Relaxed);
         // Release: a committer that sees the epoch durable sees it synced.
         self.durable.store(e, Ordering::Release);
         for (i, (mut buf, _)) in taken.into_iter().enumerate() {
@@ -564,15 +586,17 @@ impl Shared {
         Ok(())
     }
 
-    /// Writes and syncs stream `i`'s part of round `e` (its records and
-    /// mark), rotating its file once it is large enough.
-    fn write_stream(&self, i: usize, buf: &[u8], max_ts: u64, e: u64) -> Result<()> {
+    /// Writes and syncs round `e` (its records and mark, in parts) to
+    /// stream `i`'s file, rotating the file once it is large enough.
+    fn write_stream(&self, i: usize, parts: &[&[u8]], max_ts: u64, e: u64) -> Result<()> {
         let mut f = self.streams[i].files.lock();
-        f.current.write_all(buf).map_err(|err| Error::Io(format!("log write: {err}")))?;
+        for part in parts {
+            f.current.write_all(part).map_err(|err| Error::Io(format!("log write: {err}")))?;
+            f.size += part.len() as u64;
+        }
         f.current.sync_data().map_err(|err| Error::Io(format!("log sync: {err}")))?;
         // Relaxed: statistics only.
         self.stats.syncs.fetch_add(1, Ordering::Relaxed);
-        f.size += buf.len() as u64;
         f.last_mark = e;
         let last = f.files.last_mut().expect("a stream has a current file");
         last.max_ts = last.max_ts.max(max_ts);

@@ -8,15 +8,18 @@
 //!    of streams, sequence number, the mark they start after), then read
 //!    to their end: a stream stops at its first damaged record, missing or
 //!    misplaced file, or epoch going backwards. What each stream holds
-//!    intact ends at its *last mark* `m(s)`: all its records of epochs up
-//!    to `m(s)` precede it (`durability::log`).
-//! 2. **The cut.** Replay goes through epoch `D = min m(s)`: every stream
-//!    holds every record of every epoch up to `D`, and a transaction's
-//!    record never depends on one of a later epoch, so the records of
-//!    epochs `<= D` are a prefix of the commit order. Rounds run one after
-//!    another and mark every stream, so the second-newest mark `A` in the
-//!    directory is a round that completed everywhere (its commits may have
-//!    been acknowledged); the newest may not have. `D < A` means that
+//!    intact ends at its *last mark* `m(s)`; its marks must be the rounds
+//!    `durability::log` gives it (`s, s + n, s + 2n...` of `n` streams),
+//!    one after the other.
+//! 2. **The cut.** Round `e` (mark `e` and the records before it) is in
+//!    stream `e % n`, and a record of epoch `e` is in round `e` or
+//!    `e - 1`, so replay goes through epoch `D`, the one before the
+//!    first round missing from its stream: every record of every epoch up
+//!    to `D` is there, and a transaction's record never depends on one of
+//!    a later epoch, so the records of epochs `<= D` are a prefix of the
+//!    commit order. Rounds run one after another, so the round before the
+//!    newest mark found, `A`, completed (its commits may have been
+//!    acknowledged); the newest may not have. `D < A` means that
 //!    acknowledged commits are lost: that, and anything a crash cannot
 //!    produce (a gap, a duplicate, damage followed by intact records, a
 //!    missing manifest) makes the directory *damaged*. A crash's torn tail
@@ -169,13 +172,16 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     let cut = Cut::of(&scans);
     rep.durable_epoch = cut.d;
     for s in &scans {
-        rep.damaged |= s.damaged_structure || s.last_mark < cut.acknowledged;
+        let lost = s.next_round() <= cut.acknowledged;
+        rep.damaged |= s.damaged_structure || lost;
         rep.dropped.extend(s.lines.iter().cloned());
-        if s.last_mark < cut.acknowledged {
+        if lost {
             rep.dropped.push(format!(
-                "stream {}: its intact records end at epoch {}, but every stream completed epoch {}: \
+                "stream {}: its round of epoch {} is lost, but rounds up to epoch {} completed: \
                  commits acknowledged as durable are lost",
-                s.stream, s.last_mark, cut.acknowledged
+                s.stream,
+                s.next_round(),
+                cut.acknowledged
             ));
         }
     }
@@ -183,7 +189,7 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     if beyond > 0 {
         rep.dropped.push(if cut.d >= cut.acknowledged {
             format!(
-                "{beyond} transaction records of epochs after {}: their round never completed in every stream, \
+                "{beyond} transaction records of epochs after {}: their round never completed, \
                  so none was acknowledged as durable",
                 cut.d
             )
@@ -377,9 +383,10 @@ struct Scan {
     files: Vec<PathBuf>,
     /// Where replay must stop (damage), if anywhere.
     stop: Option<StopAt>,
-    /// Its last mark, and the one before (see [`Cut`]).
+    /// The number of streams (its rounds are every `streams`-th epoch).
+    streams: u64,
+    /// Its last intact mark (see [`Cut`]).
     last_mark: u64,
-    prev_mark: u64,
     /// Records read intact, by epoch (run-length: epoch, count).
     epochs: Vec<(u64, u64)>,
     records: u64,
@@ -396,8 +403,8 @@ impl Scan {
             stream: 0,
             files: Vec::new(),
             stop: Some(StopAt { file: 0, at: 0 }),
+            streams: 1,
             last_mark: 0,
-            prev_mark: 0,
             epochs: Vec::new(),
             records: 0,
             bytes: 0,
@@ -410,9 +417,14 @@ impl Scan {
         self.epochs.iter().filter(|(e, _)| *e > d).map(|(_, n)| n).sum()
     }
 
-    fn mark(&mut self, m: u64) {
-        self.prev_mark = self.last_mark;
-        self.last_mark = m;
+    /// The epoch of the next round this stream would hold: round `e` is
+    /// written to stream `e % streams` (`durability::log`), from epoch 1.
+    fn next_round(&self) -> u64 {
+        match self.last_mark {
+            0 if self.stream == 0 => self.streams,
+            0 => u64::from(self.stream),
+            m => m + self.streams,
+        }
     }
 }
 
@@ -425,12 +437,12 @@ struct Cut {
 }
 
 impl Cut {
+    /// Every epoch up to the first round missing from its stream; the
+    /// round before the newest one found completed before that one began.
     fn of(scans: &[Scan]) -> Cut {
-        let d = scans.iter().map(|s| s.last_mark).min().unwrap_or(0);
+        let d = scans.iter().map(|s| s.next_round() - 1).min().unwrap_or(0);
         let newest = scans.iter().map(|s| s.last_mark).max().unwrap_or(0);
-        let acknowledged =
-            scans.iter().map(|s| if s.last_mark == newest { s.prev_mark } else { s.last_mark }).max().unwrap_or(0);
-        Cut { d, acknowledged }
+        Cut { d, acknowledged: newest.saturating_sub(1) }
     }
 }
 
@@ -441,8 +453,8 @@ fn scan(generation: u64, plan: &StreamPlan) -> Scan {
         stream: s,
         files: Vec::new(),
         stop: None,
+        streams: u64::from(plan.streams.max(1)),
         last_mark: 0,
-        prev_mark: 0,
         epochs: Vec::new(),
         records: 0,
         bytes: 0,
@@ -511,9 +523,11 @@ fn scan(generation: u64, plan: &StreamPlan) -> Scan {
             Some(format!("its header says file {} of stream {} (a copied or renamed file)", h.seq, h.stream))
         } else if h.streams != plan.streams && !no_manifest {
             Some(format!("its header says {} streams, the directory holds {}", h.streams, plan.streams))
+        } else if h.streams == 0 || u64::from(h.streams) > u64::from(super::format::MAX_STREAMS) {
+            Some(format!("its header says {} streams", h.streams))
         } else if i == 0 {
+            out.streams = u64::from(h.streams);
             out.last_mark = h.start_mark;
-            out.prev_mark = h.start_mark;
             None
         } else if h.start_mark != out.last_mark {
             Some(format!(
@@ -555,13 +569,16 @@ fn scan(generation: u64, plan: &StreamPlan) -> Scan {
                     }
                     (Some(&KIND_MARK), Some(e)) if b.len() == 9 => {
                         let e = u64::from_le_bytes(e.try_into().expect("8 bytes"));
-                        if e <= out.last_mark {
+                        if e != out.next_round() {
                             Some((
-                                format!("an epoch mark {e} after epoch {} (epochs going backwards)", out.last_mark),
+                                format!(
+                                    "an epoch mark {e} where the stream's next round is {} (a round missing or out of place)",
+                                    out.next_round()
+                                ),
                                 true,
                             ))
                         } else {
-                            out.mark(e);
+                            out.last_mark = e;
                             at = next;
                             None
                         }
