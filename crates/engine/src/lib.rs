@@ -642,8 +642,13 @@ impl Database {
     /// the same order, on every open), then recovery loads the newest
     /// checkpoint and replays the logs (see [`crate::durability`]), a new
     /// checkpoint of the recovered state is written, and logging starts.
-    /// A damaged checkpoint is refused with [`Error::Corrupt`]; a torn or
-    /// damaged log tail is dropped and reported in the [`RecoveryReport`].
+    /// The directory's lock is taken first: a directory another open
+    /// database holds fails with [`Error::Locked`]. A damaged checkpoint is
+    /// refused with [`Error::Corrupt`]; of the log, the longest prefix of
+    /// the commit order that it holds is replayed and what is dropped is
+    /// reported in the [`RecoveryReport`], or, with
+    /// [`OnDamage::Refuse`](crate::OnDamage::Refuse), a directory with damage
+    /// a crash cannot explain is refused with [`Error::Corrupt`].
     pub fn open(opts: Options, schema: impl FnOnce(&Database) -> Result<()>) -> Result<(Database, RecoveryReport)> {
         let Some(dir) = opts.data_dir.clone() else {
             return Err(Error::InvalidArgument("Database::open needs Options::data_dir".into()));
