@@ -40,8 +40,8 @@
 //! Epoch by epoch is a commit-timestamp order wherever it matters: a
 //! transaction that read or overwrote another's writes appended its record
 //! after that one did, so in the same epoch or a later one. Replay's
-//! memory is a few chunks per stream plus the rows the log writes (at most
-//! the database's size), whatever the log's length.
+//! memory is a few chunks per stream plus, per worker, at most
+//! [`MAX_ROWS`] rows' newest values, whatever the log's length.
 //!
 //! POMVCC shares commit timestamps, so several records may carry the same
 //! one. Section VI.B argues their order does not matter: transactions at
@@ -861,10 +861,12 @@ struct Applied {
 /// its rows' final values into the database, a few rows per transaction.
 /// A row overwritten a million times costs a million map updates and one
 /// database write, instead of a million versions to create and collect.
-/// The map holds the rows the log wrote (at most the database's size),
-/// whatever the log's length.
+/// The map holds at most [`MAX_ROWS`] rows (then they go into the
+/// database and the map starts again), whatever the log's length.
 fn replay(db: &Database, scans: &[Scan], d: u64, cp_ts: u64, rep: &mut RecoveryReport) -> Result<()> {
-    const ORDERED: usize = 4096;
+    // Records handed to the workers at a time (unit tests: a few, so that
+    // a worker's rows go into the database many times over).
+    const ORDERED: usize = if cfg!(test) { 64 } else { 4096 };
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     std::thread::scope(|sc| -> Result<()> {
         let mut ins: Vec<Incoming> = scans
@@ -1080,10 +1082,23 @@ fn replay_part(db: &Database, rx: Receiver<Arc<Ordered>>, part: usize, parts: us
             let (hash, table, key, value) = writes[i];
             rows.put(hash, table, key, value);
         }
+        // Bounded memory: past `MAX_ROWS` rows the values so far go into
+        // the database (later writes of those rows overwrite them there).
+        if rows.len >= MAX_ROWS {
+            install(db, std::mem::replace(&mut rows, Rows::new()))?;
+        }
     }
     install(db, rows)?;
     Ok(done)
 }
+
+/// The most rows a replay worker keeps before it writes them into the
+/// database: about 72 MiB of slots plus their values.
+#[cfg(not(test))]
+const MAX_ROWS: usize = 1 << 19;
+/// Unit tests write the rows out many times over (see `tests`).
+#[cfg(test)]
+const MAX_ROWS: usize = 16;
 
 /// Writes `rows` into the database, a few per transaction. A transient
 /// abort (two workers' rows sharing a lock, say) is retried: the writes
@@ -1204,6 +1219,10 @@ mod tests {
         super::TEST_CHUNK.store(chunk, std::sync::atomic::Ordering::SeqCst);
         let rep = db.recover_from(dir).unwrap();
         super::TEST_CHUNK.store(0, std::sync::atomic::Ordering::SeqCst);
+        (rows_of(&db), rep)
+    }
+
+    fn rows_of(db: &Database) -> Vec<(u64, Vec<u8>)> {
         let t = db.table("t").unwrap();
         let mut rows = Vec::new();
         db.run(Isolation::Serializable, |tx| {
@@ -1216,7 +1235,7 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        (rows, rep)
+        rows
     }
 
     #[test]
@@ -1248,8 +1267,13 @@ mod tests {
             .unwrap();
         }
         db.flush_log().unwrap();
+        let before = rows_of(&db);
         drop(db);
         let (whole, rep) = recover_with(dir.path(), 4 << 20);
+        // Replay (whose workers here write their rows into the database
+        // every 16 rows, and get records 64 at a time) gives back the state
+        // the log was written from.
+        assert_eq!(whole, before);
         // Every transaction but the deletes of absent rows wrote a record.
         assert!(rep.replayed > 1900 && rep.dropped.is_empty(), "{rep:?}");
         assert!(!whole.is_empty());
