@@ -58,9 +58,6 @@
 //! the ones whose records all precede it (see `durability::checkpoint`).
 
 use super::format::{frame, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
-
-/// The bytes of a framed epoch mark.
-const FRAME_MARK: usize = FRAME + 9;
 use super::{log_file_name, sync_dir, Durability, MANIFEST_FILE};
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
@@ -72,14 +69,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The bytes of a framed epoch mark.
+const FRAME_MARK: usize = FRAME + 9;
+
 /// What a committing thread appends into, under the stream's lock.
 #[derive(Default)]
 struct Pending {
     buf: Vec<u8>,
     /// Largest commit timestamp in `buf`.
     max_ts: u64,
-    /// Largest epoch a record in `buf` was stamped with.
-    max_epoch: u64,
     /// The epoch of `buf`'s first record, and where its records of the
     /// next epoch begin (`usize::MAX`: none). A buffer holds at most two
     /// epochs: the one the flusher closes next, and the one it opened by
@@ -325,7 +323,6 @@ impl Log {
             b.extend_from_slice(scratch);
         });
         p.max_ts = p.max_ts.max(commit_ts);
-        p.max_epoch = p.max_epoch.max(epoch);
         let added = (p.buf.len() - before) as u64;
         drop(p);
         // Relaxed both: `appended` only grows (fetch_max), and a reader of
@@ -546,7 +543,11 @@ impl Shared {
             let mut buf = std::mem::take(&mut spare[i]);
             std::mem::swap(&mut p.buf, &mut buf);
             max_ts = max_ts.max(std::mem::take(&mut p.max_ts));
-            *stamped = (*stamped).max(std::mem::take(&mut p.max_epoch));
+            if !buf.is_empty() {
+                // The epoch of the buffer's last record.
+                let last = if p.split < buf.len() { p.first_epoch + 1 } else { p.first_epoch };
+                *stamped = (*stamped).max(last);
+            }
             // Where this buffer's records of `e + 1` begin.
             let split = if buf.is_empty() || p.first_epoch > e {
                 0
