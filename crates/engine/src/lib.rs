@@ -379,6 +379,10 @@ pub struct Faults {
     /// SSN's read-mostly optimization: writers ignore untracked readers (no
     /// last commit stamp, no lowering of their π; section 5.3).
     pub skip_read_mostly_handshake: bool,
+    /// A slow disk: each log round sleeps this long before it writes, so
+    /// that tests can observe commits while their round is pending. Not a
+    /// broken protocol: every guarantee must still hold.
+    pub log_round_delay: Duration,
 }
 
 impl Default for Options {

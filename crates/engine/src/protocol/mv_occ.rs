@@ -1256,10 +1256,16 @@ impl<'db> Transaction<'db> {
     /// transaction that wrote nothing returns once whatever it read is
     /// durable (`durability::log`, "Durable visibility"): a crash never
     /// loses a commit that was acknowledged or that a reader was shown.
+    /// The multi-version families get the second for free: their commits
+    /// become visible only once durable.
     pub fn commit(self) -> Result<CommitInfo> {
         let db = self.db;
+        // The multi-version families become Committed only once durable
+        // (see `commit_protocol`): what they read is durable or a commit
+        // dependency they waited for. The others follow Silo's rule.
+        let visible_once_durable = !(self.bohm || self.locking || self.single);
         let info = self.commit_protocol()?;
-        if info.writes == 0 {
+        if info.writes == 0 && !visible_once_durable {
             db.wait_visible()?;
         }
         Ok(info)
@@ -1361,9 +1367,17 @@ impl<'db> Transaction<'db> {
         // Logging (section 3.2, "write the new versions to the log"): the
         // redo record is appended before we become Committed, so that
         // whoever reads or overwrites our writes appends after us (see
-        // `durability::log`). Under sync durability we wait for it below.
+        // `durability::log`). Under sync durability we also wait for it
+        // here, still Preparing (section 3.2: "the transaction ... is
+        // committed" once the log write completes): a reader of our
+        // versions meanwhile takes a commit dependency on us, so nothing
+        // anyone can observe is lost by a crash, and a read-only
+        // transaction never waits for a round it did not read from. If the
+        // log fails we still commit in memory (others may depend on us) and
+        // report it at the end, as before.
         let epoch =
             db.durable.as_ref().filter(|_| !self.local().write_set.is_empty()).map(|d| self.log_redo(&d.log, end_ts));
+        let durable = db.wait_durable(epoch);
         db.txns.set_state(self.slot, TxnState::Committed, end_ts);
 
         // Postprocessing: propagate the end timestamp (SSN's stamps first).
@@ -1402,20 +1416,15 @@ impl<'db> Transaction<'db> {
             table: w.table,
             v: VPtr(w.old),
         }));
-        // Under sync durability the record is durable before Ts.CC counts
-        // us (section VI: BTs passes only persisted commits); the others
-        // wait last, once their slot is free.
-        let durable = if db.po.is_some() { db.wait_durable(epoch) } else { Ok(()) };
         if let Some(po) = &db.po {
-            // Increment_TsCC: every version carries its stamp now.
+            // Increment_TsCC: every version carries its stamp now, and
+            // (under sync durability) its record is durable: we waited
+            // above, so BTs passes only persisted commits (section VI).
             po.commit(self.po_cts);
             db.po_clock();
         }
         self.terminate();
         durable?;
-        if db.po.is_none() {
-            db.wait_durable(epoch)?;
-        }
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
 
