@@ -4,6 +4,9 @@
 
 use std::fmt;
 
+/// Result type of the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// Why a transaction was aborted. Counted per database (see
 /// [`crate::Stats::aborts_by_reason`]); the names are stable and appear in the
 /// benchmark JSON and the shell.

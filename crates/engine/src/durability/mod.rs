@@ -56,6 +56,7 @@
 pub(crate) mod checkpoint;
 pub(crate) mod format;
 pub(crate) mod log;
+pub(crate) mod open;
 pub(crate) mod recovery;
 
 pub use recovery::RecoveryReport;

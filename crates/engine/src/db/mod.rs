@@ -1,0 +1,530 @@
+//! [`Database`]: the handle, the shared [`Core`] it points to, tables and
+//! indexes, `begin` and the retrying `run`, maintenance (garbage
+//! collection, statistics, history). Opening a durable database and its
+//! checkpointer live in `durability::open`.
+
+use crate::durability::{self, open::Durable, Durability};
+use crate::gc::Gc;
+use crate::storage::{self, table::Table};
+use crate::txn::{self, table::TxnTable};
+use crate::*;
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// An in-memory database.
+///
+/// A handle on the shared [`Core`]: a durable database's checkpointer
+/// thread holds a second one (see [`Options::checkpoint_every`]).
+pub struct Database {
+    pub(crate) core: std::sync::Arc<Core>,
+    /// The application's handle, whose drop stops the checkpointer (the
+    /// checkpointer's own handle is not the owner).
+    pub(crate) owner: bool,
+}
+
+impl std::ops::Deref for Database {
+    type Target = Core;
+    #[inline]
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+/// The state of a database, shared by its handles.
+#[doc(hidden)]
+pub struct Core {
+    pub(crate) opts: Options,
+    /// The global timestamp counter (section 2.4). Holds the next even stamp.
+    pub(crate) clock: CachePadded<AtomicU64>,
+    pub(crate) txns: TxnTable,
+    tables: Box<[OnceLock<Table>]>,
+    names: Mutex<HashMap<String, u32>>,
+    pub(crate) gc: Gc,
+    /// Versions reclaimed by `collect_garbage` (transactions count their own per slot).
+    pub(crate) versions_freed: CachePadded<AtomicU64>,
+    /// Finished transactions, when recording.
+    history: Mutex<Vec<history::TxnRecord>>,
+    /// Whether transactions that begin now record their history.
+    recording: std::sync::atomic::AtomicBool,
+    /// Silo's global epoch (single-version databases).
+    pub(crate) silo: protocol::silo::SiloGlobal,
+    /// SSN and SSI: active safe snapshots.
+    pub(crate) ssn_safe: protocol::ssn::SafeSnapshots,
+    /// BOHM's store (bohm databases only).
+    pub(crate) bohm: Option<protocol::bohm::Store>,
+    /// POMVCC's timestamp manager (pomvcc databases only).
+    pub(crate) po: Option<protocol::pomvcc::TsManager>,
+    /// The redo log and data directory (durable databases only).
+    pub(crate) durable: Option<Durable>,
+    /// The commit freeze of single-version checkpoints.
+    pub(crate) freeze: durability::checkpoint::Freeze,
+}
+
+impl Database {
+    /// Opens an empty in-memory database.
+    pub fn new(opts: Options) -> Result<Database> {
+        if opts.durability != Durability::None || opts.data_dir.is_some() {
+            return Err(Error::InvalidArgument(
+                "a durable database (durability or data_dir set) is opened with Database::open".into(),
+            ));
+        }
+        Database::new_unlogged(opts)
+    }
+
+    /// The tables' ids and names, in creation order.
+    pub(crate) fn table_list(&self) -> Vec<(u32, String)> {
+        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
+        v.sort();
+        v
+    }
+
+    pub(crate) fn new_unlogged(opts: Options) -> Result<Database> {
+        if !opts.protocol.is_available() {
+            return Err(Error::UnsupportedProtocol(opts.protocol.name().to_string()));
+        }
+        if opts.max_transactions == 0 || opts.max_transactions > txn::table::MAX_SLOTS {
+            return Err(Error::InvalidArgument(format!(
+                "max_transactions must be between 1 and {}",
+                txn::table::MAX_SLOTS
+            )));
+        }
+        if !matches!(opts.ssn_base, Isolation::ReadCommitted | Isolation::Snapshot) {
+            return Err(Error::InvalidArgument(format!(
+                "SSN certifies read committed or snapshot isolation, not {}",
+                opts.ssn_base
+            )));
+        }
+        if opts.max_value_size > u32::MAX as usize {
+            return Err(Error::InvalidArgument("max_value_size must fit in 32 bits".into()));
+        }
+        Ok(Database { core: std::sync::Arc::new(Core::new(opts)), owner: true })
+    }
+}
+
+impl Core {
+    fn new(opts: Options) -> Core {
+        Core {
+            txns: TxnTable::new(opts.max_transactions),
+            recording: std::sync::atomic::AtomicBool::new(opts.record_history),
+            clock: CachePadded::new(AtomicU64::new(2)),
+            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+            names: Mutex::new(HashMap::new()),
+            gc: Gc::new(),
+            versions_freed: CachePadded::new(AtomicU64::new(0)),
+            history: Mutex::new(Vec::new()),
+            silo: protocol::silo::SiloGlobal::new(),
+            ssn_safe: protocol::ssn::SafeSnapshots::default(),
+            bohm: (opts.protocol == Protocol::Bohm).then(protocol::bohm::Store::new),
+            // BTs 0 is the clock's 2 (see `protocol::pomvcc`).
+            po: (opts.protocol == Protocol::Pomvcc).then(|| protocol::pomvcc::TsManager::new(0, opts.pomvcc_interval)),
+            durable: None,
+            freeze: Default::default(),
+            opts,
+        }
+    }
+}
+
+impl Database {
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The protocol in use.
+    pub fn protocol(&self) -> Protocol {
+        self.opts.protocol
+    }
+
+    /// Creates a table.
+    pub fn create_table(&self, spec: TableSpec) -> Result<TableId> {
+        let mut names = self.names.lock();
+        if names.contains_key(&spec.name) {
+            return Err(Error::TableExists(spec.name.clone()));
+        }
+        let id = names.len() as u32;
+        if id as usize >= MAX_TABLES {
+            return Err(Error::InvalidArgument(format!("a database holds at most {MAX_TABLES} tables")));
+        }
+        let ssn = matches!(self.opts.protocol, Protocol::Ssn | Protocol::Ssi);
+        let t = Table::new(id, &spec, self.opts.protocol.uses_key_locks(), ssn)?;
+        if self.tables[id as usize].set(t).is_err() {
+            unreachable!("table ids are handed out under the names lock");
+        }
+        names.insert(spec.name.clone(), id);
+        drop(names);
+        if let Some(d) = &self.durable {
+            d.log.set_tables(&self.table_list())?;
+        }
+        Ok(TableId(id))
+    }
+
+    /// Looks a table up by name.
+    pub fn table(&self, name: &str) -> Result<TableId> {
+        self.names.lock().get(name).map(|&i| TableId(i)).ok_or_else(|| Error::UnknownTable(name.to_string()))
+    }
+
+    /// The names of all tables, in creation order.
+    pub fn table_names(&self) -> Vec<String> {
+        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
+        v.sort();
+        v.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// Looks an index of a table up by name (`"primary"` is the primary index).
+    pub fn index(&self, table: TableId, name: &str) -> Result<IndexId> {
+        let t = self.table_ref(table)?;
+        t.indexes
+            .iter()
+            .position(|ix| ix.name == name)
+            .map(|i| IndexId { table: table.0, index: i as u8 })
+            .ok_or_else(|| Error::UnknownIndex(format!("{}.{name}", t.name)))
+    }
+
+    /// The primary index of a table.
+    pub fn primary(&self, table: TableId) -> IndexId {
+        IndexId { table: table.0, index: 0 }
+    }
+
+    #[inline]
+    pub(crate) fn table_ref(&self, t: TableId) -> Result<&Table> {
+        self.tables.get(t.0 as usize).and_then(|c| c.get()).ok_or_else(|| Error::UnknownTable(format!("#{}", t.0)))
+    }
+
+    #[inline]
+    pub(crate) fn table_by_id(&self, t: u32) -> &Table {
+        self.tables[t as usize].get().expect("tables referenced by versions exist")
+    }
+
+    /// Begins a transaction at `isolation`.
+    pub fn begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
+        self.begin_with(TxnOptions::new(isolation))
+    }
+
+    /// Begins a transaction with options.
+    pub fn begin_with(&self, o: TxnOptions<'_>) -> Result<Transaction<'_>> {
+        if !self.opts.protocol.isolation_levels().contains(&o.isolation) {
+            return Err(Error::InvalidIsolation {
+                protocol: self.opts.protocol.name().to_string(),
+                isolation: o.isolation.name().to_string(),
+            });
+        }
+        if !self.opts.protocol.runs_mode(o.mode) {
+            let mode = if o.mode == Mode::Optimistic { "optimistic" } else { "pessimistic" };
+            return Err(Error::InvalidArgument(format!(
+                "protocol {} does not run {mode} transactions (mv-mixed and pomvcc run both)",
+                self.opts.protocol
+            )));
+        }
+        if let (Some(po), Some(after)) = (&self.po, o.after) {
+            if protocol::pomvcc::of_stamp(after) > po.cts() {
+                return Err(Error::InvalidArgument(format!(
+                    "begin after {after}: no transaction has committed at that timestamp yet"
+                )));
+            }
+        }
+        let (slot, id) = self.txns.open()?;
+        let s = self.txns.slot(slot);
+        if let Some(po) = &self.po {
+            // Allocate_BTs (Figure 18): at least `after`, if given; then the
+            // clock that begin reads below follows BTs.
+            match o.after.map(protocol::pomvcc::of_stamp) {
+                Some(ts) => {
+                    po.allocate_bts(ts);
+                }
+                None => po.tick(),
+            }
+            self.po_clock();
+        }
+        if self.opts.protocol == Protocol::Bohm {
+            // Alone, at the next log position (see `protocol::bohm`).
+            let ts = self.bohm_enter();
+            return Ok(Transaction::new(self, slot, id, ts, o));
+        }
+        if self.opts.protocol.is_single_version() {
+            // No shared counter: the begin "timestamp" is the epoch, published
+            // for the watermark that bounds when retired records are freed
+            // (see `protocol::silo`), in the same two SeqCst steps as below.
+            s.begin_ts.store(self.silo.epoch(), Ordering::SeqCst);
+            let e = self.silo.epoch_seqcst();
+            // Release: only raises the published value.
+            s.begin_ts.store(e, Ordering::Release);
+            if !self.opts.protocol.uses_key_locks() {
+                return Ok(Transaction::new(self, slot, id, e, o));
+            }
+            // Locking: the begin time the checker sees is a reading of the
+            // commit sequence (recording only; see `protocol::lock_1v`).
+            // Relaxed: the order is that of the RMWs on this one counter.
+            let b = if self.is_recording() { self.silo.order.load(Ordering::Relaxed) } else { e };
+            let mut t = Transaction::new(self, slot, id, b, o);
+            if let Some(access) = o.access.filter(|_| self.opts.protocol == Protocol::TwoPlOrdered) {
+                t.lock_declared(access)?;
+            }
+            return Ok(t);
+        }
+        // The begin timestamp is a clock reading, not an increment: the time
+        // just past every stamp handed out so far (odd, so it never equals a
+        // commit stamp, which are even). Every stamp below it was drawn before
+        // it; a writer still drawing its stamp is in the pending state, which
+        // readers wait out. Only end timestamps must be unique (they order the
+        // committed transactions); sparing the begin increment spares one
+        // contended read-modify-write of the clock per transaction.
+        //
+        // It is published in two steps for the GC watermark (see
+        // `TxnTable::min_active_begin`), SeqCst throughout: either a
+        // concurrent watermark scan sees the provisional value (no larger
+        // than the real one), or our second clock reading follows the scan's
+        // and is at least its bound minus one, above every stamp it reclaims.
+        if let Some(interval) = self.opts.safe_snapshot_interval.filter(|_| protocol::ssn::uses_safe_snapshot(self, &o))
+        {
+            // The same two steps with the safe snapshot (see `watermark`): a
+            // scan that misses the first store read a `latest` no larger
+            // than the one we read after it.
+            s.begin_ts.store(self.ssn_safe.latest(), Ordering::SeqCst);
+            let begin_ts = self.ssn_safe.get(&self.clock, &self.txns, interval);
+            // Release: only raises the published value.
+            s.begin_ts.store(begin_ts, Ordering::Release);
+            return Ok(Transaction::new(self, slot, id, begin_ts, o));
+        }
+        s.begin_ts.store(self.clock.load(Ordering::SeqCst) - 1, Ordering::SeqCst);
+        let begin_ts = self.clock.load(Ordering::SeqCst) - 1;
+        // Release: only raises the published value; readers need no more.
+        s.begin_ts.store(begin_ts, Ordering::Release);
+        Ok(Transaction::new(self, slot, id, begin_ts, o))
+    }
+
+    /// Runs `f` in a transaction at `isolation`, committing at the end and
+    /// retrying transient aborts with the default [`RetryPolicy`].
+    pub fn run<R>(&self, isolation: Isolation, f: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R> {
+        self.run_with(TxnOptions::new(isolation), RetryPolicy::default(), f)
+    }
+
+    /// Like [`Database::run`] with explicit options and retry policy. Returns
+    /// the last error when the attempts are exhausted; non-transient errors
+    /// (a duplicate key, say) are returned at once after rolling back.
+    pub fn run_with<R>(
+        &self,
+        o: TxnOptions<'_>,
+        policy: RetryPolicy,
+        mut f: impl FnMut(&mut Transaction<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let mut backoff = policy.initial_backoff;
+        let mut attempt = 0;
+        let mut o = o;
+        loop {
+            attempt += 1;
+            let mut t = self.begin_with(o)?;
+            let r = match f(&mut t) {
+                Ok(r) => t.commit().map(|_| r),
+                Err(e) => {
+                    drop(t); // rolls back if still active
+                    Err(e)
+                }
+            };
+            match r {
+                Ok(r) => return Ok(r),
+                // SSN's safe retry (section 3.2): the committed transaction
+                // that violated the exclusion window cannot do it again to a
+                // retry begun now, which reads its versions: no backoff.
+                Err(Error::Aborted(AbortReason::ExclusionWindow)) if attempt < policy.max_attempts => {}
+                Err(e) if e.is_transient() && attempt < policy.max_attempts => {
+                    o.after = self.retry_after().or(o.after);
+                    // Jittered exponential backoff, seeded cheaply per attempt.
+                    let jitter = (attempt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
+                    let d = backoff.as_nanos() as u64;
+                    std::thread::sleep(Duration::from_nanos(d / 2 + jitter % (d / 2 + 1)));
+                    backoff = (backoff * 2).min(policy.max_backoff);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Counters since the database was opened.
+    pub fn stats(&self) -> Stats {
+        let (mut committed, mut aborts, created, freed, ssn_untracked_reads) = self.txns.totals();
+        // Relaxed: statistics only.
+        let freed = freed + self.versions_freed.load(Ordering::Relaxed);
+        let mut versions_alive = created.saturating_sub(freed);
+        if let Some(b) = &self.bohm {
+            let (c, a, alive) = b.totals();
+            committed += c;
+            for (x, y) in aborts.iter_mut().zip(a) {
+                *x += y;
+            }
+            versions_alive += alive;
+        }
+        Stats {
+            committed,
+            aborts,
+            versions_alive,
+            garbage_pending: self.gc.pending() as u64,
+            garbage_unfreed: self.gc.unfreed() as u64,
+            open_transactions: self.txns.open_count() as u64,
+            ssn_untracked_reads,
+            timestamp_increments: self.timestamp_increments(),
+            // Relaxed: statistics only.
+            log_bytes: self.durable.as_ref().map_or(0, |d| d.log.stats().bytes.load(Ordering::Relaxed)),
+            log_records: self.durable.as_ref().map_or(0, |d| d.log.stats().records.load(Ordering::Relaxed)),
+            log_syncs: self.durable.as_ref().map_or(0, |d| d.log.stats().syncs.load(Ordering::Relaxed)),
+            checkpoints: self.durable.as_ref().map_or(0, |d| d.checkpoints.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// See [`Stats::timestamp_increments`]: derived from the counters
+    /// themselves (CTs starts at 1, the clock at 2 and steps by 2).
+    fn timestamp_increments(&self) -> u64 {
+        if let Some(po) = &self.po {
+            return po.cts() - 1;
+        }
+        if self.opts.protocol.is_single_version() || self.opts.protocol == Protocol::Bohm {
+            return 0;
+        }
+        // Relaxed: statistics only.
+        (self.clock.load(Ordering::Relaxed) - 2) / 2
+    }
+
+    /// Makes every commit that has finished visible to the transactions that
+    /// begin from now on, and returns a timestamp that covers them (for
+    /// [`TxnOptions::after`]). Under POMVCC a commit is visible only once BTs
+    /// passes its timestamp (section IV.C): this closes the open commit
+    /// timestamp and waits until every transaction at it has finished
+    /// (they are committing: a short wait). Loaders and consistency checks
+    /// call it between phases. A no-op under the other protocols.
+    pub fn sync_commits(&self) -> Result<Option<u64>> {
+        let Some(after) = self.retry_after() else { return Ok(None) };
+        let isolation = self.opts.protocol.strongest();
+        self.begin_with(TxnOptions { after: Some(after), read_only: true, ..TxnOptions::new(isolation) })?.commit()?;
+        Ok(Some(after))
+    }
+
+    /// POMVCC: the timestamp a transaction retried after an abort should
+    /// begin after ([`TxnOptions::after`]) — the commit timestamp now open,
+    /// which covers every commit that preceded the abort, so the retry does
+    /// not meet the same conflict (section VI.C: "the user gives the CTs
+    /// during the begin phase during the retry process"). `None` under the
+    /// other protocols, whose transactions see every earlier commit anyway.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.po.as_ref().map(|po| protocol::pomvcc::stamp(po.cts()))
+    }
+
+    /// POMVCC: the clock follows BTs (`2 BTs + 2`, so that a begin reads at
+    /// `2 BTs + 1`, just past every commit stamp `2 c` with `c <= BTs`).
+    pub(crate) fn po_clock(&self) {
+        if let Some(po) = &self.po {
+            let want = protocol::pomvcc::stamp(po.bts()) + 2;
+            // SeqCst: as every clock access. Read first: most calls find the
+            // clock current and spare the shared line a read-modify-write;
+            // fetch_max keeps it monotonic when callers race with BTs
+            // readings of different ages.
+            if self.clock.load(Ordering::SeqCst) < want {
+                self.clock.fetch_max(want, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// The GC watermark: no open or future transaction reads before it.
+    pub(crate) fn watermark(&self) -> u64 {
+        // SeqCst: the bound must be read before the slot scan (see TxnTable).
+        if self.opts.protocol.uses_key_locks() {
+            // Locking transactions keep no record across operations that
+            // another transaction could retire (see `protocol::lock_1v`):
+            // an epoch of crossbeam-epoch is all a retired record needs.
+            return u64::MAX;
+        }
+        let bound = if self.opts.protocol == Protocol::Silo {
+            self.silo.epoch_seqcst()
+        } else {
+            let c = self.clock.load(Ordering::SeqCst);
+            // A safe snapshot's versions stay while new readers may take it.
+            match self.ssn_safe.latest() {
+                0 => c,
+                s => c.min(s),
+            }
+        };
+        self.txns.min_active_begin(bound)
+    }
+
+    /// Reclaims every version no open or future transaction can see; returns
+    /// how many were reclaimed. Garbage collection also runs cooperatively as
+    /// transactions commit, so calling this is never required.
+    pub fn collect_garbage(&self) -> usize {
+        let w = self.watermark();
+        let mut n = 0;
+        for s in 0..self.gc.shards() {
+            n += self.gc.collect(s, w, usize::MAX, |t| self.table_by_id(t));
+        }
+        // Relaxed: statistics only.
+        self.versions_freed.fetch_add(n as u64, Ordering::Relaxed);
+        n
+    }
+
+    pub(crate) fn record(&self, r: history::TxnRecord) {
+        self.history.lock().push(r);
+    }
+
+    /// Switches history recording on or off for transactions that begin
+    /// from now on (for example after loading, so the load is not recorded).
+    pub fn set_recording(&self, on: bool) {
+        if on && self.opts.protocol == Protocol::Silo {
+            // Recorded TIDs come after every unrecorded one (the checker's
+            // initial state is what is older than the first recorded commit).
+            self.silo.order_past_epoch();
+        }
+        // Relaxed: a switch read once per transaction; no data depends on it.
+        self.recording.store(on, Ordering::Relaxed);
+    }
+
+    /// True if transactions that begin now record their history.
+    pub fn is_recording(&self) -> bool {
+        // Relaxed: as above.
+        self.recording.load(Ordering::Relaxed)
+    }
+
+    /// Takes the history recorded so far (empty unless
+    /// [`Options::record_history`] is on); recording goes on.
+    pub fn take_history(&self) -> history::History {
+        history::History { txns: std::mem::take(&mut *self.history.lock()) }
+    }
+
+    /// The current value of the timestamp counter.
+    pub fn clock(&self) -> u64 {
+        // Relaxed: an informational snapshot.
+        self.clock.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        if self.owner {
+            if let Some(d) = &self.durable {
+                d.stop_checkpointer();
+            }
+        }
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        // No transaction can be open (they borrow the database). Every version
+        // still allocated is linked into its table's primary index, except
+        // those already unlinked and handed to the epoch collector.
+        for t in self.tables.iter().filter_map(|t| t.get()) {
+            let mut all = Vec::new();
+            t.for_each_version(|v| all.push(v));
+            for v in all {
+                // SAFETY: we have exclusive access; each linked version is
+                // reached exactly once through the primary index.
+                unsafe { storage::version::Version::free(v) };
+            }
+        }
+    }
+}
+
+// SAFETY: all shared state is atomics, locks, or immutable after publication.
+unsafe impl Sync for Database {}
+// SAFETY: as above.
+unsafe impl Send for Database {}

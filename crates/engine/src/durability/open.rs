@@ -1,0 +1,274 @@
+//! Opening a durable database (`Database::open`: the directory's lock,
+//! recovery, a fresh checkpoint, the log), its checkpointer thread, and
+//! what a durable database adds to `Database`: checkpoints, flushing, and
+//! the waits of sync durability.
+
+use crate::durability::{self, Durability, RecoveryReport};
+use crate::*;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A durable database's log and directory.
+pub(crate) struct Durable {
+    pub(crate) log: durability::log::Log,
+    /// The directory's lock file, locked while this database owns it.
+    _lock: std::fs::File,
+    dir: std::path::PathBuf,
+    generation: u64,
+    /// One checkpoint at a time.
+    checkpointing: Mutex<()>,
+    /// Checkpoints written since the open (the open's own not counted).
+    pub(crate) checkpoints: AtomicU64,
+    /// The last failure of a checkpoint that fell due (see
+    /// [`Database::checkpoint_error`]).
+    checkpoint_failed: Mutex<Option<Error>>,
+    /// The checkpointer thread, and its stop flag.
+    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    stop: (Mutex<bool>, parking_lot::Condvar),
+}
+
+impl Durable {
+    /// Stops the checkpointer (after the checkpoint it is writing, if any).
+    pub(crate) fn stop_checkpointer(&self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        if let Some(t) = self.checkpointer.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Database {
+    /// Opens the durable database in `opts.data_dir` (created if missing):
+    /// `schema` creates its tables (the same ones, with the same names, in
+    /// the same order, on every open), then recovery loads the newest
+    /// checkpoint and replays the logs (see [`crate::durability`]), a new
+    /// checkpoint of the recovered state is written, and logging starts.
+    /// The directory's lock is taken first: a directory another open
+    /// database holds fails with [`Error::Locked`]. A damaged checkpoint is
+    /// refused with [`Error::Corrupt`]; of the log, the longest prefix of
+    /// the commit order that it holds is replayed and what is dropped is
+    /// reported in the [`RecoveryReport`], or, with
+    /// [`OnDamage::Refuse`](crate::OnDamage::Refuse), a directory with damage
+    /// a crash cannot explain is refused with [`Error::Corrupt`].
+    pub fn open(opts: Options, schema: impl FnOnce(&Database) -> Result<()>) -> Result<(Database, RecoveryReport)> {
+        let Some(dir) = opts.data_dir.clone() else {
+            return Err(Error::InvalidArgument("Database::open needs Options::data_dir".into()));
+        };
+        if opts.durability == Durability::None {
+            return Err(Error::InvalidArgument("durability none keeps nothing on disk: choose async or sync".into()));
+        }
+        if opts.log_streams == 0 || opts.log_streams > 256 {
+            return Err(Error::InvalidArgument("log_streams must be between 1 and 256".into()));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let lock = lock_dir(&dir)?;
+        let mut db = Database::new_unlogged(opts)?;
+        schema(&db)?;
+        let report = durability::recovery::recover(&db, &dir)?;
+        db.sync_commits()?;
+        // A new generation: its checkpoint holds everything recovered.
+        let generation = report.generation + 1;
+        // Stray log files of this generation or later (reported by
+        // recovery, not replayed) would stand in the new log's way.
+        remove_files(&dir, |name| durability::parse_log_name(name).is_some_and(|(g, _, _)| g >= generation))?;
+        durability::checkpoint::write(&db, &dir, generation)?;
+        remove_generations_before(&dir, generation)?;
+        let o = &db.opts;
+        let log = durability::log::Log::start(&dir, generation, o, &db.table_list())?;
+        let background = o.checkpoint_every.is_some() || o.checkpoint_log_bytes.is_some();
+        let core = std::sync::Arc::get_mut(&mut db.core).expect("no other handle before the open completes");
+        core.durable = Some(Durable {
+            log,
+            _lock: lock,
+            dir,
+            generation,
+            checkpointing: Mutex::new(()),
+            checkpoints: AtomicU64::new(0),
+            checkpoint_failed: Mutex::new(None),
+            checkpointer: Mutex::new(None),
+            stop: (Mutex::new(false), parking_lot::Condvar::new()),
+        });
+        if background {
+            let handle = Database { core: db.core.clone(), owner: false };
+            let t = std::thread::Builder::new()
+                .name("multiverse-checkpoint".into())
+                .spawn(move || handle.checkpointer())
+                .map_err(|e| Error::Io(format!("cannot start the checkpointer: {e}")))?;
+            *db.durable.as_ref().expect("just set").checkpointer.lock() = Some(t);
+        }
+        Ok((db, report))
+    }
+
+    /// Writes a checkpoint (a read-only snapshot transaction, concurrent
+    /// with updaters) and drops the log files and older checkpoints it
+    /// makes unnecessary. Only for durable databases.
+    pub fn checkpoint(&self) -> Result<CheckpointInfo> {
+        let Some(d) = &self.durable else {
+            return Err(Error::InvalidArgument("checkpoint: not a durable database".into()));
+        };
+        let _one = d.checkpointing.lock();
+        // Later commits go to new files: the old ones can go once covered.
+        d.log.rotate_all()?;
+        let info = durability::checkpoint::write(self, &d.dir, d.generation)?;
+        // Everything appended before the checkpoint is durable before the
+        // files that held it go (the checkpoint is, already).
+        d.log.flush()?;
+        d.log.truncate_before(info.ts)?;
+        remove_checkpoints_before(&d.dir, d.generation, info.ts)?;
+        d.log.checkpointed();
+        // Relaxed: a counter.
+        d.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(info)
+    }
+
+    /// Loads the data directory `dir` into this in-memory database (whose
+    /// tables exist and are empty), as [`Database::open`] does, but leaves
+    /// the directory as it is: for inspecting it (`multiverse recover`).
+    pub fn recover_from(&self, dir: &std::path::Path) -> Result<RecoveryReport> {
+        if self.durable.is_some() {
+            return Err(Error::InvalidArgument("recover_from: the database is durable already".into()));
+        }
+        let r = durability::recovery::recover(self, dir)?;
+        self.sync_commits()?;
+        Ok(r)
+    }
+
+    /// Under sync durability, a transaction that wrote nothing commits:
+    /// waits until whatever it read is durable (see `durability::log`,
+    /// "Durable visibility").
+    #[inline]
+    pub(crate) fn wait_visible(&self) -> Result<()> {
+        match &self.durable {
+            Some(d) if d.log.mode() == Durability::Sync => d
+                .log
+                .wait_visible()
+                .map_err(|e| Error::Io(format!("the transaction committed, but what it read is not durable: {e}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes every commit so far durable (a no-op without durability).
+    pub fn flush_log(&self) -> Result<()> {
+        match &self.durable {
+            Some(d) => d.log.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// The checkpointer thread: writes each checkpoint that falls due (see
+    /// [`Options::checkpoint_every`]) until the owner's handle drops.
+    fn checkpointer(self) {
+        let Some(d) = &self.durable else { return };
+        // The flusher declares checkpoints due; looking a little later than
+        // that is fine, and an idle database wakes this thread rarely.
+        let poll = self
+            .opts
+            .checkpoint_every
+            .map_or(Duration::from_millis(50), |e| (e / 4).clamp(Duration::from_millis(1), Duration::from_millis(50)));
+        loop {
+            {
+                let mut stop = d.stop.0.lock();
+                if !*stop {
+                    d.stop.1.wait_for(&mut stop, poll);
+                }
+                if *stop {
+                    return;
+                }
+            }
+            if d.log.take_due() {
+                let r = self.checkpoint();
+                if r.is_err() {
+                    // Tried again after the next interval, not at once.
+                    d.log.checkpointed();
+                }
+                *d.checkpoint_failed.lock() = r.err();
+            }
+        }
+    }
+
+    /// Why the last checkpoint that fell due failed, if it did (it is
+    /// tried again after the next interval; the log keeps growing
+    /// meanwhile, and nothing committed is lost).
+    pub fn checkpoint_error(&self) -> Option<Error> {
+        self.durable.as_ref().and_then(|d| d.checkpoint_failed.lock().clone())
+    }
+
+    /// Under sync durability, waits until the record of a commit (appended
+    /// in log epoch `epoch`, if it wrote anything) is durable.
+    pub(crate) fn wait_durable(&self, epoch: Option<u64>) -> Result<()> {
+        match (&self.durable, epoch) {
+            (Some(d), Some(epoch)) if d.log.mode() == Durability::Sync => d
+                .log
+                .wait_durable(epoch)
+                .map_err(|e| Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The durability of this database.
+    pub fn durability(&self) -> Durability {
+        self.durable.as_ref().map_or(Durability::None, |d| d.log.mode())
+    }
+}
+
+/// Takes the lock of the data directory `dir` for the database opening it:
+/// a second open (of this process or another) fails with
+/// [`Error::Locked`] naming the holder. The lock (`flock`) goes with the
+/// file handle, so a crashed owner's lock is gone with its process.
+fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    let path = dir.join(durability::LOCK_FILE);
+    let io = |e: std::io::Error| Error::Io(format!("cannot lock {}: {e}", path.display()));
+    let mut f =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let holder = if holder.is_empty() { "another process or handle".to_string() } else { holder.to_string() };
+            return Err(Error::Locked(format!("{} is in use by another open database ({holder})", dir.display())));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+    }
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let who = format!("process {}, opened at unix time {since}\n", std::process::id());
+    f.set_len(0)
+        .and_then(|_| f.seek(std::io::SeekFrom::Start(0)))
+        .and_then(|_| f.write_all(who.as_bytes()))
+        .map_err(io)?;
+    Ok(f)
+}
+
+/// Removes every checkpoint and log file of generations before `generation`.
+fn remove_generations_before(dir: &std::path::Path, generation: u64) -> Result<()> {
+    remove_files(dir, |name| {
+        durability::parse_checkpoint_name(name).is_some_and(|(g, _)| g < generation)
+            || durability::parse_log_name(name).is_some_and(|(g, _, _)| g < generation)
+            || (name.starts_with("checkpoint-") && name.ends_with(".tmp"))
+    })
+}
+
+/// Removes the checkpoints of `generation` older than `ts`.
+fn remove_checkpoints_before(dir: &std::path::Path, generation: u64, ts: u64) -> Result<()> {
+    remove_files(dir, |name| durability::parse_checkpoint_name(name).is_some_and(|(g, t)| g == generation && t < ts))
+}
+
+fn remove_files(dir: &std::path::Path, which: impl Fn(&str) -> bool) -> Result<()> {
+    let io = |e: std::io::Error| Error::Io(format!("{}: {e}", dir.display()));
+    let mut any = false;
+    for e in std::fs::read_dir(dir).map_err(io)? {
+        let e = e.map_err(io)?;
+        if which(&e.file_name().to_string_lossy()) {
+            std::fs::remove_file(e.path()).map_err(io)?;
+            any = true;
+        }
+    }
+    if any {
+        durability::sync_dir(dir)?;
+    }
+    Ok(())
+}

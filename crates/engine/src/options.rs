@@ -1,0 +1,440 @@
+//! What a database and a transaction are opened with: the protocol, the
+//! isolation levels, [`Options`] (and the test-only [`Faults`]),
+//! [`TxnOptions`], the [`RetryPolicy`] of [`crate::Database::run`], and the
+//! ids of tables and indexes.
+
+use crate::{protocol, Durability, Error, Key, OnDamage, Result};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Most tables a database can hold.
+pub const MAX_TABLES: usize = 256;
+
+/// Concurrency-control protocols. Only those implemented in this build are
+/// accepted by [`Database::new`]; the others parse (so the command can name
+/// them) and are refused with [`Error::UnsupportedProtocol`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// Hekaton optimistic multi-versioning (MV/O), section 3.
+    MvOcc,
+    /// Hekaton pessimistic multi-versioning (MV/L), section 4.
+    MvLock,
+    /// Hekaton MV/O and MV/L side by side, chosen per transaction.
+    MvMixed,
+    /// Single-version locking (Hekaton section 5).
+    OneVLock,
+    /// Silo OCC.
+    Silo,
+    /// Ordered two-phase locking (BOHM's baseline).
+    TwoPlOrdered,
+    /// Serial safety net over read committed or snapshot isolation.
+    Ssn,
+    /// Serializable snapshot isolation.
+    Ssi,
+    /// BOHM.
+    Bohm,
+    /// POMVCC.
+    Pomvcc,
+}
+
+impl Protocol {
+    /// All protocol names, in the order of DESIGN.md.
+    pub const ALL: [Protocol; 10] = [
+        Protocol::MvOcc,
+        Protocol::MvLock,
+        Protocol::MvMixed,
+        Protocol::OneVLock,
+        Protocol::Silo,
+        Protocol::TwoPlOrdered,
+        Protocol::Ssn,
+        Protocol::Ssi,
+        Protocol::Bohm,
+        Protocol::Pomvcc,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::MvOcc => "mv-occ",
+            Protocol::MvLock => "mv-lock",
+            Protocol::MvMixed => "mv-mixed",
+            Protocol::OneVLock => "1v-lock",
+            Protocol::Silo => "silo",
+            Protocol::TwoPlOrdered => "2pl-ordered",
+            Protocol::Ssn => "ssn",
+            Protocol::Ssi => "ssi",
+            Protocol::Bohm => "bohm",
+            Protocol::Pomvcc => "pomvcc",
+        }
+    }
+
+    /// True if this build implements the protocol.
+    pub fn is_available(self) -> bool {
+        matches!(
+            self,
+            Protocol::MvOcc
+                | Protocol::MvLock
+                | Protocol::MvMixed
+                | Protocol::OneVLock
+                | Protocol::Silo
+                | Protocol::TwoPlOrdered
+                | Protocol::Ssn
+                | Protocol::Ssi
+                | Protocol::Bohm
+                | Protocol::Pomvcc
+        )
+    }
+
+    /// True for the single-version locking protocols: every index carries a
+    /// lock table (Hekaton section 5).
+    pub fn uses_key_locks(self) -> bool {
+        matches!(self, Protocol::OneVLock | Protocol::TwoPlOrdered)
+    }
+
+    /// True for the protocols that use a transaction's access declaration
+    /// ([`TxnOptions::access`]) before it runs.
+    pub fn uses_declarations(self) -> bool {
+        matches!(self, Protocol::TwoPlOrdered | Protocol::Bohm)
+    }
+
+    /// True for the single-version protocols (an in-place store).
+    pub fn is_single_version(self) -> bool {
+        matches!(self, Protocol::OneVLock | Protocol::Silo | Protocol::TwoPlOrdered)
+    }
+
+    /// The isolation levels the protocol offers, weakest first.
+    pub fn isolation_levels(self) -> &'static [Isolation] {
+        match self {
+            Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL,
+            // One version: no snapshot to read (section 5 runs RC, RR, SER).
+            Protocol::OneVLock => &[Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable],
+            // Table VII: RC, SI and serializable.
+            Protocol::Pomvcc => &[Isolation::ReadCommitted, Isolation::Snapshot, Isolation::Serializable],
+            _ => &[Isolation::Serializable],
+        }
+    }
+
+    /// Whether the protocol runs transactions of `mode` (every protocol runs
+    /// [`Mode::Default`]; `mv-mixed` and `pomvcc` run both other modes).
+    pub fn runs_mode(self, mode: Mode) -> bool {
+        match (self, mode) {
+            (_, Mode::Default) | (Protocol::MvMixed | Protocol::Pomvcc, _) => true,
+            (Protocol::MvOcc, m) => m == Mode::Optimistic,
+            (Protocol::MvLock, m) => m == Mode::Pessimistic,
+            _ => false,
+        }
+    }
+
+    /// The strongest level offered (the default of `begin` in the shell).
+    pub fn strongest(self) -> Isolation {
+        *self.isolation_levels().last().expect("every protocol offers a level")
+    }
+
+    /// The protocols this build implements.
+    pub fn available() -> impl Iterator<Item = Protocol> {
+        Self::ALL.into_iter().filter(|p| p.is_available())
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Protocol::ALL.iter().map(|p| p.name()).collect();
+            Error::Parse(format!("unknown protocol '{s}' (expected one of: {})", names.join(", ")))
+        })
+    }
+}
+
+/// Isolation levels (Hekaton section 2 and 3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Isolation {
+    /// Every read sees the latest committed version at the time of the read.
+    ReadCommitted,
+    /// Every read sees the snapshot as of the transaction's begin.
+    Snapshot,
+    /// Snapshot reads plus read validation (no phantom protection).
+    RepeatableRead,
+    /// Read validation plus phantom detection: serializable.
+    Serializable,
+}
+
+impl Isolation {
+    /// All levels, weakest first.
+    pub const ALL: [Isolation; 4] =
+        [Isolation::ReadCommitted, Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read-committed",
+            Isolation::Snapshot => "snapshot",
+            Isolation::RepeatableRead => "repeatable-read",
+            Isolation::Serializable => "serializable",
+        }
+    }
+}
+
+impl fmt::Display for Isolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Isolation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Isolation> {
+        match s {
+            "read-committed" | "rc" => Ok(Isolation::ReadCommitted),
+            "snapshot" | "si" => Ok(Isolation::Snapshot),
+            "repeatable-read" | "rr" => Ok(Isolation::RepeatableRead),
+            "serializable" | "ser" => Ok(Isolation::Serializable),
+            _ => Err(Error::Parse(format!(
+                "unknown isolation level '{s}' (expected read-committed, snapshot, repeatable-read or serializable)"
+            ))),
+        }
+    }
+}
+
+/// Database options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The concurrency-control protocol.
+    pub protocol: Protocol,
+    /// Most transactions open at once (at most 4096).
+    pub max_transactions: usize,
+    /// Largest value accepted, in bytes.
+    pub max_value_size: usize,
+    /// How long a transaction blocked on wait-for dependencies (MV/L,
+    /// section 4.4) or on a lock (1V locking) waits before it runs deadlock
+    /// detection, and then between runs: a deadlock is broken within about
+    /// this long.
+    pub deadlock_interval: Duration,
+    /// How long a single-version locking transaction waits for a lock before
+    /// it aborts with [`AbortReason::LockTimeout`] (Hekaton section 5 breaks
+    /// deadlocks with timeouts). Deadlocks are also detected: a waiter
+    /// looks for a cycle of waits every [`Options::deadlock_interval`], and
+    /// the cycle's youngest transaction aborts with
+    /// [`AbortReason::Deadlock`]; the timeout then bounds waits behind a
+    /// running holder. Ordered 2PL waits without limit for the locks it
+    /// declared (it cannot deadlock) and uses this only for the locks of
+    /// undeclared transactions. 10 ms by default.
+    pub lock_timeout: Duration,
+    /// SSN: the concurrency control that SSN certifies (SSN paper, section
+    /// 3: any scheme at least as strong as read committed):
+    /// [`Isolation::ReadCommitted`] (reads see the latest committed version)
+    /// or [`Isolation::Snapshot`] (reads see the snapshot at begin; first
+    /// updater wins). Snapshot by default, ERMIA's choice. SSI always runs
+    /// over snapshot isolation.
+    pub ssn_base: Isolation,
+    /// SSN and SSI: active safe snapshots (SSN paper, section 5.2). With
+    /// `Some(interval)`, a read-only serializable transaction
+    /// ([`TxnOptions::read_only`]) reads without any tracking as of the
+    /// latest safe snapshot, taken anew when the latest is older than
+    /// `interval`: it never aborts and costs updaters nothing but a check at
+    /// commit, but it may not see what committed within the last `interval`.
+    /// `None` (the default): read-only transactions are certified like the
+    /// others (over snapshot isolation they usually commit at their begin
+    /// timestamp, the empty-write-set optimization).
+    pub safe_snapshot_interval: Option<Duration>,
+    /// SSN: the read-mostly optimization (SSN paper, section 5.3). With
+    /// `Some(age)`, a read of a version created more than `age` commits
+    /// before the reader began (a version "not overwritten recently") is
+    /// not tracked: it sets the reader's bit in the version's readers bitmap
+    /// and nothing more, and writers account for such readers through the
+    /// per-slot last commit stamp and by lowering their π. Long read-mostly
+    /// transactions then skip most of their pre-commit; updaters may abort
+    /// more (a stale bit makes them look at whoever runs in that slot now).
+    /// `None` (the default): every read is tracked.
+    pub ssn_read_mostly_age: Option<u64>,
+    /// POMVCC: how often CTs advances without a conflict (section VI.C:
+    /// "periodically and asynchronously"); a commit becomes visible to new
+    /// transactions at most about this long after it, unless they ask for
+    /// it ([`TxnOptions::after`]). 1 ms by default.
+    pub pomvcc_interval: Duration,
+    /// Record every transaction's operations for the checker
+    /// ([`Database::take_history`]). Off by default.
+    pub record_history: bool,
+    /// When a commit is durable (see [`crate::durability`]); anything but
+    /// [`Durability::None`] needs [`Options::data_dir`] and
+    /// [`Database::open`]. None by default.
+    pub durability: Durability,
+    /// The data directory of a durable database.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Parallel redo log streams (threads spread over them). 2 by default.
+    pub log_streams: usize,
+    /// A log file is closed and a new one begun at this size. 64 MiB by default.
+    pub log_rotate_bytes: u64,
+    /// How often the log flusher makes the latest commits durable under
+    /// [`Durability::Async`] (group commit); under [`Durability::Sync`]
+    /// commits ask for a flush at once. 1 ms by default.
+    pub group_commit_interval: Duration,
+    /// A durable database checkpoints this long after its last checkpoint
+    /// (`None`: never on a timer). A background thread writes each
+    /// checkpoint that falls due, beside the transactions (the
+    /// single-version protocols' commits wait while it scans, see
+    /// [`crate::durability`]); [`Database::checkpoint`] writes one at any
+    /// time. 60 s by default.
+    pub checkpoint_every: Option<Duration>,
+    /// A durable database also checkpoints once this many log bytes were
+    /// appended since its last checkpoint (`None`: no limit), which bounds
+    /// the log and the recovery time. 1 GiB by default.
+    pub checkpoint_log_bytes: Option<u64>,
+    /// What opening (or [`Database::recover_from`]) does with a damaged
+    /// data directory: keep the longest consistent prefix and report what
+    /// was lost (the default), or refuse (see [`OnDamage`]).
+    pub on_damage: OnDamage,
+    /// Deliberately broken concurrency control, for testing that the checker
+    /// catches what it must. Never set outside tests.
+    #[doc(hidden)]
+    pub faults: Faults,
+}
+
+/// Switches that break the protocol on purpose (tests only): the checker
+/// suite sets them to prove that it detects the resulting anomalies.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    /// Skip read validation and phantom detection (section 3.2); in the
+    /// single-version locking protocols, release read locks at once
+    /// (every level behaves as read committed).
+    pub skip_validation: bool,
+    /// Ignore first-writer-wins: update a version another transaction has
+    /// already write-locked or replaced (section 2.6).
+    pub skip_write_conflicts: bool,
+    /// SSN's read-mostly optimization: writers ignore untracked readers (no
+    /// last commit stamp, no lowering of their π; section 5.3).
+    pub skip_read_mostly_handshake: bool,
+    /// A slow disk: each log round sleeps this long before it writes, so
+    /// that tests can observe commits while their round is pending. Not a
+    /// broken protocol: every guarantee must still hold.
+    pub log_round_delay: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            protocol: Protocol::MvOcc,
+            max_transactions: 1024,
+            max_value_size: 1 << 20,
+            deadlock_interval: Duration::from_micros(100),
+            lock_timeout: Duration::from_millis(10),
+            ssn_base: Isolation::Snapshot,
+            safe_snapshot_interval: None,
+            ssn_read_mostly_age: None,
+            pomvcc_interval: protocol::pomvcc::TICK_INTERVAL,
+            record_history: false,
+            durability: Durability::None,
+            data_dir: None,
+            log_streams: 2,
+            log_rotate_bytes: 64 << 20,
+            group_commit_interval: Duration::from_millis(1),
+            checkpoint_every: Some(Duration::from_secs(60)),
+            checkpoint_log_bytes: Some(1 << 30),
+            on_damage: OnDamage::KeepPrefix,
+            faults: Faults::default(),
+        }
+    }
+}
+
+/// A table handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TableId(pub(crate) u32);
+
+/// An index handle: a table and one of its indexes (0 is the primary index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IndexId {
+    pub(crate) table: u32,
+    pub(crate) index: u8,
+}
+
+impl IndexId {
+    /// The table this index belongs to.
+    pub fn table(self) -> TableId {
+        TableId(self.table)
+    }
+}
+
+/// Keys a transaction declares it will read and write, for protocols that
+/// must know them before execution (BOHM, ordered 2PL). MV/O ignores it.
+#[derive(Clone, Debug, Default)]
+pub struct AccessSet {
+    /// Records to be read.
+    pub reads: Vec<(TableId, Key)>,
+    /// Records to be written (inserted, updated or deleted).
+    pub writes: Vec<(TableId, Key)>,
+}
+
+/// How a Hekaton transaction keeps its reads valid (section 4.5: both kinds
+/// run side by side under `mv-mixed`), or when a POMVCC transaction takes
+/// its write locks (section V.D: both kinds run side by side too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// The protocol's choice: optimistic under `mv-occ`, pessimistic under
+    /// `mv-lock` and `pomvcc`; under `mv-mixed`, alternating with the
+    /// transaction id (so any workload runs both kinds at once).
+    #[default]
+    Default,
+    /// MV/O: validate at commit (section 3). Refused by `mv-lock`. POMVCC's
+    /// OCC (Figure 13): writes stay private and take their write locks at
+    /// commit, so a concurrent writer of the same row is found only then.
+    Optimistic,
+    /// MV/L: lock (section 4). Refused by `mv-occ`. POMVCC's PCC (Figure
+    /// 14): a write takes its write lock at update time, so a later writer
+    /// of the row aborts at once (for long transactions); its reads are
+    /// still validated at commit.
+    Pessimistic,
+}
+
+/// Options for one transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct TxnOptions<'a> {
+    /// Isolation level.
+    pub isolation: Isolation,
+    /// Optimistic or pessimistic (Hekaton protocols).
+    pub mode: Mode,
+    /// Promise to only read: reads are not tracked, and writes are refused.
+    pub read_only: bool,
+    /// Optional access declaration.
+    pub access: Option<&'a AccessSet>,
+    /// POMVCC's request-based avoidance of HISTORICAL READ (section IV.D,
+    /// Figure 8): the commit timestamp of a transaction this one must see
+    /// (what [`Transaction::commit`] returned). Ignored by the protocols
+    /// whose commit timestamps are unique: they see every earlier commit.
+    pub after: Option<u64>,
+}
+
+impl TxnOptions<'_> {
+    /// Options for a read-write transaction at `isolation`.
+    pub fn new(isolation: Isolation) -> TxnOptions<'static> {
+        TxnOptions { isolation, mode: Mode::Default, read_only: false, access: None, after: None }
+    }
+}
+
+/// How [`Database::run`] retries transient aborts.
+#[derive(Clone, Copy, Debug)]
+pub struct RetryPolicy {
+    /// Attempts in all (the first try included).
+    pub max_attempts: u32,
+    /// First backoff; doubles per retry up to `max_backoff`.
+    pub initial_backoff: Duration,
+    /// Longest backoff.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 100,
+            initial_backoff: Duration::from_micros(1),
+            max_backoff: Duration::from_millis(5),
+        }
+    }
+}

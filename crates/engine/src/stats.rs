@@ -1,0 +1,48 @@
+//! [`Stats`]: a database's counters since it was opened.
+
+use crate::AbortReason;
+
+/// Counters of a database since it was opened.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Durable databases: redo log bytes appended.
+    pub log_bytes: u64,
+    /// Durable databases: redo records appended (one per writing commit).
+    pub log_records: u64,
+    /// Durable databases: log file syncs (fdatasync) made.
+    pub log_syncs: u64,
+    /// Durable databases: checkpoints written since the open (on a timer,
+    /// by size, or asked for).
+    pub checkpoints: u64,
+    /// Committed transactions.
+    pub committed: u64,
+    /// Aborted transactions, by reason (indexed like [`AbortReason::ALL`]).
+    pub aborts: [u64; AbortReason::COUNT],
+    /// Versions allocated and not yet reclaimed.
+    pub versions_alive: u64,
+    /// Versions waiting in the garbage queues.
+    pub garbage_pending: u64,
+    /// Versions unlinked from every index but not yet freed: they wait for
+    /// an epoch to pass and then for their queue's next collection.
+    pub garbage_unfreed: u64,
+    /// Transactions open now.
+    pub open_transactions: u64,
+    /// SSN's read-mostly optimization: reads not tracked (section 5.3).
+    pub ssn_untracked_reads: u64,
+    /// Increments of the commit-timestamp counter: under POMVCC, of CTs
+    /// (conflicts, requests, periodic advances); under the other
+    /// multi-version protocols, of the clock, one per transaction that took
+    /// an end timestamp. 0 for the single-version protocols and BOHM.
+    pub timestamp_increments: u64,
+}
+
+impl Stats {
+    /// Total aborts.
+    pub fn aborted(&self) -> u64 {
+        self.aborts.iter().sum()
+    }
+    /// (reason, count) pairs.
+    pub fn aborts_by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
+        AbortReason::ALL.into_iter().zip(self.aborts.iter().copied())
+    }
+}
