@@ -1950,6 +1950,7 @@ impl<'db> Transaction<'db> {
         if kind != WriteKind::Delete {
             // SAFETY: fresh, ours alone; `old` is a different, produced version.
             let data = unsafe { &mut *(*new).data.get() };
+            // SAFETY: `old` is produced (present) and alive while we run.
             fill(present.then(|| unsafe { (*old).data() }), data);
             if data.len() > self.db.opts.max_value_size {
                 let e = Error::ValueTooLarge { len: data.len(), max: self.db.opts.max_value_size };
@@ -1995,8 +1996,8 @@ impl<'db> Transaction<'db> {
                 if ver.table != index.table || ver.state() != PRESENT {
                     continue;
                 }
-                // SAFETY: produced.
                 let ik = match key_fn {
+                    // SAFETY: produced (PRESENT), so its data is final.
                     Some(kf) => kf(&ver.key, unsafe { ver.data() }),
                     None => ver.key,
                 };
@@ -2039,6 +2040,7 @@ impl<'db> Transaction<'db> {
                         // SAFETY: the gate makes us the only user of the store;
                         // our versions are produced and alive until it opens.
                         let v = unsafe { &*u.new };
+                        // SAFETY: as above; a present version's data is final.
                         let value = (v.state() == PRESENT).then(|| unsafe { v.data() });
                         r.put(v.table, v.key.as_bytes(), value);
                     }
@@ -2061,6 +2063,7 @@ impl<'db> Transaction<'db> {
             // SAFETY: the gate makes us the only user of every partition;
             // `u.new` is dereferenced only while it is the latest (alive).
             let part = unsafe { store.part(u.part) };
+            // SAFETY: (of the dereference) `u.new` is the latest version, so alive.
             if part.latest.get(u.key.table, &u.key.key) == u.new && unsafe { &*u.new }.state() == ABSENT {
                 part.latest.remove(u.key.table, &u.key.key);
                 store.free(u.part, part, u.new);
