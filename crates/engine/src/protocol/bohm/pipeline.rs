@@ -1,0 +1,697 @@
+//! BOHM's pipeline (sections 3.2 and 3.3): the log of batches, each
+//! position's plan and cell, the concurrency-control threads that insert
+//! placeholders, and the execution threads that evaluate transactions
+//! (recursively, bounded by `MAX_DEPTH`).
+
+use super::*;
+
+/// Write states an execution tracks for each declared write.
+pub(super) const UNWRITTEN: u8 = 0;
+
+/// Declared records a log position keeps room for between transactions. A
+/// larger declaration's buffers are given back when its position is reused,
+/// so memory follows the transactions in flight, not the largest one each
+/// position of the ring ever held.
+pub(super) const KEEP: usize = 64;
+
+/// What the sequencer, the concurrency-control threads and the executing
+/// thread fill in for one transaction of the log (the part that does not
+/// depend on the procedure's type).
+#[derive(Default)]
+pub(super) struct Plan {
+    pub(super) ts: u64,
+    pub(super) access: AccessSet,
+    /// Section 3.2.3: for each declared read, the version to read (null: no
+    /// record), written by the partition's concurrency-control thread.
+    pub(super) reads: Vec<AtomicPtr<BVersion>>,
+    /// For each declared write, its placeholder (duplicates share one).
+    pub(super) writes: Vec<AtomicPtr<BVersion>>,
+    /// Per declared write: UNWRITTEN, PRESENT or ABSENT, by this run.
+    pub(super) written: Vec<u8>,
+    /// Declared keys to (read position + 1, write position + 1), built for
+    /// large declarations (0: not declared that way).
+    pub(super) lookup: Map<(u32, u32)>,
+    pub(super) history: Vec<Op>,
+    pub(super) recording: bool,
+}
+
+impl Plan {
+    /// Empties the plan for the next transaction at its position, giving
+    /// back what a large declaration made it allocate.
+    pub(super) fn reset(&mut self) {
+        self.access.reads.clear();
+        self.access.reads.shrink_to(KEEP);
+        self.access.writes.clear();
+        self.access.writes.shrink_to(KEEP);
+        self.reads.clear();
+        self.reads.shrink_to(KEEP);
+        self.writes.clear();
+        self.writes.shrink_to(KEEP);
+        self.written.clear();
+        self.written.shrink_to(KEEP);
+        self.lookup.clear();
+        self.lookup.shrink_to(KEEP);
+    }
+}
+
+pub(super) struct CellInner<P: Procedure> {
+    pub(super) plan: Plan,
+    pub(super) proc: Option<P>,
+    /// The outcome, once the logic has run to its end.
+    pub(super) decided: Option<Outcome<P::Error>>,
+    /// The log epoch of its redo record (durable databases; committed
+    /// transactions that wrote).
+    pub(super) epoch: Option<u64>,
+    pub(super) submitted: Instant,
+    pub(super) finished: Instant,
+}
+
+/// A transaction in the log (one per position of the ring).
+pub(super) struct TxnCell<P: Procedure> {
+    /// `ts << 2 | UNPROCESSED / EXECUTING / COMPLETE`.
+    pub(super) state: AtomicU64,
+    pub(super) inner: UnsafeCell<CellInner<P>>,
+}
+
+impl<P: Procedure> TxnCell<P> {
+    pub(super) fn new() -> TxnCell<P> {
+        let now = Instant::now();
+        TxnCell {
+            state: AtomicU64::new(COMPLETE),
+            inner: UnsafeCell::new(CellInner {
+                plan: Plan::default(),
+                proc: None,
+                decided: None,
+                epoch: None,
+                submitted: now,
+                finished: now,
+            }),
+        }
+    }
+}
+
+/// Per-thread progress, alone on its cache line.
+pub(super) type Progress = CachePadded<AtomicU64>;
+
+/// Everything the pipeline's threads share.
+pub(super) struct Pipeline<'db, P: Procedure> {
+    pub(super) db: &'db Database,
+    pub(super) store: &'db Store,
+    pub(super) cfg: Config,
+    pub(super) cells: Box<[TxnCell<P>]>,
+    /// Transactions in each batch region.
+    pub(super) lens: Box<[AtomicU64]>,
+    /// Batches published by the sequencer.
+    pub(super) published: Progress,
+    /// Total batches, once the feed has stopped (else u64::MAX).
+    pub(super) last: Progress,
+    /// Batches each concurrency-control thread has finished.
+    pub(super) cc_done: Box<[Progress]>,
+    /// Batches each execution thread has finished.
+    pub(super) exec_done: Box<[Progress]>,
+    pub(super) recording: bool,
+    pub(super) blocked: AtomicU64,
+    pub(super) recursive: AtomicU64,
+    /// The first panic of a procedure, re-raised when the run has ended.
+    pub(super) panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// The first failure of the log (sync durability), returned when the
+    /// run has ended.
+    pub(super) log_failed: Mutex<Option<Error>>,
+}
+
+// SAFETY: cells are handed between threads by the batch protocol (module
+// docs): the sequencer fills a region before publishing it (Release), the
+// concurrency-control threads write only atomics, an execution thread
+// touches a cell's inner state only while it holds the claim, and the
+// sequencer reuses a region only after every execution thread finished it.
+unsafe impl<P: Procedure> Sync for Pipeline<'_, P> {}
+
+/// Waits politely: spins, then yields, then sleeps (an idle pipeline must
+/// not eat the CPU the others need; two cores run three kinds of thread).
+pub(super) struct Idle(u32);
+
+impl Idle {
+    pub(super) fn new() -> Idle {
+        Idle(0)
+    }
+    pub(super) fn wait(&mut self) {
+        self.0 += 1;
+        if self.0 <= 6 {
+            for _ in 0..(1 << self.0) {
+                std::hint::spin_loop();
+            }
+        } else if self.0 <= 200 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
+
+impl<'db, P: Procedure> Pipeline<'db, P> {
+    #[inline]
+    pub(super) fn batch_size(&self) -> usize {
+        self.cfg.batch_size
+    }
+
+    #[inline]
+    pub(super) fn cell(&self, batch: u64, i: usize) -> &TxnCell<P> {
+        let region = (batch % self.cfg.batches_in_flight as u64) as usize;
+        &self.cells[region * self.batch_size() + i]
+    }
+
+    #[inline]
+    pub(super) fn len(&self, batch: u64) -> usize {
+        // Relaxed: published with the batch (Release on `published`).
+        self.lens[(batch % self.cfg.batches_in_flight as u64) as usize].load(Ordering::Relaxed) as usize
+    }
+
+    /// The low watermark: batches every execution thread has finished.
+    pub(super) fn low(&self) -> u64 {
+        // Acquire: what the execution threads did before finishing is
+        // visible to whoever frees or reuses after reading this.
+        self.exec_done.iter().map(|d| d.load(Ordering::Acquire)).min().unwrap_or(0)
+    }
+
+    /// Waits until batch `b` is published; false once the feed has stopped
+    /// before it.
+    pub(super) fn wait_published(&self, b: u64) -> bool {
+        let mut idle = Idle::new();
+        loop {
+            // Acquire: pairs with the sequencer's Release; the batch's cells
+            // are filled.
+            if self.published.load(Ordering::Acquire) > b {
+                return true;
+            }
+            // Acquire: as above, for the final count.
+            if self.last.load(Ordering::Acquire) <= b {
+                return false;
+            }
+            idle.wait();
+        }
+    }
+
+    // ---------------- the sequencer (section 3.2.1) ----------------
+
+    pub(super) fn sequence<F: Feed<P>>(&self, feed: &mut F) -> RunStats {
+        let nb = self.cfg.batches_in_flight as u64;
+        let (mut next, mut recycled) = (0u64, 0u64);
+        let mut stats = RunStats::default();
+        let mut stopping = false;
+        let mut idle = Idle::new();
+        loop {
+            // Hand back every finished batch, in log order.
+            let low = self.low();
+            while recycled < low {
+                self.wait_durable(recycled);
+                for i in 0..self.len(recycled) {
+                    let cell = self.cell(recycled, i);
+                    // SAFETY: every execution thread has finished the batch
+                    // (Acquire in `low`); no one else touches the cell.
+                    let inner = unsafe { &mut *cell.inner.get() };
+                    let proc = inner.proc.take().expect("a logged transaction has its procedure");
+                    let outcome = inner.decided.take().expect("a finished transaction has its outcome");
+                    let latency = inner.finished.saturating_duration_since(inner.submitted);
+                    feed.done(Done { proc, outcome, ts: inner.plan.ts, latency });
+                }
+                recycled += 1;
+                idle = Idle::new();
+            }
+            if stopping {
+                if recycled == next {
+                    break;
+                }
+                idle.wait();
+                continue;
+            }
+            if next - recycled >= nb {
+                idle.wait();
+                continue;
+            }
+            // Fill the next batch region.
+            let mut n = 0;
+            while n < self.batch_size() {
+                match feed.next(n == 0 && next == recycled) {
+                    Next::Txn(p) => {
+                        self.append(next, n, p);
+                        n += 1;
+                    }
+                    Next::Wait => break,
+                    Next::Stop => {
+                        stopping = true;
+                        break;
+                    }
+                }
+            }
+            if n > 0 {
+                // Relaxed: published by the Release store of `published` below.
+                self.lens[(next % nb) as usize].store(n as u64, Ordering::Relaxed);
+                next += 1;
+                stats.batches += 1;
+                stats.txns += n as u64;
+                // Release: the batch's cells are filled.
+                self.published.store(next, Ordering::Release);
+                idle = Idle::new();
+            } else if !stopping {
+                idle.wait();
+            }
+            if stopping {
+                // Release: as above; the threads stop after batch `next`.
+                self.last.store(next, Ordering::Release);
+            }
+        }
+        // Relaxed: statistics only.
+        stats.blocked = self.blocked.load(Ordering::Relaxed);
+        stats.recursive = self.recursive.load(Ordering::Relaxed);
+        stats
+    }
+
+    /// Sync durability: waits until every redo record of finished batch `b`
+    /// is durable, before its transactions are handed back (one wait a
+    /// batch: group commit). A failure is kept for the end of the run.
+    pub(super) fn wait_durable(&self, b: u64) {
+        let mut epoch = None;
+        for i in 0..self.len(b) {
+            // SAFETY: every execution thread has finished the batch (the
+            // caller's Acquire in `low`); no one else touches the cell.
+            epoch = epoch.max(unsafe { &*self.cell(b, i).inner.get() }.epoch);
+        }
+        if let Err(e) = self.db.wait_durable(epoch) {
+            self.log_failed.lock().get_or_insert(e);
+        }
+    }
+
+    /// Appends the redo record of a committed transaction: the value (or
+    /// absence) of every declared write it made, at its log position.
+    pub(super) fn log_redo(&self, log: &crate::durability::log::Log, inner: &CellInner<P>) -> Option<u64> {
+        let plan = &inner.plan;
+        let n = plan.written.iter().filter(|&&w| w != UNWRITTEN).count();
+        if n == 0 {
+            return None;
+        }
+        let epoch = REDO_BUF.with(|buf| {
+            log.append(plan.ts, &mut buf.borrow_mut(), |r| {
+                for (i, w) in plan.writes.iter().enumerate() {
+                    if plan.written[i] == UNWRITTEN {
+                        continue;
+                    }
+                    // Relaxed: set by the planner before the batch was handed over.
+                    // SAFETY: our own placeholder, still PENDING: its data is ours.
+                    let v = unsafe { &*w.load(Ordering::Relaxed) };
+                    // SAFETY: as above.
+                    let value = (plan.written[i] == PRESENT).then(|| unsafe { v.data() });
+                    r.put(v.table, v.key.as_bytes(), value);
+                }
+                n as u32
+            })
+        });
+        Some(epoch)
+    }
+
+    /// Appends a transaction at position `i` of batch `b`: its timestamp is
+    /// its log position.
+    pub(super) fn append(&self, b: u64, i: usize, p: P) {
+        let cell = self.cell(b, i);
+        // SAFETY: the region is free (recycled) and not yet published.
+        let inner = unsafe { &mut *cell.inner.get() };
+        // Relaxed: only the gate's holder advances it.
+        let ts = self.store.next_ts.fetch_add(1, Ordering::Relaxed);
+        inner.plan.ts = ts;
+        // A declaration starts empty: a procedure that forgets to clear must
+        // not inherit the previous occupant's records.
+        inner.plan.reset();
+        p.declare(&mut inner.plan.access);
+        inner.proc = Some(p);
+        inner.decided = None;
+        inner.epoch = None;
+        let (nr, nw) = (inner.plan.access.reads.len(), inner.plan.access.writes.len());
+        inner.plan.reads.resize_with(nr, || AtomicPtr::new(ptr::null_mut()));
+        inner.plan.writes.resize_with(nw, || AtomicPtr::new(ptr::null_mut()));
+        inner.plan.written.resize(nw, UNWRITTEN);
+        inner.plan.recording = self.recording;
+        inner.submitted = Instant::now();
+        // Relaxed: published by the Release store of the batch.
+        cell.state.store(ts << 2 | UNPROCESSED, Ordering::Relaxed);
+    }
+
+    // ---------- concurrency control (sections 3.2.2-3.2.4) ----------
+
+    pub(super) fn control(&self, me: usize) {
+        let m = self.cfg.cc_threads;
+        let mine: Vec<usize> = (0..PARTITIONS).filter(|p| p % m == me).collect();
+        let mut b = 0u64;
+        while self.wait_published(b) {
+            let low = self.low();
+            for &p in &mine {
+                self.store.collect(p, b, low);
+            }
+            for i in 0..self.len(b) {
+                self.plan(me, self.cell(b, i), b);
+            }
+            // Release: the placeholders and annotations of batch b are
+            // written; execution threads Acquire this before running it.
+            self.cc_done[me].store(b + 1, Ordering::Release);
+            b += 1;
+        }
+        // The end of the run: wait for the execution threads, then free
+        // everything superseded, so the store is at rest.
+        let mut idle = Idle::new();
+        while self.low() < b {
+            idle.wait();
+        }
+        for &p in &mine {
+            self.store.collect(p, b, u64::MAX);
+        }
+    }
+
+    /// One transaction's read and write sets, for the records of this
+    /// thread's partitions: reads first (they see the version before the
+    /// transaction's own write), then placeholders.
+    pub(super) fn plan(&self, me: usize, cell: &TxnCell<P>, batch: u64) {
+        let m = self.cfg.cc_threads;
+        // SAFETY: published, and only read here (the execution threads do
+        // not start on the batch until every concurrency-control thread is
+        // done with it).
+        let inner = unsafe { &*cell.inner.get() };
+        let ts = inner.plan.ts;
+        let writes = &inner.plan.access.writes;
+        let reads = &inner.plan.access.reads;
+        // A long read set's lookups overlap their misses: the slot of the
+        // read AHEAD on, and the version of the one half as far, are
+        // requested before this one is looked up (see `Latest`).
+        let long = reads.len() > LINEAR;
+        let ahead = |j: usize, f: fn(&Latest, u64)| {
+            if let Some((t, k)) = reads.get(j) {
+                let h = record_hash(t.0, k);
+                let p = partition_of_hash(h);
+                if p % m == me {
+                    // SAFETY: we own partition p during the run; the
+                    // reference ends with the hint.
+                    f(&unsafe { self.store.part(p) }.latest, h);
+                }
+            }
+        };
+        for (i, (t, k)) in reads.iter().enumerate() {
+            if long {
+                ahead(i + AHEAD, Latest::prefetch_slot);
+                ahead(i + AHEAD / 2, Latest::prefetch_version);
+            }
+            let h = record_hash(t.0, k);
+            let p = partition_of_hash(h);
+            if p % m != me {
+                continue;
+            }
+            // A record the transaction also writes is read through its
+            // placeholder's Prev Pointer (`ExecTxn::seen`): no annotation.
+            if writes.len() <= LINEAR && writes.iter().any(|(wt, wk)| wt == t && wk == k) {
+                continue;
+            }
+            // SAFETY: we own partition p during the run.
+            let part = unsafe { self.store.part(p) };
+            let v = part.latest.get_hashed(h, t.0, k);
+            // Relaxed: published by the Release on cc_done.
+            inner.plan.reads[i].store(v, Ordering::Relaxed);
+        }
+        for (i, (t, k)) in inner.plan.access.writes.iter().enumerate() {
+            let p = partition_of(t.0, k);
+            if p % m != me {
+                continue;
+            }
+            // SAFETY: as above.
+            let part = unsafe { self.store.part(p) };
+            let prev = part.latest.get(t.0, k);
+            // SAFETY: the latest version of a record is alive.
+            if !prev.is_null() && unsafe { &*prev }.begin == ts {
+                // Declared twice: one placeholder.
+                inner.plan.writes[i].store(prev, Ordering::Relaxed);
+                continue;
+            }
+            let init = BInit {
+                begin: ts,
+                txn: cell as *const TxnCell<P> as *const u8,
+                prev,
+                state: PENDING,
+                table: t.0,
+                key: *k,
+            };
+            let v = self.store.alloc(p, part, init);
+            if !prev.is_null() {
+                // Relaxed: informational (reads are annotated, section 3.2.3).
+                // SAFETY: the latest version of a record is alive.
+                unsafe { &*prev }.end.store(ts, Ordering::Relaxed);
+                // Condition 3: free once every execution thread has finished
+                // this batch.
+                part.retired.push_back((batch, prev));
+            }
+            part.latest.set(v);
+            // Relaxed: published by the Release on cc_done.
+            inner.plan.writes[i].store(v, Ordering::Relaxed);
+        }
+    }
+
+    // ---------------- execution (section 3.3.1) ----------------
+
+    pub(super) fn execute(&self, me: usize) -> (u64, [u64; AbortReason::COUNT]) {
+        let k = self.cfg.exec_threads;
+        let mut tally = (0u64, [0u64; AbortReason::COUNT]);
+        let mut pending = Vec::new();
+        let mut b = 0u64;
+        while self.wait_published(b) {
+            // Wait for every concurrency-control thread to finish the batch.
+            let mut idle = Idle::new();
+            // Acquire: pairs with their Release; placeholders are in place.
+            while self.cc_done.iter().any(|d| d.load(Ordering::Acquire) <= b) {
+                idle.wait();
+            }
+            pending.clear();
+            for i in (me..self.len(b)).step_by(k) {
+                if !matches!(self.try_evaluate(self.cell(b, i), 0), Eval::Complete) {
+                    pending.push(i);
+                }
+            }
+            let mut idle = Idle::new();
+            while !pending.is_empty() {
+                pending.retain(|&i| !matches!(self.try_evaluate(self.cell(b, i), 0), Eval::Complete));
+                if !pending.is_empty() {
+                    idle.wait();
+                }
+            }
+            for i in (me..self.len(b)).step_by(k) {
+                // SAFETY: complete; the outcome is no longer written (the
+                // Acquire in try_evaluate saw COMPLETE).
+                match unsafe { &*self.cell(b, i).inner.get() }.decided {
+                    Some(Outcome::Committed) => tally.0 += 1,
+                    _ => tally.1[AbortReason::User as usize] += 1,
+                }
+            }
+            // Release: this batch's transactions are complete (GC and the
+            // sequencer Acquire it in `low`).
+            self.exec_done[me].store(b + 1, Ordering::Release);
+            b += 1;
+        }
+        tally
+    }
+
+    /// Claims and evaluates a transaction if it is Unprocessed.
+    pub(super) fn try_evaluate(&self, cell: &TxnCell<P>, depth: usize) -> Eval {
+        // Acquire: a COMPLETE seen here makes the outcome and placeholders
+        // visible (pairs with the Release that completed it).
+        let word = cell.state.load(Ordering::Acquire);
+        match word & 3 {
+            COMPLETE => Eval::Complete,
+            EXECUTING => Eval::Busy,
+            _ => {
+                // Acquire: the last evaluation's writes (given back with
+                // Release) are visible to this one.
+                match cell.state.compare_exchange(word, word | EXECUTING, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => self.evaluate(cell, depth),
+                    Err(now) if now & 3 == COMPLETE => Eval::Complete,
+                    Err(_) => Eval::Busy,
+                }
+            }
+        }
+    }
+
+    /// Evaluates a claimed transaction: runs its logic (unless an earlier
+    /// run decided it), then finishes its placeholders.
+    pub(super) fn evaluate(&self, cell: &TxnCell<P>, depth: usize) -> Eval {
+        // SAFETY: we hold the claim (Executing): the inner state is ours.
+        let inner = unsafe { &mut *cell.inner.get() };
+        let word = inner.plan.ts << 2;
+        if inner.decided.is_none() {
+            inner.plan.written.iter_mut().for_each(|w| *w = UNWRITTEN);
+            inner.plan.history.clear();
+            let mut proc = inner.proc.take().expect("a logged transaction has its procedure");
+            let mut t = ExecTxn {
+                pipe: self as *const Self as *const u8,
+                produce: run_for::<P>,
+                depth,
+                plan: &mut inner.plan,
+                max_value: self.db.opts.max_value_size,
+                blocked: false,
+                refused: None,
+                cursor: 0,
+            };
+            let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| proc.run(&mut t))) {
+                Ok(r) => r,
+                Err(payload) => {
+                    // The run goes on (a batch left half done would stall
+                    // every thread); bohm_run re-raises the panic at the end.
+                    self.panic.lock().get_or_insert(payload);
+                    t.blocked = false;
+                    t.refused.get_or_insert_with(|| Error::InvalidArgument("the procedure panicked".into()));
+                    Ok(())
+                }
+            };
+            let (blocked, refused) = (t.blocked, t.refused.take());
+            inner.proc = Some(proc);
+            if blocked {
+                // Relaxed: statistics only.
+                self.blocked.fetch_add(1, Ordering::Relaxed);
+                // Release: give it back for another try.
+                cell.state.store(word | UNPROCESSED, Ordering::Release);
+                return Eval::Blocked;
+            }
+            inner.decided = Some(match (refused, r) {
+                (Some(e), _) => Outcome::Refused(e),
+                (None, Ok(())) => Outcome::Committed,
+                (None, Err(e)) => Outcome::Aborted(e),
+            });
+        }
+        let commit = matches!(inner.decided, Some(Outcome::Committed));
+        // Every placeholder that does not get this transaction's own value
+        // takes its predecessor's, which must be produced first.
+        for (i, w) in inner.plan.writes.iter().enumerate() {
+            if commit && inner.plan.written[i] != UNWRITTEN {
+                continue;
+            }
+            // Relaxed: set by the planner before the batch was handed over.
+            let v = w.load(Ordering::Relaxed);
+            // SAFETY: our own placeholder.
+            let prev = unsafe { &*v }.prev;
+            if !prev.is_null() && !self.produce(prev, depth) {
+                // Release: give it back, its outcome decided, for another try.
+                cell.state.store(word | UNPROCESSED, Ordering::Release);
+                return Eval::Blocked;
+            }
+        }
+        // Logging: the redo record goes out before the placeholders are
+        // produced, so a reader of our values appends after us
+        // (`durability::log`).
+        if commit {
+            if let Some(d) = &self.db.durable {
+                inner.epoch = self.log_redo(&d.log, inner);
+            }
+        }
+        for (i, w) in inner.plan.writes.iter().enumerate() {
+            // Relaxed: as above.
+            let v = w.load(Ordering::Relaxed);
+            // SAFETY: our own placeholder; nobody reads it while PENDING.
+            let ver = unsafe { &*v };
+            if ver.state.load(Ordering::Relaxed) != PENDING {
+                continue; // declared twice: installed already
+            }
+            let state = if commit && inner.plan.written[i] != UNWRITTEN {
+                // SAFETY: our own placeholder, still PENDING: nobody reads it.
+                unsafe { *ver.writer.get() = inner.plan.ts };
+                inner.plan.written[i]
+            } else if ver.prev.is_null() {
+                ABSENT
+            } else {
+                // SAFETY: produced (checked above) and kept alive until this
+                // batch is finished (Condition 3).
+                let prev = unsafe { &*ver.prev };
+                let s = prev.state();
+                // SAFETY: `ver` is our PENDING placeholder (nobody reads it);
+                // `prev` is produced, so nobody writes it.
+                unsafe {
+                    *ver.writer.get() = prev.writer();
+                    if s == PRESENT {
+                        (*ver.data.get()).clear();
+                        (*ver.data.get()).extend_from_slice(prev.data());
+                    }
+                }
+                s
+            };
+            // Release: the value and writer are complete.
+            ver.state.store(state, Ordering::Release);
+            if state == ABSENT {
+                self.store.parts[partition_of(ver.table, &ver.key)].notes.lock().push(Note {
+                    table: ver.table,
+                    key: ver.key,
+                    v,
+                });
+            }
+        }
+        if self.recording {
+            self.record(inner);
+        }
+        inner.finished = Instant::now();
+        // Release: the transaction and its placeholders are complete.
+        cell.state.store(word | COMPLETE, Ordering::Release);
+        Eval::Complete
+    }
+
+    /// Makes sure a version is produced, evaluating its producer here if
+    /// nobody else is (recursively, section 3.3.1). False: not produced yet.
+    pub(super) fn produce(&self, v: *mut BVersion, depth: usize) -> bool {
+        // SAFETY: a version some transaction of the log may read is alive.
+        let ver = unsafe { &*v };
+        if ver.state() != PENDING {
+            return true;
+        }
+        if depth >= MAX_DEPTH {
+            return false;
+        }
+        // SAFETY: a PENDING version's producer is in the log: its cell is
+        // in the ring and cannot be reused before the producer completes;
+        // the claim names the producer's ts, so a reused cell is refused.
+        let cell = unsafe { &*(ver.txn as *const TxnCell<P>) };
+        let word = ver.begin << 2;
+        // Acquire: as in try_evaluate.
+        if cell.state.compare_exchange(word, word | EXECUTING, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            // Relaxed: statistics only.
+            self.recursive.fetch_add(1, Ordering::Relaxed);
+            self.evaluate(cell, depth + 1);
+        }
+        ver.state() != PENDING
+    }
+
+    /// Hands the finished transaction to the database's history.
+    #[cold]
+    pub(super) fn record(&self, inner: &mut CellInner<P>) {
+        let ops = std::mem::take(&mut inner.plan.history);
+        let (commit_ts, outcome) = match inner.decided {
+            Some(Outcome::Committed) => (Some(inner.plan.ts), HOutcome::Committed),
+            _ => (None, HOutcome::Aborted(AbortReason::User)),
+        };
+        self.db.record(TxnRecord {
+            id: inner.plan.ts,
+            isolation: Isolation::Serializable,
+            begin_ts: inner.plan.ts,
+            commit_ts,
+            outcome,
+            // It reads as of its timestamp, which is its commit timestamp.
+            locking: true,
+            snapshot: false,
+            ops,
+        });
+    }
+}
+
+/// What an evaluation attempt came to.
+pub(super) enum Eval {
+    Complete,
+    /// Given back: a value it needs is not produced yet.
+    Blocked,
+    /// Another thread is evaluating it.
+    Busy,
+}
+
+/// Evaluates the producer of a version, type-erased for [`ExecTxn`] (which
+/// is not generic, so that workloads implement their operations once).
+pub(super) fn run_for<P: Procedure>(pipe: *const u8, v: *mut BVersion, depth: usize) -> bool {
+    // SAFETY: `pipe` is the pipeline of type P that made the ExecTxn.
+    let pipe = unsafe { &*(pipe as *const Pipeline<'_, P>) };
+    pipe.produce(v, depth)
+}

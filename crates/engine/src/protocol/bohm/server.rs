@@ -1,0 +1,215 @@
+//! Running a pipeline: [`Database::bohm_run`] over a [`Feed`], and
+//! [`Database::bohm_serve`]'s [`Server`], whose clients block until their
+//! transaction has run.
+
+use super::*;
+
+impl Database {
+    pub(crate) fn bohm_store(&self) -> Result<&Store> {
+        self.bohm.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "the BOHM pipeline needs a database opened with protocol bohm, not {}",
+                self.opts.protocol
+            ))
+        })
+    }
+
+    /// Runs BOHM's pipeline over a stream of transactions (section 3): the
+    /// calling thread is the sequencer, `cfg.cc_threads` and
+    /// `cfg.exec_threads` more threads plan and execute. Returns when the
+    /// feed has stopped and everything it gave has finished (each handed
+    /// back through [`Feed::done`]). Waits first for interactive
+    /// transactions and other runs to end; they wait for this one.
+    pub fn bohm_run<P: Procedure, F: Feed<P>>(&self, cfg: Config, mut feed: F) -> Result<(F, RunStats)> {
+        let store = self.bohm_store()?;
+        cfg.check()?;
+        let _gate = store.gate.lock();
+        let n = cfg.batch_size * cfg.batches_in_flight;
+        let pipe = Pipeline {
+            db: self,
+            store,
+            cfg,
+            cells: (0..n).map(|_| TxnCell::new()).collect(),
+            lens: (0..cfg.batches_in_flight).map(|_| AtomicU64::new(0)).collect(),
+            published: CachePadded::new(AtomicU64::new(0)),
+            last: CachePadded::new(AtomicU64::new(u64::MAX)),
+            cc_done: (0..cfg.cc_threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            exec_done: (0..cfg.exec_threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
+            recording: self.is_recording(),
+            blocked: AtomicU64::new(0),
+            recursive: AtomicU64::new(0),
+            panic: Mutex::new(None),
+            log_failed: Mutex::new(None),
+        };
+        let pipe = &pipe;
+        let stats = std::thread::scope(|s| {
+            let spawn = |name: String| std::thread::Builder::new().name(name).stack_size(16 << 20);
+            let mut cc = Vec::new();
+            for i in 0..cfg.cc_threads {
+                cc.push(spawn(format!("bohm-cc-{i}")).spawn_scoped(s, move || pipe.control(i)));
+            }
+            let mut ex = Vec::new();
+            for i in 0..cfg.exec_threads {
+                ex.push(spawn(format!("bohm-exec-{i}")).spawn_scoped(s, move || pipe.execute(i)));
+            }
+            let stats = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pipe.sequence(&mut feed)));
+            if stats.is_err() {
+                // The feed panicked: stop after what was published, so the
+                // other threads finish and can be joined.
+                // Release: as in `sequence`.
+                pipe.last.store(pipe.published.load(Ordering::Acquire), Ordering::Release);
+            }
+            for h in cc {
+                h.expect("spawning a BOHM thread").join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            }
+            for h in ex {
+                let (c, a) = h.expect("spawning a BOHM thread").join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                // Relaxed: statistics only.
+                store.committed.fetch_add(c, Ordering::Relaxed);
+                for (i, n) in a.iter().enumerate() {
+                    store.aborts[i].fetch_add(*n, Ordering::Relaxed);
+                }
+            }
+            stats
+        });
+        if let Some(p) = pipe.panic.lock().take() {
+            std::panic::resume_unwind(p);
+        }
+        let stats = stats.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        if let Some(e) = pipe.log_failed.lock().take() {
+            return Err(e);
+        }
+        Ok((feed, stats))
+    }
+
+    /// Runs BOHM's pipeline as a server for the duration of `f`: any thread
+    /// may call [`Server::execute`], which blocks until its transaction has
+    /// run. When `f` returns, the server stops taking transactions,
+    /// finishes those it took, and stops.
+    pub fn bohm_serve<P: Procedure, R>(&self, cfg: Config, f: impl FnOnce(&Server<P>) -> R) -> Result<R> {
+        self.bohm_store()?;
+        cfg.check()?;
+        let shared = Arc::new(ServerShared {
+            queue: Mutex::new(ServerQueue { items: VecDeque::new(), shut: false }),
+            cv: Condvar::new(),
+        });
+        let server = Server { shared: shared.clone() };
+        std::thread::scope(|s| {
+            let feed = ServerFeed { shared: shared.clone() };
+            let h = std::thread::Builder::new()
+                .name("bohm-sequencer".into())
+                .spawn_scoped(s, move || self.bohm_run(cfg, feed).map(|_| ()))
+                .map_err(|e| Error::InvalidArgument(format!("cannot start the BOHM sequencer: {e}")))?;
+            // Stops the server however `f` ends (a panic included), so the
+            // sequencer finishes and the scope can join it.
+            struct Stop<'a, P: Procedure>(&'a Server<P>);
+            impl<P: Procedure> Drop for Stop<'_, P> {
+                fn drop(&mut self) {
+                    self.0.shutdown();
+                }
+            }
+            let stop = Stop(&server);
+            let r = f(&server);
+            drop(stop);
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+            Ok(r)
+        })
+    }
+}
+
+pub(super) struct ServerQueue<P: Procedure> {
+    pub(super) items: VecDeque<Ticket<P>>,
+    pub(super) shut: bool,
+}
+
+pub(super) struct ServerShared<P: Procedure> {
+    pub(super) queue: Mutex<ServerQueue<P>>,
+    pub(super) cv: Condvar,
+}
+
+/// A reply slot for one blocking call.
+pub(super) struct Reply<P: Procedure> {
+    pub(super) done: Mutex<Option<Done<P>>>,
+    pub(super) cv: Condvar,
+}
+
+/// A transaction submitted through [`Server::execute`], with its reply slot.
+pub(super) struct Ticket<P: Procedure> {
+    pub(super) proc: P,
+    pub(super) reply: Arc<Reply<P>>,
+}
+
+impl<P: Procedure> Procedure for Ticket<P> {
+    type Error = P::Error;
+    fn declare(&self, access: &mut AccessSet) {
+        self.proc.declare(access)
+    }
+    fn run(&mut self, t: &mut ExecTxn<'_>) -> std::result::Result<(), P::Error> {
+        self.proc.run(t)
+    }
+}
+
+pub(super) struct ServerFeed<P: Procedure> {
+    pub(super) shared: Arc<ServerShared<P>>,
+}
+
+impl<P: Procedure> Feed<Ticket<P>> for ServerFeed<P> {
+    fn next(&mut self, idle: bool) -> Next<Ticket<P>> {
+        let mut q = self.shared.queue.lock();
+        if q.items.is_empty() && !q.shut && idle {
+            // Nothing in flight: sleep until a client comes (bounded, so
+            // a shutdown is never missed).
+            self.shared.cv.wait_for(&mut q, Duration::from_millis(5));
+        }
+        match q.items.pop_front() {
+            Some(t) => Next::Txn(t),
+            None if q.shut => Next::Stop,
+            None => Next::Wait,
+        }
+    }
+    fn done(&mut self, d: Done<Ticket<P>>) {
+        let Ticket { proc, reply } = d.proc;
+        *reply.done.lock() = Some(Done { proc, outcome: d.outcome, ts: d.ts, latency: d.latency });
+        reply.cv.notify_one();
+    }
+}
+
+/// A running BOHM server (see [`Database::bohm_serve`]).
+pub struct Server<P: Procedure> {
+    pub(super) shared: Arc<ServerShared<P>>,
+}
+
+impl<P: Procedure> Server<P> {
+    /// Submits a transaction and waits until it has run; returns how it
+    /// ended. Fails with [`Error::ShuttingDown`] (without running it) once
+    /// the server has begun to stop.
+    pub fn execute(&self, proc: P) -> Result<Done<P>> {
+        let reply = Arc::new(Reply { done: Mutex::new(None), cv: Condvar::new() });
+        {
+            let mut q = self.shared.queue.lock();
+            if q.shut {
+                return Err(Error::ShuttingDown);
+            }
+            q.items.push_back(Ticket { proc, reply: reply.clone() });
+        }
+        self.shared.cv.notify_one();
+        let mut d = reply.done.lock();
+        loop {
+            if let Some(done) = d.take() {
+                return Ok(done);
+            }
+            reply.cv.wait(&mut d);
+        }
+    }
+
+    /// Stops taking transactions; those already taken still run.
+    pub fn shutdown(&self) {
+        self.shared.queue.lock().shut = true;
+        self.shared.cv.notify_all();
+    }
+
+    /// False once [`Server::shutdown`] was called.
+    pub fn is_running(&self) -> bool {
+        !self.shared.queue.lock().shut
+    }
+}
