@@ -17,7 +17,7 @@ pub(super) const AHEAD: usize = 16;
 
 /// Where a transaction finds a record: its own write, or a version.
 #[derive(Clone, Copy)]
-pub(super) enum Seen {
+enum Seen {
     Own(usize),
     Version(*mut BVersion),
 }
@@ -45,7 +45,7 @@ impl ExecTxn<'_> {
     /// Positions of a record in the declared reads and writes (the first
     /// declared write: duplicates share a placeholder, and only the first
     /// position tracks what this run wrote).
-    pub(super) fn find(&mut self, table: TableId, key: &Key) -> (Option<usize>, Option<usize>) {
+    fn find(&mut self, table: TableId, key: &Key) -> (Option<usize>, Option<usize>) {
         let a = &self.plan.access;
         let at = |l: &[(TableId, Key)]| l.iter().position(|(t, k)| *t == table && k == key);
         if a.writes.len() <= LINEAR {
@@ -89,7 +89,7 @@ impl ExecTxn<'_> {
     /// half as far, whose version was requested that many reads ago, so
     /// that the two dependent misses of each read overlap with others.
     #[inline]
-    pub(super) fn read_ahead(&self, c: usize) {
+    fn read_ahead(&self, c: usize) {
         let reads = &self.plan.reads;
         if let Some(v) = reads.get(c + AHEAD) {
             // Relaxed: published by the planner's Release on cc_done.
@@ -169,7 +169,7 @@ impl ExecTxn<'_> {
     /// Records an access outside the declaration: the transaction will be
     /// refused whatever its logic does with the error.
     #[cold]
-    pub(super) fn refuse(&mut self, what: &str, table: TableId, key: Option<&Key>) -> Error {
+    fn refuse(&mut self, what: &str, table: TableId, key: Option<&Key>) -> Error {
         let e = Error::NotDeclared(match key {
             Some(k) => format!("BOHM transaction {what} of key {k:?} in table #{}, which it did not declare", table.0),
             None => format!("BOHM transactions access declared records only; a {what} cannot be declared"),
@@ -183,20 +183,20 @@ impl ExecTxn<'_> {
     /// A value this transaction needs is not produced yet: it will be given
     /// back and run again (section 3.3.1). The error only unwinds the logic.
     #[cold]
-    pub(super) fn block(&mut self) -> Error {
+    fn block(&mut self) -> Error {
         self.blocked = true;
         Error::Aborted(AbortReason::CommitDependency)
     }
 
     #[inline]
-    pub(super) fn placeholder(&self, w: usize) -> &BVersion {
+    fn placeholder(&self, w: usize) -> &BVersion {
         // SAFETY: planned before the batch was handed over; our own.
         // Relaxed: published by the planner's Release on cc_done.
         unsafe { &*self.plan.writes[w].load(Ordering::Relaxed) }
     }
 
     /// What this transaction sees of a record, or an error if undeclared.
-    pub(super) fn seen(&mut self, table: TableId, key: &Key, what: &str) -> Result<Seen> {
+    fn seen(&mut self, table: TableId, key: &Key, what: &str) -> Result<Seen> {
         match self.find(table, key) {
             (_, Some(w)) if self.plan.written[w] != UNWRITTEN => Ok(Seen::Own(w)),
             // The version before our placeholder is the one at our timestamp.
@@ -209,7 +209,7 @@ impl ExecTxn<'_> {
 
     /// Makes sure `v` is produced (evaluating its producer if possible).
     #[inline]
-    pub(super) fn ready<'v>(&mut self, v: *mut BVersion) -> Result<Option<&'v BVersion>> {
+    fn ready<'v>(&mut self, v: *mut BVersion) -> Result<Option<&'v BVersion>> {
         if v.is_null() {
             return Ok(None);
         }
@@ -224,7 +224,7 @@ impl ExecTxn<'_> {
     }
 
     /// Whether the record exists as this transaction sees it.
-    pub(super) fn exists(&mut self, seen: &Seen) -> Result<bool> {
+    fn exists(&mut self, seen: &Seen) -> Result<bool> {
         match *seen {
             Seen::Own(w) => Ok(self.plan.written[w] == PRESENT),
             Seen::Version(v) => Ok(self.ready(v)?.is_some_and(|v| v.state() == PRESENT)),
@@ -263,7 +263,7 @@ impl ExecTxn<'_> {
 
     /// Writes a declared record: `fill(old, new)` produces the new value
     /// (None: delete) from the old one (None: no row).
-    pub(super) fn write(
+    fn write(
         &mut self,
         table: TableId,
         key: &Key,

@@ -9,7 +9,7 @@ use super::*;
 pub(crate) struct Undo {
     pub(super) part: usize,
     pub(super) key: MapKey,
-    pub(super) old: *mut BVersion,
+    old: *mut BVersion,
     pub(super) new: *mut BVersion,
 }
 
@@ -32,13 +32,13 @@ impl<'db> Transaction<'db> {
     }
 
     /// Gives the gate back (commit or rollback).
-    pub(super) fn bohm_release(&self) {
+    fn bohm_release(&self) {
         // SAFETY: taken in `bohm_enter` for this transaction and forgotten;
         // released exactly once, as the transaction ends.
         unsafe { self.store().gate.force_unlock() };
     }
 
-    pub(super) fn bo_enter(&self) -> Result<()> {
+    fn bo_enter(&self) -> Result<()> {
         match self.status {
             Status::Aborted(r) => Err(Error::TransactionClosed(Some(r))),
             Status::Active => Ok(()),
@@ -46,7 +46,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// The latest version of a record if it holds a row.
-    pub(super) fn bo_latest(&self, table: TableId, key: &Key) -> Result<(usize, MapKey, *mut BVersion)> {
+    fn bo_latest(&self, table: TableId, key: &Key) -> Result<(usize, MapKey, *mut BVersion)> {
         self.db.table_ref(table)?;
         let mk = MapKey { table: table.0, key: *key };
         let p = partition_of(table.0, key);

@@ -54,23 +54,23 @@ impl Plan {
     }
 }
 
-pub(super) struct CellInner<P: Procedure> {
+struct CellInner<P: Procedure> {
     pub(super) plan: Plan,
-    pub(super) proc: Option<P>,
+    proc: Option<P>,
     /// The outcome, once the logic has run to its end.
-    pub(super) decided: Option<Outcome<P::Error>>,
+    decided: Option<Outcome<P::Error>>,
     /// The log epoch of its redo record (durable databases; committed
     /// transactions that wrote).
-    pub(super) epoch: Option<u64>,
-    pub(super) submitted: Instant,
-    pub(super) finished: Instant,
+    epoch: Option<u64>,
+    submitted: Instant,
+    finished: Instant,
 }
 
 /// A transaction in the log (one per position of the ring).
 pub(super) struct TxnCell<P: Procedure> {
     /// `ts << 2 | UNPROCESSED / EXECUTING / COMPLETE`.
     pub(super) state: AtomicU64,
-    pub(super) inner: UnsafeCell<CellInner<P>>,
+    inner: UnsafeCell<CellInner<P>>,
 }
 
 impl<P: Procedure> TxnCell<P> {
@@ -91,7 +91,7 @@ impl<P: Procedure> TxnCell<P> {
 }
 
 /// Per-thread progress, alone on its cache line.
-pub(super) type Progress = CachePadded<AtomicU64>;
+type Progress = CachePadded<AtomicU64>;
 
 /// Everything the pipeline's threads share.
 pub(super) struct Pipeline<'db, P: Procedure> {
@@ -128,13 +128,13 @@ unsafe impl<P: Procedure> Sync for Pipeline<'_, P> {}
 
 /// Waits politely: spins, then yields, then sleeps (an idle pipeline must
 /// not eat the CPU the others need; two cores run three kinds of thread).
-pub(super) struct Idle(u32);
+struct Idle(u32);
 
 impl Idle {
     pub(super) fn new() -> Idle {
         Idle(0)
     }
-    pub(super) fn wait(&mut self) {
+    fn wait(&mut self) {
         self.0 += 1;
         if self.0 <= 6 {
             for _ in 0..(1 << self.0) {
@@ -150,24 +150,24 @@ impl Idle {
 
 impl<'db, P: Procedure> Pipeline<'db, P> {
     #[inline]
-    pub(super) fn batch_size(&self) -> usize {
+    fn batch_size(&self) -> usize {
         self.cfg.batch_size
     }
 
     #[inline]
-    pub(super) fn cell(&self, batch: u64, i: usize) -> &TxnCell<P> {
+    fn cell(&self, batch: u64, i: usize) -> &TxnCell<P> {
         let region = (batch % self.cfg.batches_in_flight as u64) as usize;
         &self.cells[region * self.batch_size() + i]
     }
 
     #[inline]
-    pub(super) fn len(&self, batch: u64) -> usize {
+    fn len(&self, batch: u64) -> usize {
         // Relaxed: published with the batch (Release on `published`).
         self.lens[(batch % self.cfg.batches_in_flight as u64) as usize].load(Ordering::Relaxed) as usize
     }
 
     /// The low watermark: batches every execution thread has finished.
-    pub(super) fn low(&self) -> u64 {
+    fn low(&self) -> u64 {
         // Acquire: what the execution threads did before finishing is
         // visible to whoever frees or reuses after reading this.
         self.exec_done.iter().map(|d| d.load(Ordering::Acquire)).min().unwrap_or(0)
@@ -175,7 +175,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Waits until batch `b` is published; false once the feed has stopped
     /// before it.
-    pub(super) fn wait_published(&self, b: u64) -> bool {
+    fn wait_published(&self, b: u64) -> bool {
         let mut idle = Idle::new();
         loop {
             // Acquire: pairs with the sequencer's Release; the batch's cells
@@ -269,7 +269,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
     /// Sync durability: waits until every redo record of finished batch `b`
     /// is durable, before its transactions are handed back (one wait a
     /// batch: group commit). A failure is kept for the end of the run.
-    pub(super) fn wait_durable(&self, b: u64) {
+    fn wait_durable(&self, b: u64) {
         let mut epoch = None;
         for i in 0..self.len(b) {
             // SAFETY: every execution thread has finished the batch (the
@@ -283,7 +283,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Appends the redo record of a committed transaction: the value (or
     /// absence) of every declared write it made, at its log position.
-    pub(super) fn log_redo(&self, log: &crate::durability::log::Log, inner: &CellInner<P>) -> Option<u64> {
+    fn log_redo(&self, log: &crate::durability::log::Log, inner: &CellInner<P>) -> Option<u64> {
         let plan = &inner.plan;
         let n = plan.written.iter().filter(|&&w| w != UNWRITTEN).count();
         if n == 0 {
@@ -310,7 +310,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Appends a transaction at position `i` of batch `b`: its timestamp is
     /// its log position.
-    pub(super) fn append(&self, b: u64, i: usize, p: P) {
+    fn append(&self, b: u64, i: usize, p: P) {
         let cell = self.cell(b, i);
         // SAFETY: the region is free (recycled) and not yet published.
         let inner = unsafe { &mut *cell.inner.get() };
@@ -493,7 +493,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
     }
 
     /// Claims and evaluates a transaction if it is Unprocessed.
-    pub(super) fn try_evaluate(&self, cell: &TxnCell<P>, depth: usize) -> Eval {
+    fn try_evaluate(&self, cell: &TxnCell<P>, depth: usize) -> Eval {
         // Acquire: a COMPLETE seen here makes the outcome and placeholders
         // visible (pairs with the Release that completed it).
         let word = cell.state.load(Ordering::Acquire);
@@ -514,7 +514,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Evaluates a claimed transaction: runs its logic (unless an earlier
     /// run decided it), then finishes its placeholders.
-    pub(super) fn evaluate(&self, cell: &TxnCell<P>, depth: usize) -> Eval {
+    fn evaluate(&self, cell: &TxnCell<P>, depth: usize) -> Eval {
         // SAFETY: we hold the claim (Executing): the inner state is ours.
         let inner = unsafe { &mut *cell.inner.get() };
         let word = inner.plan.ts << 2;
@@ -659,7 +659,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Hands the finished transaction to the database's history.
     #[cold]
-    pub(super) fn record(&self, inner: &mut CellInner<P>) {
+    fn record(&self, inner: &mut CellInner<P>) {
         let ops = std::mem::take(&mut inner.plan.history);
         let (commit_ts, outcome) = match inner.decided {
             Some(Outcome::Committed) => (Some(inner.plan.ts), HOutcome::Committed),
@@ -680,7 +680,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 }
 
 /// What an evaluation attempt came to.
-pub(super) enum Eval {
+enum Eval {
     Complete,
     /// Given back: a value it needs is not produced yet.
     Blocked,
@@ -690,7 +690,7 @@ pub(super) enum Eval {
 
 /// Evaluates the producer of a version, type-erased for [`ExecTxn`] (which
 /// is not generic, so that workloads implement their operations once).
-pub(super) fn run_for<P: Procedure>(pipe: *const u8, v: *mut BVersion, depth: usize) -> bool {
+fn run_for<P: Procedure>(pipe: *const u8, v: *mut BVersion, depth: usize) -> bool {
     // SAFETY: `pipe` is the pipeline of type P that made the ExecTxn.
     let pipe = unsafe { &*(pipe as *const Pipeline<'_, P>) };
     pipe.produce(v, depth)

@@ -117,26 +117,26 @@ impl Database {
     }
 }
 
-pub(super) struct ServerQueue<P: Procedure> {
-    pub(super) items: VecDeque<Ticket<P>>,
-    pub(super) shut: bool,
+struct ServerQueue<P: Procedure> {
+    items: VecDeque<Ticket<P>>,
+    shut: bool,
 }
 
-pub(super) struct ServerShared<P: Procedure> {
-    pub(super) queue: Mutex<ServerQueue<P>>,
-    pub(super) cv: Condvar,
+struct ServerShared<P: Procedure> {
+    queue: Mutex<ServerQueue<P>>,
+    cv: Condvar,
 }
 
 /// A reply slot for one blocking call.
-pub(super) struct Reply<P: Procedure> {
-    pub(super) done: Mutex<Option<Done<P>>>,
-    pub(super) cv: Condvar,
+struct Reply<P: Procedure> {
+    done: Mutex<Option<Done<P>>>,
+    cv: Condvar,
 }
 
 /// A transaction submitted through [`Server::execute`], with its reply slot.
-pub(super) struct Ticket<P: Procedure> {
-    pub(super) proc: P,
-    pub(super) reply: Arc<Reply<P>>,
+struct Ticket<P: Procedure> {
+    proc: P,
+    reply: Arc<Reply<P>>,
 }
 
 impl<P: Procedure> Procedure for Ticket<P> {
@@ -149,8 +149,8 @@ impl<P: Procedure> Procedure for Ticket<P> {
     }
 }
 
-pub(super) struct ServerFeed<P: Procedure> {
-    pub(super) shared: Arc<ServerShared<P>>,
+struct ServerFeed<P: Procedure> {
+    shared: Arc<ServerShared<P>>,
 }
 
 impl<P: Procedure> Feed<Ticket<P>> for ServerFeed<P> {
@@ -176,7 +176,7 @@ impl<P: Procedure> Feed<Ticket<P>> for ServerFeed<P> {
 
 /// A running BOHM server (see [`Database::bohm_serve`]).
 pub struct Server<P: Procedure> {
-    pub(super) shared: Arc<ServerShared<P>>,
+    shared: Arc<ServerShared<P>>,
 }
 
 impl<P: Procedure> Server<P> {

@@ -120,12 +120,12 @@ pub(super) struct Note {
 unsafe impl Send for Note {}
 
 pub(super) struct Part {
-    pub(super) inner: UnsafeCell<PartInner>,
+    inner: UnsafeCell<PartInner>,
     /// Absent versions produced by execution threads, for the owner to
     /// unlink from its map (a latch taken once per delete or failed insert).
     pub(super) notes: Mutex<Vec<Note>>,
-    pub(super) created: AtomicU64,
-    pub(super) freed: AtomicU64,
+    created: AtomicU64,
+    freed: AtomicU64,
 }
 
 /// BOHM's storage: partitions of version chains, and the gate that lets

@@ -136,7 +136,7 @@ impl<'db> Transaction<'db> {
     /// for (we abort), and the slot's last commit stamp (its earlier
     /// occupants' untracked reads) joins η(T) — or aborts us if it is
     /// larger than our own stamp.
-    pub(super) fn finalize_eta(
+    fn finalize_eta(
         &self,
         stamp: &AtomicU64,
         readers: &AtomicU64,
@@ -196,7 +196,7 @@ impl<'db> Transaction<'db> {
     /// Whether readers may have read versions untracked (section 5.3), so
     /// that writers must account for them.
     #[inline]
-    pub(super) fn read_mostly(&self) -> bool {
+    fn read_mostly(&self) -> bool {
         let o = &self.db.opts;
         self.cert == Cert::Ssn && o.ssn_read_mostly_age.is_some() && !o.faults.skip_read_mostly_handshake
     }
@@ -315,7 +315,7 @@ impl<'db> Transaction<'db> {
 
     /// η(T) against the pseudo-versions of the index entries write `w`
     /// adds or removes (section 6).
-    pub(super) fn finalize_gaps(&self, t: &Table, w: &WriteEntry, c: u64) {
+    fn finalize_gaps(&self, t: &Table, w: &WriteEntry, c: u64) {
         // SAFETY: ours (new) or write-locked by us (old).
         let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
         for (i, ix) in t.indexes.iter().enumerate() {

@@ -16,7 +16,7 @@ pub(crate) struct PseudoVersion {
 /// The pseudo-versions of one index.
 pub(crate) struct Gaps {
     pub(super) key: Box<[CachePadded<PseudoVersion>]>,
-    pub(super) range: CachePadded<PseudoVersion>,
+    range: CachePadded<PseudoVersion>,
 }
 
 impl Default for Gaps {
@@ -30,26 +30,22 @@ impl Default for Gaps {
 /// with that prefix (byte order), so its gap is that prefix's class — a
 /// TPC-C scan of one district's new orders does not meet inserts into
 /// another district's. Other ranges read the whole index's gap.
-pub(super) const PREFIXES: [usize; 4] = [8, 4, 3, 2];
+const PREFIXES: [usize; 4] = [8, 4, 3, 2];
 
 impl Gaps {
     /// The class of the key bytes `b` (a whole key, or a prefix).
-    pub(super) fn class(&self, b: &[u8]) -> &PseudoVersion {
+    fn class(&self, b: &[u8]) -> &PseudoVersion {
         let h = crate::key::hash_bytes(b) ^ (b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         &self.key[(h % GAP_CLASSES as u64) as usize]
     }
 
     /// The gap a scan of one key reads.
-    pub(super) fn of_key(&self, k: &crate::key::Key) -> &PseudoVersion {
+    fn of_key(&self, k: &crate::key::Key) -> &PseudoVersion {
         self.class(k.as_bytes())
     }
 
     /// The gap a scan of a key range reads.
-    pub(super) fn of_range(
-        &self,
-        lo: &std::ops::Bound<crate::key::Key>,
-        hi: &std::ops::Bound<crate::key::Key>,
-    ) -> &PseudoVersion {
+    fn of_range(&self, lo: &std::ops::Bound<crate::key::Key>, hi: &std::ops::Bound<crate::key::Key>) -> &PseudoVersion {
         use std::ops::Bound::{Excluded, Included};
         let (Included(a) | Excluded(a), Included(b) | Excluded(b)) = (lo, hi) else { return &self.range };
         let (a, b) = (a.as_bytes(), b.as_bytes());

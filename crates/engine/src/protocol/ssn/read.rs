@@ -6,7 +6,7 @@ use super::*;
 
 /// The readers-bitmap bit of slot `slot`.
 #[inline]
-pub(super) fn bit(slot: u32) -> u64 {
+fn bit(slot: u32) -> u64 {
     1 << slot.min(SHARED_BIT)
 }
 
@@ -39,7 +39,7 @@ pub(super) fn register(readers: &AtomicU64, slot: u32) {
 /// before (by an earlier read, an earlier occupant of our slot, or another
 /// slot sharing bit 63).
 #[inline]
-pub(super) fn register_untracked(readers: &AtomicU64, slot: u32) {
+fn register_untracked(readers: &AtomicU64, slot: u32) {
     let b = bit(slot);
     // Acquire: a bit seen set was set by a SeqCst read-modify-write that
     // then happens before our SeqCst End load, so it precedes the load in
@@ -208,7 +208,7 @@ pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version
 /// and its π with it — the worst case, π(U) = 0 (abort; the base would
 /// abort such a scanner anyway with `Phantom` unless the row was deleted
 /// again before its commit).
-pub(super) fn created_after(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt: u64) {
+fn created_after(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt: u64) {
     loop {
         // Acquire: the final stamp, if postprocessing wrote it.
         let (cu, pi) = match Word::decode(v.begin.load(Ordering::Acquire)) {

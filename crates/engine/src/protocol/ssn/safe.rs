@@ -4,7 +4,7 @@
 use super::*;
 
 /// Snapshots kept in [`SafeSnapshots`]' ring.
-pub(super) const SAFE_RING: usize = 4;
+const SAFE_RING: usize = 4;
 
 /// Active safe snapshots (section 5.2): a read-only serializable
 /// transaction reads, without any tracking, as of the latest snapshot
@@ -20,10 +20,10 @@ pub(crate) struct SafeSnapshots {
     pub(super) latest: AtomicU64,
     /// The last few snapshot timestamps, for an updater whose stamp is older
     /// than the latest: it needs the largest one below its stamp.
-    pub(super) ring: [AtomicU64; SAFE_RING],
+    ring: [AtomicU64; SAFE_RING],
     /// Takers, one at a time; the count of snapshots taken and when the
     /// latest was taken.
-    pub(super) taker: parking_lot::Mutex<(usize, Option<std::time::Instant>)>,
+    taker: parking_lot::Mutex<(usize, Option<std::time::Instant>)>,
 }
 
 impl Default for SafeSnapshots {
@@ -113,7 +113,7 @@ impl SafeSnapshots {
 /// the slot was counted before its stamp was drawn, and our reading of the
 /// clock saw that draw (the clock only changes by read-modify-writes, so the
 /// reading synchronizes with it), which orders the count before this load.
-pub(super) fn wait_decided_below(txns: &TxnTable, s: u64) {
+fn wait_decided_below(txns: &TxnTable, s: u64) {
     for i in 0..txns.high_water() {
         let backoff = Backoff::new();
         while let Some((_, Peek::Preparing(ts))) = txns.peek_slot(i) {

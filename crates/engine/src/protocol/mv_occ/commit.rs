@@ -1,0 +1,442 @@
+//! Commit (Hekaton sections 3.2 and 3.3): precommit (the end timestamp),
+//! preparation (validation, commit dependencies, the redo record and, under
+//! sync durability, its round), postprocessing (timestamps into the
+//! versions), and abort.
+
+use super::*;
+
+impl<'db> Transaction<'db> {
+    /// Commits. Waits only for commit dependencies. On failure the
+    /// transaction is rolled back and the error says why.
+    ///
+    /// Under sync durability a commit returns once it is durable, and a
+    /// transaction that wrote nothing returns once whatever it read is
+    /// durable (`durability::log`, "Durable visibility"): a crash never
+    /// loses a commit that was acknowledged or that a reader was shown.
+    /// The multi-version families get the second for free: their commits
+    /// become visible only once durable.
+    pub fn commit(self) -> Result<CommitInfo> {
+        let db = self.db;
+        // The multi-version families become Committed only once durable
+        // (see `commit_protocol`): what they read is durable or a commit
+        // dependency they waited for. The others follow Silo's rule.
+        let visible_once_durable = !(self.bohm || self.locking || self.single);
+        let info = self.commit_protocol()?;
+        if info.writes == 0 && !visible_once_durable {
+            db.wait_visible()?;
+        }
+        Ok(info)
+    }
+
+    /// The protocol's commit (each family's own).
+    fn commit_protocol(mut self) -> Result<CommitInfo> {
+        if self.bohm {
+            return self.bo_commit();
+        }
+        if self.locking {
+            return self.lk_commit();
+        }
+        if self.single {
+            return self.sv_commit();
+        }
+        self.enter()?;
+        if self.po_occ {
+            // Figure 13, step 3: the optimistic writes take their locks now.
+            self.po_connect()?;
+        }
+        let db = self.db;
+        let local = self.local();
+        if local.write_set.is_empty() && self.cert != Cert::Off && !self.base_rc && local.scan_set.is_empty() {
+            if let Some(r) = self.ssn_read_only_commit() {
+                return r;
+            }
+        }
+        if local.write_set.is_empty() && self.cert == Cert::Off {
+            // Nothing written: serialized at the begin timestamp (see module
+            // docs) — or, for a pessimistic transaction reading at the
+            // current time, at a time when it still holds all its read locks.
+            let commit_ts = if self.reads_now() && self.honour_locks {
+                // SeqCst: as for a read time; odd, never equals a stamp.
+                db.clock.load(Ordering::SeqCst) - 1
+            } else {
+                self.begin_ts
+            };
+            if self.honour_locks {
+                self.release_locks();
+            }
+            if !self.wait_for_dependencies() {
+                return Err(self.abort_with(AbortReason::CommitDependency));
+            }
+            if self.recording {
+                self.record_end(Some(commit_ts), Outcome::Committed);
+            }
+            self.terminate();
+            return Ok(CommitInfo { commit_ts, writes: 0 });
+        }
+
+        // Wait-for dependencies (section 4.2): wait until no read lock or
+        // bucket lock holds us back, before taking the end timestamp.
+        if self.honour_locks {
+            if let Err(r) = self.await_wait_fors() {
+                return Err(self.abort_with(r));
+            }
+        }
+
+        // Precommit: acquire the end timestamp and become Preparing.
+        // SeqCst on the pending store and the fetch_add: a reader that still
+        // sees us Active read its clock before we drew our end timestamp.
+        db.txns.set_pending(self.slot);
+        let end_ts = match &db.po {
+            // POMVCC (Figure 17): the shared CTs, not incremented.
+            Some(po) => {
+                self.po_cts = po.allocate_cts();
+                pomvcc::stamp(self.po_cts)
+            }
+            None => db.clock.fetch_add(2, Ordering::SeqCst),
+        };
+        db.txns.set_state(self.slot, TxnState::Preparing, end_ts);
+        // Our read locks and the dependencies we impose are released only
+        // now that the end timestamp is drawn: a writer they held back
+        // draws a later one (see `mv_lock`).
+        if self.honour_locks {
+            self.release_locks();
+        }
+
+        // Preparation: validation, then wait for commit dependencies. Under
+        // POMVCC others commit at our timestamp too: validating just past it
+        // counts their writes as conflicts (see `protocol::pomvcc`).
+        let validate = !db.opts.faults.skip_validation;
+        let check_ts = if db.po.is_some() { end_ts + 1 } else { end_ts };
+        if validate && self.isolation >= Isolation::RepeatableRead && !self.validate_reads(check_ts) {
+            return Err(self.abort_with(AbortReason::ReadValidation));
+        }
+        if validate && self.isolation == Isolation::Serializable && !self.detect_phantoms(check_ts) {
+            return Err(self.abort_with(AbortReason::Phantom));
+        }
+        if self.cert != Cert::Off {
+            if let Err(r) = self.ssn_precommit(end_ts) {
+                return Err(self.abort_with(r));
+            }
+        }
+        if !self.wait_for_dependencies() {
+            return Err(self.abort_with(AbortReason::CommitDependency));
+        }
+        // Logging (section 3.2, "write the new versions to the log"): the
+        // redo record is appended before we become Committed, so that
+        // whoever reads or overwrites our writes appends after us (see
+        // `durability::log`). Under sync durability we also wait for it
+        // here, still Preparing (section 3.2: "the transaction ... is
+        // committed" once the log write completes): a reader of our
+        // versions meanwhile takes a commit dependency on us, so nothing
+        // anyone can observe is lost by a crash, and a read-only
+        // transaction never waits for a round it did not read from. If the
+        // log fails we still commit in memory (others may depend on us) and
+        // report it at the end, as before.
+        let epoch =
+            db.durable.as_ref().filter(|_| !self.local().write_set.is_empty()).map(|d| self.log_redo(&d.log, end_ts));
+        let durable = db.wait_durable(epoch);
+        db.txns.set_state(self.slot, TxnState::Committed, end_ts);
+
+        // Postprocessing: propagate the end timestamp (SSN's stamps first).
+        if self.cert != Cert::Off {
+            self.ssn_postcommit(end_ts);
+        }
+        let local = self.local();
+        for w in &local.write_set {
+            if !w.new.is_null() {
+                // SAFETY: our own version; alive until we hand it to the GC.
+                word::finalize_begin(&unsafe { &*w.new }.begin, end_ts);
+            }
+            if !w.old.is_null() {
+                // SAFETY: write-locked by us, so not reclaimable yet.
+                let old = unsafe { &*w.old };
+                if db.opts.faults.skip_write_conflicts {
+                    // Fault injection: another committer may share the
+                    // version (and its lock). Release: as `finalize_end`.
+                    old.end.store(end_ts, Ordering::Release);
+                } else {
+                    // No reader holds a lock any more: we waited for the last one.
+                    word::finalize_end(&old.end, end_ts);
+                }
+            }
+        }
+        db.txns.report_outcome(self.slot, true);
+        if self.recording {
+            self.record_end(Some(end_ts), Outcome::Committed);
+        }
+        let writes = local.write_set.len();
+        // (Under the test-only write-conflict fault two committers may share
+        // an old version; it is then left unreclaimed rather than freed twice.)
+        let shared_old = db.opts.faults.skip_write_conflicts;
+        self.collect_garbage(local.write_set.iter().filter(|w| !w.old.is_null() && !shared_old).map(|w| Garbage {
+            ts: end_ts,
+            table: w.table,
+            v: VPtr(w.old),
+        }));
+        if let Some(po) = &db.po {
+            // Increment_TsCC: every version carries its stamp now, and
+            // (under sync durability) its record is durable: we waited
+            // above, so BTs passes only persisted commits (section VI).
+            po.commit(self.po_cts);
+            db.po_clock();
+        }
+        self.terminate();
+        durable?;
+        Ok(CommitInfo { commit_ts: end_ts, writes })
+    }
+
+    /// Appends this transaction's redo record: every new version's key
+    /// and value, or the key of a deleted row. Returns its epoch.
+    fn log_redo(&self, log: &crate::durability::log::Log, end_ts: u64) -> u64 {
+        let local = self.local();
+        log.append(end_ts, &mut local.log_buf, |r| {
+            for w in &local.write_set {
+                // SAFETY: our own versions (new) and those we write-locked
+                // (old): alive until we hand them to the GC.
+                let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
+                let key = new.or(old).expect("a write has a version").key();
+                r.put(w.table, key.as_bytes(), new.map(|n| n.value()));
+            }
+            local.write_set.len() as u32
+        })
+    }
+
+    /// The single-version stores' update, modify, update_with and delete.
+    #[inline]
+    pub(super) fn one_version_write(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Result<()> {
+        if self.locking {
+            self.lk_write(table, key, f)
+        } else {
+            self.sv_write(table, key, f)
+        }
+    }
+
+    /// Rolls the transaction back.
+    pub fn abort(mut self) {
+        if self.status == Status::Active {
+            self.abort_with(AbortReason::User);
+        }
+    }
+
+    /// Read validation (section 3.2): every version read must still be
+    /// visible as of the end timestamp.
+    fn validate_reads(&self, end_ts: u64) -> bool {
+        // Epoch pin: versions reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let me = self.me_validating(end_ts);
+        self.local().read_set.iter().all(|&VPtr(v)| {
+            // SAFETY: a version we read is visible past our begin timestamp,
+            // so its End stamp exceeds the GC watermark while we are open.
+            let v = unsafe { &*v };
+            // Acquire: see the latest End word.
+            writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.id) || visible_at(v, end_ts, &me).is_some()
+        }) && !me.clash.get()
+    }
+
+    /// Phantom detection (section 3.2): repeat every scan as of the end
+    /// timestamp; a version visible then whose begin timestamp falls inside
+    /// our lifetime is a phantom (Figure 3, V4).
+    fn detect_phantoms(&self, end_ts: u64) -> bool {
+        // Epoch pin: versions reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let me = self.me_validating(end_ts);
+        for s in &self.local().scan_set {
+            let t = self.db.table_by_id(s.table);
+            let ix = &t.indexes[s.index as usize];
+            let mut phantom = false;
+            let mut check = |v: &Version| {
+                // Acquire: see the final Begin word.
+                if v.begin.load(Ordering::Acquire) == self.word {
+                    return true; // our own insert or new version
+                }
+                if let Some(p) = &s.filter {
+                    if !p(&v.key(), v.value()) {
+                        return true;
+                    }
+                }
+                // A version we replaced or deleted ourselves stands for itself:
+                // under SSN over read committed a transaction may replace a
+                // row its own scan was too early to see.
+                // Acquire: the End word as we left it.
+                // Under SSN over read committed, a version that came and went
+                // after the scan counts too: what the scan found absent then
+                // stays absent until the commit, as a locking reader's would
+                // (the checker places such observations at the commit).
+                let began = if writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.id) {
+                    Some(ssn::cstamp_of(v, &self.db.txns))
+                } else if self.base_rc {
+                    Some(ssn::cstamp_of(v, &self.db.txns)).filter(|&b| b != 0 && b < end_ts)
+                } else {
+                    visible_at(v, end_ts, &me)
+                };
+                if let Some(b) = began {
+                    if b > s.since {
+                        phantom = true;
+                        return false;
+                    }
+                }
+                true
+            };
+            match &s.kind {
+                ScanKind::Eq(k) => ix.for_each_eq(k, |v| !ix.matches(v, k) || check(v)),
+                ScanKind::Range(lo, hi) => {
+                    let ordered = ix.is_ordered();
+                    ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
+                        (!ordered && !in_range(lo, hi, &ix.key_of(v))) || check(v)
+                    })
+                }
+            }
+            if phantom {
+                return false;
+            }
+        }
+        !me.clash.get()
+    }
+
+    /// Waits until CommitDepCounter is zero (true) or AbortNow is set (false).
+    pub(crate) fn wait_for_dependencies(&self) -> bool {
+        let s = self.slot();
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: pairs with the Release report of the dependency.
+            if s.abort_now.load(Ordering::Acquire) {
+                return false;
+            }
+            // Acquire: as above.
+            if s.dep_counter.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// Aborts: become Aborted, undo (section 3.3), report, terminate.
+    pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
+        if self.bohm {
+            return self.bo_abort(reason);
+        }
+        if self.locking {
+            return self.lk_abort(reason);
+        }
+        if self.single {
+            return self.sv_abort(reason);
+        }
+        debug_assert_eq!(self.status, Status::Active);
+        let db = self.db;
+        db.txns.set_state(self.slot, TxnState::Aborted, 0);
+        let local = self.local();
+        for p in local.pending.drain(..) {
+            if !p.new.is_null() {
+                // SAFETY: never connected: nobody else has seen it.
+                unsafe { Version::free(p.new) };
+            }
+        }
+        for w in local.write_set.iter().rev() {
+            if !w.new.is_null() {
+                // SAFETY: our own version, alive until handed to the GC.
+                // Release: a reader that sees INFINITY ignores the version.
+                unsafe { &*w.new }.begin.store(INFINITY, Ordering::Release);
+            }
+            if !w.old.is_null() {
+                // SAFETY: write-locked by us until this reset.
+                let old = unsafe { &*w.old };
+                // Drop the write lock and keep the read locks; a word no
+                // longer naming us was taken over by a transaction that saw
+                // our abort: it is left alone.
+                word::release_write_lock(&old.end, self.id);
+            }
+        }
+        if self.honour_locks {
+            self.release_locks();
+        }
+        if self.cert != Cert::Off {
+            self.ssn_release(None);
+        }
+        db.txns.report_outcome(self.slot, false);
+        // New versions become garbage once every transaction open now is gone:
+        // stamp them just below the clock, so that only transactions that
+        // began before now (begin stamps < now) hold them back.
+        // SeqCst: a transaction whose begin we do not order before this load
+        // draws a stamp >= now and can no longer reach the versions.
+        let now = db.clock.load(Ordering::SeqCst) - 1;
+        self.collect_garbage(local.write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
+            ts: now,
+            table: w.table,
+            v: VPtr(w.new),
+        }));
+        if let Some(po) = &db.po {
+            if self.po_cts != 0 {
+                // Decrement_TsPC: our versions are marked garbage already.
+                po.abort(self.po_cts);
+            }
+            if matches!(reason, AbortReason::WriteConflict | AbortReason::ReadValidation | AbortReason::Phantom) {
+                // D5.i: two transactions at one timestamp would not commute.
+                po.conflict();
+            }
+            db.po_clock();
+        }
+        self.aborted(reason)
+    }
+
+    /// The end of every protocol's rollback, once its own undo is done:
+    /// the history, the statistics, the status; the slot is given back.
+    pub(crate) fn aborted(&mut self, reason: AbortReason) -> Error {
+        if self.recording {
+            self.record_end(None, Outcome::Aborted(reason));
+        }
+        // Relaxed: statistics only.
+        self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
+        self.status = Status::Aborted(reason);
+        self.release();
+        Error::Aborted(reason)
+    }
+
+    /// Hands garbage to the collector and, when the queue is long, collects.
+    fn collect_garbage(&self, items: impl Iterator<Item = Garbage>) {
+        let db = self.db;
+        let shard = self.slot as usize;
+        let len = db.gc.push(shard, items);
+        if len >= GC_THRESHOLD {
+            let w = db.watermark();
+            let n = db.gc.collect(shard, w, GC_THRESHOLD / 2, |t| db.table_by_id(t));
+            // Relaxed: statistics only.
+            self.slot().freed.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn terminate(&mut self) {
+        // Relaxed: statistics only.
+        self.slot().committed.fetch_add(1, Ordering::Relaxed);
+        self.release();
+        // A committed transaction is consumed; mark it so Drop does nothing.
+        self.status = Status::Aborted(AbortReason::User);
+        self.slot = u32::MAX;
+    }
+
+    /// Clears the sets and gives the slot back (the transaction terminates).
+    pub(crate) fn release(&mut self) {
+        let s = self.slot();
+        // Relaxed: statistics only.
+        s.created.fetch_add(self.created, Ordering::Relaxed);
+        self.created = 0;
+        self.local().clear();
+        self.db.txns.close(self.slot);
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if self.status == Status::Active && self.slot != u32::MAX {
+            self.abort_with(AbortReason::User);
+        }
+    }
+}

@@ -1,0 +1,405 @@
+//! Normal processing, reads and scans (Hekaton section 3.1): point
+//! lookups through the primary index, secondary lookups and range scans,
+//! and the `Delivery` that hands visible rows to the caller while it
+//! fills the ReadSet, the ScanSet and the recorded history.
+
+use super::*;
+
+impl<'db> Transaction<'db> {
+    /// Reads the row with primary key `key` and passes its value to `f`.
+    /// No allocation: the value is borrowed for the duration of `f`.
+    #[inline]
+    pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        if self.bohm {
+            return self.bo_get_with(table, key, f);
+        }
+        if self.locking {
+            return self.lk_get_with(table, key, f);
+        }
+        if self.single {
+            return self.sv_get_with(table, key, f);
+        }
+        self.enter()?;
+        if self.po_occ {
+            if let Some(i) = self.po_find(table.0, key) {
+                return Ok(self.po_read(i, f));
+            }
+        }
+        // Epoch pin: versions reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let t = self.db.table_ref(table)?;
+        let mut v = if self.lock_scans {
+            self.guard_key(t, table.0, 0, key)?
+        } else {
+            self.find_visible(t, key, self.lookup_time())
+        };
+        if self.lock_reads {
+            v = self.lock_found(t, key, v)?;
+        }
+        if v.is_null() {
+            self.settle_speculation()?;
+            if self.track_scans {
+                self.local().scan_set.push(ScanRecord {
+                    table: table.0,
+                    index: 0,
+                    kind: ScanKind::Eq(*key),
+                    filter: None,
+                    since: self.begin_ts,
+                });
+            }
+            if self.cert != Cert::Off {
+                self.ssn_scan(t, 0, &ScanKind::Eq(*key));
+                self.ssn_absent_key(t, key);
+                self.ssn().verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
+            }
+            if self.recording {
+                self.record(Op::Read { table: table.0, key: *key, version: None });
+            }
+            return Ok(None);
+        }
+        if self.track_reads {
+            self.local().read_set.push(VPtr(v));
+        }
+        if self.cert != Cert::Off {
+            self.ssn_read(v)?;
+        }
+        // SAFETY: found under the epoch guard, which is still held.
+        let v = unsafe { &*v };
+        if self.recording {
+            self.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(v), v.value().to_vec())) });
+        }
+        Ok(Some(f(v.value())))
+    }
+
+    /// Hints that the rows with these primary keys will be accessed soon.
+    ///
+    /// Reaching a row costs two dependent cache misses (bucket, then
+    /// version), and reading all of a wide row one more per cache line.
+    /// Issued for all keys at once, the misses overlap instead of running
+    /// one after the other: the buckets first, then every line of each
+    /// chain's first version (the table's row size, see `Table::row_hint`).
+    /// Only a hint: it changes nothing, tracks nothing, and does nothing
+    /// for ordered indexes.
+    pub fn prefetch(&self, table: TableId, keys: &[Key]) {
+        self.prefetch_many(&[(table, keys)]);
+    }
+
+    /// [`Transaction::prefetch`] for the rows of several tables at once.
+    /// The second step (a version's address is in its bucket) waits for
+    /// the first bucket to arrive; one call for all the rows a transaction
+    /// is about to reach waits once instead of once per table.
+    pub fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
+        let hashed = |table: TableId| match self.db.table_ref(table) {
+            Ok(t) => match &t.indexes[0].imp {
+                IndexImpl::Hash(h) => Some((t, h)),
+                IndexImpl::Ordered(_) => None,
+            },
+            Err(_) => None,
+        };
+        for (table, keys) in sets {
+            if let Some((_, h)) = hashed(*table) {
+                for k in *keys {
+                    h.prefetch_bucket(k.hash64());
+                }
+            }
+        }
+        for (table, keys) in sets {
+            if let Some((t, h)) = hashed(*table) {
+                let bytes = t.row_hint();
+                for k in *keys {
+                    h.prefetch_head(k.hash64(), bytes);
+                }
+            }
+        }
+    }
+
+    /// Reads the row with primary key `key` (copies the value).
+    pub fn get(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
+        self.get_with(table, key, |v| v.to_vec())
+    }
+
+    /// Calls `f(primary key, value)` for every visible row whose key in
+    /// `index` equals `key` (any index; secondary indexes may hold many rows
+    /// per key), until `f` returns false.
+    pub fn get_by(&mut self, index: IndexId, key: &Key, mut f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
+        if self.bohm {
+            return self.bo_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
+        }
+        if self.locking {
+            return self.lk_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
+        }
+        if self.single {
+            return self.sv_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
+        }
+        self.enter()?;
+        self.po_connect_before_scan()?;
+        // Epoch pin: versions reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let (t, ix) = self.index_ref(index)?;
+        if self.lock_scans {
+            self.guard_key(t, index.table, index.index, key)?; // null: the scan follows
+        }
+        let rt = self.read_time();
+        let me = self.me();
+        if self.track_scans {
+            self.local().scan_set.push(ScanRecord {
+                table: index.table,
+                index: index.index,
+                kind: ScanKind::Eq(*key),
+                filter: None,
+                since: rt,
+            });
+        }
+        if self.cert != Cert::Off {
+            self.ssn_scan(t, index.index, &ScanKind::Eq(*key));
+        }
+        let mut out = Delivery::new(self);
+        ix.for_each_eq(key, |v| {
+            if !ix.matches(v, key) {
+                return true;
+            }
+            if visible_at(v, rt, &me).is_none() {
+                out.ssn_absent(v, rt);
+                return true;
+            }
+            out.deliver(v, &mut f)
+        });
+        if let Some(s) = &out.ssn {
+            if let Err(r) = s.st.verdict_now(s.cert) {
+                out.refused = out.refused.or(Some(r));
+            }
+        }
+        if let Some(r) = out.refused {
+            return Err(self.abort_with(r));
+        }
+        let rows = out.rows;
+        if self.recording {
+            let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
+            self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered: index.index != 0, rows });
+        }
+        Ok(())
+    }
+
+    /// Calls `f(primary key, value)` for every visible row whose key in
+    /// `index` lies in `range` and that passes `filter`, until `f` returns
+    /// false. Ordered indexes deliver rows in key order; hash indexes can only
+    /// be scanned whole (in no particular order), filtered by `range`.
+    pub fn scan(
+        &mut self,
+        index: IndexId,
+        range: impl RangeBounds<Key>,
+        filter: Option<&Filter>,
+        mut f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        if self.bohm {
+            return self.bo_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f);
+        }
+        if self.locking {
+            return self.lk_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f);
+        }
+        if self.single {
+            return self.sv_scan_range(index, range, filter, f);
+        }
+        self.enter()?;
+        self.po_connect_before_scan()?;
+        // Epoch pin: versions reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let (t, ix) = self.index_ref(index)?;
+        let lo = range.start_bound().cloned();
+        let hi = range.end_bound().cloned();
+        if self.lock_scans {
+            // Before the read time is taken: a version committed after the
+            // lock is one whose writer saw the lock and waited for us.
+            self.lock_range(index.table, index.index, ix, lo, hi);
+        }
+        let rt = self.read_time();
+        let me = self.me();
+        if self.track_scans {
+            self.local().scan_set.push(ScanRecord {
+                table: index.table,
+                index: index.index,
+                kind: ScanKind::Range(lo, hi),
+                filter: filter.cloned(),
+                since: rt,
+            });
+        }
+        if self.cert != Cert::Off {
+            self.ssn_scan(t, index.index, &ScanKind::Range(lo, hi));
+        }
+        // Writers of versions a serializable pessimistic scan cannot see yet.
+        let mut uncommitted = std::mem::take(&mut self.local().uncommitted);
+        let lock_scans = self.lock_scans;
+        let mut out = Delivery::new(self);
+        let ordered = ix.is_ordered();
+        let mut stopped_at = None;
+        ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
+            // Check predicate (search predicate, then residual), then visibility.
+            if !ordered && !in_range(&lo, &hi, &ix.key_of(v)) {
+                return true;
+            }
+            if let Some(p) = filter {
+                if !p(&v.key(), v.value()) {
+                    // SSN and SSI: the predicate read this row too, so an
+                    // update that makes it match overwrites a version read.
+                    if out.ssn.is_some() && visible_at(v, rt, &me).is_some() {
+                        return out.ssn_read(v);
+                    }
+                    return true;
+                }
+            }
+            if visible_at(v, rt, &me).is_none() {
+                if lock_scans {
+                    uncommitted.extend(self.uncommitted_writer(v, rt));
+                }
+                out.ssn_absent(v, rt);
+                return true;
+            }
+            if out.deliver(v, &mut f) {
+                return true;
+            }
+            stopped_at = Some(ix.key_of(v));
+            false
+        });
+        if let Some(s) = &out.ssn {
+            if let Err(r) = s.st.verdict_now(s.cert) {
+                out.refused = out.refused.or(Some(r));
+            }
+        }
+        let refused = out.refused;
+        let rows = out.rows;
+        self.local().uncommitted = uncommitted;
+        if let Some(r) = refused {
+            return Err(self.abort_with(r));
+        }
+        if self.lock_scans {
+            if let Err(r) = self.impose_on_writers() {
+                return Err(self.abort_with(r));
+            }
+        }
+        // A scan of an ordered index that its caller stopped observed the
+        // range only up to the row it stopped at (the oldest new order, the
+        // first of a prefix): rows after it are neither read nor phantoms.
+        // Narrowing the ScanSet entry spares false phantom aborts, and the
+        // history must not claim that the rest of the range was empty. A
+        // hash index is scanned in no key order: its range stays whole.
+        let hi = match stopped_at {
+            Some(k) if ordered => {
+                if self.lock_scans {
+                    ix.ranges.narrow_last(self.id, Bound::Included(k));
+                }
+                if self.track_scans {
+                    if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) = self.local().scan_set.last_mut() {
+                        *h = Bound::Included(k);
+                    }
+                }
+                Bound::Included(k)
+            }
+            _ => hi,
+        };
+        if self.recording {
+            self.record_scan(index, lo, hi, filter.is_some(), rows);
+        }
+        Ok(())
+    }
+}
+
+/// Hands the visible rows of a lookup or scan to the caller's function,
+/// adding them to the ReadSet (repeatable read and serializable) and to the
+/// recorded history (recording only).
+struct Delivery<'a> {
+    track: bool,
+    pub(super) recording: bool,
+    pub(super) reads: &'a mut Vec<VPtr>,
+    /// Pessimistic repeatable read and serializable: read lock every row
+    /// delivered (our id and the transaction table), into `locks`.
+    lock: Option<(u64, &'a crate::txn::table::TxnTable)>,
+    locks: &'a mut Vec<VPtr>,
+    /// SSN and SSI: every row delivered is an `ssn_read`.
+    ssn: Option<SsnRead<'a>>,
+    /// Why a read lock was refused (the scan stopped; the caller aborts).
+    pub(super) refused: Option<AbortReason>,
+    rows: Vec<(Key, Writer, Vec<u8>)>,
+}
+
+/// What a [`Delivery`] needs for SSN's reads.
+struct SsnRead<'a> {
+    st: &'a mut ssn::SsnLocal,
+    cert: Cert,
+    txns: &'a crate::txn::table::TxnTable,
+    slot: u32,
+    word: u64,
+}
+
+impl<'a> Delivery<'a> {
+    pub(super) fn new(t: &Transaction<'a>) -> Delivery<'a> {
+        let l = t.local();
+        Delivery {
+            track: t.track_reads,
+            recording: t.recording,
+            reads: &mut l.read_set,
+            lock: t.lock_reads.then_some((t.id, &t.db.txns)),
+            locks: &mut l.read_locks,
+            ssn: (t.cert != Cert::Off).then_some(SsnRead {
+                st: &mut l.ssn,
+                cert: t.cert,
+                txns: &t.db.txns,
+                slot: t.slot,
+                word: t.word,
+            }),
+            refused: None,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Delivers `v`; returns what `f` returned (false stops the scan).
+    #[inline]
+    fn deliver(&mut self, v: &Version, f: &mut impl FnMut(&Key, &[u8]) -> bool) -> bool {
+        if let Some((id, txns)) = self.lock {
+            match read_lock(v, id, txns, self.locks) {
+                Locked::Yes => {}
+                // Replaced and committed since the visibility check: what we
+                // saw cannot be locked any more (section 4.1.1 locks only
+                // latest versions), so the read cannot be kept stable.
+                Locked::NotLatest => {
+                    self.refused = Some(AbortReason::ReadLock);
+                    return false;
+                }
+                Locked::Refused(r) => {
+                    self.refused = Some(r);
+                    return false;
+                }
+            }
+        }
+        if self.track {
+            self.reads.push(VPtr(v as *const Version as *mut Version));
+        }
+        if self.ssn.is_some() && !self.ssn_read(v) {
+            return false;
+        }
+        if self.recording {
+            self.rows.push((v.key(), writer_of(v), v.value().to_vec()));
+        }
+        f(&v.key(), v.value())
+    }
+
+    /// SSN: the scan passed over `v`, invisible at `rt` (see `ssn::absent`).
+    #[inline]
+    fn ssn_absent(&mut self, v: &Version, rt: u64) {
+        if let Some(s) = self.ssn.as_mut() {
+            ssn::absent(s.st, s.cert, s.txns, v, rt);
+        }
+    }
+
+    /// SSN's read of `v`; false (and `refused` set) on an early abort.
+    #[inline]
+    fn ssn_read(&mut self, v: &Version) -> bool {
+        let s = self.ssn.as_mut().expect("an SSN delivery");
+        match ssn::read(s.st, s.cert, s.txns, s.slot, s.word, v) {
+            Ok(()) => true,
+            Err(r) => {
+                self.refused = Some(r);
+                false
+            }
+        }
+    }
+}
