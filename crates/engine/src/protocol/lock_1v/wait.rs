@@ -1,0 +1,170 @@
+//! 1V's lock waits (Hekaton section 5): a transaction blocked on a
+//! key lock publishes what it waits on and, after `deadlock_interval`,
+//! looks for a cycle through itself in the waits-for graph.
+
+use super::*;
+
+/// What `lk_lock` did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Got {
+    /// Taken now (a short lock must be released by the caller).
+    Taken,
+    /// Held already, in this mode or a stronger one (or upgraded).
+    Held,
+    /// The caller's give-up condition came true while waiting.
+    GaveUp,
+}
+
+/// How a wait ended.
+#[derive(PartialEq, Eq)]
+pub(crate) enum Waited {
+    Got,
+    GaveUp,
+    TimedOut,
+    /// The deadlock check chose us as the victim.
+    Victim,
+}
+
+/// What a waiting locking transaction waits for, published in its slot
+/// while it waits (and only then): the input of deadlock detection.
+pub(crate) struct LockWait {
+    /// The waiter's id.
+    pub(crate) id: u64,
+    pub(crate) on: WaitOn,
+}
+
+/// The object of a wait.
+pub(crate) enum WaitOn {
+    /// A lock word (its address), in a mode; `upgrade`: from our S lock.
+    Lock { word: usize, mode: LockMode },
+    /// Key-range locks of others covering keys we link ((table, index, key)).
+    Ranges(Vec<(u32, usize, Key)>),
+}
+
+/// Waits for `w` in `mode` (`upgrade`: from our sole S lock) until it is
+/// taken, `give_up()` holds, `limit` passes, or `victim(waited)` (called
+/// now and then once the spinning is over) says a deadlock chose us.
+/// Spins first, then yields, then sleeps (a wait behind a long holder
+/// should not burn a core).
+pub(crate) fn wait_for_lock(
+    w: &AtomicU64,
+    mode: LockMode,
+    upgrade: bool,
+    limit: Option<Duration>,
+    mut give_up: impl FnMut() -> bool,
+    mut victim: impl FnMut(Duration) -> bool,
+) -> Waited {
+    let backoff = Backoff::new();
+    let mut start = None;
+    loop {
+        if looks_free(w, mode, upgrade) {
+            let got = match mode {
+                LockMode::Shared => try_shared(w),
+                LockMode::Exclusive => try_exclusive(w, upgrade),
+            };
+            if got {
+                return Waited::Got;
+            }
+        }
+        if give_up() {
+            return Waited::GaveUp;
+        }
+        if !backoff.is_completed() {
+            backoff.snooze();
+            continue;
+        }
+        let waited = start.get_or_insert_with(Instant::now).elapsed();
+        if limit.is_some_and(|l| waited >= l) {
+            return Waited::TimedOut;
+        }
+        if victim(waited) {
+            return Waited::Victim;
+        }
+        if waited < Duration::from_millis(1) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
+
+/// Deadlock detection for the locking protocols (a refinement of section
+/// 5's timeouts: a cycle is broken at the first check instead of at the
+/// timeout, and its victim aborts with `deadlock`, not `lock-timeout`).
+///
+/// Only waiting transactions can be part of a deadlock, and each publishes
+/// what it waits for in its slot while it waits, under the slot's mutex; it
+/// does not change its LockSet until it has withdrawn the publication, so
+/// under that mutex the detector may read the waiter's LockSet in its
+/// `TxnLocal`. The edges: a waiter for a lock word waits for every waiting
+/// transaction that holds the word in a conflicting mode; a waiter for
+/// key ranges, for every waiting transaction that holds one of them. A
+/// holder that is running is not part of any cycle (it will release), so
+/// only waiters are followed. A cycle found is a real deadlock: none of its
+/// members can stop waiting unless one times out or is chosen.
+///
+/// The victim is the youngest member of the cycle (the largest id): the
+/// others keep waiting, and the victim finds the same cycle at its own
+/// next check. Returns true if the caller (`slot`, `id`) is the victim.
+pub(super) fn deadlock_victim(db: &crate::Database, slot: u32, id: u64) -> bool {
+    let _one = db.txns.detector.lock();
+    let mut path = vec![(slot, id)];
+    let mut seen = vec![id];
+    cycle_through(db, &mut path, &mut seen, id).is_some_and(|max| max == id)
+}
+
+/// Depth-first search of the waits from the last transaction of `path`;
+/// returns the largest id on a cycle back to `start`.
+fn cycle_through(db: &crate::Database, path: &mut Vec<(u32, u64)>, seen: &mut Vec<u64>, start: u64) -> Option<u64> {
+    let &(slot, id) = path.last().expect("a path has a start");
+    let mut next = Vec::new();
+    {
+        let w = db.txns.slot(slot).lock_wait.lock();
+        let w = w.as_ref().filter(|w| w.id == id)?;
+        match &w.on {
+            WaitOn::Lock { word, mode } => {
+                for s in 0..db.txns.high_water() as u32 {
+                    if s == slot {
+                        continue;
+                    }
+                    let other = db.txns.slot(s).lock_wait.lock();
+                    let Some(o) = other.as_ref() else { continue };
+                    // SAFETY: `o` is published, so its owner is blocked and
+                    // leaves its LockSet alone until it takes this mutex,
+                    // which we hold.
+                    let held = unsafe { &(*db.txns.slot(s).local.get()).locks };
+                    if let Some(i) = held.find(*word as *const AtomicU64) {
+                        if held.held[i].mode == LockMode::Exclusive || *mode == LockMode::Exclusive {
+                            next.push((s, o.id));
+                        }
+                    }
+                }
+            }
+            WaitOn::Ranges(keys) => {
+                let mut ids = Vec::new();
+                for (t, i, k) in keys {
+                    db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
+                }
+                ids.retain(|&h| h != id);
+                for h in ids {
+                    next.push((crate::txn::table::slot_of(h), h));
+                }
+            }
+        }
+    }
+    for (s, h) in next {
+        if h == start {
+            return path.iter().map(|p| p.1).max();
+        }
+        if seen.contains(&h) {
+            continue;
+        }
+        seen.push(h);
+        path.push((s, h));
+        if let Some(m) = cycle_through(db, path, seen, start) {
+            return Some(m);
+        }
+        path.pop();
+    }
+    None
+}

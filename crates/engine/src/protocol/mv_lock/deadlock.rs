@@ -1,0 +1,167 @@
+//! MV/L's deadlock detection (Hekaton section 4.4): a snapshot of the
+//! blocked transactions and their wait-for edges (dependencies, read
+//! locks, bucket and range locks), Tarjan's strongly connected
+//! components, and a victim per cycle.
+
+use super::*;
+
+/// A blocked transaction as the detector saw it.
+struct Node {
+    slot: u32,
+    id: u64,
+    blocked_seq: u64,
+    /// Transactions waiting on this one: WaitingTxnList, and the writers of
+    /// the versions it holds read locks on.
+    waited_by: Vec<u64>,
+}
+
+/// Reads what slot `i` publishes, if its occupant is blocked. The caller
+/// holds the slot's `waits` lock (`w`), which keeps a blocked transaction
+/// blocked and its read-locked versions alive.
+fn node_of(txns: &TxnTable, i: u32, w: &crate::txn::table::WaitInfo) -> Option<Node> {
+    if !w.blocked {
+        return None;
+    }
+    let mut waited_by = w.waiting_txns.clone();
+    for p in &w.read_locks {
+        // SAFETY: read locked by a blocked transaction, which cannot release
+        // it while we hold its `waits` lock: a latest version, not garbage.
+        // Acquire: see the writer that installed itself.
+        if let Some(writer) = writer_of_end(unsafe { &*p.0 }.end.load(Ordering::Acquire)) {
+            waited_by.push(writer);
+        }
+    }
+    Some(Node { slot: i, id: txns.id_of(i), blocked_seq: w.blocked_seq, waited_by })
+}
+
+/// Edges of the wait-for graph among `nodes`: `adj[a]` lists the nodes that
+/// node `a` waits for (an edge from T2 to T1 when T2 waits for T1).
+fn edges(nodes: &[Node]) -> Vec<Vec<usize>> {
+    let index: HashMap<u64, usize> = nodes.iter().enumerate().map(|(k, n)| (n.id, k)).collect();
+    let mut adj = vec![Vec::new(); nodes.len()];
+    for (k, n) in nodes.iter().enumerate() {
+        for t2 in &n.waited_by {
+            if let Some(&j) = index.get(t2) {
+                if j != k && !adj[j].contains(&k) {
+                    adj[j].push(k);
+                }
+            }
+        }
+    }
+    adj
+}
+
+/// Strongly connected components of a directed graph (Tarjan, 1972),
+/// iteratively, in reverse topological order.
+pub(crate) fn tarjan(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    const NONE: usize = usize::MAX;
+    let n = adj.len();
+    let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
+    let mut on_stack = vec![false; n];
+    let (mut stack, mut out, mut next) = (Vec::new(), Vec::new(), 0);
+    for root in 0..n {
+        if index[root] != NONE {
+            continue;
+        }
+        // Call stack of (node, position in its edge list).
+        let mut calls = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut pos)) = calls.last_mut() {
+            if let Some(&w) = adj[v].get(*pos) {
+                *pos += 1;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    calls.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(parent, _)) = calls.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut scc = Vec::new();
+                loop {
+                    let w = stack.pop().expect("v is on the stack");
+                    on_stack[w] = false;
+                    scc.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                out.push(scc);
+            }
+        }
+    }
+    out
+}
+
+/// A cycle in a graph in which every node has an edge to another node:
+/// follow first edges until a node repeats.
+pub(super) fn cycle_in(adj: &[Vec<usize>]) -> Option<Vec<usize>> {
+    let start = (0..adj.len()).find(|&k| !adj[k].is_empty())?;
+    let mut seen = vec![usize::MAX; adj.len()];
+    let mut path = Vec::new();
+    let mut v = start;
+    loop {
+        if seen[v] != usize::MAX {
+            return Some(path[seen[v]..].to_vec());
+        }
+        seen[v] = path.len();
+        path.push(v);
+        v = *adj[v].first()?;
+    }
+}
+
+/// Deadlock detection (section 4.4). Builds the wait-for graph of the
+/// blocked transactions while normal processing goes on, finds its
+/// strongly connected components, and for each one with a cycle freezes its
+/// members (their `waits` locks, in slot order), checks they are still
+/// blocked and still wait for each other, and marks the victim: the member
+/// of a cycle that blocked last, the one whose wait closed it. Returns true if it broke a deadlock. Only one
+/// detector runs at a time; a call that finds another one running returns.
+pub fn detect_deadlocks(db: &Database) -> bool {
+    let txns = &db.txns;
+    let Some(_one) = txns.detector.try_lock() else { return false };
+    let _guard = crossbeam_epoch::pin();
+    // 1-3: nodes, explicit and implicit edges.
+    let nodes: Vec<Node> = (0..txns.high_water() as u32)
+        .filter_map(|i| {
+            let w = txns.slot(i).waits.lock();
+            node_of(txns, i, &w)
+        })
+        .collect();
+    if nodes.len() < 2 {
+        return false;
+    }
+    let adj = edges(&nodes);
+    for scc in tarjan(&adj) {
+        if scc.len() < 2 {
+            continue;
+        }
+        // Verify: freeze the members and rebuild their edges.
+        let mut members: Vec<&Node> = scc.iter().map(|&k| &nodes[k]).collect();
+        members.sort_by_key(|n| n.slot);
+        let guards: Vec<_> = members.iter().map(|n| txns.slot(n.slot).waits.lock()).collect();
+        let now: Option<Vec<Node>> =
+            members.iter().zip(&guards).map(|(n, w)| node_of(txns, n.slot, w).filter(|m| m.id == n.id)).collect();
+        let Some(now) = now else { continue }; // one of them went on: no deadlock here
+        let Some(cycle) = cycle_in(&edges(&now)) else { continue };
+        let last = cycle.iter().map(|&k| &now[k]).max_by_key(|n| n.blocked_seq).expect("a cycle has members");
+        // Release: pairs with the Acquire in the victim's wait loop.
+        txns.slot(last.slot).victim.store(true, Ordering::Release);
+        drop(guards);
+        return true;
+    }
+    false
+}

@@ -1,0 +1,286 @@
+//! Silo's commit protocol (section 4.4, Figure 2): phase 1 locks the
+//! WriteSet in a global order and takes the TID, phase 2 validates the
+//! ReadSet and node set, phase 3 installs and unlocks; and abort.
+
+use super::*;
+
+impl<'db> Transaction<'db> {
+    /// Rolls back: unlocks what phase 1 locked (`locked` WriteSet entries in
+    /// lock order) and retires our placeholders.
+    pub(crate) fn sv_abort(&mut self, reason: AbortReason) -> Error {
+        self.sv_unwind(&[], reason)
+    }
+
+    fn sv_unwind(&mut self, locked: &[usize], reason: AbortReason) -> Error {
+        debug_assert_eq!(self.status, Status::Active);
+        let l = &mut self.local().silo;
+        for &i in locked {
+            let w = l.writes[i];
+            // SAFETY: locked by us, so alive. Release: unlock (clear the bit).
+            let rec = unsafe { &*w.rec.0 };
+            rec.begin.fetch_and(!LOCK, Ordering::Release);
+        }
+        let placeholders: Vec<(u32, VPtr)> =
+            l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
+        for (table, rec) in placeholders {
+            self.sv_retire(TableId(table), rec.0, 0);
+        }
+        self.db.txns.report_outcome(self.slot, false);
+        self.aborted(reason)
+    }
+
+    /// Silo's commit protocol (section 4.4, Figure 2).
+    pub(crate) fn sv_commit(mut self) -> Result<CommitInfo> {
+        self.enter()?;
+        let db = self.db;
+        let recording = self.recording;
+        // A durable commit with writes logs them and must not straddle a
+        // checkpoint (`durability::checkpoint`): it enters the freeze
+        // before locking anything, and draws its TID from the shared
+        // sequence, which recovery and checkpoints order by.
+        let log = db.durable.as_ref().filter(|_| !self.local().silo.writes.is_empty()).map(|d| &d.log);
+        if log.is_some() {
+            db.freeze.enter(&db.txns, self.slot);
+        }
+        let ordered = recording || log.is_some();
+        // Epoch pin: records stay allocated through validation.
+        let _guard = crossbeam_epoch::pin();
+
+        // Phase 1: lock the WriteSet in address order.
+        let mut order = std::mem::take(&mut self.local().silo.sorted);
+        order.clear();
+        order.extend(0..self.local().silo.writes.len());
+        {
+            let l = &self.local().silo;
+            order.sort_unstable_by_key(|&i| l.writes[i].rec.0 as usize);
+        }
+        let mut max_tid = self.local().silo.last_tid;
+        for (n, &i) in order.iter().enumerate() {
+            let w = self.local().silo.writes[i];
+            // SAFETY: reached under the guard; records are freed only after
+            // an epoch once retired.
+            let rec = unsafe { &*w.rec.0 };
+            let backoff = Backoff::new();
+            let word = loop {
+                // Relaxed load, Acquire CAS: we read the record after locking.
+                let cur = rec.begin.load(Ordering::Relaxed);
+                if cur & LOCK == 0
+                    && rec.begin.compare_exchange_weak(cur, cur | LOCK, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                {
+                    break cur;
+                }
+                backoff.snooze();
+            };
+            max_tid = max_tid.max(word & TID);
+            // A record replaced or retired since we read it: our write would
+            // be lost (the ReadSet would catch it too; a placeholder never is).
+            if word & LATEST == 0 {
+                let locked = order[..=n].to_vec();
+                self.local().silo.sorted = order;
+                return Err(self.sv_unwind(&locked, AbortReason::WriteConflict));
+            }
+        }
+        // SeqCst fence: the locks are visible before we read E (section 4.4:
+        // "the serialization point").
+        fence(Ordering::SeqCst);
+        let epoch = db.silo.epoch();
+        let mut drawn = 0;
+        if ordered {
+            // Drawn before validation, so that a transaction whose reads we
+            // invalidate draws after us (module docs).
+            let l = &self.local().silo;
+            let floor = l.reads.iter().map(|r| r.word & TID).fold(max_tid, u64::max) + 1;
+            // Relaxed: the order is that of the RMWs on this one counter.
+            drawn = db
+                .silo
+                .order
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| Some(o.max(floor - 1) + 1))
+                .map(|o| o.max(floor - 1) + 1)
+                .unwrap_or(floor);
+        }
+
+        // Phase 2: validation.
+        let validate = !db.opts.faults.skip_validation;
+        if validate {
+            if let Err(reason) = self.sv_validate() {
+                let all = order.clone();
+                self.local().silo.sorted = order;
+                return Err(self.sv_unwind(&all, reason));
+            }
+        }
+
+        // Phase 3: the commit TID, then the writes.
+        let l = &mut self.local().silo;
+        for r in &l.reads {
+            max_tid = max_tid.max(r.word & TID);
+        }
+        let tid = if ordered { drawn } else { (max_tid + 1).max(epoch << EPOCH_SHIFT) };
+        debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
+        l.last_tid = tid;
+        let writes = l.writes.len();
+        // Logging (section 4.10, "value logging"): the redo record goes
+        // out while the WriteSet is locked, so whoever reads or overwrites
+        // our writes appends after us (`durability::log`).
+        let epoch = log.map(|log| self.sv_log_redo(log, tid));
+        for &i in &order {
+            let w = self.local().silo.writes[i];
+            self.sv_install(w, tid);
+        }
+        self.local().silo.sorted = order;
+        if log.is_some() {
+            // Out of the freeze: installed.
+            db.txns.set_state(self.slot, TxnState::Committed, tid);
+        }
+        db.txns.report_outcome(self.slot, true);
+        let l = &mut self.local().silo;
+        l.commits += 1;
+        if l.commits >= 64 {
+            l.commits = 0;
+            db.silo.tick();
+        }
+        let commit_ts = if writes == 0 && !recording { max_tid } else { tid };
+        if recording {
+            self.record_end(Some(commit_ts), Outcome::Committed);
+        }
+        self.terminate();
+        db.wait_durable(epoch)?;
+        Ok(CommitInfo { commit_ts, writes })
+    }
+
+    /// Appends the redo record of a single-version commit (Silo, 1V): the
+    /// WriteSet's keys with their new values, or deletes. Returns its epoch.
+    pub(crate) fn sv_log_redo(&mut self, log: &crate::durability::log::Log, tid: u64) -> u64 {
+        let local = self.local();
+        let l = &local.silo;
+        log.append(tid, &mut local.log_buf, |r| {
+            for w in &l.writes {
+                // SAFETY: X-locked (or locked) by us, so alive.
+                let rec = unsafe { &*w.rec.0 };
+                let value = (w.kind != WriteKind::Delete).then(|| &l.values[w.at as usize..(w.at + w.len) as usize]);
+                r.put(w.table, rec.key().as_bytes(), value);
+            }
+            l.writes.len() as u32
+        })
+    }
+
+    /// True if a record read has changed since (phase 2's ReadSet check).
+    pub(super) fn sv_reads_changed(&self) -> bool {
+        self.local().silo.reads.iter().any(|r| {
+            // SAFETY: records are freed only after an epoch once retired.
+            // Acquire: pairs with the committers' Release stores.
+            let now = unsafe { &*r.rec.0 }.begin.load(Ordering::Acquire);
+            now & !LOCK != r.word || (now & LOCK != 0 && self.sv_written(r.rec.0).is_none())
+        })
+    }
+
+    /// Phase 2 of the commit: the ReadSet and the node-set.
+    fn sv_validate(&mut self) -> std::result::Result<(), AbortReason> {
+        if self.sv_reads_changed() {
+            return Err(AbortReason::ReadValidation);
+        }
+        let nodes = std::mem::take(&mut self.local().silo.nodes);
+        let seen = &mut self.local().silo.seen;
+        for n in &nodes {
+            let (SvNode::Missing { seen: (a, b), .. } | SvNode::Scan { seen: (a, b), .. }) = n;
+            seen[*a as usize..*b as usize].sort_unstable_by_key(|(r, _)| r.0 as usize);
+        }
+        let r = nodes.iter().try_for_each(|n| self.sv_check_node(n));
+        self.local().silo.nodes = nodes;
+        r
+    }
+
+    /// True if the repeated lookup or scan meets a record its original walk
+    /// did not pass (or passed in another state: an address reused after a
+    /// free) that has been a row since. A record the walk passed as the
+    /// latest is checked by the ReadSet instead.
+    fn sv_phantom(&self, v: &Version, seen: &[(VPtr, u64)]) -> bool {
+        let p = v as *const Version as *mut Version;
+        // Acquire: as in validation.
+        let w = v.begin.load(Ordering::Acquire);
+        // `seen` is sorted by address (see `sv_validate`).
+        if let Ok(i) = seen.binary_search_by_key(&(p as usize), |(r, _)| r.0 as usize) {
+            let then = seen[i].1;
+            if then & LATEST != 0 || then == w & !LOCK {
+                return false;
+            }
+        }
+        let ours = self.local().silo.writes.iter().any(|x| x.rec.0 == p && x.placeholder);
+        ever_a_row(w, ours)
+    }
+
+    fn sv_check_node(&self, n: &SvNode) -> std::result::Result<(), AbortReason> {
+        let l = &self.local().silo;
+        let mut phantom = false;
+        match n {
+            SvNode::Missing { table, key, seen } => {
+                let seen = &l.seen[seen.0 as usize..seen.1 as usize];
+                let t = self.db.table_by_id(*table);
+                t.indexes[0].for_each_eq(key, |v| {
+                    phantom = v.key_eq(key) && self.sv_phantom(v, seen);
+                    !phantom
+                });
+            }
+            SvNode::Scan { table, index, lo, hi, seen } => {
+                let seen = &l.seen[seen.0 as usize..seen.1 as usize];
+                let t = self.db.table_by_id(*table);
+                let ix = &t.indexes[*index as usize];
+                walk_range(ix, lo, hi, |v| {
+                    phantom = self.sv_phantom(v, seen);
+                    !phantom
+                });
+            }
+        }
+        if phantom {
+            Err(AbortReason::Phantom)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Installs one write with TID `tid`, releasing the record's lock.
+    fn sv_install(&mut self, w: SvWrite, tid: u64) {
+        let l = &self.local().silo;
+        let value = &l.values[w.at as usize..(w.at + w.len) as usize];
+        // SAFETY: locked by us, so alive.
+        let rec = unsafe { &*w.rec.0 };
+        let t = self.db.table_by_id(w.table);
+        match w.kind {
+            WriteKind::Delete => {
+                let table = TableId(w.table);
+                self.sv_retire(table, w.rec.0, tid);
+            }
+            WriteKind::Insert | WriteKind::Update if self.sv_in_place(t, rec, value) => {
+                rec.store_value(value);
+                // Release: publishes the value and unlocks.
+                rec.begin.store(tid | LATEST, Ordering::Release);
+            }
+            WriteKind::Insert | WriteKind::Update => {
+                // Section 4.5: a value that no longer fits (or moves in a
+                // secondary index) goes to a new record; the old one stops
+                // being the latest.
+                let key = rec.key();
+                let nv = Version::alloc_in_place(key, t.link_words(), value, tid | LATEST | LOCK).as_ptr();
+                // SAFETY: fresh, unlinked.
+                unsafe { t.link_all(nv) };
+                self.created += 1;
+                let table = TableId(w.table);
+                self.sv_retire(table, w.rec.0, tid);
+                // SAFETY: ours. Release: unlock the new record.
+                unsafe { &*nv }.begin.store(tid | LATEST, Ordering::Release);
+            }
+        }
+    }
+
+    /// True if `value` can overwrite `rec` in place: same length, and the
+    /// same keys in every secondary index.
+    pub(crate) fn sv_in_place(&self, t: &Table, rec: &Version, value: &[u8]) -> bool {
+        if value.len() != rec.value_len() {
+            return false;
+        }
+        let key = rec.key();
+        t.indexes[1..].iter().all(|ix| match ix.key_fn {
+            Some(f) => rec.with_value(|old| f(&key, old)) == f(&key, value),
+            None => true,
+        })
+    }
+}
