@@ -266,24 +266,54 @@ fn stable_read(rec: &Version, out: &mut Vec<u8>) -> Seen {
 /// The latest record of `key` in `t`'s primary index, or null. The caller
 /// is pinned. When `seen` is given and nothing is found, every record of the
 /// key passed is added to it (the node-set of a missing key).
+///
+/// A committer that moves a row to a new record (section 4.5: a value of
+/// another length) links the new record first and then retires the old
+/// one, but a walk that passed the new record's place before it was linked
+/// meets the old one retired, and finds no latest record of a row that
+/// never stopped existing. So a walk that finds none but passes a record a
+/// commit retired (TID set) walks again: the retirement it saw was ordered
+/// after the new record's link (Acquire on the word, Release in
+/// `sv_retire`), so the next walk meets the new record, unless yet another
+/// move retired that one meanwhile, which the next walk sees as one more
+/// retired record. A deleted key's retired records stay the same from walk
+/// to walk: its second walk is its last. After `WALKS` walks (moves
+/// faster than walks) it gives up and reports none: commit validation
+/// aborts the reader then (the node set sees the phantom).
 pub(crate) fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
-    let mut found = std::ptr::null_mut();
-    t.indexes[0].for_each_eq(key, |v| {
-        if !v.key_eq(key) {
-            return true;
-        }
-        // Acquire: pairs with the Release stores of the word.
-        let w = v.begin.load(Ordering::Acquire);
-        if w & LATEST != 0 {
-            found = v as *const Version as *mut Version;
-            return false;
-        }
+    const WALKS: usize = 8;
+    let start = seen.as_deref().map_or(0, |s| s.len());
+    let mut retired_before = 0;
+    for walk in 1.. {
+        let mut found = std::ptr::null_mut();
+        let mut retired = 0;
         if let Some(s) = seen.as_deref_mut() {
-            s.push((VPtr(v as *const Version as *mut Version), w & !LOCK));
+            s.truncate(start);
         }
-        true
-    });
-    found
+        t.indexes[0].for_each_eq(key, |v| {
+            if !v.key_eq(key) {
+                return true;
+            }
+            // Acquire: pairs with the Release stores of the word.
+            let w = v.begin.load(Ordering::Acquire);
+            if w & LATEST != 0 {
+                found = v as *const Version as *mut Version;
+                return false;
+            }
+            if w & TID != 0 {
+                retired += 1; // retired by a commit (an aborted insert leaves TID 0)
+            }
+            if let Some(s) = seen.as_deref_mut() {
+                s.push((VPtr(v as *const Version as *mut Version), w & !LOCK));
+            }
+            true
+        });
+        if !found.is_null() || retired <= retired_before || walk == WALKS {
+            return found;
+        }
+        retired_before = retired;
+    }
+    unreachable!("the loop returns")
 }
 
 /// Calls `f` on every record (latest or not) whose key in `ix` lies in the
