@@ -15,6 +15,7 @@
 //! never take it.
 
 pub(crate) mod bucket;
+pub(crate) mod gaps;
 pub mod hash;
 pub(crate) mod key_locks;
 pub(crate) mod locks;

@@ -120,8 +120,8 @@ pub(crate) struct Index {
     /// otherwise.
     pub(crate) locks: Option<KeyLocks>,
     /// SSN and SSI: the index's pseudo-versions for phantom protection
-    /// (see [`crate::protocol::ssn`]); `None` otherwise.
-    pub(crate) gaps: Option<Box<crate::protocol::ssn::Gaps>>,
+    /// (see `index::gaps`); `None` otherwise.
+    pub(crate) gaps: Option<Box<crate::index::gaps::Gaps>>,
 }
 
 impl Index {

@@ -153,7 +153,7 @@ use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{writer_of_end, Word, INFINITY};
 use crate::txn::table::{Peek, TxnState, TxnTable};
 use crate::txn::{ScanKind, WriteEntry};
-use crossbeam_utils::{Backoff, CachePadded};
+use crossbeam_utils::Backoff;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 mod commit;
@@ -162,6 +162,7 @@ mod read;
 mod safe;
 mod stamp;
 
+pub(crate) use crate::index::gaps::{Gaps, PseudoVersion};
 pub(crate) use gaps::*;
 pub(crate) use read::*;
 pub(crate) use safe::*;
@@ -186,8 +187,6 @@ fn pi_of(s: Stamp) -> u64 {
     }
 }
 pub(crate) use stamp::{NONE, SSTAMP};
-/// Hash classes of keys with a pseudo-version each, per index.
-pub(crate) const GAP_CLASSES: usize = 64;
 /// The readers-bitmap bit shared by slots 63 and up (never cleared).
 const SHARED_BIT: u32 = 63;
 
