@@ -18,8 +18,11 @@
 //!    still visible as of the end timestamp), phantom detection (repeat every
 //!    ScanSet scan as of the end timestamp and look for versions that came
 //!    into existence during the transaction's lifetime), then wait until
-//!    CommitDepCounter is zero or AbortNow is set. (Logging arrives with the
-//!    durability issue.) Then become Committed or Aborted.
+//!    CommitDepCounter is zero or AbortNow is set; then write the new versions
+//!    to the log (a redo record appended to the thread's stream) and, under
+//!    sync durability, wait for its round, still Preparing, so that only
+//!    durable commits become visible (`durability::log`, "Durable
+//!    visibility"). Then become Committed or Aborted.
 //! 5. **Postprocessing** (section 3.3): stamp the end timestamp into the new
 //!    versions' Begin and the old versions' End words — or, on abort, set the
 //!    new versions' Begin to infinity and reset the old versions' End words —
