@@ -32,7 +32,7 @@ use crate::{AccessSet, Result};
 impl Transaction<'_> {
     /// Takes every lock of the declaration, in address order (module docs).
     pub(crate) fn lock_declared(&mut self, access: &AccessSet) -> Result<()> {
-        let mut order = std::mem::take(&mut self.local().locks.order);
+        let mut order = std::mem::take(&mut self.local.get().locks.order);
         order.clear();
         for (list, mode) in [(&access.reads, LockMode::Shared), (&access.writes, LockMode::Exclusive)] {
             for (table, key) in list {
@@ -62,9 +62,9 @@ impl Transaction<'_> {
                 // No limit: ordered acquisition cannot deadlock.
                 wait_for_lock(w, mode, false, None, || false, |_| false);
             }
-            self.local().locks.push(Held { word: w, mode });
+            self.local.get().locks.push(Held { word: w, mode });
         }
-        self.local().locks.order = order;
+        self.local.get().locks.order = order;
         self.declared = true;
         Ok(())
     }

@@ -326,14 +326,14 @@ impl Transaction<'_> {
     /// A linear search: a transaction's writes are few, and only optimistic
     /// POMVCC transactions ever look.
     #[inline]
-    pub(crate) fn po_find(&self, table: u32, key: &Key) -> Option<usize> {
-        self.local().pending.iter().position(|p| p.table == table && p.key == *key)
+    pub(crate) fn po_find(&mut self, table: u32, key: &Key) -> Option<usize> {
+        self.local.get().pending.iter().position(|p| p.table == table && p.key == *key)
     }
 
     /// A read of our own pending write `i`: its new value, or no row if it
     /// is a delete. Nothing to validate: the row is ours.
     pub(crate) fn po_read<R>(&mut self, i: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let p = self.local().pending[i];
+        let p = self.local.get().pending[i];
         // SAFETY: made by this transaction and never connected: ours alone.
         let new = unsafe { p.row().as_ref() };
         if self.recording {
@@ -358,7 +358,7 @@ impl Transaction<'_> {
         let _guard = crossbeam_epoch::pin();
         let (i, old, mine) = match self.po_find(table.0, key) {
             Some(i) => {
-                let p = self.local().pending[i];
+                let p = self.local.get().pending[i];
                 if p.row().is_null() {
                     return self.not_found(table, key); // we deleted it
                 }
@@ -375,12 +375,12 @@ impl Transaction<'_> {
         // SAFETY: ours and private (`mine`), or found under the epoch guard,
         // which is still held.
         let old_ref = unsafe { &*old };
-        let mut buf = std::mem::take(&mut self.local().scratch);
+        let mut buf = std::mem::take(&mut self.local.get().scratch);
         buf.clear();
         let keep = make(old_ref.value(), &mut buf);
         if keep && buf.len() > self.db.opts.max_value_size {
             let len = buf.len();
-            self.local().scratch = buf;
+            self.local.get().scratch = buf;
             return Err(Error::ValueTooLarge { len, max: self.db.opts.max_value_size });
         }
         if self.recording {
@@ -393,8 +393,8 @@ impl Transaction<'_> {
         } else {
             ptr::null_mut()
         };
-        self.local().scratch = buf;
-        let pending = &mut self.local().pending;
+        self.local.get().scratch = buf;
+        let pending = &mut self.local.get().pending;
         match i {
             // An insert of ours, deleted again: its version stays, to be
             // linked and deleted at commit.
@@ -414,7 +414,7 @@ impl Transaction<'_> {
     pub(crate) fn po_insert(&mut self, t: &Table, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         match self.po_find(table.0, &key) {
             Some(i) => {
-                let p = self.local().pending[i];
+                let p = self.local.get().pending[i];
                 if !p.row().is_null() {
                     return Err(Error::DuplicateKey);
                 }
@@ -426,7 +426,7 @@ impl Transaction<'_> {
                     // SAFETY: our private version, replaced by `nv`.
                     unsafe { Version::free(p.new) };
                 }
-                self.local().pending[i] = Pending { new: nv, deleted: false, ..p };
+                self.local.get().pending[i] = Pending { new: nv, deleted: false, ..p };
             }
             None => {
                 // Epoch pin: versions reached through an index stay allocated until it drops.
@@ -438,7 +438,7 @@ impl Transaction<'_> {
                 self.created += 1;
                 let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
                 let p = Pending { table: table.0, key, old: ptr::null_mut(), new: nv, deleted: false };
-                self.local().pending.push(p);
+                self.local.get().pending.push(p);
             }
         }
         if self.recording {
@@ -455,10 +455,10 @@ impl Transaction<'_> {
     pub(crate) fn po_connect(&mut self) -> Result<()> {
         // Epoch pin: the old versions stay allocated (see `po_write`).
         let _guard = crossbeam_epoch::pin();
-        for i in 0..self.local().pending.len() {
-            let p = self.local().pending[i];
+        for i in 0..self.local.get().pending.len() {
+            let p = self.local.get().pending[i];
             // From here `p.new` is linked or freed below, not by an abort.
-            self.local().pending[i].new = ptr::null_mut();
+            self.local.get().pending[i].new = ptr::null_mut();
             let t = self.db.table_by_id(p.table);
             if p.old.is_null() {
                 self.link_insert(t, TableId(p.table), p.key, &[], p.new)?;
@@ -477,7 +477,7 @@ impl Transaction<'_> {
                 self.connect(t, TableId(p.table), p.old, p.new)?;
             }
         }
-        self.local().pending.clear();
+        self.local.get().pending.clear();
         Ok(())
     }
 
@@ -487,7 +487,7 @@ impl Transaction<'_> {
     /// pessimistic one would from there.
     #[inline]
     pub(crate) fn po_connect_before_scan(&mut self) -> Result<()> {
-        if self.po_occ && !self.local().pending.is_empty() {
+        if self.po_occ && !self.local.get().pending.is_empty() {
             self.po_connect()
         } else {
             Ok(())

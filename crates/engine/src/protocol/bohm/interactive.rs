@@ -115,7 +115,7 @@ impl<'db> Transaction<'db> {
             unsafe { &*old }.end.store(self.begin_ts, Ordering::Relaxed);
         }
         part.latest.set(new);
-        self.local().bohm.push(Undo { part: p, key: mk, old, new });
+        self.local.get().bohm.push(Undo { part: p, key: mk, old, new });
         if self.recording {
             // SAFETY: ours.
             let value = if kind == WriteKind::Delete { Vec::new() } else { unsafe { (*(*new).data.get()).clone() } };
@@ -181,12 +181,12 @@ impl<'db> Transaction<'db> {
     pub(crate) fn bo_commit(mut self) -> Result<CommitInfo> {
         self.bo_enter()?;
         let store = self.store();
-        let undo = std::mem::take(&mut self.local().bohm);
+        let undo = std::mem::take(&mut self.local.get().bohm);
         // Logging, as in the pipeline: the versions written, in order (before
         // the superseded ones are freed).
         let epoch = match &self.db.durable {
             Some(d) if !undo.is_empty() => {
-                Some(d.log.append(self.begin_ts, &mut self.local().log_buf, |r| {
+                Some(d.log.append(self.begin_ts, &mut self.local.get().log_buf, |r| {
                     for u in &undo {
                         // SAFETY: the gate makes us the only user of the store;
                         // our versions are produced and alive until it opens.
@@ -222,7 +222,7 @@ impl<'db> Transaction<'db> {
         }
         let writes = undo.len();
         let ts = self.begin_ts;
-        self.local().bohm = undo;
+        self.local.get().bohm = undo;
         if self.recording {
             self.record_end(Some(ts), HOutcome::Committed);
         }
@@ -234,7 +234,7 @@ impl<'db> Transaction<'db> {
 
     pub(crate) fn bo_abort(&mut self, reason: AbortReason) -> Error {
         let store = self.store();
-        let mut undo = std::mem::take(&mut self.local().bohm);
+        let mut undo = std::mem::take(&mut self.local.get().bohm);
         for u in undo.drain(..).rev() {
             // SAFETY: the gate makes us the only user of every partition.
             let part = unsafe { store.part(u.part) };
@@ -248,7 +248,7 @@ impl<'db> Transaction<'db> {
             }
             store.free(u.part, part, u.new);
         }
-        self.local().bohm = undo;
+        self.local.get().bohm = undo;
         self.bohm_release();
         self.aborted(reason)
     }

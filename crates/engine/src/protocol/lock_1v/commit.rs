@@ -7,7 +7,7 @@ use super::*;
 impl<'db> Transaction<'db> {
     /// Releases every lock: the LockSet and the key-range locks.
     fn lk_release_locks(&mut self) {
-        let l = &mut self.local().locks;
+        let l = &mut self.local.get().locks;
         for h in l.held.drain(..) {
             // SAFETY: lock words live in the tables' indexes, which live as
             // long as the database.
@@ -23,7 +23,7 @@ impl<'db> Transaction<'db> {
     /// the locks. Nothing else to undo: writes reach records at commit.
     pub(crate) fn lk_abort(&mut self, reason: AbortReason) -> Error {
         debug_assert_eq!(self.status, Status::Active);
-        let l = self.local();
+        let l = self.local.get();
         let mut dead: Vec<(u32, VPtr)> =
             l.silo.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         dead.extend(l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)));
@@ -39,24 +39,24 @@ impl<'db> Transaction<'db> {
     /// place, linked absent; false if one landed in another transaction's
     /// key range (they were all withdrawn; the caller waits and retries).
     fn lk_prepare(&mut self, ranges_hit: &mut Vec<(u32, usize, Key)>) -> bool {
-        let n = self.local().silo.writes.len();
+        let n = self.local.get().silo.writes.len();
         for i in 0..n {
-            let w = self.local().silo.writes[i];
+            let w = self.local.get().silo.writes[i];
             if w.kind == WriteKind::Delete {
                 continue;
             }
             let t = self.db.table_by_id(w.table);
             // SAFETY: X-locked by us (or our placeholder), so alive and ours to replace.
             let rec = unsafe { &*w.rec.0 };
-            let value = &self.local().silo.values[w.at as usize..(w.at + w.len) as usize];
-            if self.sv_in_place(t, rec, value) {
+            let value = &self.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
+            if Self::sv_in_place(t, rec, value) {
                 continue;
             }
             let nv = Version::alloc_in_place(rec.key(), t.link_words(), value, LATEST | ABSENT).as_ptr();
             // SAFETY: fresh, unlinked.
             unsafe { t.link_all(nv) };
             self.created += 1;
-            self.local().locks.prepared.push((i, VPtr(nv)));
+            self.local.get().locks.prepared.push((i, VPtr(nv)));
             // SeqCst fence: the writer's side of the range-lock handshake.
             fence(Ordering::SeqCst);
             // SAFETY: ours, alive.
@@ -69,7 +69,7 @@ impl<'db> Transaction<'db> {
                     t.indexes.iter().enumerate().filter(|(i, _)| moved[*i]).map(|(i, ix)| (table, i, ix.key_of(r))),
                 );
                 let dead: Vec<(u32, VPtr)> = {
-                    let l = self.local();
+                    let l = self.local.get();
                     l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)).collect()
                 };
                 for (table, rec) in dead {
@@ -100,7 +100,7 @@ impl<'db> Transaction<'db> {
         // module docs). A durable commit with writes enters the checkpoint
         // freeze first and logs before it installs (`durability`).
         let recording = self.recording;
-        let log = db.durable.as_ref().filter(|_| !self.local().silo.writes.is_empty()).map(|d| &d.log);
+        let log = db.durable.as_ref().filter(|_| !self.local.get().silo.writes.is_empty()).map(|d| &d.log);
         if log.is_some() {
             db.freeze.enter(&db.txns, self.slot);
         }
@@ -109,14 +109,14 @@ impl<'db> Transaction<'db> {
         debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
         let epoch = log.map(|log| self.sv_log_redo(log, tid));
         // Phase 3: install, then release.
-        let writes = self.local().silo.writes.len();
+        let writes = self.local.get().silo.writes.len();
         {
             // Epoch pin: records stay allocated while we install.
             let _guard = crossbeam_epoch::pin();
-            let prepared = std::mem::take(&mut self.local().locks.prepared);
+            let prepared = std::mem::take(&mut self.local.get().locks.prepared);
             let mut p = prepared.iter().peekable();
             for i in 0..writes {
-                let w = self.local().silo.writes[i];
+                let w = self.local.get().silo.writes[i];
                 // SAFETY: X-locked by us, alive.
                 let rec = unsafe { &*w.rec.0 };
                 let table = TableId(w.table);
@@ -129,7 +129,7 @@ impl<'db> Transaction<'db> {
                     unsafe { &*nv.0 }.begin.store(tid | LATEST, Ordering::Release);
                     self.sv_retire(table, w.rec.0, tid);
                 } else {
-                    let value = &self.local().silo.values[w.at as usize..(w.at + w.len) as usize];
+                    let value = &self.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
                     rec.store_value(value);
                     // Release: publishes the value (and a placeholder as a row).
                     rec.begin.store(tid | LATEST, Ordering::Release);
@@ -137,7 +137,7 @@ impl<'db> Transaction<'db> {
             }
             let mut prepared = prepared;
             prepared.clear();
-            self.local().locks.prepared = prepared;
+            self.local.get().locks.prepared = prepared;
         }
         if log.is_some() {
             // Out of the freeze: installed.

@@ -84,7 +84,7 @@ use crate::index::key_locks::{looks_free, try_exclusive, try_shared, unlock, Loc
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
-use crate::protocol::silo::{find_latest, walk_range, ABSENT, LATEST, TID};
+use crate::protocol::silo::{find_latest, walk_range, SiloLocal, ABSENT, LATEST, TID};
 use crate::storage::table::{Index, Table};
 use crate::storage::version::{VPtr, Version};
 use crate::txn::table::TxnState;
@@ -202,7 +202,7 @@ impl<'db> Transaction<'db> {
         declared: bool,
         give_up: impl FnMut() -> bool,
     ) -> Result<Got> {
-        let l = &mut self.local().locks;
+        let l = &mut self.local.get().locks;
         let held = l.find(w);
         if let Some(i) = held {
             if l.held[i].mode >= mode {
@@ -234,7 +234,7 @@ impl<'db> Transaction<'db> {
                 Waited::Victim => return Err(self.lk_abort(AbortReason::Deadlock)),
             }
         }
-        let l = &mut self.local().locks;
+        let l = &mut self.local.get().locks;
         match held {
             Some(i) => {
                 l.held[i].mode = LockMode::Exclusive;
@@ -264,9 +264,8 @@ impl<'db> Transaction<'db> {
 
     /// The value of our own write of `rec`, if we wrote it: `Some(None)`
     /// for a delete.
-    fn lk_own(&self, rec: *mut Version) -> Option<Option<(usize, usize)>> {
-        let l = &self.local().silo;
-        self.sv_written(rec).map(|i| {
+    fn lk_own(l: &SiloLocal, rec: *mut Version) -> Option<Option<(usize, usize)>> {
+        l.written(rec).map(|i| {
             let w = l.writes[i];
             (w.kind != WriteKind::Delete).then_some((w.at as usize, (w.at + w.len) as usize))
         })
@@ -274,9 +273,9 @@ impl<'db> Transaction<'db> {
 
     /// Copies the row `rec` into the copy buffer: our own write, or the
     /// record (we hold its key's lock). `None` if it is not a row.
-    fn lk_read(&self, rec: *mut Version) -> Option<Writer> {
-        let l = &mut self.local().silo;
-        if let Some(own) = self.lk_own(rec) {
+    fn lk_read(&mut self, rec: *mut Version) -> Option<Writer> {
+        let l = &mut self.local.get().silo;
+        if let Some(own) = Self::lk_own(l, rec) {
             let (a, b) = own?;
             l.copy.clear();
             l.copy.extend_from_slice(&l.values[a..b]);
@@ -311,12 +310,11 @@ impl<'db> Transaction<'db> {
         let found = if rec.is_null() { None } else { self.lk_read(rec) };
         drop(guard);
         self.lk_short_release(w, got);
-        let l = &self.local().silo;
         if self.recording {
-            let version = found.map(|wr| (wr, l.copy.clone()));
+            let version = found.map(|wr| (wr, self.local.get().silo.copy.clone()));
             self.record(Op::Read { table: table.0, key: *key, version });
         }
-        Ok(found.map(|_| f(&l.copy)))
+        Ok(found.map(|_| f(&self.local.get().silo.copy)))
     }
 
     /// 1V's update, modify, update_with and delete: `f` makes the new
@@ -335,15 +333,15 @@ impl<'db> Transaction<'db> {
         let rec = find_latest(t, key, None);
         let found = if rec.is_null() { None } else { self.lk_read(rec) };
         if self.recording {
-            let version = found.map(|wr| (wr, self.local().silo.copy.clone()));
+            let version = found.map(|wr| (wr, self.local.get().silo.copy.clone()));
             self.record(Op::Read { table: table.0, key: *key, version });
         }
         if found.is_none() {
             return Err(Error::KeyNotFound);
         }
-        let mut new = std::mem::take(&mut self.local().scratch);
+        let mut new = std::mem::take(&mut self.local.get().scratch);
         new.clear();
-        let keep = f(&self.local().silo.copy, &mut new);
+        let keep = f(&self.local.get().silo.copy, &mut new);
         let r = if !keep {
             self.sv_buffer(table, rec, WriteKind::Delete, &[], false);
             Ok(())
@@ -357,7 +355,7 @@ impl<'db> Transaction<'db> {
             }
             r
         };
-        self.local().scratch = new;
+        self.local.get().scratch = new;
         r
     }
 
@@ -367,7 +365,7 @@ impl<'db> Transaction<'db> {
         for ix in &t.indexes[1..] {
             let Some(kf) = ix.key_fn else { continue };
             let new = kf(pk, value);
-            if new != kf(pk, &self.local().silo.copy) {
+            if new != kf(pk, &self.local.get().silo.copy) {
                 self.lk_lock(Self::lk_word(ix, &new), LockMode::Exclusive, false, false, || false)?;
             }
         }
@@ -377,7 +375,7 @@ impl<'db> Transaction<'db> {
     /// The transactions other than us holding a key-range lock on a key of
     /// `rec` in one of `t`'s indexes (`only`: just those indexes).
     fn lk_range_holders(&mut self, t: &Table, rec: &Version, only: Option<&[bool]>) -> bool {
-        let mut ids = std::mem::take(&mut self.local().ids);
+        let mut ids = std::mem::take(&mut self.local.get().ids);
         ids.clear();
         for (i, ix) in t.indexes.iter().enumerate() {
             if only.is_none_or(|m| m[i]) {
@@ -386,7 +384,7 @@ impl<'db> Transaction<'db> {
         }
         ids.retain(|&i| i != self.id);
         let any = !ids.is_empty();
-        self.local().ids = ids;
+        self.local.get().ids = ids;
         any
     }
 
@@ -399,14 +397,14 @@ impl<'db> Transaction<'db> {
         self.lk_publish_wait(WaitOn::Ranges(keys.to_vec()));
         let mut detect = self.lk_detector();
         let outcome = loop {
-            let mut ids = std::mem::take(&mut self.local().ids);
+            let mut ids = std::mem::take(&mut self.local.get().ids);
             ids.clear();
             for (t, i, k) in keys {
                 self.db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
             }
             ids.retain(|&i| i != self.id);
             let free = ids.is_empty();
-            self.local().ids = ids;
+            self.local.get().ids = ids;
             if free {
                 break None;
             }
@@ -469,7 +467,7 @@ impl<'db> Transaction<'db> {
             let guard = crossbeam_epoch::pin();
             let rec = find_latest(t, &key, None);
             if !rec.is_null() {
-                match self.lk_own(rec) {
+                match Self::lk_own(&self.local.get().silo, rec) {
                     Some(Some(_)) => return Err(Error::DuplicateKey),
                     // Our own delete: the insert makes it an update.
                     Some(None) => {
@@ -536,7 +534,7 @@ impl<'db> Transaction<'db> {
             } else {
                 // Before the walk (module docs: the scanner's side).
                 ix.ranges.lock(lo, hi, self.id);
-                let l = &mut self.local().locks;
+                let l = &mut self.local.get().locks;
                 if !l.ranges.contains(&(index.table, index.index)) {
                     l.ranges.push((index.table, index.index));
                 }
@@ -547,16 +545,16 @@ impl<'db> Transaction<'db> {
         let mut rows = Vec::new();
         let mut stopped_at = None;
         let mut failed = None;
-        let mut delivered = std::mem::take(&mut self.local().locks.delivered);
+        let mut delivered = std::mem::take(&mut self.local.get().locks.delivered);
         delivered.clear();
-        self.local().locks.redirected.clear();
+        self.local.get().locks.redirected.clear();
         // Epoch pin: records reached through an index stay allocated until it drops.
         let guard = crossbeam_epoch::pin();
         walk_range(ix, &lo, &hi, |v| {
             let first = v as *const Version as *mut Version;
             // Acquire: pairs with the Release stores of the word.
             let withdrawn = || v.begin.load(Ordering::Acquire) & WITHDRAWN != 0;
-            if withdrawn() || self.local().locks.redirected.contains(&VPtr(first)) {
+            if withdrawn() || self.local.get().locks.redirected.contains(&VPtr(first)) {
                 return true;
             }
             let pk = v.key();
@@ -578,7 +576,7 @@ impl<'db> Transaction<'db> {
             let mut rec = first;
             if v.begin.load(Ordering::Acquire) & LATEST == 0 {
                 let now = find_latest(t, &pk, None);
-                let l = &self.local().locks;
+                let l = &self.local.get().locks;
                 // SAFETY: found under the guard.
                 let skip = now.is_null()
                     || !key_in(&lo, &hi, &ix.key_of(unsafe { &*now }))
@@ -588,7 +586,7 @@ impl<'db> Transaction<'db> {
                     self.lk_short_release(w, got);
                     return true;
                 }
-                self.local().locks.redirected.push(VPtr(now));
+                self.local.get().locks.redirected.push(VPtr(now));
                 rec = now;
             }
             let Some(writer) = self.lk_read(rec) else {
@@ -596,7 +594,7 @@ impl<'db> Transaction<'db> {
                 return true;
             };
             delivered.push(VPtr(rec));
-            let l = &self.local().silo;
+            let l = &self.local.get().silo;
             let go_on = if filter.is_some_and(|p| !p(&pk, &l.copy)) {
                 true
             } else {
@@ -616,7 +614,7 @@ impl<'db> Transaction<'db> {
         if let Some(e) = failed {
             return Err(e);
         }
-        self.local().locks.delivered = delivered;
+        self.local.get().locks.delivered = delivered;
         let hi = match stopped_at {
             Some(k) if ordered => {
                 if self.key_range && !eq {

@@ -135,7 +135,7 @@ impl Transaction<'_> {
                 return Ok(v);
             }
             // SAFETY: found under the caller's epoch guard, still held.
-            match read_lock(unsafe { &*v }, self.id, &self.db.txns, &mut self.local().read_locks) {
+            match read_lock(unsafe { &*v }, self.id, &self.db.txns, &mut self.local.get().read_locks) {
                 Locked::Yes => return Ok(v),
                 Locked::NotLatest => v = self.find_visible(t, key, self.lookup_time()),
                 Locked::Refused(r) => return Err(self.abort_with(r)),
@@ -158,7 +158,7 @@ impl Transaction<'_> {
             w.blocked = true;
             // Relaxed: only orders blockings for the choice of a victim.
             w.blocked_seq = txns.blockings.fetch_add(1, Ordering::Relaxed);
-            w.read_locks.extend_from_slice(&self.local().read_locks);
+            w.read_locks.extend_from_slice(&self.local.get().read_locks);
         }
         self.used_waits = true;
         let interval = self.db.opts.deadlock_interval;
@@ -200,21 +200,21 @@ impl Transaction<'_> {
     /// occupant (the end of `await_wait_fors` already unpublished the rest).
     pub(crate) fn release_locks(&mut self) {
         let txns = &self.db.txns;
-        for VPtr(v) in self.local().read_locks.drain(..) {
+        for VPtr(v) in self.local.get().read_locks.drain(..) {
             // SAFETY: a read-locked version is a latest version, which the
             // collector never reclaims; it stays one while we hold the lock.
             release_read_lock(unsafe { &*v }, txns);
         }
-        for (t, i) in self.local().range_locks.drain(..) {
+        for (t, i) in self.local.get().range_locks.drain(..) {
             self.db.table_by_id(t).indexes[i as usize].ranges.unlock_all(self.id);
         }
-        if !self.local().bucket_locks.is_empty() {
-            for &(t, i, b) in &self.local().bucket_locks {
+        if !self.local.get().bucket_locks.is_empty() {
+            for &(t, i, b) in &self.local.get().bucket_locks {
                 if let IndexImpl::Hash(h) = &self.db.table_by_id(t).indexes[i as usize].imp {
                     h.unlock_bucket(b);
                 }
             }
-            self.local().bucket_locks.clear();
+            self.local.get().bucket_locks.clear();
             // Release: unpublished after the counts fell; an inserter that
             // still finds us has merely waited for nothing.
             self.slot().buckets_held.store(0, Ordering::Release);
@@ -250,7 +250,7 @@ impl Transaction<'_> {
                 // entry), then increment LockCount.
                 let b = h.bucket_of(key.hash64());
                 let s = self.slot();
-                let n = self.local().bucket_locks.len();
+                let n = self.local.get().bucket_locks.len();
                 if n < PUBLISHED_BUCKETS {
                     // Release: as the count below.
                     s.bucket_keys[n].store(bucket_key(table, index, b), Ordering::Release);
@@ -264,7 +264,7 @@ impl Transaction<'_> {
                     s.buckets_held.store(n, Ordering::Release);
                     return Err(self.abort_with(AbortReason::ReadLock));
                 }
-                self.local().bucket_locks.push((table, index, b));
+                self.local.get().bucket_locks.push((table, index, b));
             }
             IndexImpl::Ordered(_) => self.lock_range(table, index, ix, Bound::Included(*key), Bound::Included(*key)),
         }
@@ -284,7 +284,7 @@ impl Transaction<'_> {
         // (a version committed after it had its writer see our lock).
         let rt = self.db.clock.load(Ordering::SeqCst) - 1;
         let me = self.me();
-        let mut found = std::mem::take(&mut self.local().uncommitted);
+        let mut found = std::mem::take(&mut self.local.get().uncommitted);
         let mut visible = std::ptr::null_mut();
         ix.for_each_eq(key, |v| {
             if !ix.matches(v, key) {
@@ -294,10 +294,10 @@ impl Transaction<'_> {
                 visible = v as *const Version as *mut Version;
                 return false;
             }
-            found.extend(self.uncommitted_writer(v, rt));
+            found.extend(Self::uncommitted_writer(self.db, self.id, v, rt));
             true
         });
-        self.local().uncommitted = found;
+        self.local.get().uncommitted = found;
         self.impose_on_writers().map_err(|r| self.abort_with(r))?;
         Ok(visible)
     }
@@ -306,7 +306,7 @@ impl Transaction<'_> {
     pub(crate) fn lock_range(&mut self, table: u32, index: u8, ix: &Index, lo: Bound<Key>, hi: Bound<Key>) {
         self.open_waits();
         ix.ranges.lock(lo, hi, self.id);
-        let held = &mut self.local().range_locks;
+        let held = &mut self.local.get().range_locks;
         if !held.contains(&(table, index)) {
             held.push((table, index));
         }
@@ -319,14 +319,14 @@ impl Transaction<'_> {
     /// committed after `rt` (it linked the version before our lock and
     /// precommitted since), it is a phantom already: returns writer 0, and
     /// the caller aborts.
-    pub(crate) fn uncommitted_writer(&self, v: &Version, rt: u64) -> Option<(u64, VPtr)> {
+    pub(crate) fn uncommitted_writer(db: &Database, me: u64, v: &Version, rt: u64) -> Option<(u64, VPtr)> {
         let p = VPtr(v as *const Version as *mut Version);
         loop {
             // Acquire: as in `visible_at`.
             return match Word::decode(v.begin.load(Ordering::Acquire)) {
                 Word::Ts(b) => (b != INFINITY && b >= rt).then_some((0, p)),
-                Word::Txn(tb) if tb == self.id => None,
-                Word::Txn(tb) => match self.db.txns.peek(tb) {
+                Word::Txn(tb) if tb == me => None,
+                Word::Txn(tb) => match db.txns.peek(tb) {
                     Peek::Active | Peek::Preparing(_) => Some((tb, p)),
                     Peek::Committed(ts) => (ts >= rt).then_some((0, p)),
                     Peek::Aborted => None,
@@ -341,7 +341,7 @@ impl Transaction<'_> {
     /// meanwhile committed a row our scan did not see (abort: `phantom`) or
     /// aborted (nothing to do). The caller is still pinned.
     pub(crate) fn impose_on_writers(&mut self) -> std::result::Result<(), AbortReason> {
-        let mut found = std::mem::take(&mut self.local().uncommitted);
+        let mut found = std::mem::take(&mut self.local.get().uncommitted);
         let mut r = Ok(());
         for &(tb, VPtr(v)) in &found {
             if tb == 0 {
@@ -369,7 +369,7 @@ impl Transaction<'_> {
             }
         }
         found.clear();
-        self.local().uncommitted = found;
+        self.local.get().uncommitted = found;
         r
     }
 
@@ -377,7 +377,7 @@ impl Transaction<'_> {
     /// lock that covers it, wait for the locker (section 4.2.2: our own id
     /// goes into its WaitingTxnList, and our WaitForCounter goes up).
     pub(crate) fn wait_for_lockers(&mut self, t: &Table, v: &Version) -> std::result::Result<(), AbortReason> {
-        let mut ids = std::mem::take(&mut self.local().ids);
+        let mut ids = std::mem::take(&mut self.local.get().ids);
         for (n, ix) in t.indexes.iter().enumerate() {
             if let IndexImpl::Hash(h) = &ix.imp {
                 let b = h.bucket_of(ix.hash_of(v));
@@ -408,7 +408,7 @@ impl Transaction<'_> {
             }
         }
         ids.clear();
-        self.local().ids = ids;
+        self.local.get().ids = ids;
         r
     }
 }

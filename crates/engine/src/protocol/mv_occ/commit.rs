@@ -45,13 +45,14 @@ impl<'db> Transaction<'db> {
             self.po_connect()?;
         }
         let db = self.db;
-        let local = self.local();
-        if local.write_set.is_empty() && self.cert != Cert::Off && !self.base_rc && local.scan_set.is_empty() {
+        let local = self.local.get();
+        let (wrote, scanned) = (!local.write_set.is_empty(), !local.scan_set.is_empty());
+        if !wrote && self.cert != Cert::Off && !self.base_rc && !scanned {
             if let Some(r) = self.ssn_read_only_commit() {
                 return r;
             }
         }
-        if local.write_set.is_empty() && self.cert == Cert::Off {
+        if !wrote && self.cert == Cert::Off {
             // Nothing written: serialized at the begin timestamp (see module
             // docs) — or, for a pessimistic transaction reading at the
             // current time, at a time when it still holds all its read locks.
@@ -132,8 +133,7 @@ impl<'db> Transaction<'db> {
         // transaction never waits for a round it did not read from. If the
         // log fails we still commit in memory (others may depend on us) and
         // report it at the end, as before.
-        let epoch =
-            db.durable.as_ref().filter(|_| !self.local().write_set.is_empty()).map(|d| self.log_redo(&d.log, end_ts));
+        let epoch = db.durable.as_ref().filter(|_| wrote).map(|d| self.log_redo(&d.log, end_ts));
         let durable = db.wait_durable(epoch);
         db.txns.set_state(self.slot, TxnState::Committed, end_ts);
 
@@ -141,7 +141,7 @@ impl<'db> Transaction<'db> {
         if self.cert != Cert::Off {
             self.ssn_postcommit(end_ts);
         }
-        let local = self.local();
+        let local = self.local.get();
         for w in &local.write_set {
             if !w.new.is_null() {
                 // SAFETY: our own version; alive until we hand it to the GC.
@@ -161,18 +161,22 @@ impl<'db> Transaction<'db> {
             }
         }
         db.txns.report_outcome(self.slot, true);
-        if self.recording {
-            self.record_end(Some(end_ts), Outcome::Committed);
-        }
         let writes = local.write_set.len();
         // (Under the test-only write-conflict fault two committers may share
         // an old version; it is then left unreclaimed rather than freed twice.)
         let shared_old = db.opts.faults.skip_write_conflicts;
-        self.collect_garbage(local.write_set.iter().filter(|w| !w.old.is_null() && !shared_old).map(|w| Garbage {
-            ts: end_ts,
-            table: w.table,
-            v: VPtr(w.old),
-        }));
+        Self::collect_garbage(
+            db,
+            self.slot,
+            local.write_set.iter().filter(|w| !w.old.is_null() && !shared_old).map(|w| Garbage {
+                ts: end_ts,
+                table: w.table,
+                v: VPtr(w.old),
+            }),
+        );
+        if self.recording {
+            self.record_end(Some(end_ts), Outcome::Committed);
+        }
         if let Some(po) = &db.po {
             // Increment_TsCC: every version carries its stamp now, and
             // (under sync durability) its record is durable: we waited
@@ -187,8 +191,8 @@ impl<'db> Transaction<'db> {
 
     /// Appends this transaction's redo record: every new version's key
     /// and value, or the key of a deleted row. Returns its epoch.
-    fn log_redo(&self, log: &crate::durability::log::Log, end_ts: u64) -> u64 {
-        let local = self.local();
+    fn log_redo(&mut self, log: &crate::durability::log::Log, end_ts: u64) -> u64 {
+        let local = self.local.get();
         log.append(end_ts, &mut local.log_buf, |r| {
             for w in &local.write_set {
                 // SAFETY: our own versions (new) and those we write-locked
@@ -225,11 +229,11 @@ impl<'db> Transaction<'db> {
 
     /// Read validation (section 3.2): every version read must still be
     /// visible as of the end timestamp.
-    fn validate_reads(&self, end_ts: u64) -> bool {
+    fn validate_reads(&mut self, end_ts: u64) -> bool {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);
-        self.local().read_set.iter().all(|&VPtr(v)| {
+        self.local.get().read_set.iter().all(|&VPtr(v)| {
             // SAFETY: a version we read is visible past our begin timestamp,
             // so its End stamp exceeds the GC watermark while we are open.
             let v = unsafe { &*v };
@@ -241,11 +245,11 @@ impl<'db> Transaction<'db> {
     /// Phantom detection (section 3.2): repeat every scan as of the end
     /// timestamp; a version visible then whose begin timestamp falls inside
     /// our lifetime is a phantom (Figure 3, V4).
-    fn detect_phantoms(&self, end_ts: u64) -> bool {
+    fn detect_phantoms(&mut self, end_ts: u64) -> bool {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);
-        for s in &self.local().scan_set {
+        for s in &self.local.get().scan_set {
             let t = self.db.table_by_id(s.table);
             let ix = &t.indexes[s.index as usize];
             let mut phantom = false;
@@ -333,7 +337,7 @@ impl<'db> Transaction<'db> {
         debug_assert_eq!(self.status, Status::Active);
         let db = self.db;
         db.txns.set_state(self.slot, TxnState::Aborted, 0);
-        let local = self.local();
+        let local = self.local.get();
         for p in local.pending.drain(..) {
             if !p.new.is_null() {
                 // SAFETY: never connected: nobody else has seen it.
@@ -368,11 +372,15 @@ impl<'db> Transaction<'db> {
         // SeqCst: a transaction whose begin we do not order before this load
         // draws a stamp >= now and can no longer reach the versions.
         let now = db.clock.load(Ordering::SeqCst) - 1;
-        self.collect_garbage(local.write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
-            ts: now,
-            table: w.table,
-            v: VPtr(w.new),
-        }));
+        Self::collect_garbage(
+            db,
+            self.slot,
+            self.local.get().write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
+                ts: now,
+                table: w.table,
+                v: VPtr(w.new),
+            }),
+        );
         if let Some(po) = &db.po {
             if self.po_cts != 0 {
                 // Decrement_TsPC: our versions are marked garbage already.
@@ -401,15 +409,14 @@ impl<'db> Transaction<'db> {
     }
 
     /// Hands garbage to the collector and, when the queue is long, collects.
-    fn collect_garbage(&self, items: impl Iterator<Item = Garbage>) {
-        let db = self.db;
-        let shard = self.slot as usize;
+    fn collect_garbage(db: &Database, slot: u32, items: impl Iterator<Item = Garbage>) {
+        let shard = slot as usize;
         let len = db.gc.push(shard, items);
         if len >= GC_THRESHOLD {
             let w = db.watermark();
             let n = db.gc.collect(shard, w, GC_THRESHOLD / 2, |t| db.table_by_id(t));
             // Relaxed: statistics only.
-            self.slot().freed.fetch_add(n as u64, Ordering::Relaxed);
+            db.txns.slot(slot).freed.fetch_add(n as u64, Ordering::Relaxed);
         }
     }
 
@@ -428,7 +435,7 @@ impl<'db> Transaction<'db> {
         // Relaxed: statistics only.
         s.created.fetch_add(self.created, Ordering::Relaxed);
         self.created = 0;
-        self.local().clear();
+        self.local.get().clear();
         self.db.txns.close(self.slot);
     }
 }

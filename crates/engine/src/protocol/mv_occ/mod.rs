@@ -118,6 +118,41 @@ pub(crate) enum Status {
     Aborted(AbortReason),
 }
 
+/// The sets of a transaction ([`TxnLocal`]), kept in its transaction-table
+/// slot so their capacity is reused by the slot's next occupant.
+///
+/// A handle rather than a reference: each [`Sets::get`] borrows the sets
+/// for as long as `&mut self` of this field lasts, so the compiler keeps
+/// two uses from overlapping while the transaction's other fields stay
+/// usable beside them, and no `&mut` to the sets outlives its use (1V's
+/// deadlock detector reads a blocked transaction's LockSet between uses,
+/// see `lock_1v::wait`).
+pub(crate) struct Sets<'db> {
+    ptr: ptr::NonNull<TxnLocal>,
+    _slot: PhantomData<&'db TxnSlot>,
+}
+
+impl<'db> Sets<'db> {
+    /// The sets of `slot`, whose occupant is the caller.
+    fn of(slot: &'db TxnSlot) -> Self {
+        Sets {
+            ptr: ptr::NonNull::new(slot.local.get()).expect("an UnsafeCell's pointer is not null"),
+            _slot: PhantomData,
+        }
+    }
+
+    /// The sets, for one use.
+    #[inline]
+    pub(crate) fn get(&mut self) -> &mut TxnLocal {
+        // SAFETY: the slot's sets belong to its current occupant, the
+        // transaction that owns this handle, which is neither `Sync` nor
+        // shared; the borrow is tied to `&mut self`, so no two overlap. The
+        // one other reader, 1V's deadlock detector, reads the LockSet of a
+        // transaction blocked in a wait, which holds no borrow of it then.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
 /// An open transaction. Dropping it while active aborts it. It may move
 /// between threads (`Send`) but is used by one at a time (not `Sync`).
 ///
@@ -185,6 +220,8 @@ pub struct Transaction<'db> {
     pub(crate) created: u64,
     /// History recording is on (see [`crate::history`]).
     pub(crate) recording: bool,
+    /// The sets, in the transaction-table slot (see [`Sets`]).
+    pub(crate) local: Sets<'db>,
     /// `Send` but not `Sync`: the sets in the slot are used without locks.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -218,7 +255,7 @@ impl<'db> Transaction<'db> {
                     _ => false,
                 },
             };
-        let t = Transaction {
+        let mut t = Transaction {
             db,
             slot,
             id,
@@ -247,10 +284,11 @@ impl<'db> Transaction<'db> {
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
+            local: Sets::of(db.txns.slot(slot)),
             _not_sync: PhantomData,
         };
         if certified {
-            let st = t.ssn();
+            let st = &mut t.local.get().ssn;
             st.lax = db.opts.faults.skip_validation;
             // Section 5.3: versions created more than `age` commits (two
             // clock steps each) before we began are read untracked.
@@ -317,16 +355,6 @@ impl<'db> Transaction<'db> {
         self.db.txns.slot(self.slot)
     }
 
-    /// The transaction's sets.
-    #[inline]
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) fn local(&self) -> &'db mut TxnLocal {
-        // SAFETY: the slot's `local` belongs to its current occupant, this
-        // transaction, which is neither `Sync` nor shared; every use is a short
-        // borrow that does not overlap another one or any user callback.
-        unsafe { &mut *self.slot().local.get() }
-    }
-
     #[inline]
     pub(crate) fn me(&self) -> Me<'db> {
         // POMVCC reads at BTs even at read committed (Table VII: a BTs per
@@ -366,7 +394,7 @@ impl<'db> Transaction<'db> {
     /// or went through a secondary index.
     #[cold]
     pub(crate) fn record_scan(
-        &self,
+        &mut self,
         index: IndexId,
         lo: Bound<Key>,
         hi: Bound<Key>,
@@ -379,14 +407,14 @@ impl<'db> Transaction<'db> {
 
     /// Appends an operation to the history buffer (recording only).
     #[cold]
-    pub(crate) fn record(&self, op: Op) {
-        self.local().history.push(op);
+    pub(crate) fn record(&mut self, op: Op) {
+        self.local.get().history.push(op);
     }
 
     /// Hands the finished transaction to the database's history.
     #[cold]
-    pub(crate) fn record_end(&self, commit_ts: Option<u64>, outcome: Outcome) {
-        let ops = std::mem::take(&mut self.local().history);
+    pub(crate) fn record_end(&mut self, commit_ts: Option<u64>, outcome: Outcome) {
+        let ops = std::mem::take(&mut self.local.get().history);
         self.db.record(TxnRecord {
             // BOHM names every transaction by its log position.
             id: if self.bohm { self.begin_ts } else { self.id },

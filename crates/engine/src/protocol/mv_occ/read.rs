@@ -39,7 +39,7 @@ impl<'db> Transaction<'db> {
         if v.is_null() {
             self.settle_speculation()?;
             if self.track_scans {
-                self.local().scan_set.push(ScanRecord {
+                self.local.get().scan_set.push(ScanRecord {
                     table: table.0,
                     index: 0,
                     kind: ScanKind::Eq(*key),
@@ -50,7 +50,7 @@ impl<'db> Transaction<'db> {
             if self.cert != Cert::Off {
                 self.ssn_scan(t, 0, &ScanKind::Eq(*key));
                 self.ssn_absent_key(t, key);
-                self.ssn().verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
+                self.local.get().ssn.verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
             }
             if self.recording {
                 self.record(Op::Read { table: table.0, key: *key, version: None });
@@ -58,7 +58,7 @@ impl<'db> Transaction<'db> {
             return Ok(None);
         }
         if self.track_reads {
-            self.local().read_set.push(VPtr(v));
+            self.local.get().read_set.push(VPtr(v));
         }
         if self.cert != Cert::Off {
             self.ssn_read(v)?;
@@ -142,7 +142,7 @@ impl<'db> Transaction<'db> {
         let rt = self.read_time();
         let me = self.me();
         if self.track_scans {
-            self.local().scan_set.push(ScanRecord {
+            self.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
                 kind: ScanKind::Eq(*key),
@@ -215,7 +215,7 @@ impl<'db> Transaction<'db> {
         let rt = self.read_time();
         let me = self.me();
         if self.track_scans {
-            self.local().scan_set.push(ScanRecord {
+            self.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
                 kind: ScanKind::Range(lo, hi),
@@ -227,8 +227,8 @@ impl<'db> Transaction<'db> {
             self.ssn_scan(t, index.index, &ScanKind::Range(lo, hi));
         }
         // Writers of versions a serializable pessimistic scan cannot see yet.
-        let mut uncommitted = std::mem::take(&mut self.local().uncommitted);
-        let lock_scans = self.lock_scans;
+        let mut uncommitted = std::mem::take(&mut self.local.get().uncommitted);
+        let (lock_scans, db, id) = (self.lock_scans, self.db, self.id);
         let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
         let mut stopped_at = None;
@@ -249,7 +249,7 @@ impl<'db> Transaction<'db> {
             }
             if visible_at(v, rt, &me).is_none() {
                 if lock_scans {
-                    uncommitted.extend(self.uncommitted_writer(v, rt));
+                    uncommitted.extend(Self::uncommitted_writer(db, id, v, rt));
                 }
                 out.ssn_absent(v, rt);
                 return true;
@@ -267,7 +267,7 @@ impl<'db> Transaction<'db> {
         }
         let refused = out.refused;
         let rows = out.rows;
-        self.local().uncommitted = uncommitted;
+        self.local.get().uncommitted = uncommitted;
         if let Some(r) = refused {
             return Err(self.abort_with(r));
         }
@@ -288,7 +288,7 @@ impl<'db> Transaction<'db> {
                     ix.ranges.narrow_last(self.id, Bound::Included(k));
                 }
                 if self.track_scans {
-                    if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) = self.local().scan_set.last_mut() {
+                    if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) = self.local.get().scan_set.last_mut() {
                         *h = Bound::Included(k);
                     }
                 }
@@ -331,8 +331,8 @@ struct SsnRead<'a> {
 }
 
 impl<'a> Delivery<'a> {
-    pub(super) fn new(t: &Transaction<'a>) -> Delivery<'a> {
-        let l = t.local();
+    pub(super) fn new(t: &'a mut Transaction<'_>) -> Delivery<'a> {
+        let l = t.local.get();
         Delivery {
             track: t.track_reads,
             recording: t.recording,

@@ -97,7 +97,7 @@ impl<'db> Transaction<'db> {
             nv
         });
         self.created += 1;
-        self.local().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
+        self.local.get().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
         if self.honour_locks {
             // SAFETY: linked and ours until commit or abort.
             if let Err(r) = self.wait_for_lockers(t, unsafe { &*nv }) {
@@ -126,7 +126,7 @@ impl<'db> Transaction<'db> {
         if self.cert != Cert::Off {
             // The insert follows the key's last deleter (a w:w edge).
             self.ssn_absent_key(t, &key);
-            self.ssn().verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
+            self.local.get().ssn.verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
         }
         Ok(())
     }
@@ -136,14 +136,14 @@ impl<'db> Transaction<'db> {
     /// replaced meanwhile was a conflicting write). The caller is pinned.
     pub(crate) fn duplicate(&mut self, dup: *mut Version) -> Result<()> {
         if self.track_reads {
-            self.local().read_set.push(VPtr(dup));
+            self.local.get().read_set.push(VPtr(dup));
         }
         if self.cert != Cert::Off {
             self.ssn_read(dup)?;
         }
         if self.lock_reads {
             // SAFETY: found under the caller's epoch guard, which is still held.
-            match read_lock(unsafe { &*dup }, self.id, &self.db.txns, &mut self.local().read_locks) {
+            match read_lock(unsafe { &*dup }, self.id, &self.db.txns, &mut self.local.get().read_locks) {
                 Locked::Yes => {}
                 Locked::NotLatest => return Err(self.abort_with(AbortReason::WriteConflict)),
                 Locked::Refused(r) => return Err(self.abort_with(r)),
@@ -199,7 +199,7 @@ impl<'db> Transaction<'db> {
         }
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let mut buf = std::mem::take(&mut self.local().scratch);
+        let mut buf = std::mem::take(&mut self.local.get().scratch);
         buf.clear();
         let rt = self.lookup_time();
         let v = self.find_visible(t, key, rt);
@@ -214,7 +214,7 @@ impl<'db> Transaction<'db> {
                 self.install(t, table, key, v, Some(&buf))
             }
         };
-        self.local().scratch = buf;
+        self.local.get().scratch = buf;
         r
     }
 
@@ -327,7 +327,7 @@ impl<'db> Transaction<'db> {
         if self.track_scans {
             // Absence was read: a later insert of this key is a phantom.
             let since = self.begin_ts;
-            self.local().scan_set.push(ScanRecord {
+            self.local.get().scan_set.push(ScanRecord {
                 table: table.0,
                 index: 0,
                 kind: ScanKind::Eq(*key),
@@ -339,7 +339,7 @@ impl<'db> Transaction<'db> {
             let t = self.db.table_ref(table)?;
             self.ssn_scan(t, 0, &ScanKind::Eq(*key));
             self.ssn_absent_key(t, key);
-            self.ssn().verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
+            self.local.get().ssn.verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
         }
         Err(Error::KeyNotFound)
     }
@@ -377,8 +377,11 @@ impl<'db> Transaction<'db> {
             };
             let lock = RecordLock::of(expected).expect("an updatable version is a latest one");
             // Our own read locks on `v` (one per read of it) become the write lock.
-            let mine =
-                if self.lock_reads { self.local().read_locks.iter().filter(|p| p.0 == v).count() as u64 } else { 0 };
+            let mine = if self.lock_reads {
+                self.local.get().read_locks.iter().filter(|p| p.0 == v).count() as u64
+            } else {
+                0
+            };
             debug_assert!(mine <= lock.read_locks, "we hold the read locks we recorded");
             let others = lock.read_locks - mine;
             debug_assert!(self.honour_locks || others == 0, "read locks exist only under mv-lock and mv-mixed");
@@ -393,7 +396,7 @@ impl<'db> Transaction<'db> {
             match word::write_lock(&old.end, expected, new) {
                 Claim::Won => {
                     if mine > 0 {
-                        self.local().read_locks.retain(|p| p.0 != v);
+                        self.local.get().read_locks.retain(|p| p.0 != v);
                     }
                     return Ok(());
                 }
@@ -434,7 +437,7 @@ impl<'db> Transaction<'db> {
 
     /// Records an update (`Some(value)`) or delete (`None`) of the version
     /// `old` (its writer and value).
-    pub(crate) fn record_replace(&self, table: TableId, key: &Key, old: (Writer, &[u8]), new: Option<&[u8]>) {
+    pub(crate) fn record_replace(&mut self, table: TableId, key: &Key, old: (Writer, &[u8]), new: Option<&[u8]>) {
         // An update or delete reads the version it replaces (Property 4.5).
         self.record(Op::Read { table: table.0, key: *key, version: Some((old.0, old.1.to_vec())) });
         let (kind, value) = match new {
@@ -453,7 +456,7 @@ impl<'db> Transaction<'db> {
             // replaces, linked everywhere, and write-locked by us.
             unsafe { t.link_update(new, v) };
         }
-        self.local().write_set.push(WriteEntry { table: table.0, old: v, new });
+        self.local.get().write_set.push(WriteEntry { table: table.0, old: v, new });
         if self.cert != Cert::Off {
             self.ssn_write(v)?; // Algorithm 1's ssn_write (an early abort undoes the entry)
         }

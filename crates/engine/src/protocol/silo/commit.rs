@@ -13,7 +13,7 @@ impl<'db> Transaction<'db> {
 
     fn sv_unwind(&mut self, locked: &[usize], reason: AbortReason) -> Error {
         debug_assert_eq!(self.status, Status::Active);
-        let l = &mut self.local().silo;
+        let l = &mut self.local.get().silo;
         for &i in locked {
             let w = l.writes[i];
             // SAFETY: locked by us, so alive. Release: unlock (clear the bit).
@@ -38,7 +38,7 @@ impl<'db> Transaction<'db> {
         // checkpoint (`durability::checkpoint`): it enters the freeze
         // before locking anything, and draws its TID from the shared
         // sequence, which recovery and checkpoints order by.
-        let log = db.durable.as_ref().filter(|_| !self.local().silo.writes.is_empty()).map(|d| &d.log);
+        let log = db.durable.as_ref().filter(|_| !self.local.get().silo.writes.is_empty()).map(|d| &d.log);
         if log.is_some() {
             db.freeze.enter(&db.txns, self.slot);
         }
@@ -47,16 +47,16 @@ impl<'db> Transaction<'db> {
         let _guard = crossbeam_epoch::pin();
 
         // Phase 1: lock the WriteSet in address order.
-        let mut order = std::mem::take(&mut self.local().silo.sorted);
+        let mut order = std::mem::take(&mut self.local.get().silo.sorted);
         order.clear();
-        order.extend(0..self.local().silo.writes.len());
+        order.extend(0..self.local.get().silo.writes.len());
         {
-            let l = &self.local().silo;
+            let l = &self.local.get().silo;
             order.sort_unstable_by_key(|&i| l.writes[i].rec.0 as usize);
         }
-        let mut max_tid = self.local().silo.last_tid;
+        let mut max_tid = self.local.get().silo.last_tid;
         for (n, &i) in order.iter().enumerate() {
-            let w = self.local().silo.writes[i];
+            let w = self.local.get().silo.writes[i];
             // SAFETY: reached under the guard; records are freed only after
             // an epoch once retired.
             let rec = unsafe { &*w.rec.0 };
@@ -76,7 +76,7 @@ impl<'db> Transaction<'db> {
             // be lost (the ReadSet would catch it too; a placeholder never is).
             if word & LATEST == 0 {
                 let locked = order[..=n].to_vec();
-                self.local().silo.sorted = order;
+                self.local.get().silo.sorted = order;
                 return Err(self.sv_unwind(&locked, AbortReason::WriteConflict));
             }
         }
@@ -88,7 +88,7 @@ impl<'db> Transaction<'db> {
         if ordered {
             // Drawn before validation, so that a transaction whose reads we
             // invalidate draws after us (module docs).
-            let l = &self.local().silo;
+            let l = &self.local.get().silo;
             let floor = l.reads.iter().map(|r| r.word & TID).fold(max_tid, u64::max) + 1;
             // Relaxed: the order is that of the RMWs on this one counter.
             drawn = db
@@ -104,13 +104,13 @@ impl<'db> Transaction<'db> {
         if validate {
             if let Err(reason) = self.sv_validate() {
                 let all = order.clone();
-                self.local().silo.sorted = order;
+                self.local.get().silo.sorted = order;
                 return Err(self.sv_unwind(&all, reason));
             }
         }
 
         // Phase 3: the commit TID, then the writes.
-        let l = &mut self.local().silo;
+        let l = &mut self.local.get().silo;
         for r in &l.reads {
             max_tid = max_tid.max(r.word & TID);
         }
@@ -123,16 +123,16 @@ impl<'db> Transaction<'db> {
         // our writes appends after us (`durability::log`).
         let epoch = log.map(|log| self.sv_log_redo(log, tid));
         for &i in &order {
-            let w = self.local().silo.writes[i];
+            let w = self.local.get().silo.writes[i];
             self.sv_install(w, tid);
         }
-        self.local().silo.sorted = order;
+        self.local.get().silo.sorted = order;
         if log.is_some() {
             // Out of the freeze: installed.
             db.txns.set_state(self.slot, TxnState::Committed, tid);
         }
         db.txns.report_outcome(self.slot, true);
-        let l = &mut self.local().silo;
+        let l = &mut self.local.get().silo;
         l.commits += 1;
         if l.commits >= 64 {
             l.commits = 0;
@@ -150,7 +150,7 @@ impl<'db> Transaction<'db> {
     /// Appends the redo record of a single-version commit (Silo, 1V): the
     /// WriteSet's keys with their new values, or deletes. Returns its epoch.
     pub(crate) fn sv_log_redo(&mut self, log: &crate::durability::log::Log, tid: u64) -> u64 {
-        let local = self.local();
+        let local = self.local.get();
         let l = &local.silo;
         log.append(tid, &mut local.log_buf, |r| {
             for w in &l.writes {
@@ -164,12 +164,13 @@ impl<'db> Transaction<'db> {
     }
 
     /// True if a record read has changed since (phase 2's ReadSet check).
-    pub(super) fn sv_reads_changed(&self) -> bool {
-        self.local().silo.reads.iter().any(|r| {
+    pub(super) fn sv_reads_changed(&mut self) -> bool {
+        let l = &self.local.get().silo;
+        l.reads.iter().any(|r| {
             // SAFETY: records are freed only after an epoch once retired.
             // Acquire: pairs with the committers' Release stores.
             let now = unsafe { &*r.rec.0 }.begin.load(Ordering::Acquire);
-            now & !LOCK != r.word || (now & LOCK != 0 && self.sv_written(r.rec.0).is_none())
+            now & !LOCK != r.word || (now & LOCK != 0 && l.written(r.rec.0).is_none())
         })
     }
 
@@ -178,14 +179,14 @@ impl<'db> Transaction<'db> {
         if self.sv_reads_changed() {
             return Err(AbortReason::ReadValidation);
         }
-        let nodes = std::mem::take(&mut self.local().silo.nodes);
-        let seen = &mut self.local().silo.seen;
+        let nodes = std::mem::take(&mut self.local.get().silo.nodes);
+        let seen = &mut self.local.get().silo.seen;
         for n in &nodes {
             let (SvNode::Missing { seen: (a, b), .. } | SvNode::Scan { seen: (a, b), .. }) = n;
             seen[*a as usize..*b as usize].sort_unstable_by_key(|(r, _)| r.0 as usize);
         }
         let r = nodes.iter().try_for_each(|n| self.sv_check_node(n));
-        self.local().silo.nodes = nodes;
+        self.local.get().silo.nodes = nodes;
         r
     }
 
@@ -193,7 +194,7 @@ impl<'db> Transaction<'db> {
     /// did not pass (or passed in another state: an address reused after a
     /// free) that has been a row since. A record the walk passed as the
     /// latest is checked by the ReadSet instead.
-    fn sv_phantom(&self, v: &Version, seen: &[(VPtr, u64)]) -> bool {
+    fn sv_phantom(l: &SiloLocal, v: &Version, seen: &[(VPtr, u64)]) -> bool {
         let p = v as *const Version as *mut Version;
         // Acquire: as in validation.
         let w = v.begin.load(Ordering::Acquire);
@@ -204,28 +205,29 @@ impl<'db> Transaction<'db> {
                 return false;
             }
         }
-        let ours = self.local().silo.writes.iter().any(|x| x.rec.0 == p && x.placeholder);
+        let ours = l.writes.iter().any(|x| x.rec.0 == p && x.placeholder);
         ever_a_row(w, ours)
     }
 
-    fn sv_check_node(&self, n: &SvNode) -> std::result::Result<(), AbortReason> {
-        let l = &self.local().silo;
+    fn sv_check_node(&mut self, n: &SvNode) -> std::result::Result<(), AbortReason> {
+        let db = self.db;
+        let l = &self.local.get().silo;
         let mut phantom = false;
         match n {
             SvNode::Missing { table, key, seen } => {
                 let seen = &l.seen[seen.0 as usize..seen.1 as usize];
-                let t = self.db.table_by_id(*table);
+                let t = db.table_by_id(*table);
                 t.indexes[0].for_each_eq(key, |v| {
-                    phantom = v.key_eq(key) && self.sv_phantom(v, seen);
+                    phantom = v.key_eq(key) && Self::sv_phantom(l, v, seen);
                     !phantom
                 });
             }
             SvNode::Scan { table, index, lo, hi, seen } => {
                 let seen = &l.seen[seen.0 as usize..seen.1 as usize];
-                let t = self.db.table_by_id(*table);
+                let t = db.table_by_id(*table);
                 let ix = &t.indexes[*index as usize];
                 walk_range(ix, lo, hi, |v| {
-                    phantom = self.sv_phantom(v, seen);
+                    phantom = Self::sv_phantom(l, v, seen);
                     !phantom
                 });
             }
@@ -239,7 +241,7 @@ impl<'db> Transaction<'db> {
 
     /// Installs one write with TID `tid`, releasing the record's lock.
     fn sv_install(&mut self, w: SvWrite, tid: u64) {
-        let l = &self.local().silo;
+        let l = &self.local.get().silo;
         let value = &l.values[w.at as usize..(w.at + w.len) as usize];
         // SAFETY: locked by us, so alive.
         let rec = unsafe { &*w.rec.0 };
@@ -249,7 +251,7 @@ impl<'db> Transaction<'db> {
                 let table = TableId(w.table);
                 self.sv_retire(table, w.rec.0, tid);
             }
-            WriteKind::Insert | WriteKind::Update if self.sv_in_place(t, rec, value) => {
+            WriteKind::Insert | WriteKind::Update if Self::sv_in_place(t, rec, value) => {
                 rec.store_value(value);
                 // Release: publishes the value and unlocks.
                 rec.begin.store(tid | LATEST, Ordering::Release);
@@ -273,7 +275,7 @@ impl<'db> Transaction<'db> {
 
     /// True if `value` can overwrite `rec` in place: same length, and the
     /// same keys in every secondary index.
-    pub(crate) fn sv_in_place(&self, t: &Table, rec: &Version, value: &[u8]) -> bool {
+    pub(crate) fn sv_in_place(t: &Table, rec: &Version, value: &[u8]) -> bool {
         if value.len() != rec.value_len() {
             return false;
         }

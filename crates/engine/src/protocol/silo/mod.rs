@@ -216,6 +216,12 @@ pub(crate) struct SiloLocal {
 }
 
 impl SiloLocal {
+    /// Where `rec` is in the WriteSet (its last entry).
+    #[inline]
+    pub(crate) fn written(&self, rec: *mut Version) -> Option<usize> {
+        self.writes.iter().rposition(|w| w.rec.0 == rec)
+    }
+
     pub(crate) fn clear(&mut self) {
         self.reads.clear();
         self.writes.clear();
@@ -349,8 +355,8 @@ fn ever_a_row(w: u64, ours: bool) -> bool {
 
 impl<'db> Transaction<'db> {
     /// The position of `rec` in the WriteSet, if we wrote it.
-    pub(crate) fn sv_written(&self, rec: *mut Version) -> Option<usize> {
-        self.local().silo.writes.iter().rposition(|w| w.rec.0 == rec)
+    pub(crate) fn sv_written(&mut self, rec: *mut Version) -> Option<usize> {
+        self.local.get().silo.written(rec)
     }
 
     /// Looks `key` up and reads it: `Some(rec)` with the value in the copy
@@ -359,7 +365,7 @@ impl<'db> Transaction<'db> {
     /// by `release`, with the rest of the slot's `TxnLocal`).
     fn sv_lookup(&mut self, t: &Table, table: TableId, key: &Key) -> Option<*mut Version> {
         loop {
-            let l = &mut self.local().silo;
+            let l = &mut self.local.get().silo;
             let first = l.seen.len() as u32;
             let rec = find_latest(t, key, Some(&mut l.seen));
             if rec.is_null() {
@@ -368,7 +374,7 @@ impl<'db> Transaction<'db> {
                 return None;
             }
             l.seen.truncate(first as usize);
-            if let Some(i) = self.sv_written(rec) {
+            if let Some(i) = l.written(rec) {
                 let w = l.writes[i];
                 if w.kind == WriteKind::Delete {
                     return None;
@@ -404,20 +410,19 @@ impl<'db> Transaction<'db> {
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let found = self.sv_lookup(t, table, key);
-        let l = &self.local().silo;
         if self.recording {
-            let version = found.map(|rec| (self.sv_writer(rec), l.copy.clone()));
+            let version = found.map(|rec| (self.sv_writer(rec), self.local.get().silo.copy.clone()));
             self.record(Op::Read { table: table.0, key: *key, version });
         }
-        Ok(found.map(|_| f(&l.copy)))
+        Ok(found.map(|_| f(&self.local.get().silo.copy)))
     }
 
     /// How the history names the record's current contents.
-    fn sv_writer(&self, rec: *mut Version) -> Writer {
-        if self.sv_written(rec).is_some() {
+    fn sv_writer(&mut self, rec: *mut Version) -> Writer {
+        let l = &self.local.get().silo;
+        if l.written(rec).is_some() {
             return Writer::Txn(self.id);
         }
-        let l = &self.local().silo;
         let word = l.reads.iter().rev().find(|r| r.rec.0 == rec).map_or(0, |r| r.word);
         Writer::Committed(word & TID)
     }
@@ -431,7 +436,7 @@ impl<'db> Transaction<'db> {
         value: &[u8],
         placeholder: bool,
     ) {
-        let l = &mut self.local().silo;
+        let l = &mut self.local.get().silo;
         let at = l.values.len() as u32;
         l.values.extend_from_slice(value);
         let len = value.len() as u32;
@@ -464,13 +469,13 @@ impl<'db> Transaction<'db> {
                 break;
             }
             if let Some(i) = self.sv_written(rec) {
-                if self.local().silo.writes[i].kind != WriteKind::Delete {
+                if self.local.get().silo.writes[i].kind != WriteKind::Delete {
                     return Err(Error::DuplicateKey);
                 }
                 self.sv_buffer(table, rec, WriteKind::Insert, value, false);
                 return Ok(());
             }
-            let l = &mut self.local().silo;
+            let l = &mut self.local.get().silo;
             // SAFETY: found under the epoch guard.
             match stable_read(unsafe { &*rec }, &mut l.copy) {
                 Seen::Row(word) => {
@@ -537,12 +542,12 @@ impl<'db> Transaction<'db> {
             return Err(Error::KeyNotFound);
         };
         if self.recording {
-            let version = Some((self.sv_writer(rec), self.local().silo.copy.clone()));
+            let version = Some((self.sv_writer(rec), self.local.get().silo.copy.clone()));
             self.record(Op::Read { table: table.0, key: *key, version });
         }
-        let mut new = std::mem::take(&mut self.local().scratch);
+        let mut new = std::mem::take(&mut self.local.get().scratch);
         new.clear();
-        let l = &self.local().silo;
+        let l = &self.local.get().silo;
         let keep = f(&l.copy, &mut new);
         let r = if !keep {
             self.sv_buffer(table, rec, WriteKind::Delete, &[], false);
@@ -553,7 +558,7 @@ impl<'db> Transaction<'db> {
             self.sv_buffer(table, rec, WriteKind::Update, &new, false);
             Ok(())
         };
-        self.local().scratch = new;
+        self.local.get().scratch = new;
         r
     }
 
@@ -571,28 +576,28 @@ impl<'db> Transaction<'db> {
         let (_, ix) = self.index_ref(index)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let first = self.local().silo.reads.len() as u32;
-        let first_seen = self.local().silo.seen.len() as u32;
+        let first = self.local.get().silo.reads.len() as u32;
+        let first_seen = self.local.get().silo.seen.len() as u32;
         let ordered = ix.is_ordered();
         let mut rows = Vec::new();
         let mut stopped_at = None;
-        let mut copy = std::mem::take(&mut self.local().silo.copy);
+        let mut copy = std::mem::take(&mut self.local.get().silo.copy);
         let mut retry = true;
         while retry {
             retry = false;
-            self.local().silo.reads.truncate(first as usize);
-            self.local().silo.seen.truncate(first_seen as usize);
+            self.local.get().silo.reads.truncate(first as usize);
+            self.local.get().silo.seen.truncate(first_seen as usize);
             rows.clear();
             walk_range(ix, &lo, &hi, |v| {
                 let rec = v as *const Version as *mut Version;
                 // Acquire: pairs with the Release stores of the word.
                 let w = v.begin.load(Ordering::Acquire);
-                self.local().silo.seen.push((VPtr(rec), w & !LOCK));
+                self.local.get().silo.seen.push((VPtr(rec), w & !LOCK));
                 if w & LATEST == 0 {
                     return true;
                 }
                 let mine = self.sv_written(rec);
-                let l = &mut self.local().silo;
+                let l = &mut self.local.get().silo;
                 if let Some(i) = mine {
                     let w = l.writes[i];
                     if w.kind == WriteKind::Delete {
@@ -628,13 +633,13 @@ impl<'db> Transaction<'db> {
                 false
             });
         }
-        self.local().silo.copy = copy;
+        self.local.get().silo.copy = copy;
         let hi = match stopped_at {
             Some(k) if ordered => Bound::Included(k),
             _ => hi,
         };
-        let seen = (first_seen, self.local().silo.seen.len() as u32);
-        self.local().silo.nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, seen });
+        let seen = (first_seen, self.local.get().silo.seen.len() as u32);
+        self.local.get().silo.nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, seen });
         if self.recording {
             self.record_scan(index, lo, hi, filter.is_some(), rows);
         }

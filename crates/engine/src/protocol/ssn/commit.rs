@@ -17,7 +17,7 @@ impl<'db> Transaction<'db> {
     /// η; one that fenced earlier has its write lock in place where we look,
     /// and we commit normally (with a fresh stamp, after it).
     pub(crate) fn ssn_read_only_commit(&mut self) -> Option<crate::Result<crate::protocol::mv_occ::CommitInfo>> {
-        let st = self.ssn();
+        let st = &mut self.local.get().ssn;
         if st.sstamp != NONE || st.doomed {
             return None; // a read's overwrite committed: a back edge to weigh
         }
@@ -54,19 +54,12 @@ impl<'db> Transaction<'db> {
         Some(Ok(crate::protocol::mv_occ::CommitInfo { commit_ts: b, writes: 0 }))
     }
 
-    /// SSN's state of this transaction.
-    #[inline]
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) fn ssn(&self) -> &'db mut SsnLocal {
-        &mut self.local().ssn
-    }
-
     /// `ssn_read` for a version found by a lookup.
     #[inline]
     pub(crate) fn ssn_read(&mut self, v: *mut Version) -> crate::Result<()> {
         // SAFETY: found under the caller's epoch guard, still held.
         let v = unsafe { &*v };
-        let r = read(self.ssn(), self.cert, &self.db.txns, self.slot, self.word, v);
+        let r = read(&mut self.local.get().ssn, self.cert, &self.db.txns, self.slot, self.word, v);
         r.map_err(|r| self.abort_with(r))
     }
 
@@ -79,7 +72,7 @@ impl<'db> Transaction<'db> {
             return;
         }
         let rt = self.read_time();
-        let (st, cert, txns) = (self.ssn(), self.cert, &self.db.txns);
+        let (st, cert, txns) = (&mut self.local.get().ssn, self.cert, &self.db.txns);
         t.indexes[0].for_each_eq(key, |v| {
             if v.key_eq(key) {
                 absent(st, cert, txns, v, rt);
@@ -91,7 +84,7 @@ impl<'db> Transaction<'db> {
     /// A serializable scan read the gap `kind` of index `index` of `t`.
     #[inline]
     pub(crate) fn ssn_scan(&mut self, t: &Table, index: u8, kind: &ScanKind) {
-        let st = self.ssn();
+        let st = &mut self.local.get().ssn;
         st.gap_clock = match &t.indexes[index as usize].gaps {
             Some(g) => {
                 read_gap(st, self.slot, g, kind);
@@ -109,7 +102,7 @@ impl<'db> Transaction<'db> {
     pub(crate) fn ssn_write(&mut self, old: *mut Version) -> crate::Result<()> {
         // SAFETY: write-locked by us, so not reclaimable.
         let old = unsafe { &*old };
-        let st = self.ssn();
+        let st = &mut self.local.get().ssn;
         if self.cert == Cert::Ssn {
             // The w:w edge from the creator.
             st.pstamp = st.pstamp.max(cstamp_of(old, &self.db.txns));
@@ -136,16 +129,17 @@ impl<'db> Transaction<'db> {
     /// for (we abort), and the slot's last commit stamp (its earlier
     /// occupants' untracked reads) joins η(T) — or aborts us if it is
     /// larger than our own stamp.
+    #[allow(clippy::too_many_arguments)]
     fn finalize_eta(
-        &self,
+        st: &mut SsnLocal,
+        txns: &TxnTable,
+        me: u32,
         stamp: &AtomicU64,
         readers: &AtomicU64,
         c: u64,
         push: bool,
         proxy: bool,
     ) -> Result<(), AbortReason> {
-        let txns = &self.db.txns;
-        let st = self.ssn();
         // SeqCst: after our stamp's draw in the total order (see `register`);
         // and a bit found cleared was cleared (Release) after its reader
         // raised η(V), which the reread below must then see (Acquire).
@@ -156,7 +150,7 @@ impl<'db> Transaction<'db> {
             bits &= bits - 1;
             let range = if b < SHARED_BIT { b as usize..b as usize + 1 } else { SHARED_BIT as usize..hw };
             for s in range {
-                if s != self.slot as usize {
+                if s != me as usize {
                     match txns.peek_slot(s) {
                         // Algorithm 3 waits for a reader still in its
                         // pre-commit and counts it if it commits; we count
@@ -205,9 +199,11 @@ impl<'db> Transaction<'db> {
     /// timestamp `c`. Finalizes π(T) and η(T) and tests them; on success
     /// publishes π(T) for readers that finalize against us.
     pub(crate) fn ssn_precommit(&mut self, c: u64) -> Result<(), AbortReason> {
-        let txns = &self.db.txns;
-        let cert = self.cert;
-        let st = self.ssn();
+        let (db, me, id, cert) = (self.db, self.slot, self.id, self.cert);
+        let txns = &db.txns;
+        let proxy = self.read_mostly();
+        let local = self.local.get();
+        let st = &mut local.ssn;
         if cert == Cert::Ssn {
             st.sstamp = st.sstamp.min(c); // line 6
         }
@@ -220,7 +216,7 @@ impl<'db> Transaction<'db> {
             loop {
                 // Acquire: see π(V) once the End word holds a timestamp.
                 let e = v.end.load(Ordering::Acquire);
-                if writer_of_end(e) == Some(self.id) {
+                if writer_of_end(e) == Some(id) {
                     break; // we replaced it ourselves (footnote 6)
                 }
                 match Word::decode(e) {
@@ -270,15 +266,14 @@ impl<'db> Transaction<'db> {
         fence(Ordering::SeqCst);
         // Finalize η(T): the readers of what we replaced (lines 22-32), and of
         // the pseudo-versions whose rows we changed.
-        let safe = if self.db.opts.safe_snapshot_interval.is_some() { self.db.ssn_safe.below(c) } else { None };
-        let proxy = self.read_mostly();
-        for w in &self.local().write_set {
+        let safe = if db.opts.safe_snapshot_interval.is_some() { db.ssn_safe.below(c) } else { None };
+        for w in &local.write_set {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us.
                 let (stamp, readers) = words(unsafe { &*w.old });
-                self.finalize_eta(stamp, readers, c, false, proxy)?;
+                Self::finalize_eta(st, txns, me, stamp, readers, c, false, proxy)?;
             }
-            self.finalize_gaps(self.db.table_by_id(w.table), w, c);
+            Self::finalize_gaps(st, txns, me, db.table_by_id(w.table), w, c);
             if let Some(s) = safe {
                 // The latest safe snapshot below us read what we replace (if
                 // it existed then) or the gap we insert into (section 5.2).
@@ -290,7 +285,7 @@ impl<'db> Transaction<'db> {
         }
         // Take what writers pushed, and lock our π against later pushes.
         // AcqRel: acquire the pushes; release nothing yet (see below).
-        let pushed = stamp::lock_pi(&self.slot().ssn_sstamp);
+        let pushed = stamp::lock_pi(&txns.slot(me).ssn_sstamp);
         st.sstamp = st.sstamp.min(pushed);
         st.verdict(cert)?;
         // Lower the π of the scanners that will commit after us.
@@ -309,13 +304,13 @@ impl<'db> Transaction<'db> {
             }
         }
         // Release: readers that see us Committed (Acquire) read this.
-        self.slot().ssn_sstamp.store(LOCKED | st.sstamp, Ordering::Release);
+        txns.slot(me).ssn_sstamp.store(LOCKED | st.sstamp, Ordering::Release);
         Ok(())
     }
 
     /// η(T) against the pseudo-versions of the index entries write `w`
     /// adds or removes (section 6).
-    fn finalize_gaps(&self, t: &Table, w: &WriteEntry, c: u64) {
+    fn finalize_gaps(st: &mut SsnLocal, txns: &TxnTable, me: u32, t: &Table, w: &WriteEntry, c: u64) {
         // SAFETY: ours (new) or write-locked by us (old).
         let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
         for (i, ix) in t.indexes.iter().enumerate() {
@@ -331,7 +326,7 @@ impl<'db> Transaction<'db> {
             for k in [ko, kn].iter().flatten() {
                 g.of_write(k, |pv| {
                     // Gaps are always tracked: no proxy, so no error.
-                    let r = self.finalize_eta(&pv.stamp, &pv.readers, c, true, false);
+                    let r = Self::finalize_eta(st, txns, me, &pv.stamp, &pv.readers, c, true, false);
                     debug_assert!(r.is_ok());
                 });
             }
@@ -343,15 +338,16 @@ impl<'db> Transaction<'db> {
     /// replaced versions (before their End words turn into timestamps) and
     /// η = c(T) into the new ones; clear our reader bits.
     pub(crate) fn ssn_postcommit(&mut self, c: u64) {
-        let st = self.ssn();
-        let local = self.local();
+        let cert = self.cert;
+        let local = self.local.get();
+        let st = &local.ssn;
         for w in &local.write_set {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us.
                 let (stamp, _) = words(unsafe { &*w.old });
                 stamp::set_pi(stamp, st.sstamp);
             }
-            if !w.new.is_null() && self.cert == Cert::Ssn {
+            if !w.new.is_null() && cert == Cert::Ssn {
                 // SAFETY: our own version.
                 let (stamp, _) = words(unsafe { &*w.new });
                 // Relaxed: published by the Release store of its Begin word.
@@ -364,7 +360,6 @@ impl<'db> Transaction<'db> {
     /// Raises η(V) of everything read to `c` (when committed) and clears
     /// our reader bits (commit or abort).
     pub(crate) fn ssn_release(&mut self, c: Option<u64>) {
-        let st = self.ssn();
         let slot = self.slot;
         let me = self.db.txns.slot(slot);
         // Section 5.3: the bit we clear may also stand for untracked reads
@@ -372,6 +367,7 @@ impl<'db> Transaction<'db> {
         // go into η(V) first. Relaxed: written by earlier occupants only,
         // ordered before us by the slot's handover.
         let floor = if self.read_mostly() { me.ssn_last_cstamp.load(Ordering::Relaxed) } else { 0 };
+        let st = &self.local.get().ssn;
         let raise = c.unwrap_or(0).max(floor);
         for &VPtr(v) in &st.reads {
             // SAFETY: as in `ssn_precommit`.
