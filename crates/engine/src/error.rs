@@ -120,7 +120,9 @@ pub enum Error {
     KeyTooLarge { len: usize, max: usize },
     /// The protocol does not offer the requested isolation level.
     InvalidIsolation { protocol: String, isolation: String },
-    /// A protocol name or option that this build does not implement.
+    /// Never returned: every protocol is built in (this once refused those
+    /// that were not). Kept so that code matching on it still compiles.
+    #[deprecated(note = "never returned: every protocol is always built in")]
     UnsupportedProtocol(String),
     /// More concurrently open transactions than the transaction table holds.
     TooManyTransactions(usize),
@@ -180,6 +182,7 @@ impl fmt::Display for Error {
             Error::InvalidIsolation { protocol, isolation } => {
                 write!(f, "protocol '{protocol}' does not offer isolation level '{isolation}'")
             }
+            #[allow(deprecated)]
             Error::UnsupportedProtocol(p) => write!(f, "protocol '{p}' is not available"),
             Error::TooManyTransactions(n) => {
                 write!(f, "too many open transactions (the limit is {n})")

@@ -11,9 +11,8 @@ use std::time::Duration;
 /// Most tables a database can hold.
 pub const MAX_TABLES: usize = 256;
 
-/// Concurrency-control protocols. Only those implemented in this build are
-/// accepted by [`Database::new`]; the others parse (so the command can name
-/// them) and are refused with [`Error::UnsupportedProtocol`].
+/// Concurrency-control protocols. Every one is built in and accepted by
+/// [`crate::Database::new`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Protocol {
     /// Hekaton optimistic multi-versioning (MV/O), section 3.
@@ -69,21 +68,11 @@ impl Protocol {
         }
     }
 
-    /// True if this build implements the protocol.
+    /// Always true: every protocol is built in. Kept so that callers from
+    /// when some were not still compile.
+    #[deprecated(note = "every protocol is always built in")]
     pub fn is_available(self) -> bool {
-        matches!(
-            self,
-            Protocol::MvOcc
-                | Protocol::MvLock
-                | Protocol::MvMixed
-                | Protocol::OneVLock
-                | Protocol::Silo
-                | Protocol::TwoPlOrdered
-                | Protocol::Ssn
-                | Protocol::Ssi
-                | Protocol::Bohm
-                | Protocol::Pomvcc
-        )
+        true
     }
 
     /// True for the single-version locking protocols: every index carries a
@@ -131,9 +120,9 @@ impl Protocol {
         *self.isolation_levels().last().expect("every protocol offers a level")
     }
 
-    /// The protocols this build implements.
+    /// The protocols this build implements: all of them, as [`Protocol::ALL`].
     pub fn available() -> impl Iterator<Item = Protocol> {
-        Self::ALL.into_iter().filter(|p| p.is_available())
+        Self::ALL.into_iter()
     }
 }
 

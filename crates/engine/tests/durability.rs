@@ -10,9 +10,9 @@ use multiverse::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Every protocol the build offers.
+/// Every protocol.
 fn protocols() -> impl Iterator<Item = Protocol> {
-    Protocol::ALL.into_iter().filter(|p| p.is_available())
+    Protocol::ALL.into_iter()
 }
 
 fn opts(dir: &Path, protocol: Protocol, durability: Durability) -> Options {

@@ -251,14 +251,9 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(1 << shift).ok_or_else(|| format!("'{s}' is too large"))
 }
 
-/// Parses and checks a protocol name: it must exist and be built.
+/// Parses a protocol name (every protocol is built in).
 pub(crate) fn parse_protocol(s: &str) -> Result<Protocol, String> {
-    let p: Protocol = s.parse().map_err(|e: multiverse::Error| e.to_string())?;
-    if !p.is_available() {
-        let avail: Vec<_> = Protocol::available().map(|p| p.name()).collect();
-        return Err(format!("protocol '{p}' is not available in this build (available: {})", avail.join(", ")));
-    }
-    Ok(p)
+    s.parse().map_err(|e: multiverse::Error| e.to_string())
 }
 
 /// The level of `--isolation` (given or not) for protocol `p`: without the

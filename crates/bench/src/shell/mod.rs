@@ -91,14 +91,9 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
     driver.finish().map_err(output_error)
 }
 
-/// Parses a protocol name and checks this build implements it.
+/// Parses a protocol name (every protocol is built in).
 fn available_protocol(name: &str) -> Result<Protocol, String> {
-    let p: Protocol = name.parse().map_err(|e: multiverse::Error| e.to_string())?;
-    if !p.is_available() {
-        let names: Vec<&str> = Protocol::available().map(Protocol::name).collect();
-        return Err(format!("protocol '{p}' is not available in this build (available: {})", names.join(", ")));
-    }
-    Ok(p)
+    name.parse().map_err(|e: multiverse::Error| e.to_string())
 }
 
 /// The script's display name and a reader over it.

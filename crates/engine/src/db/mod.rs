@@ -83,9 +83,6 @@ impl Database {
     }
 
     pub(crate) fn new_unlogged(opts: Options) -> Result<Database> {
-        if !opts.protocol.is_available() {
-            return Err(Error::UnsupportedProtocol(opts.protocol.name().to_string()));
-        }
         if opts.max_transactions == 0 || opts.max_transactions > txn::table::MAX_SLOTS {
             return Err(Error::InvalidArgument(format!(
                 "max_transactions must be between 1 and {}",
