@@ -33,8 +33,8 @@
 //! inserts, 2 threads): +8%, the stall on the first write into each new
 //! version's memory going from 10% of the run's cycles to 7%.
 
-use crate::storage::table::Table;
 use crate::storage::version::{VPtr, Version};
+use crate::table::Table;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::collections::VecDeque;

@@ -53,6 +53,7 @@ pub mod key;
 pub mod protocol;
 pub mod storage;
 mod sync;
+pub mod table;
 pub mod txn;
 
 mod db;
@@ -70,5 +71,5 @@ pub use options::{
 pub use protocol::mv_lock::detect_deadlocks;
 pub use protocol::mv_occ::{CommitInfo, Transaction};
 pub use stats::Stats;
-pub use storage::table::{IndexKind, KeyFn, TableSpec};
+pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;

@@ -5,7 +5,8 @@
 
 use crate::durability::{self, open::Durable, Durability};
 use crate::gc::Gc;
-use crate::storage::{self, table::Table};
+use crate::storage;
+use crate::table::Table;
 use crate::txn::{self, table::TxnTable};
 use crate::*;
 use crossbeam_utils::CachePadded;
@@ -41,6 +42,10 @@ pub struct Core {
     /// The global timestamp counter (section 2.4). Holds the next even stamp.
     pub(crate) clock: CachePadded<AtomicU64>,
     pub(crate) txns: TxnTable,
+    /// The sets of each slot's transaction.
+    pub(crate) sets: protocol::sets::SlotSets,
+    /// SSN's published words of each slot.
+    pub(crate) ssn_slots: protocol::ssn::SsnSlots,
     tables: Box<[OnceLock<Table>]>,
     names: Mutex<HashMap<String, u32>>,
     pub(crate) gc: Gc,
@@ -106,6 +111,8 @@ impl Core {
     fn new(opts: Options) -> Core {
         Core {
             txns: TxnTable::new(opts.max_transactions),
+            sets: protocol::sets::SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
+            ssn_slots: protocol::ssn::SsnSlots::new(TxnTable::slots_for(opts.max_transactions)),
             recording: std::sync::atomic::AtomicBool::new(opts.record_history),
             clock: CachePadded::new(AtomicU64::new(2)),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
@@ -223,7 +230,7 @@ impl Database {
                 )));
             }
         }
-        let (slot, id) = self.txns.open()?;
+        let (slot, id) = self.txns.open(|s| self.ssn_slots.open(s))?;
         let s = self.txns.slot(slot);
         if let Some(po) = &self.po {
             // Allocate_BTs (Figure 18): at least `after`, if given; then the
@@ -342,7 +349,8 @@ impl Database {
 
     /// Counters since the database was opened.
     pub fn stats(&self) -> Stats {
-        let (mut committed, mut aborts, created, freed, ssn_untracked_reads) = self.txns.totals();
+        let (mut committed, mut aborts, created, freed) = self.txns.totals();
+        let ssn_untracked_reads = self.ssn_slots.untracked();
         // Relaxed: statistics only.
         let freed = freed + self.versions_freed.load(Ordering::Relaxed);
         let mut versions_alive = created.saturating_sub(freed);

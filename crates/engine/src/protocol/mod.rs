@@ -7,6 +7,7 @@ pub mod mv_lock;
 pub mod mv_occ;
 pub mod ordered_2pl;
 pub mod pomvcc;
+pub(crate) mod sets;
 pub mod silo;
 pub mod ssi;
 pub mod ssn;

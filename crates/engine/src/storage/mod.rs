@@ -1,6 +1,5 @@
-//! Storage for the multi-version family (Hekaton MV/O now; MV/L, SSN, SSI and
-//! POMVCC later): version records and tables.
+//! Version records and their words: the memory every protocol stores rows
+//! in (tables and their indexes are built on it in [`crate::table`]).
 
-pub mod table;
 pub mod version;
 pub mod word;

@@ -9,11 +9,9 @@
 //! finalised.
 
 use crate::error::AbortReason;
-use crate::txn::TxnLocal;
 use crate::Error;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Bits of a transaction id that name its slot.
@@ -100,19 +98,7 @@ pub(crate) struct TxnSlot {
     pub(crate) waits: Mutex<WaitInfo>,
     /// Single-version locking: what the occupant waits for, while it waits
     /// (see `protocol::lock_1v`, deadlock detection).
-    pub(crate) lock_wait: Mutex<Option<crate::protocol::lock_1v::LockWait>>,
-    /// SSN: π(T) of the occupant (SSI: the commit stamp of its oldest
-    /// successor that committed first), published before it becomes
-    /// Committed, for readers finalizing their own π (SSN paper, Algorithm
-    /// 3 line 18: `u.sstamp`).
-    pub(crate) ssn_sstamp: AtomicU64,
-    /// SSN's read-mostly optimization: the largest commit stamp of the
-    /// slot's occupants that made untracked reads (the paper's "last
-    /// cstamp", section 5.3 and Figure 5). Never reset: their bits stay in
-    /// the readers bitmaps of what they read.
-    pub(crate) ssn_last_cstamp: AtomicU64,
-    /// Statistics: reads the slot's occupants did not track.
-    pub(crate) ssn_untracked: AtomicU64,
+    pub(crate) lock_wait: Mutex<Option<super::lock_wait::LockWait>>,
     /// BucketLockSet, published for inserters (the paper's LockLists, see
     /// `bucket_lockers`): how many bucket locks the occupant holds, and the
     /// first [`PUBLISHED_BUCKETS`] of them as `bucket_key`s. Written only by
@@ -125,8 +111,6 @@ pub(crate) struct TxnSlot {
     /// Versions allocated and reclaimed by occupants of this slot.
     pub(crate) created: AtomicU64,
     pub(crate) freed: AtomicU64,
-    /// ReadSet, ScanSet, WriteSet: owned by the occupant only.
-    pub(crate) local: UnsafeCell<TxnLocal>,
 }
 
 thread_local! {
@@ -156,15 +140,14 @@ pub(crate) struct TxnTable {
     pub(crate) blockings: AtomicU64,
 }
 
-// SAFETY: `local` is only touched by the slot's current occupant (a single
-// `Transaction`, which is not `Sync`); everything else is atomic or locked.
-unsafe impl Sync for TxnTable {}
-// SAFETY: as above.
-unsafe impl Send for TxnTable {}
-
 impl TxnTable {
+    /// The number of slots a table made for `n` transactions has.
+    pub(crate) fn slots_for(n: usize) -> usize {
+        n.clamp(1, MAX_SLOTS)
+    }
+
     pub(crate) fn new(n: usize) -> TxnTable {
-        let n = n.clamp(1, MAX_SLOTS);
+        let n = Self::slots_for(n);
         let slots = (0..n)
             .map(|_| {
                 CachePadded::new(TxnSlot {
@@ -180,16 +163,12 @@ impl TxnTable {
                     victim: AtomicBool::new(false),
                     waits: Mutex::new(WaitInfo::default()),
                     lock_wait: Mutex::new(None),
-                    ssn_sstamp: AtomicU64::new(0),
-                    ssn_last_cstamp: AtomicU64::new(0),
-                    ssn_untracked: AtomicU64::new(0),
                     buckets_held: AtomicUsize::new(0),
                     bucket_keys: std::array::from_fn(|_| AtomicU64::new(0)),
                     committed: AtomicU64::new(0),
                     created: AtomicU64::new(0),
                     freed: AtomicU64::new(0),
                     aborts: Default::default(),
-                    local: UnsafeCell::new(TxnLocal::default()),
                 })
             })
             .collect();
@@ -203,7 +182,11 @@ impl TxnTable {
 
     /// Takes a free slot and makes it Active with a fresh id.
     /// `begin` is called with the slot to publish the begin timestamp.
-    pub(crate) fn open(&self) -> Result<(u32, u64), Error> {
+    ///
+    /// `init` runs on the slot's number before the new id is published: the
+    /// place for per-slot state kept outside this table (SSN's words) that
+    /// must be reset before anyone can find the new occupant.
+    pub(crate) fn open(&self, init: impl FnOnce(u32)) -> Result<(u32, u64), Error> {
         let i = self.claim()?;
         // SeqCst (load and update): if a watermark scan misses this slot, the
         // value that covers it was written after the scan's read of the clock
@@ -221,7 +204,7 @@ impl TxnTable {
         s.dep_counter.store(0, Ordering::Relaxed);
         s.abort_now.store(false, Ordering::Relaxed);
         s.victim.store(false, Ordering::Relaxed);
-        s.ssn_sstamp.store(crate::protocol::ssn::NONE, Ordering::Relaxed);
+        init(i);
         wait_for::open(&s.wait_for, gen);
         state::publish(&s.id, &s.state, id);
         Ok((i, id))
@@ -423,21 +406,20 @@ impl TxnTable {
     }
 
     /// Sums per-slot statistics.
-    pub(crate) fn totals(&self) -> (u64, [u64; AbortReason::COUNT], u64, u64, u64) {
+    pub(crate) fn totals(&self) -> (u64, [u64; AbortReason::COUNT], u64, u64) {
         let mut c = 0;
-        let (mut created, mut freed, mut untracked) = (0, 0, 0);
+        let (mut created, mut freed) = (0, 0);
         let mut a = [0u64; AbortReason::COUNT];
         for s in self.slots.iter() {
             // Relaxed: statistics only.
             c += s.committed.load(Ordering::Relaxed);
             created += s.created.load(Ordering::Relaxed);
             freed += s.freed.load(Ordering::Relaxed);
-            untracked += s.ssn_untracked.load(Ordering::Relaxed);
             for (k, x) in a.iter_mut().enumerate() {
                 *x += s.aborts[k].load(Ordering::Relaxed);
             }
         }
-        (c, a, created, freed, untracked)
+        (c, a, created, freed)
     }
 
     /// Number of open transactions.

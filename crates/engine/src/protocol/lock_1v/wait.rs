@@ -25,21 +25,7 @@ pub(crate) enum Waited {
     Victim,
 }
 
-/// What a waiting locking transaction waits for, published in its slot
-/// while it waits (and only then): the input of deadlock detection.
-pub(crate) struct LockWait {
-    /// The waiter's id.
-    pub(crate) id: u64,
-    pub(crate) on: WaitOn,
-}
-
-/// The object of a wait.
-pub(crate) enum WaitOn {
-    /// A lock word (its address), in a mode; `upgrade`: from our S lock.
-    Lock { word: usize, mode: LockMode },
-    /// Key-range locks of others covering keys we link ((table, index, key)).
-    Ranges(Vec<(u32, usize, Key)>),
-}
+pub(crate) use crate::txn::lock_wait::{LockWait, WaitOn};
 
 /// Waits for `w` in `mode` (`upgrade`: from our sole S lock) until it is
 /// taken, `give_up()` holds, `limit` passes, or `victim(waited)` (called
@@ -132,7 +118,7 @@ fn cycle_through(db: &crate::Database, path: &mut Vec<(u32, u64)>, seen: &mut Ve
                     // SAFETY: `o` is published, so its owner is blocked and
                     // leaves its LockSet alone until it takes this mutex,
                     // which we hold.
-                    let held = unsafe { &(*db.txns.slot(s).local.get()).locks };
+                    let held = unsafe { &(*db.sets.raw(s)).locks };
                     if let Some(i) = held.find(*word as *const AtomicU64) {
                         if held.held[i].mode == LockMode::Exclusive || *mode == LockMode::Exclusive {
                             next.push((s, o.id));

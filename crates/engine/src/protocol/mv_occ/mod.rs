@@ -84,13 +84,14 @@ use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::mv_lock::{read_lock, Locked};
 use crate::protocol::pomvcc;
+use crate::protocol::sets::Sets;
 use crate::protocol::ssn::{self, Cert};
-use crate::storage::table::{Index, IndexImpl, Table};
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, txn_word, writer_of_end, Claim, RecordLock, Word, INFINITY};
+use crate::table::{Index, IndexImpl, Table};
 use crate::txn::table::{TxnSlot, TxnState};
 use crate::txn::visibility::{is_competing, updatable, visible_at, Me, NOW};
-use crate::txn::{Filter, ScanKind, ScanRecord, TxnLocal, WriteEntry};
+use crate::txn::{Filter, ScanKind, ScanRecord, WriteEntry};
 use crate::{Database, Error, IndexId, Isolation, Mode, Protocol, Result, TableId, TxnOptions};
 use crossbeam_utils::Backoff;
 use std::cell::Cell;
@@ -116,41 +117,6 @@ pub struct CommitInfo {
 pub(crate) enum Status {
     Active,
     Aborted(AbortReason),
-}
-
-/// The sets of a transaction ([`TxnLocal`]), kept in its transaction-table
-/// slot so their capacity is reused by the slot's next occupant.
-///
-/// A handle rather than a reference: each [`Sets::get`] borrows the sets
-/// for as long as `&mut self` of this field lasts, so the compiler keeps
-/// two uses from overlapping while the transaction's other fields stay
-/// usable beside them, and no `&mut` to the sets outlives its use (1V's
-/// deadlock detector reads a blocked transaction's LockSet between uses,
-/// see `lock_1v::wait`).
-pub(crate) struct Sets<'db> {
-    ptr: ptr::NonNull<TxnLocal>,
-    _slot: PhantomData<&'db TxnSlot>,
-}
-
-impl<'db> Sets<'db> {
-    /// The sets of `slot`, whose occupant is the caller.
-    fn of(slot: &'db TxnSlot) -> Self {
-        Sets {
-            ptr: ptr::NonNull::new(slot.local.get()).expect("an UnsafeCell's pointer is not null"),
-            _slot: PhantomData,
-        }
-    }
-
-    /// The sets, for one use.
-    #[inline]
-    pub(crate) fn get(&mut self) -> &mut TxnLocal {
-        // SAFETY: the slot's sets belong to its current occupant, the
-        // transaction that owns this handle, which is neither `Sync` nor
-        // shared; the borrow is tied to `&mut self`, so no two overlap. The
-        // one other reader, 1V's deadlock detector, reads the LockSet of a
-        // transaction blocked in a wait, which holds no borrow of it then.
-        unsafe { self.ptr.as_mut() }
-    }
 }
 
 /// An open transaction. Dropping it while active aborts it. It may move
@@ -284,7 +250,7 @@ impl<'db> Transaction<'db> {
             status: Status::Active,
             created: 0,
             recording: db.is_recording(),
-            local: Sets::of(db.txns.slot(slot)),
+            local: Sets::of(db, slot),
             _not_sync: PhantomData,
         };
         if certified {

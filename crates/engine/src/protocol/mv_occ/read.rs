@@ -325,7 +325,7 @@ struct Delivery<'a> {
 struct SsnRead<'a> {
     st: &'a mut ssn::SsnLocal,
     cert: Cert,
-    txns: &'a crate::txn::table::TxnTable,
+    db: &'a crate::db::Core,
     slot: u32,
     word: u64,
 }
@@ -342,7 +342,7 @@ impl<'a> Delivery<'a> {
             ssn: (t.cert != Cert::Off).then_some(SsnRead {
                 st: &mut l.ssn,
                 cert: t.cert,
-                txns: &t.db.txns,
+                db: t.db,
                 slot: t.slot,
                 word: t.word,
             }),
@@ -386,7 +386,7 @@ impl<'a> Delivery<'a> {
     #[inline]
     fn ssn_absent(&mut self, v: &Version, rt: u64) {
         if let Some(s) = self.ssn.as_mut() {
-            ssn::absent(s.st, s.cert, s.txns, v, rt);
+            ssn::absent(s.st, s.cert, s.db, v, rt);
         }
     }
 
@@ -394,7 +394,7 @@ impl<'a> Delivery<'a> {
     #[inline]
     fn ssn_read(&mut self, v: &Version) -> bool {
         let s = self.ssn.as_mut().expect("an SSN delivery");
-        match ssn::read(s.st, s.cert, s.txns, s.slot, s.word, v) {
+        match ssn::read(s.st, s.cert, &s.db.txns, s.slot, s.word, v) {
             Ok(()) => true,
             Err(r) => {
                 self.refused = Some(r);

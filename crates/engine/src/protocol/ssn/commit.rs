@@ -39,7 +39,7 @@ impl<'db> Transaction<'db> {
         }
         // Take the lock on our π as the full commit would; a push means a
         // writer of a gap we read committed first: commit normally.
-        if stamp::lock_pi(&self.slot().ssn_sstamp) != NONE {
+        if stamp::lock_pi(&self.db.ssn_slots.of(self.slot).sstamp) != NONE {
             return None;
         }
         if !self.wait_for_dependencies() {
@@ -72,10 +72,10 @@ impl<'db> Transaction<'db> {
             return;
         }
         let rt = self.read_time();
-        let (st, cert, txns) = (&mut self.local.get().ssn, self.cert, &self.db.txns);
+        let (st, cert, db) = (&mut self.local.get().ssn, self.cert, self.db);
         t.indexes[0].for_each_eq(key, |v| {
             if v.key_eq(key) {
-                absent(st, cert, txns, v, rt);
+                absent(st, cert, db, v, rt);
             }
             true
         });
@@ -132,7 +132,7 @@ impl<'db> Transaction<'db> {
     #[allow(clippy::too_many_arguments)]
     fn finalize_eta(
         st: &mut SsnLocal,
-        txns: &TxnTable,
+        db: &Core,
         me: u32,
         stamp: &AtomicU64,
         readers: &AtomicU64,
@@ -140,6 +140,7 @@ impl<'db> Transaction<'db> {
         push: bool,
         proxy: bool,
     ) -> Result<(), AbortReason> {
+        let txns = &db.txns;
         // SeqCst: after our stamp's draw in the total order (see `register`);
         // and a bit found cleared was cleared (Release) after its reader
         // raised η(V), which the reread below must then see (Acquire).
@@ -171,7 +172,7 @@ impl<'db> Transaction<'db> {
                 if proxy {
                     // Acquire, after the peek: an untracked reader that left
                     // the slot raised this (Release) before it left.
-                    let last = txns.slot(s as u32).ssn_last_cstamp.load(Ordering::Acquire);
+                    let last = db.ssn_slots.of(s as u32).last_cstamp.load(Ordering::Acquire);
                     if last > c {
                         return Err(AbortReason::ExclusionWindow);
                     }
@@ -236,7 +237,7 @@ impl<'db> Transaction<'db> {
                             if committed_before(txns, u, c).is_some() {
                                 let slot = txns.slot(crate::txn::table::slot_of(u));
                                 // Acquire: published before the Committed state.
-                                let s = slot.ssn_sstamp.load(Ordering::Acquire) & !LOCKED;
+                                let s = db.ssn_slots.of(slot_of(u)).sstamp.load(Ordering::Acquire) & !LOCKED;
                                 // Acquire: still U's? If not, U finished
                                 // postprocessing: reread the version.
                                 if slot.id.load(Ordering::Acquire) != u {
@@ -271,9 +272,9 @@ impl<'db> Transaction<'db> {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us.
                 let (stamp, readers) = words(unsafe { &*w.old });
-                Self::finalize_eta(st, txns, me, stamp, readers, c, false, proxy)?;
+                Self::finalize_eta(st, db, me, stamp, readers, c, false, proxy)?;
             }
-            Self::finalize_gaps(st, txns, me, db.table_by_id(w.table), w, c);
+            Self::finalize_gaps(st, db, me, db.table_by_id(w.table), w, c);
             if let Some(s) = safe {
                 // The latest safe snapshot below us read what we replace (if
                 // it existed then) or the gap we insert into (section 5.2).
@@ -285,7 +286,7 @@ impl<'db> Transaction<'db> {
         }
         // Take what writers pushed, and lock our π against later pushes.
         // AcqRel: acquire the pushes; release nothing yet (see below).
-        let pushed = stamp::lock_pi(&txns.slot(me).ssn_sstamp);
+        let pushed = stamp::lock_pi(&db.ssn_slots.of(me).sstamp);
         st.sstamp = st.sstamp.min(pushed);
         st.verdict(cert)?;
         // Lower the π of the scanners that will commit after us.
@@ -296,7 +297,7 @@ impl<'db> Transaction<'db> {
         };
         for i in 0..st.push_to.len() {
             let (s, id) = st.push_to[i];
-            if !push(txns, s, id, value) && !st.lax {
+            if !push(db, s, id, value) && !st.lax {
                 return Err(match cert {
                     Cert::Ssi => AbortReason::DangerousStructure,
                     _ => AbortReason::ExclusionWindow,
@@ -304,13 +305,13 @@ impl<'db> Transaction<'db> {
             }
         }
         // Release: readers that see us Committed (Acquire) read this.
-        txns.slot(me).ssn_sstamp.store(LOCKED | st.sstamp, Ordering::Release);
+        db.ssn_slots.of(me).sstamp.store(LOCKED | st.sstamp, Ordering::Release);
         Ok(())
     }
 
     /// η(T) against the pseudo-versions of the index entries write `w`
     /// adds or removes (section 6).
-    fn finalize_gaps(st: &mut SsnLocal, txns: &TxnTable, me: u32, t: &Table, w: &WriteEntry, c: u64) {
+    fn finalize_gaps(st: &mut SsnLocal, db: &Core, me: u32, t: &Table, w: &WriteEntry, c: u64) {
         // SAFETY: ours (new) or write-locked by us (old).
         let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
         for (i, ix) in t.indexes.iter().enumerate() {
@@ -326,7 +327,7 @@ impl<'db> Transaction<'db> {
             for k in [ko, kn].iter().flatten() {
                 g.of_write(k, |pv| {
                     // Gaps are always tracked: no proxy, so no error.
-                    let r = Self::finalize_eta(st, txns, me, &pv.stamp, &pv.readers, c, true, false);
+                    let r = Self::finalize_eta(st, db, me, &pv.stamp, &pv.readers, c, true, false);
                     debug_assert!(r.is_ok());
                 });
             }
@@ -361,12 +362,12 @@ impl<'db> Transaction<'db> {
     /// our reader bits (commit or abort).
     pub(crate) fn ssn_release(&mut self, c: Option<u64>) {
         let slot = self.slot;
-        let me = self.db.txns.slot(slot);
+        let me = self.db.ssn_slots.of(slot);
         // Section 5.3: the bit we clear may also stand for untracked reads
         // of earlier occupants of our slot; their stamps (the last cstamp)
         // go into η(V) first. Relaxed: written by earlier occupants only,
         // ordered before us by the slot's handover.
-        let floor = if self.read_mostly() { me.ssn_last_cstamp.load(Ordering::Relaxed) } else { 0 };
+        let floor = if self.read_mostly() { me.last_cstamp.load(Ordering::Relaxed) } else { 0 };
         let st = &self.local.get().ssn;
         let raise = c.unwrap_or(0).max(floor);
         for &VPtr(v) in &st.reads {
@@ -383,10 +384,10 @@ impl<'db> Transaction<'db> {
             if let Some(c) = c {
                 // Release: a writer that finds the slot left (Acquire on
                 // its id) sees this; we raise it before we leave.
-                me.ssn_last_cstamp.fetch_max(c, Ordering::Release);
+                me.last_cstamp.fetch_max(c, Ordering::Release);
             }
             // Relaxed: statistics only.
-            me.ssn_untracked.fetch_add(st.untracked, Ordering::Relaxed);
+            me.untracked.fetch_add(st.untracked, Ordering::Relaxed);
         }
         for &p in &st.gaps {
             // SAFETY: pseudo-versions live as long as their index.

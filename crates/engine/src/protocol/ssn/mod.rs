@@ -147,13 +147,15 @@
 //! snapshots), `commit.rs` (the transaction hooks and the pre-commit).
 
 use super::mv_occ::Transaction;
+use crate::db::Core;
 use crate::error::AbortReason;
-use crate::storage::table::Table;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{writer_of_end, Word, INFINITY};
-use crate::txn::table::{Peek, TxnState, TxnTable};
+use crate::table::Table;
+use crate::txn::table::{slot_of, Peek, TxnState, TxnTable};
 use crate::txn::{ScanKind, WriteEntry};
 use crossbeam_utils::Backoff;
+use crossbeam_utils::CachePadded;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 mod commit;
@@ -187,6 +189,52 @@ fn pi_of(s: Stamp) -> u64 {
     }
 }
 pub(crate) use stamp::{NONE, SSTAMP};
+
+/// SSN's words of one transaction-table slot, published for other
+/// transactions (the slot table itself knows no protocol).
+#[derive(Default)]
+pub(crate) struct SsnWords {
+    /// π(T) of the occupant (SSI: the commit stamp of its oldest successor
+    /// that committed first), published before it becomes Committed, for
+    /// readers finalizing their own π (Algorithm 3 line 18: `u.sstamp`);
+    /// reset to [`NONE`] by [`SsnSlots::open`] before the occupant's id is
+    /// published, so that no push to the new occupant is lost.
+    pub(crate) sstamp: AtomicU64,
+    /// The read-mostly optimization: the largest commit stamp of the slot's
+    /// occupants that made untracked reads (the paper's "last cstamp",
+    /// section 5.3 and Figure 5). Never reset: their bits stay in the
+    /// readers bitmaps of what they read.
+    pub(crate) last_cstamp: AtomicU64,
+    /// Statistics: reads the slot's occupants did not track.
+    pub(crate) untracked: AtomicU64,
+}
+
+/// [`SsnWords`] for every slot of the transaction table.
+pub(crate) struct SsnSlots(Box<[CachePadded<SsnWords>]>);
+
+impl SsnSlots {
+    pub(crate) fn new(n: usize) -> SsnSlots {
+        SsnSlots((0..n).map(|_| CachePadded::new(SsnWords::default())).collect())
+    }
+
+    #[inline]
+    pub(crate) fn of(&self, slot: u32) -> &SsnWords {
+        &self.0[slot as usize]
+    }
+
+    /// Slot `slot` gets a new occupant: called by `TxnTable::open` before
+    /// the occupant's id is published (Relaxed: that Release store orders
+    /// it for whoever finds the new id, see `push`).
+    pub(crate) fn open(&self, slot: u32) {
+        self.of(slot).sstamp.store(NONE, Ordering::Relaxed);
+    }
+
+    /// Reads not tracked, over all slots (statistics).
+    pub(crate) fn untracked(&self) -> u64 {
+        // Relaxed: statistics only.
+        self.0.iter().map(|w| w.untracked.load(Ordering::Relaxed)).sum()
+    }
+}
 /// The readers-bitmap bit shared by slots 63 and up (never cleared).
 const SHARED_BIT: u32 = 63;
 

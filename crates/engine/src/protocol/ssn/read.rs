@@ -168,11 +168,12 @@ pub(crate) fn read(
 /// If `v` was created by a transaction that committed (or is committing)
 /// after `rt`, that transaction is a successor (see [`created_after`]).
 #[inline]
-pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt: u64) {
+pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, db: &Core, v: &Version, rt: u64) {
     if cert == Cert::Off {
         return;
     }
-    created_after(st, cert, txns, v, rt);
+    let txns = &db.txns;
+    created_after(st, cert, db, v, rt);
     if cert != Cert::Ssn {
         return;
     }
@@ -208,7 +209,8 @@ pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version
 /// and its π with it — the worst case, π(U) = 0 (abort; the base would
 /// abort such a scanner anyway with `Phantom` unless the row was deleted
 /// again before its commit).
-fn created_after(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt: u64) {
+fn created_after(st: &mut SsnLocal, cert: Cert, db: &Core, v: &Version, rt: u64) {
+    let txns = &db.txns;
     loop {
         // Acquire: the final stamp, if postprocessing wrote it.
         let (cu, pi) = match Word::decode(v.begin.load(Ordering::Acquire)) {
@@ -228,9 +230,9 @@ fn created_after(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt
                 Peek::Preparing(cu) | Peek::Committed(cu) if cu <= rt || cu >= st.gap_clock => return,
                 Peek::Preparing(_) | Peek::Committed(_) => {
                     let Some(cu) = committed_before(txns, u, NONE) else { continue };
-                    let slot = txns.slot(crate::txn::table::slot_of(u));
+                    let (slot, words) = (txns.slot(slot_of(u)), db.ssn_slots.of(slot_of(u)));
                     // Acquire: published before the Committed state.
-                    let s = slot.ssn_sstamp.load(Ordering::Acquire) & !LOCKED;
+                    let s = words.sstamp.load(Ordering::Acquire) & !LOCKED;
                     // Acquire: still U's, so `s` is U's π; if not, reread
                     // the version (its Begin word is a timestamp by now).
                     if slot.id.load(Ordering::Acquire) != u {
@@ -250,14 +252,15 @@ fn created_after(st: &mut SsnLocal, cert: Cert, txns: &TxnTable, v: &Version, rt
 /// that we commit before. False when that is not certain to take effect:
 /// `id` already locked its π for its test (section 5.3's MSB handshake: the
 /// writer then aborts), or it finished meanwhile and did not abort.
-pub(super) fn push(txns: &TxnTable, s: u32, id: u64, value: u64) -> bool {
+pub(super) fn push(db: &Core, s: u32, id: u64, value: u64) -> bool {
+    let txns = &db.txns;
     let slot = txns.slot(s);
     let fate = || matches!(txns.peek(id), Peek::Aborted);
     // Acquire: pairs with the Release id store of `open`.
     if slot.id.load(Ordering::Acquire) != id {
         return fate();
     }
-    match stamp::lower_pi(&slot.ssn_sstamp, value) {
+    match stamp::lower_pi(&db.ssn_slots.of(s).sstamp, value) {
         Push::Locked => fate(),
         // Still `id`'s after the push (or the look): it will see the value.
         // Otherwise the word was a newer occupant's (harmless) and `id`'s

@@ -95,9 +95,9 @@ fn report_to_terminated_dependent_does_not_touch_slot_reuser() {
 #[test]
 fn txn_table_refuses_when_full() {
     let tt = TxnTable::new(2);
-    let (a, _) = tt.open().unwrap();
-    let _b = tt.open().unwrap();
-    assert!(matches!(tt.open(), Err(Error::TooManyTransactions(2))));
+    let (a, _) = tt.open(|_| {}).unwrap();
+    let _b = tt.open(|_| {}).unwrap();
+    assert!(matches!(tt.open(|_| {}), Err(Error::TooManyTransactions(2))));
     tt.close(a);
-    assert!(tt.open().is_ok());
+    assert!(tt.open(|_| {}).is_ok());
 }

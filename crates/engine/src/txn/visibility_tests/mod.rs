@@ -85,7 +85,7 @@ impl Fx {
         Fx { tt: TxnTable::new(16) }
     }
     fn open(&self) -> Txn {
-        let (slot, id) = self.tt.open().expect("a free slot");
+        let (slot, id) = self.tt.open(|_| {}).expect("a free slot");
         Txn { slot, id }
     }
     fn me(&self, t: Txn) -> Me<'_> {
@@ -158,7 +158,7 @@ impl<'a> FakeWriter<'a> {
     /// Starts a writer that replaces (or, with `value = None`, deletes) the
     /// latest committed version of `key`, then precommits (Preparing).
     fn prepare(db: &'a Database, table: TableId, key: u64, value: Option<&[u8]>) -> FakeWriter<'a> {
-        let (slot, id) = db.txns.open().unwrap();
+        let (slot, id) = db.txns.open(|_| {}).unwrap();
         let key = Key::from(key);
         let t = db.table_ref(table).unwrap();
         let _g = crossbeam_epoch::pin();

@@ -1,0 +1,24 @@
+//! What a transaction blocked on a key lock waits for (single-version
+//! locking, Hekaton section 5), published in its transaction-table slot
+//! while it waits (and only then): the input of deadlock detection, which
+//! reads the waits of every blocked transaction. The table holds it; the
+//! protocol fills it and searches it (`protocol::lock_1v::wait`).
+
+use crate::index::key_locks::LockMode;
+use crate::key::Key;
+
+/// What a waiting locking transaction waits for, published in its slot
+/// while it waits (and only then): the input of deadlock detection.
+pub(crate) struct LockWait {
+    /// The waiter's id.
+    pub(crate) id: u64,
+    pub(crate) on: WaitOn,
+}
+
+/// The object of a wait.
+pub(crate) enum WaitOn {
+    /// A lock word (its address), in a mode; `upgrade`: from our S lock.
+    Lock { word: usize, mode: LockMode },
+    /// Key-range locks of others covering keys we link ((table, index, key)).
+    Ranges(Vec<(u32, usize, Key)>),
+}
