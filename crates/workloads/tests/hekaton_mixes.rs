@@ -2,55 +2,14 @@
 //! databases: the short read-only transactions of 5.2.1 in a mix, and the
 //! long serializable readers of 5.2.2 next to short updates.
 
-use multiverse::{
-    AbortReason, AccessSet, Database, Filter, IndexId, Isolation, Key, Options, Result, TableId, Transaction,
-    TxnOptions,
-};
+mod common;
+
+use common::spy_run;
+use multiverse::{AbortReason, AccessSet, Database, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::hekaton::{decode_payload, Heterogeneous, LONG_READ, MIX_TYPES, READ_ONLY, TYPES, UPDATE};
-use multiverse_workloads::{run_txn, AbortCounts, Hekaton, HekatonConfig, Mix, Param, Txn, Worker, Workload};
+use multiverse_workloads::{run_txn, AbortCounts, Hekaton, HekatonConfig, Mix, Param, Worker, Workload};
 use std::collections::HashSet;
-use std::ops::RangeBounds;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// A transaction that records the keys it reads and writes.
-struct Spy<'a, 'db> {
-    t: &'a mut Transaction<'db>,
-    reads: Vec<u64>,
-    writes: Vec<u64>,
-}
-
-impl Txn for Spy<'_, '_> {
-    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.reads.push(key.to_u64().unwrap());
-        self.t.get_with(table, key, f)
-    }
-    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        self.writes.push(key.to_u64().unwrap());
-        self.t.update(table, key, value)
-    }
-    fn insert(&mut self, _: TableId, _: Key, _: &[u8]) -> Result<()> {
-        panic!("hekaton never inserts after the load")
-    }
-    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        self.writes.push(key.to_u64().unwrap());
-        self.t.update_with(table, key, f)
-    }
-    fn delete(&mut self, _: TableId, _: &Key) -> Result<()> {
-        panic!("hekaton never deletes")
-    }
-    fn get_by(&mut self, _: IndexId, _: &Key, _: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        panic!("hekaton uses primary keys only")
-    }
-    fn scan(
-        &mut self,
-        _: IndexId,
-        _: impl RangeBounds<Key>,
-        _: Option<&Filter>,
-        _: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        panic!("hekaton reads rows by key")
-    }
-}
 
 fn cfg(rows: u64) -> HekatonConfig {
     HekatonConfig { rows, reads: 10, writes: 2, prefetch: true }
@@ -65,17 +24,6 @@ fn loaded(c: HekatonConfig, h: Heterogeneous) -> (Database, Hekaton) {
     let w = Hekaton::setup_with(&db, c, h).unwrap();
     w.load(&db, 0, 1, &|_: u64| {}).unwrap();
     (db, w)
-}
-
-/// Runs the worker's current transaction once through a spy and commits it.
-fn spy_run(db: &Database, k: &mut impl Worker, iso: Isolation) -> (Vec<u64>, Vec<u64>) {
-    let mut t = db.begin_with(k.options(TxnOptions::new(iso))).unwrap();
-    let mut spy = Spy { t: &mut t, reads: Vec::new(), writes: Vec::new() };
-    k.execute(&mut spy).unwrap();
-    let (r, w) = (spy.reads, spy.writes);
-    t.commit().unwrap();
-    k.committed();
-    (r, w)
 }
 
 /// Every row's (key field, writer thread + 1), checking the key field.
@@ -131,7 +79,7 @@ fn the_read_only_mix_draws_both_types_with_their_accesses() {
         assert_eq!(keys.iter().collect::<HashSet<_>>().len(), keys.len(), "distinct rows");
         let opts = k.options(TxnOptions::new(Isolation::RepeatableRead));
         assert_eq!(opts.isolation, Isolation::RepeatableRead, "short transactions keep the run's level");
-        let (r, wr) = spy_run(&db, &mut k, Isolation::RepeatableRead);
+        let (r, wr) = spy_run("hekaton", &db, &mut k, Isolation::RepeatableRead);
         k.declare(&mut a);
         let dr: Vec<u64> = a.reads.iter().map(|(_, x)| x.to_u64().unwrap()).collect();
         let dw: Vec<u64> = a.writes.iter().map(|(_, x)| x.to_u64().unwrap()).collect();
@@ -194,7 +142,7 @@ fn long_readers_read_a_tenth_of_the_table_once_each_serializably() {
         assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 200, "distinct rows");
         assert!(keys.iter().all(|&x| x < 2000));
         starts.insert((keys[0], keys[1]));
-        let (r, wr) = spy_run(&db, &mut k, Isolation::ReadCommitted);
+        let (r, wr) = spy_run("hekaton", &db, &mut k, Isolation::ReadCommitted);
         assert_eq!((r, wr.len()), (keys.clone(), 0));
         k.declare(&mut a);
         assert!(a.writes.is_empty());
@@ -215,7 +163,7 @@ fn long_reads_cover_small_tables_exactly() {
         let mut k = w.worker(0, rows);
         for _ in 0..10 {
             k.next_txn();
-            let (mut r, _) = spy_run(&db, &mut k, Isolation::Snapshot);
+            let (mut r, _) = spy_run("hekaton", &db, &mut k, Isolation::Snapshot);
             r.sort_unstable();
             assert_eq!(r, (0..rows).collect::<Vec<_>>(), "rows {rows}");
         }

@@ -2,56 +2,15 @@
 //! each transaction's exact reads and writes, the TIDs and write counts left
 //! in the records, the query group, and concurrent runs.
 
-use multiverse::{
-    AbortReason, AccessSet, Database, Filter, IndexId, Isolation, Key, Options, Result, TableId, Transaction,
-    TxnOptions,
-};
+mod common;
+
+use common::{spy_run, Spy};
+use multiverse::{AbortReason, AccessSet, Database, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::sibench::{
     decode, split_tid, tid, value, Sibench, SibenchConfig, Writes, QUERY, TYPES, UPDATE,
 };
-use multiverse_workloads::{run_txn, AbortCounts, Txn, Worker, Workload};
+use multiverse_workloads::{run_txn, AbortCounts, Worker, Workload};
 use std::collections::HashMap;
-use std::ops::RangeBounds;
-
-/// A transaction that records the keys it reads and writes.
-struct Spy<'a, 'db> {
-    t: &'a mut Transaction<'db>,
-    reads: Vec<u64>,
-    writes: Vec<u64>,
-}
-
-impl Txn for Spy<'_, '_> {
-    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.reads.push(key.to_u64().unwrap());
-        self.t.get_with(table, key, f)
-    }
-    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        self.writes.push(key.to_u64().unwrap());
-        self.t.update(table, key, value)
-    }
-    fn insert(&mut self, _: TableId, _: Key, _: &[u8]) -> Result<()> {
-        panic!("sibench never inserts")
-    }
-    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        self.writes.push(key.to_u64().unwrap());
-        self.t.update_with(table, key, f)
-    }
-    fn delete(&mut self, _: TableId, _: &Key) -> Result<()> {
-        panic!("sibench never deletes")
-    }
-    fn get_by(&mut self, _: IndexId, _: &Key, _: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        panic!("sibench uses primary keys only")
-    }
-    fn scan(
-        &mut self,
-        _: IndexId,
-        _: impl RangeBounds<Key>,
-        _: Option<&Filter>,
-        _: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        panic!("sibench reads records by key")
-    }
-}
 
 fn cfg(rows: u64, accesses: (u32, u32), writes: Writes, query_threads: usize) -> SibenchConfig {
     SibenchConfig { rows, accesses, writes, query_threads, query_accesses: (20, 30) }
@@ -133,12 +92,7 @@ fn transactions_read_then_write_exactly_their_accesses() {
         let mut committed = 0;
         for _ in 0..300 {
             k.next_txn();
-            let mut t = db.begin_with(k.options(TxnOptions::new(iso))).unwrap();
-            let mut spy = Spy { t: &mut t, reads: Vec::new(), writes: Vec::new() };
-            k.execute(&mut spy).unwrap();
-            let (r, wr) = (spy.reads, spy.writes);
-            t.commit().unwrap();
-            k.committed();
+            let (r, wr) = spy_run("sibench", &db, &mut k, iso);
             let m = k.writes();
             let keys = k.keys();
             assert_eq!((&r[..], &wr[..]), (&keys[..keys.len() - m], &keys[keys.len() - m..]));
@@ -211,7 +165,7 @@ fn the_query_group_reads_only() {
                 assert!(!opts.read_only);
             }
             let mut t = db.begin_with(opts).unwrap();
-            let mut spy = Spy { t: &mut t, reads: Vec::new(), writes: Vec::new() };
+            let mut spy = Spy::new("sibench", &mut t);
             k.execute(&mut spy).unwrap();
             assert_eq!(spy.reads.len() + spy.writes.len(), k.keys().len());
             t.commit().unwrap();

@@ -2,16 +2,16 @@
 //! section 4.2) on tiny databases: loading, each transaction type's exact
 //! accesses and effects, and the counters after concurrent runs.
 
-use multiverse::{
-    AccessSet, Database, Filter, IndexId, Isolation, Key, Options, Result, TableId, Transaction, TxnOptions,
-};
+mod common;
+
+use common::spy_run;
+use multiverse::{AccessSet, Database, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::ycsb::{decode, intact, Ycsb, YcsbConfig, OP10, RMW10, RMW2_R8, SCAN, TYPES};
 use multiverse_workloads::zipf::{zeta, Zipf};
-use multiverse_workloads::{run_txn, AbortCounts, Mix, Txn, Worker, Workload};
+use multiverse_workloads::{run_txn, AbortCounts, Mix, Worker, Workload};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::collections::HashSet;
-use std::ops::RangeBounds;
 
 // ---------------------------------------------------------------------------
 // Zipf
@@ -156,52 +156,6 @@ fn zipf_is_deterministic_per_seed() {
 // YCSB
 // ---------------------------------------------------------------------------
 
-/// A transaction that records the keys it reads and writes.
-struct Spy<'a, 'db> {
-    t: &'a mut Transaction<'db>,
-    reads: Vec<u64>,
-    writes: Vec<u64>,
-}
-
-impl<'a, 'db> Spy<'a, 'db> {
-    fn new(t: &'a mut Transaction<'db>) -> Self {
-        Spy { t, reads: Vec::new(), writes: Vec::new() }
-    }
-}
-
-impl Txn for Spy<'_, '_> {
-    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.reads.push(key.to_u64().unwrap());
-        self.t.get_with(table, key, f)
-    }
-    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        self.writes.push(key.to_u64().unwrap());
-        self.t.update(table, key, value)
-    }
-    fn insert(&mut self, _: TableId, _: Key, _: &[u8]) -> Result<()> {
-        panic!("ycsb never inserts")
-    }
-    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        self.writes.push(key.to_u64().unwrap());
-        self.t.update_with(table, key, f)
-    }
-    fn delete(&mut self, _: TableId, _: &Key) -> Result<()> {
-        panic!("ycsb never deletes")
-    }
-    fn get_by(&mut self, _: IndexId, _: &Key, _: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        panic!("ycsb uses primary keys only")
-    }
-    fn scan(
-        &mut self,
-        _: IndexId,
-        _: impl RangeBounds<Key>,
-        _: Option<&Filter>,
-        _: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        panic!("ycsb reads records by key")
-    }
-}
-
 fn cfg(rows: u64, value_bytes: usize, theta: f64, mix: &str) -> YcsbConfig {
     YcsbConfig {
         rows,
@@ -242,17 +196,6 @@ fn counters(db: &Database, w: &Ycsb) -> Vec<u64> {
     v
 }
 
-/// Runs the worker's current transaction once through a spy and commits it.
-fn spy_run(db: &Database, k: &mut impl Worker, iso: Isolation) -> (Vec<u64>, Vec<u64>) {
-    let mut t = db.begin_with(k.options(TxnOptions::new(iso))).unwrap();
-    let mut spy = Spy::new(&mut t);
-    k.execute(&mut spy).unwrap();
-    let (r, w) = (spy.reads, spy.writes);
-    t.commit().unwrap();
-    k.committed();
-    (r, w)
-}
-
 #[test]
 fn load_writes_every_record_once() {
     let (db, w) = loaded(cfg(1000, 100, 0.0, "10rmw:100"), 3);
@@ -283,7 +226,7 @@ fn ten_rmw_increments_ten_distinct_records_once() {
         assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 10, "distinct: {keys:?}");
         assert!(keys.iter().all(|&x| x < 100));
         assert!(!k.options(TxnOptions::new(Isolation::Snapshot)).read_only);
-        let (r, wr) = spy_run(&db, &mut k, Isolation::Serializable);
+        let (r, wr) = spy_run("ycsb", &db, &mut k, Isolation::Serializable);
         assert!(r.is_empty(), "read-modify-writes only: {r:?}");
         assert_eq!(wr, keys);
         for x in keys {
@@ -304,7 +247,7 @@ fn two_rmw_eight_reads_modify_exactly_two() {
         assert_eq!(k.txn_type(), RMW2_R8);
         let keys = k.keys().to_vec();
         assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 10);
-        let (r, wr) = spy_run(&db, &mut k, Isolation::Snapshot);
+        let (r, wr) = spy_run("ycsb", &db, &mut k, Isolation::Snapshot);
         assert_eq!((&r[..], &wr[..]), (&keys[2..], &keys[..2]), "eight reads, then two read-modify-writes");
         want[keys[0] as usize] += 1;
         want[keys[1] as usize] += 1;
@@ -326,7 +269,7 @@ fn scans_read_n_distinct_uniform_records_read_only() {
         let keys = k.scan_keys().to_vec();
         assert_eq!(keys.len(), 50);
         assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 50, "distinct");
-        let (r, wr) = spy_run(&db, &mut k, Isolation::Serializable);
+        let (r, wr) = spy_run("ycsb", &db, &mut k, Isolation::Serializable);
         assert_eq!(r, keys, "a scan reads its records, in order");
         assert!(wr.is_empty());
         for x in keys {
@@ -342,7 +285,7 @@ fn scans_read_n_distinct_uniform_records_read_only() {
     let mut k = w.worker(1, 3);
     for _ in 0..5 {
         k.next_txn();
-        let (mut r, _) = spy_run(&db, &mut k, Isolation::Snapshot);
+        let (mut r, _) = spy_run("ycsb", &db, &mut k, Isolation::Snapshot);
         r.sort_unstable();
         assert_eq!(r, (0..64).collect::<Vec<_>>());
     }
@@ -553,7 +496,7 @@ fn ten_op_reads_or_blindly_writes_ten_distinct_records() {
             assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 10, "distinct: {keys:?}");
             let mut access = AccessSet::default();
             k.declare(&mut access);
-            let (r, wr) = spy_run(&db, &mut k, iso);
+            let (r, wr) = spy_run("ycsb", &db, &mut k, iso);
             assert_eq!(r.len() + wr.len(), 10, "each record once");
             let ids = |v: &[(multiverse::TableId, Key)]| v.iter().map(|(_, k)| k.to_u64().unwrap()).collect::<Vec<_>>();
             assert_eq!((ids(&access.reads), ids(&access.writes)), (r.clone(), wr.clone()), "declared as done");
