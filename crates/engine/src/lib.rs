@@ -68,8 +68,9 @@ pub use key::{Key, KeyBuilder, KEY_MAX};
 pub use options::{
     AccessSet, Faults, IndexId, Isolation, Mode, Options, Protocol, RetryPolicy, TableId, TxnOptions, MAX_TABLES,
 };
+pub use protocol::core::CommitInfo;
 pub use protocol::mv_lock::detect_deadlocks;
-pub use protocol::mv_occ::{CommitInfo, Transaction};
+pub use protocol::transaction::Transaction;
 pub use stats::Stats;
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;

@@ -138,18 +138,17 @@ pub(crate) fn write(db: &Database, dir: &Path, generation: u64) -> Result<Checkp
 fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation) -> Result<CheckpointInfo> {
     let single = db.protocol().is_single_version();
     let frozen = single.then(|| db.freeze.hold(&db.txns));
-    let mut t = db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(iso) })?;
+    let t = db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(iso) })?;
+    let mut t = if single { t.into_frozen_reader() } else { t };
     let ts = if single {
-        // Reads without locks or validation: nothing is installed while
-        // the freeze is held, so every record read is as of `ts`.
-        t.frozen_reader();
+        // Reads without locks or validation (the frozen reader above):
+        // nothing is installed while the freeze is held, so every record
+        // read is as of `ts`.
         // SeqCst: every TID drawn so far was drawn inside the freeze, which
         // every committer has left.
         db.silo.order.load(Ordering::SeqCst)
     } else {
-        if db.protocol() != crate::Protocol::Bohm {
-            t.plain_snapshot();
-        }
+        t.plain_snapshot();
         t.begin_ts()
     };
     let tables = db.table_list();

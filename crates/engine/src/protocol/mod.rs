@@ -2,6 +2,7 @@
 //! paper section it implements.
 
 pub mod bohm;
+pub(crate) mod core;
 pub mod lock_1v;
 pub mod mv_lock;
 pub mod mv_occ;
@@ -11,3 +12,4 @@ pub(crate) mod sets;
 pub mod silo;
 pub mod ssi;
 pub mod ssn;
+pub mod transaction;

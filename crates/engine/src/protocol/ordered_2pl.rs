@@ -25,18 +25,18 @@
 //!   it runs (a declaration names primary keys only).
 
 use crate::index::key_locks::{try_exclusive, try_shared, LockMode};
+use crate::protocol::lock_1v::LockTxn;
 use crate::protocol::lock_1v::{wait_for_lock, Held};
-use crate::protocol::mv_occ::Transaction;
 use crate::{AccessSet, Result};
 
-impl Transaction<'_> {
+impl LockTxn<'_> {
     /// Takes every lock of the declaration, in address order (module docs).
     pub(crate) fn lock_declared(&mut self, access: &AccessSet) -> Result<()> {
-        let mut order = std::mem::take(&mut self.local.get().locks.order);
+        let mut order = std::mem::take(&mut self.core.local.get().locks.order);
         order.clear();
         for (list, mode) in [(&access.reads, LockMode::Shared), (&access.writes, LockMode::Exclusive)] {
             for (table, key) in list {
-                let t = self.db.table_ref(*table)?;
+                let t = self.core.db.table_ref(*table)?;
                 let ix = &t.indexes[0];
                 let w = ix.key_lock(key.hash64());
                 order.push((w as *const _ as usize, mode));
@@ -62,9 +62,9 @@ impl Transaction<'_> {
                 // No limit: ordered acquisition cannot deadlock.
                 wait_for_lock(w, mode, false, None, || false, |_| false);
             }
-            self.local.get().locks.push(Held { word: w, mode });
+            self.core.local.get().locks.push(Held { word: w, mode });
         }
-        self.local.get().locks.order = order;
+        self.core.local.get().locks.order = order;
         self.declared = true;
         Ok(())
     }

@@ -147,10 +147,11 @@ mod clock;
 use crate::history::{Op, WriteKind, Writer};
 use crate::key::Key;
 use crate::protocol::mv_occ::writer_of;
+use crate::protocol::mv_occ::MvTxn;
 use crate::protocol::sets::Pending;
 use crate::storage::version::Version;
 use crate::table::Table;
-use crate::{Error, Result, TableId, Transaction};
+use crate::{Error, Result, TableId};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -321,24 +322,24 @@ impl TsManager {
 // Mixed OCC/PCC (section V.D, Table VII, Figures 13 and 14)
 // ----------------------------------------------------------------------
 
-impl Transaction<'_> {
+impl MvTxn<'_> {
     /// The pending write of `key`, if this optimistic transaction has one.
     /// A linear search: a transaction's writes are few, and only optimistic
     /// POMVCC transactions ever look.
     #[inline]
     pub(crate) fn po_find(&mut self, table: u32, key: &Key) -> Option<usize> {
-        self.local.get().pending.iter().position(|p| p.table == table && p.key == *key)
+        self.core.local.get().pending.iter().position(|p| p.table == table && p.key == *key)
     }
 
     /// A read of our own pending write `i`: its new value, or no row if it
     /// is a delete. Nothing to validate: the row is ours.
     pub(crate) fn po_read<R>(&mut self, i: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let p = self.local.get().pending[i];
+        let p = self.core.local.get().pending[i];
         // SAFETY: made by this transaction and never connected: ours alone.
         let new = unsafe { p.row().as_ref() };
-        if self.recording {
-            let version = new.map(|n| (Writer::Txn(self.id), n.value().to_vec()));
-            self.record(Op::Read { table: p.table, key: p.key, version });
+        if self.core.recording {
+            let version = new.map(|n| (Writer::Txn(self.core.id), n.value().to_vec()));
+            self.core.record(Op::Read { table: p.table, key: p.key, version });
         }
         new.map(|n| f(n.value()))
     }
@@ -358,7 +359,7 @@ impl Transaction<'_> {
         let _guard = crossbeam_epoch::pin();
         let (i, old, mine) = match self.po_find(table.0, key) {
             Some(i) => {
-                let p = self.local.get().pending[i];
+                let p = self.core.local.get().pending[i];
                 if p.row().is_null() {
                     return self.not_found(table, key); // we deleted it
                 }
@@ -375,26 +376,26 @@ impl Transaction<'_> {
         // SAFETY: ours and private (`mine`), or found under the epoch guard,
         // which is still held.
         let old_ref = unsafe { &*old };
-        let mut buf = std::mem::take(&mut self.local.get().scratch);
+        let mut buf = std::mem::take(&mut self.core.local.get().scratch);
         buf.clear();
         let keep = make(old_ref.value(), &mut buf);
-        if keep && buf.len() > self.db.opts.max_value_size {
+        if keep && buf.len() > self.core.db.opts.max_value_size {
             let len = buf.len();
-            self.local.get().scratch = buf;
-            return Err(Error::ValueTooLarge { len, max: self.db.opts.max_value_size });
+            self.core.local.get().scratch = buf;
+            return Err(Error::ValueTooLarge { len, max: self.core.db.opts.max_value_size });
         }
-        if self.recording {
-            let read = if mine { Writer::Txn(self.id) } else { writer_of(old_ref) };
+        if self.core.recording {
+            let read = if mine { Writer::Txn(self.core.id) } else { writer_of(old_ref) };
             self.record_replace(table, key, (read, old_ref.value()), keep.then_some(&buf[..]));
         }
         let new = if keep {
-            self.created += 1;
+            self.core.created += 1;
             Version::alloc(*key, t.link_words(), &buf, self.word).as_ptr()
         } else {
             ptr::null_mut()
         };
-        self.local.get().scratch = buf;
-        let pending = &mut self.local.get().pending;
+        self.core.local.get().scratch = buf;
+        let pending = &mut self.core.local.get().pending;
         match i {
             // An insert of ours, deleted again: its version stays, to be
             // linked and deleted at commit.
@@ -414,19 +415,19 @@ impl Transaction<'_> {
     pub(crate) fn po_insert(&mut self, t: &Table, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         match self.po_find(table.0, &key) {
             Some(i) => {
-                let p = self.local.get().pending[i];
+                let p = self.core.local.get().pending[i];
                 if !p.row().is_null() {
                     return Err(Error::DuplicateKey);
                 }
                 // We deleted the row: the insert makes the delete an update
                 // (of the row that was there, or of our own insert).
-                self.created += 1;
+                self.core.created += 1;
                 let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
                 if !p.new.is_null() {
                     // SAFETY: our private version, replaced by `nv`.
                     unsafe { Version::free(p.new) };
                 }
-                self.local.get().pending[i] = Pending { new: nv, deleted: false, ..p };
+                self.core.local.get().pending[i] = Pending { new: nv, deleted: false, ..p };
             }
             None => {
                 // Epoch pin: versions reached through an index stay allocated until it drops.
@@ -435,14 +436,14 @@ impl Transaction<'_> {
                 if !dup.is_null() {
                     return self.duplicate(dup);
                 }
-                self.created += 1;
+                self.core.created += 1;
                 let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
                 let p = Pending { table: table.0, key, old: ptr::null_mut(), new: nv, deleted: false };
-                self.local.get().pending.push(p);
+                self.core.local.get().pending.push(p);
             }
         }
-        if self.recording {
-            self.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
+        if self.core.recording {
+            self.core.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
         }
         Ok(())
     }
@@ -455,11 +456,11 @@ impl Transaction<'_> {
     pub(crate) fn po_connect(&mut self) -> Result<()> {
         // Epoch pin: the old versions stay allocated (see `po_write`).
         let _guard = crossbeam_epoch::pin();
-        for i in 0..self.local.get().pending.len() {
-            let p = self.local.get().pending[i];
+        for i in 0..self.core.local.get().pending.len() {
+            let p = self.core.local.get().pending[i];
             // From here `p.new` is linked or freed below, not by an abort.
-            self.local.get().pending[i].new = ptr::null_mut();
-            let t = self.db.table_by_id(p.table);
+            self.core.local.get().pending[i].new = ptr::null_mut();
+            let t = self.core.db.table_by_id(p.table);
             if p.old.is_null() {
                 self.link_insert(t, TableId(p.table), p.key, &[], p.new)?;
                 if p.deleted {
@@ -477,7 +478,7 @@ impl Transaction<'_> {
                 self.connect(t, TableId(p.table), p.old, p.new)?;
             }
         }
-        self.local.get().pending.clear();
+        self.core.local.get().pending.clear();
         Ok(())
     }
 
@@ -487,7 +488,7 @@ impl Transaction<'_> {
     /// pessimistic one would from there.
     #[inline]
     pub(crate) fn po_connect_before_scan(&mut self) -> Result<()> {
-        if self.po_occ && !self.local.get().pending.is_empty() {
+        if self.policy.po_occ && !self.core.local.get().pending.is_empty() {
             self.po_connect()
         } else {
             Ok(())

@@ -25,10 +25,25 @@ impl Database {
     }
 }
 
-impl<'db> Transaction<'db> {
+/// An interactive transaction of `bohm` (module docs, "Using it"): alone
+/// on the store, at the next log position, writing the latest versions
+/// directly, with the slot's undo log to roll back.
+pub(crate) struct BohmTxn<'db> {
+    pub(crate) core: TxnCore<'db>,
+}
+
+impl<'db> BohmTxn<'db> {
+    pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
+        // BOHM names every transaction by its log position.
+        core.shape.id = core.begin_ts;
+        BohmTxn { core }
+    }
+}
+
+impl<'db> BohmTxn<'db> {
     #[inline]
     pub(super) fn store(&self) -> &'db Store {
-        self.db.bohm.as_ref().expect("bohm databases have a store")
+        self.core.db.bohm.as_ref().expect("bohm databases have a store")
     }
 
     /// Gives the gate back (commit or rollback).
@@ -39,7 +54,7 @@ impl<'db> Transaction<'db> {
     }
 
     fn bo_enter(&self) -> Result<()> {
-        match self.status {
+        match self.core.status {
             Status::Aborted(r) => Err(Error::TransactionClosed(Some(r))),
             Status::Active => Ok(()),
         }
@@ -47,7 +62,7 @@ impl<'db> Transaction<'db> {
 
     /// The latest version of a record if it holds a row.
     fn bo_latest(&self, table: TableId, key: &Key) -> Result<(usize, MapKey, *mut BVersion)> {
-        self.db.table_ref(table)?;
+        self.core.db.table_ref(table)?;
         let mk = MapKey { table: table.0, key: *key };
         let p = partition_of(table.0, key);
         // SAFETY: the gate makes us the only user of every partition.
@@ -55,20 +70,15 @@ impl<'db> Transaction<'db> {
         Ok((p, mk, v))
     }
 
-    pub(crate) fn bo_get_with<R>(
-        &mut self,
-        table: TableId,
-        key: &Key,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
+    pub(crate) fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.bo_enter()?;
         let (_, _, v) = self.bo_latest(table, key)?;
         // SAFETY: the latest version is alive and produced (no run is going on).
         let found = (!v.is_null()).then(|| unsafe { &*v }).filter(|v| v.state() == PRESENT);
-        if self.recording {
+        if self.core.recording {
             // SAFETY: produced.
             let version = found.map(|v| unsafe { (Writer::Committed(v.writer()), v.data().to_vec()) });
-            self.record(Op::Read { table: table.0, key: *key, version });
+            self.core.record(Op::Read { table: table.0, key: *key, version });
         }
         // SAFETY: as above.
         Ok(found.map(|v| f(unsafe { v.data() })))
@@ -76,7 +86,7 @@ impl<'db> Transaction<'db> {
 
     /// Writes a record: `fill(old, new)` makes the new value from the old
     /// (None: no row); `kind` says which rows are acceptable.
-    pub(crate) fn bo_write(
+    pub(crate) fn write(
         &mut self,
         table: TableId,
         key: &Key,
@@ -85,7 +95,7 @@ impl<'db> Transaction<'db> {
     ) -> Result<()> {
         self.bo_enter()?;
         let (p, mk, old) = self.bo_latest(table, key)?;
-        // SAFETY: as in bo_get_with.
+        // SAFETY: as in get_with.
         let present = !old.is_null() && unsafe { &*old }.state() == PRESENT;
         match (kind, present) {
             (WriteKind::Insert, true) => return Err(Error::DuplicateKey),
@@ -96,15 +106,15 @@ impl<'db> Transaction<'db> {
         // SAFETY: the gate makes us the only user of every partition.
         let part = unsafe { store.part(p) };
         let state = if kind == WriteKind::Delete { ABSENT } else { PRESENT };
-        let init = BInit { begin: self.begin_ts, txn: ptr::null(), prev: old, state, table: table.0, key: *key };
+        let init = BInit { begin: self.core.begin_ts, txn: ptr::null(), prev: old, state, table: table.0, key: *key };
         let new = store.alloc(p, part, init);
         if kind != WriteKind::Delete {
             // SAFETY: fresh, ours alone; `old` is a different, produced version.
             let data = unsafe { &mut *(*new).data.get() };
             // SAFETY: `old` is produced (present) and alive while we run.
             fill(present.then(|| unsafe { (*old).data() }), data);
-            if data.len() > self.db.opts.max_value_size {
-                let e = Error::ValueTooLarge { len: data.len(), max: self.db.opts.max_value_size };
+            if data.len() > self.core.db.opts.max_value_size {
+                let e = Error::ValueTooLarge { len: data.len(), max: self.core.db.opts.max_value_size };
                 store.free(p, part, new);
                 return Err(e);
             }
@@ -112,21 +122,21 @@ impl<'db> Transaction<'db> {
         if !old.is_null() {
             // Relaxed: nobody else runs.
             // SAFETY: the latest version of its record: alive.
-            unsafe { &*old }.end.store(self.begin_ts, Ordering::Relaxed);
+            unsafe { &*old }.end.store(self.core.begin_ts, Ordering::Relaxed);
         }
         part.latest.set(new);
-        self.local.get().bohm.push(Undo { part: p, key: mk, old, new });
-        if self.recording {
+        self.core.local.get().bohm.push(Undo { part: p, key: mk, old, new });
+        if self.core.recording {
             // SAFETY: ours.
             let value = if kind == WriteKind::Delete { Vec::new() } else { unsafe { (*(*new).data.get()).clone() } };
-            self.record(Op::Write { table: table.0, key: *key, kind, value });
+            self.core.record(Op::Write { table: table.0, key: *key, kind, value });
         }
         Ok(())
     }
 
     /// A scan (or a secondary-index lookup, as a one-key range) over the
     /// latest versions, in key order.
-    pub(crate) fn bo_scan(
+    pub(crate) fn scan(
         &mut self,
         index: IndexId,
         lo: Bound<Key>,
@@ -135,7 +145,7 @@ impl<'db> Transaction<'db> {
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
         self.bo_enter()?;
-        let (_, ix) = self.index_ref(index)?;
+        let (_, ix) = self.core.index_ref(index)?;
         let key_fn = ix.key_fn;
         let store = self.store();
         let mut rows: Vec<(Key, Key, *mut BVersion)> = Vec::new();
@@ -165,28 +175,28 @@ impl<'db> Transaction<'db> {
             if filter.is_some_and(|fl| !fl(&pk, data)) {
                 continue;
             }
-            if self.recording {
+            if self.core.recording {
                 seen.push((pk, Writer::Committed(writer), data.to_vec()));
             }
             if !f(&pk, data) {
                 break;
             }
         }
-        if self.recording {
-            self.record_scan(index, lo, hi, filter.is_some(), seen);
+        if self.core.recording {
+            self.core.record_scan(index, lo, hi, filter.is_some(), seen);
         }
         Ok(())
     }
 
-    pub(crate) fn bo_commit(mut self) -> Result<CommitInfo> {
+    pub(crate) fn commit(&mut self) -> Result<CommitInfo> {
         self.bo_enter()?;
         let store = self.store();
-        let undo = std::mem::take(&mut self.local.get().bohm);
+        let undo = std::mem::take(&mut self.core.local.get().bohm);
         // Logging, as in the pipeline: the versions written, in order (before
         // the superseded ones are freed).
-        let epoch = match &self.db.durable {
+        let epoch = match &self.core.db.durable {
             Some(d) if !undo.is_empty() => {
-                Some(d.log.append(self.begin_ts, &mut self.local.get().log_buf, |r| {
+                Some(d.log.append(self.core.begin_ts, &mut self.core.local.get().log_buf, |r| {
                     for u in &undo {
                         // SAFETY: the gate makes us the only user of the store;
                         // our versions are produced and alive until it opens.
@@ -221,20 +231,20 @@ impl<'db> Transaction<'db> {
             }
         }
         let writes = undo.len();
-        let ts = self.begin_ts;
-        self.local.get().bohm = undo;
-        if self.recording {
-            self.record_end(Some(ts), HOutcome::Committed);
+        let ts = self.core.begin_ts;
+        self.core.local.get().bohm = undo;
+        if self.core.recording {
+            self.core.record_end(Some(ts), HOutcome::Committed);
         }
         self.bohm_release();
-        self.terminate();
-        self.db.wait_durable(epoch)?;
+        self.core.terminate();
+        self.core.db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts: ts, writes })
     }
 
-    pub(crate) fn bo_abort(&mut self, reason: AbortReason) -> Error {
+    pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
         let store = self.store();
-        let mut undo = std::mem::take(&mut self.local.get().bohm);
+        let mut undo = std::mem::take(&mut self.core.local.get().bohm);
         for u in undo.drain(..).rev() {
             // SAFETY: the gate makes us the only user of every partition.
             let part = unsafe { store.part(u.part) };
@@ -248,8 +258,8 @@ impl<'db> Transaction<'db> {
             }
             store.free(u.part, part, u.new);
         }
-        self.local.get().bohm = undo;
+        self.core.local.get().bohm = undo;
         self.bohm_release();
-        self.aborted(reason)
+        self.core.aborted(reason)
     }
 }

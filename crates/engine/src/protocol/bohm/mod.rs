@@ -113,7 +113,7 @@ use crate::error::AbortReason;
 use crate::history::{Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
 use crate::index::hash::prefetch;
 use crate::key::Key;
-use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
+use crate::protocol::core::{CommitInfo, Status, TxnCore};
 use crate::txn::Filter;
 use crate::{AccessSet, Database, Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::CachePadded;
@@ -137,7 +137,7 @@ mod store;
 
 pub use exec::ExecTxn;
 use exec::*;
-pub(crate) use interactive::Undo;
+pub(crate) use interactive::{BohmTxn, Undo};
 use pipeline::*;
 pub use server::Server;
 use store::*;

@@ -4,10 +4,10 @@
 
 use super::*;
 
-impl<'db> Transaction<'db> {
+impl<'db> LockTxn<'db> {
     /// Releases every lock: the LockSet and the key-range locks.
     fn lk_release_locks(&mut self) {
-        let l = &mut self.local.get().locks;
+        let l = &mut self.core.local.get().locks;
         for h in l.held.drain(..) {
             // SAFETY: lock words live in the tables' indexes, which live as
             // long as the database.
@@ -15,48 +15,48 @@ impl<'db> Transaction<'db> {
         }
         l.map.clear();
         for (table, index) in l.ranges.drain(..) {
-            self.db.table_by_id(table).indexes[index as usize].ranges.unlock_all(self.id);
+            self.core.db.table_by_id(table).indexes[index as usize].ranges.unlock_all(self.core.id);
         }
     }
 
     /// Rolls back: retires our placeholders and prepared records, releases
     /// the locks. Nothing else to undo: writes reach records at commit.
-    pub(crate) fn lk_abort(&mut self, reason: AbortReason) -> Error {
-        debug_assert_eq!(self.status, Status::Active);
-        let l = self.local.get();
+    pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
+        debug_assert_eq!(self.core.status, Status::Active);
+        let l = self.core.local.get();
         let mut dead: Vec<(u32, VPtr)> =
             l.silo.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         dead.extend(l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)));
         for (table, rec) in dead {
-            self.sv_retire(TableId(table), rec.0, WITHDRAWN);
+            self.core.sv_retire(TableId(table), rec.0, WITHDRAWN);
         }
         self.lk_release_locks();
-        self.db.txns.report_outcome(self.slot, false);
-        self.aborted(reason)
+        self.core.db.txns.report_outcome(self.core.slot, false);
+        self.core.aborted(reason)
     }
 
     /// Commit phase 1: a new record for every write that cannot be made in
     /// place, linked absent; false if one landed in another transaction's
     /// key range (they were all withdrawn; the caller waits and retries).
     fn lk_prepare(&mut self, ranges_hit: &mut Vec<(u32, usize, Key)>) -> bool {
-        let n = self.local.get().silo.writes.len();
+        let n = self.core.local.get().silo.writes.len();
         for i in 0..n {
-            let w = self.local.get().silo.writes[i];
+            let w = self.core.local.get().silo.writes[i];
             if w.kind == WriteKind::Delete {
                 continue;
             }
-            let t = self.db.table_by_id(w.table);
+            let t = self.core.db.table_by_id(w.table);
             // SAFETY: X-locked by us (or our placeholder), so alive and ours to replace.
             let rec = unsafe { &*w.rec.0 };
-            let value = &self.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
-            if Self::sv_in_place(t, rec, value) {
+            let value = &self.core.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
+            if TxnCore::sv_in_place(t, rec, value) {
                 continue;
             }
             let nv = Version::alloc_in_place(rec.key(), t.link_words(), value, LATEST | ABSENT).as_ptr();
             // SAFETY: fresh, unlinked.
             unsafe { t.link_all(nv) };
-            self.created += 1;
-            self.local.get().locks.prepared.push((i, VPtr(nv)));
+            self.core.created += 1;
+            self.core.local.get().locks.prepared.push((i, VPtr(nv)));
             // SeqCst fence: the writer's side of the range-lock handshake.
             fence(Ordering::SeqCst);
             // SAFETY: ours, alive.
@@ -69,11 +69,11 @@ impl<'db> Transaction<'db> {
                     t.indexes.iter().enumerate().filter(|(i, _)| moved[*i]).map(|(i, ix)| (table, i, ix.key_of(r))),
                 );
                 let dead: Vec<(u32, VPtr)> = {
-                    let l = self.local.get();
+                    let l = self.core.local.get();
                     l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)).collect()
                 };
                 for (table, rec) in dead {
-                    self.sv_retire(TableId(table), rec.0, WITHDRAWN);
+                    self.core.sv_retire(TableId(table), rec.0, WITHDRAWN);
                 }
                 return false;
             }
@@ -82,9 +82,9 @@ impl<'db> Transaction<'db> {
     }
 
     /// 1V's commit (module docs: prepare, stamp, install, release).
-    pub(crate) fn lk_commit(mut self) -> Result<CommitInfo> {
+    pub(crate) fn commit(&mut self) -> Result<CommitInfo> {
         self.enter()?;
-        let db = self.db;
+        let db = self.core.db;
         // Phase 1: prepare.
         loop {
             let mut hit = Vec::new();
@@ -99,37 +99,37 @@ impl<'db> Transaction<'db> {
         // Phase 2: the commit TID (recording and durable commits only;
         // module docs). A durable commit with writes enters the checkpoint
         // freeze first and logs before it installs (`durability`).
-        let recording = self.recording;
-        let log = db.durable.as_ref().filter(|_| !self.local.get().silo.writes.is_empty()).map(|d| &d.log);
+        let recording = self.core.recording;
+        let log = db.durable.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty()).map(|d| &d.log);
         if log.is_some() {
-            db.freeze.enter(&db.txns, self.slot);
+            db.freeze.enter(&db.txns, self.core.slot);
         }
         // Relaxed: the order is that of the RMWs on this one counter.
         let tid = if recording || log.is_some() { db.silo.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
         debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
-        let epoch = log.map(|log| self.sv_log_redo(log, tid));
+        let epoch = log.map(|log| self.core.sv_log_redo(log, tid));
         // Phase 3: install, then release.
-        let writes = self.local.get().silo.writes.len();
+        let writes = self.core.local.get().silo.writes.len();
         {
             // Epoch pin: records stay allocated while we install.
             let _guard = crossbeam_epoch::pin();
-            let prepared = std::mem::take(&mut self.local.get().locks.prepared);
+            let prepared = std::mem::take(&mut self.core.local.get().locks.prepared);
             let mut p = prepared.iter().peekable();
             for i in 0..writes {
-                let w = self.local.get().silo.writes[i];
+                let w = self.core.local.get().silo.writes[i];
                 // SAFETY: X-locked by us, alive.
                 let rec = unsafe { &*w.rec.0 };
                 let table = TableId(w.table);
                 if w.kind == WriteKind::Delete {
-                    self.sv_retire(table, w.rec.0, tid);
+                    self.core.sv_retire(table, w.rec.0, tid);
                 } else if let Some(&(_, nv)) = p.next_if(|(j, _)| *j == i) {
                     // Release: publishes the new row; then the old one stops
                     // being latest (a scan waiting on it looks the key up).
                     // SAFETY: ours, alive.
                     unsafe { &*nv.0 }.begin.store(tid | LATEST, Ordering::Release);
-                    self.sv_retire(table, w.rec.0, tid);
+                    self.core.sv_retire(table, w.rec.0, tid);
                 } else {
-                    let value = &self.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
+                    let value = &self.core.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
                     rec.store_value(value);
                     // Release: publishes the value (and a placeholder as a row).
                     rec.begin.store(tid | LATEST, Ordering::Release);
@@ -137,18 +137,18 @@ impl<'db> Transaction<'db> {
             }
             let mut prepared = prepared;
             prepared.clear();
-            self.local.get().locks.prepared = prepared;
+            self.core.local.get().locks.prepared = prepared;
         }
         if log.is_some() {
             // Out of the freeze: installed.
-            db.txns.set_state(self.slot, TxnState::Committed, tid);
+            db.txns.set_state(self.core.slot, TxnState::Committed, tid);
         }
         if recording {
-            self.record_end(Some(tid), Outcome::Committed);
+            self.core.record_end(Some(tid), Outcome::Committed);
         }
         self.lk_release_locks();
-        db.txns.report_outcome(self.slot, true);
-        self.terminate();
+        db.txns.report_outcome(self.core.slot, true);
+        self.core.terminate();
         db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts: tid, writes })
     }

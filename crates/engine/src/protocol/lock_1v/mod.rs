@@ -83,13 +83,13 @@ use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::index::key_locks::{looks_free, try_exclusive, try_shared, unlock, LockMode};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
-use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
+use crate::protocol::core::{CommitInfo, Status, TxnCore};
 use crate::protocol::silo::{find_latest, walk_range, SiloLocal, ABSENT, LATEST, TID};
 use crate::storage::version::{VPtr, Version};
 use crate::table::{Index, Table};
 use crate::txn::table::TxnState;
 use crate::txn::Filter;
-use crate::{Error, IndexId, Result, TableId};
+use crate::{Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::Backoff;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -142,7 +142,7 @@ pub(crate) struct LockLocal {
     /// Indexes in which we hold key-range locks.
     pub(crate) ranges: Vec<(u32, u8)>,
     /// Records a scan delivered out of its walk, and every record it
-    /// delivered (see `lk_scan`).
+    /// delivered (see `scan`).
     redirected: Vec<VPtr>,
     delivered: Vec<VPtr>,
     /// Commit phase 1: (WriteSet entry, its new record).
@@ -190,7 +190,47 @@ fn key_in(lo: &Bound<Key>, hi: &Bound<Key>, k: &Key) -> bool {
     in_range(lo, hi, k)
 }
 
-impl<'db> Transaction<'db> {
+/// A transaction of 1V or ordered 2PL (Hekaton section 5): its LockSet is
+/// the slot's [`LockLocal`]; its WriteSet and new values are kept as
+/// Silo's are, in the slot's `SiloLocal`, and installed alike.
+pub(crate) struct LockTxn<'db> {
+    pub(crate) core: TxnCore<'db>,
+    /// Read locks held to the end (repeatable read, serializable).
+    pub(crate) long_reads: bool,
+    /// Key-range locks on scans (serializable).
+    pub(crate) key_range: bool,
+    /// Ordered 2PL: every declared lock was taken at begin; no more
+    /// primary-key locks may be taken.
+    pub(crate) declared: bool,
+}
+
+impl<'db> LockTxn<'db> {
+    pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
+        let (iso, faults) = (core.isolation, &core.db.opts.faults);
+        let long_reads = iso >= Isolation::RepeatableRead && !faults.skip_validation;
+        let key_range = iso == Isolation::Serializable && !faults.skip_validation;
+        // Read locks held to the commit: the reads hold until then.
+        core.shape.locking = long_reads;
+        LockTxn { core, long_reads, key_range, declared: false }
+    }
+
+    /// Checks the transaction may run an operation.
+    #[inline]
+    fn enter(&mut self) -> Result<()> {
+        if self.core.entry()? {
+            return Err(self.abort_with(AbortReason::CommitDependency));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
+        self.enter()?;
+        self.core.write_checks(table, value_len)
+    }
+}
+
+impl<'db> LockTxn<'db> {
     /// Locks `w` in `mode`. `short`: a read lock released by the caller
     /// right after the read (read committed); not entered in the LockSet.
     /// `declared`: a lock ordered 2PL must have taken before it began.
@@ -202,7 +242,7 @@ impl<'db> Transaction<'db> {
         declared: bool,
         give_up: impl FnMut() -> bool,
     ) -> Result<Got> {
-        let l = &mut self.local.get().locks;
+        let l = &mut self.core.local.get().locks;
         let held = l.find(w);
         if let Some(i) = held {
             if l.held[i].mode >= mode {
@@ -225,16 +265,16 @@ impl<'db> Transaction<'db> {
             let word = w as *const AtomicU64 as usize;
             self.lk_publish_wait(WaitOn::Lock { word, mode });
             let detect = self.lk_detector();
-            let waited = wait_for_lock(w, mode, upgrade, Some(self.db.opts.lock_timeout), give_up, detect);
+            let waited = wait_for_lock(w, mode, upgrade, Some(self.core.db.opts.lock_timeout), give_up, detect);
             self.lk_unpublish_wait();
             match waited {
                 Waited::Got => {}
                 Waited::GaveUp => return Ok(Got::GaveUp),
-                Waited::TimedOut => return Err(self.lk_abort(AbortReason::LockTimeout)),
-                Waited::Victim => return Err(self.lk_abort(AbortReason::Deadlock)),
+                Waited::TimedOut => return Err(self.abort_with(AbortReason::LockTimeout)),
+                Waited::Victim => return Err(self.abort_with(AbortReason::Deadlock)),
             }
         }
-        let l = &mut self.local.get().locks;
+        let l = &mut self.core.local.get().locks;
         match held {
             Some(i) => {
                 l.held[i].mode = LockMode::Exclusive;
@@ -274,12 +314,12 @@ impl<'db> Transaction<'db> {
     /// Copies the row `rec` into the copy buffer: our own write, or the
     /// record (we hold its key's lock). `None` if it is not a row.
     fn lk_read(&mut self, rec: *mut Version) -> Option<Writer> {
-        let l = &mut self.local.get().silo;
+        let l = &mut self.core.local.get().silo;
         if let Some(own) = Self::lk_own(l, rec) {
             let (a, b) = own?;
             l.copy.clear();
             l.copy.extend_from_slice(&l.values[a..b]);
-            return Some(Writer::Txn(self.id));
+            return Some(Writer::Txn(self.core.id));
         }
         // SAFETY: reached under the caller's epoch guard.
         let r = unsafe { &*rec };
@@ -294,14 +334,9 @@ impl<'db> Transaction<'db> {
     }
 
     /// 1V's `get_with`.
-    pub(crate) fn lk_get_with<R>(
-        &mut self,
-        table: TableId,
-        key: &Key,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
+    pub(crate) fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.enter()?;
-        let t = self.db.table_ref(table)?;
+        let t = self.core.db.table_ref(table)?;
         let w = Self::lk_word(&t.indexes[0], key);
         let got = self.lk_lock(w, LockMode::Shared, !self.long_reads, true, || false)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
@@ -310,16 +345,16 @@ impl<'db> Transaction<'db> {
         let found = if rec.is_null() { None } else { self.lk_read(rec) };
         drop(guard);
         self.lk_short_release(w, got);
-        if self.recording {
-            let version = found.map(|wr| (wr, self.local.get().silo.copy.clone()));
-            self.record(Op::Read { table: table.0, key: *key, version });
+        if self.core.recording {
+            let version = found.map(|wr| (wr, self.core.local.get().silo.copy.clone()));
+            self.core.record(Op::Read { table: table.0, key: *key, version });
         }
-        Ok(found.map(|_| f(&self.local.get().silo.copy)))
+        Ok(found.map(|_| f(&self.core.local.get().silo.copy)))
     }
 
     /// 1V's update, modify, update_with and delete: `f` makes the new
     /// value from the old (`None` deletes).
-    pub(crate) fn lk_write(
+    pub(crate) fn write(
         &mut self,
         table: TableId,
         key: &Key,
@@ -332,30 +367,30 @@ impl<'db> Transaction<'db> {
         let _guard = crossbeam_epoch::pin();
         let rec = find_latest(t, key, None);
         let found = if rec.is_null() { None } else { self.lk_read(rec) };
-        if self.recording {
-            let version = found.map(|wr| (wr, self.local.get().silo.copy.clone()));
-            self.record(Op::Read { table: table.0, key: *key, version });
+        if self.core.recording {
+            let version = found.map(|wr| (wr, self.core.local.get().silo.copy.clone()));
+            self.core.record(Op::Read { table: table.0, key: *key, version });
         }
         if found.is_none() {
             return Err(Error::KeyNotFound);
         }
-        let mut new = std::mem::take(&mut self.local.get().scratch);
+        let mut new = std::mem::take(&mut self.core.local.get().scratch);
         new.clear();
-        let keep = f(&self.local.get().silo.copy, &mut new);
+        let keep = f(&self.core.local.get().silo.copy, &mut new);
         let r = if !keep {
-            self.sv_buffer(table, rec, WriteKind::Delete, &[], false);
+            self.core.sv_buffer(table, rec, WriteKind::Delete, &[], false);
             Ok(())
-        } else if new.len() > self.db.opts.max_value_size {
-            Err(Error::ValueTooLarge { len: new.len(), max: self.db.opts.max_value_size })
+        } else if new.len() > self.core.db.opts.max_value_size {
+            Err(Error::ValueTooLarge { len: new.len(), max: self.core.db.opts.max_value_size })
         } else {
             // A row moved in a secondary index: lock its new key there.
             let r = self.lk_lock_moved(t, key, &new);
             if r.is_ok() {
-                self.sv_buffer(table, rec, WriteKind::Update, &new, false);
+                self.core.sv_buffer(table, rec, WriteKind::Update, &new, false);
             }
             r
         };
-        self.local.get().scratch = new;
+        self.core.local.get().scratch = new;
         r
     }
 
@@ -365,7 +400,7 @@ impl<'db> Transaction<'db> {
         for ix in &t.indexes[1..] {
             let Some(kf) = ix.key_fn else { continue };
             let new = kf(pk, value);
-            if new != kf(pk, &self.local.get().silo.copy) {
+            if new != kf(pk, &self.core.local.get().silo.copy) {
                 self.lk_lock(Self::lk_word(ix, &new), LockMode::Exclusive, false, false, || false)?;
             }
         }
@@ -375,16 +410,16 @@ impl<'db> Transaction<'db> {
     /// The transactions other than us holding a key-range lock on a key of
     /// `rec` in one of `t`'s indexes (`only`: just those indexes).
     fn lk_range_holders(&mut self, t: &Table, rec: &Version, only: Option<&[bool]>) -> bool {
-        let mut ids = std::mem::take(&mut self.local.get().ids);
+        let mut ids = std::mem::take(&mut self.core.local.get().ids);
         ids.clear();
         for (i, ix) in t.indexes.iter().enumerate() {
             if only.is_none_or(|m| m[i]) {
                 ix.ranges.lockers(|| ix.key_of(rec), &mut ids);
             }
         }
-        ids.retain(|&i| i != self.id);
+        ids.retain(|&i| i != self.core.id);
         let any = !ids.is_empty();
-        self.local.get().ids = ids;
+        self.core.local.get().ids = ids;
         any
     }
 
@@ -392,19 +427,19 @@ impl<'db> Transaction<'db> {
     /// `keys` ((table, index, key)), or times out (and aborts).
     fn lk_wait_ranges(&mut self, keys: &[(u32, usize, Key)]) -> Result<()> {
         let start = Instant::now();
-        let limit = self.db.opts.lock_timeout;
+        let limit = self.core.db.opts.lock_timeout;
         let backoff = Backoff::new();
         self.lk_publish_wait(WaitOn::Ranges(keys.to_vec()));
         let mut detect = self.lk_detector();
         let outcome = loop {
-            let mut ids = std::mem::take(&mut self.local.get().ids);
+            let mut ids = std::mem::take(&mut self.core.local.get().ids);
             ids.clear();
             for (t, i, k) in keys {
-                self.db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
+                self.core.db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
             }
-            ids.retain(|&i| i != self.id);
+            ids.retain(|&i| i != self.core.id);
             let free = ids.is_empty();
-            self.local.get().ids = ids;
+            self.core.local.get().ids = ids;
             if free {
                 break None;
             }
@@ -424,25 +459,25 @@ impl<'db> Transaction<'db> {
         self.lk_unpublish_wait();
         match outcome {
             None => Ok(()),
-            Some(reason) => Err(self.lk_abort(reason)),
+            Some(reason) => Err(self.abort_with(reason)),
         }
     }
 
     /// Publishes what we wait for (deadlock detection reads it).
     fn lk_publish_wait(&self, on: WaitOn) {
-        *self.slot().lock_wait.lock() = Some(LockWait { id: self.id, on });
+        *self.core.slot().lock_wait.lock() = Some(LockWait { id: self.core.id, on });
     }
 
     /// Withdraws the publication: from here on we may change our LockSet.
     fn lk_unpublish_wait(&self) {
-        *self.slot().lock_wait.lock() = None;
+        *self.core.slot().lock_wait.lock() = None;
     }
 
     /// A deadlock check to run while waiting: every
     /// [`crate::Options::deadlock_interval`] of waiting, it looks for a
     /// cycle of waits through us and says whether we are its victim.
     fn lk_detector(&self) -> impl FnMut(Duration) -> bool + use<'db> {
-        let (db, slot, id) = (self.db, self.slot, self.id);
+        let (db, slot, id) = (self.core.db, self.core.slot, self.core.id);
         let interval = db.opts.deadlock_interval;
         let mut next = interval;
         move |waited| {
@@ -455,7 +490,7 @@ impl<'db> Transaction<'db> {
     }
     /// 1V's insert: locks the key (and the row's secondary keys), then
     /// links an absent placeholder, unless a range lock covers it.
-    pub(crate) fn lk_insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+    pub(crate) fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         let t = self.enter_write(table, value.len())?;
         self.lk_lock(Self::lk_word(&t.indexes[0], &key), LockMode::Exclusive, false, true, || false)?;
         for ix in &t.indexes[1..] {
@@ -467,11 +502,11 @@ impl<'db> Transaction<'db> {
             let guard = crossbeam_epoch::pin();
             let rec = find_latest(t, &key, None);
             if !rec.is_null() {
-                match Self::lk_own(&self.local.get().silo, rec) {
+                match Self::lk_own(&self.core.local.get().silo, rec) {
                     Some(Some(_)) => return Err(Error::DuplicateKey),
                     // Our own delete: the insert makes it an update.
                     Some(None) => {
-                        self.sv_buffer(table, rec, WriteKind::Insert, value, false);
+                        self.core.sv_buffer(table, rec, WriteKind::Insert, value, false);
                         return Ok(());
                     }
                     None => {
@@ -489,7 +524,7 @@ impl<'db> Transaction<'db> {
             let rec = Version::alloc_in_place(key, t.link_words(), value, LATEST | ABSENT).as_ptr();
             // SAFETY: fresh and unlinked; its value (and so its secondary keys) is final.
             unsafe { t.link_all(rec) };
-            self.created += 1;
+            self.core.created += 1;
             // SeqCst fence: the writer's side of the range-lock handshake
             // (module docs): linked before we look for ranges.
             fence(Ordering::SeqCst);
@@ -497,7 +532,7 @@ impl<'db> Transaction<'db> {
             let r = unsafe { &*rec };
             if !self.lk_range_holders(t, r, None) {
                 drop(guard);
-                self.sv_buffer(table, rec, WriteKind::Insert, value, true);
+                self.core.sv_buffer(table, rec, WriteKind::Insert, value, true);
                 return Ok(());
             }
             // A scan at serializable locked a range holding the key: withdraw
@@ -506,14 +541,14 @@ impl<'db> Transaction<'db> {
             let keys: Vec<(u32, usize, Key)> =
                 t.indexes.iter().enumerate().map(|(i, ix)| (table.0, i, ix.key_of(r))).collect();
             drop(guard);
-            self.sv_retire(table, rec, WITHDRAWN);
+            self.core.sv_retire(table, rec, WITHDRAWN);
             self.lk_wait_ranges(&keys)?;
         }
     }
 
     /// 1V's `get_by` and `scan`: every row of `index` in the range
     /// (`lo == hi`: one key), each read under its primary key's lock.
-    pub(crate) fn lk_scan(
+    pub(crate) fn scan(
         &mut self,
         index: IndexId,
         lo: Bound<Key>,
@@ -522,7 +557,7 @@ impl<'db> Transaction<'db> {
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
         self.enter()?;
-        let (t, ix) = self.index_ref(index)?;
+        let (t, ix) = self.core.index_ref(index)?;
         let eq = matches!((&lo, &hi), (Bound::Included(a), Bound::Included(b)) if a == b);
         if self.declared && !eq {
             return Err(Error::NotDeclared("a range scan (an access declaration lists records, not ranges)".into()));
@@ -533,8 +568,8 @@ impl<'db> Transaction<'db> {
                 self.lk_lock(Self::lk_word(ix, k), LockMode::Shared, false, false, || false)?;
             } else {
                 // Before the walk (module docs: the scanner's side).
-                ix.ranges.lock(lo, hi, self.id);
-                let l = &mut self.local.get().locks;
+                ix.ranges.lock(lo, hi, self.core.id);
+                let l = &mut self.core.local.get().locks;
                 if !l.ranges.contains(&(index.table, index.index)) {
                     l.ranges.push((index.table, index.index));
                 }
@@ -545,16 +580,16 @@ impl<'db> Transaction<'db> {
         let mut rows = Vec::new();
         let mut stopped_at = None;
         let mut failed = None;
-        let mut delivered = std::mem::take(&mut self.local.get().locks.delivered);
+        let mut delivered = std::mem::take(&mut self.core.local.get().locks.delivered);
         delivered.clear();
-        self.local.get().locks.redirected.clear();
+        self.core.local.get().locks.redirected.clear();
         // Epoch pin: records reached through an index stay allocated until it drops.
         let guard = crossbeam_epoch::pin();
         walk_range(ix, &lo, &hi, |v| {
             let first = v as *const Version as *mut Version;
             // Acquire: pairs with the Release stores of the word.
             let withdrawn = || v.begin.load(Ordering::Acquire) & WITHDRAWN != 0;
-            if withdrawn() || self.local.get().locks.redirected.contains(&VPtr(first)) {
+            if withdrawn() || self.core.local.get().locks.redirected.contains(&VPtr(first)) {
                 return true;
             }
             let pk = v.key();
@@ -576,7 +611,7 @@ impl<'db> Transaction<'db> {
             let mut rec = first;
             if v.begin.load(Ordering::Acquire) & LATEST == 0 {
                 let now = find_latest(t, &pk, None);
-                let l = &self.local.get().locks;
+                let l = &self.core.local.get().locks;
                 // SAFETY: found under the guard.
                 let skip = now.is_null()
                     || !key_in(&lo, &hi, &ix.key_of(unsafe { &*now }))
@@ -586,7 +621,7 @@ impl<'db> Transaction<'db> {
                     self.lk_short_release(w, got);
                     return true;
                 }
-                self.local.get().locks.redirected.push(VPtr(now));
+                self.core.local.get().locks.redirected.push(VPtr(now));
                 rec = now;
             }
             let Some(writer) = self.lk_read(rec) else {
@@ -594,11 +629,11 @@ impl<'db> Transaction<'db> {
                 return true;
             };
             delivered.push(VPtr(rec));
-            let l = &self.local.get().silo;
+            let l = &self.core.local.get().silo;
             let go_on = if filter.is_some_and(|p| !p(&pk, &l.copy)) {
                 true
             } else {
-                if self.recording {
+                if self.core.recording {
                     rows.push((pk, writer, l.copy.clone()));
                 }
                 f(&pk, &l.copy)
@@ -614,18 +649,18 @@ impl<'db> Transaction<'db> {
         if let Some(e) = failed {
             return Err(e);
         }
-        self.local.get().locks.delivered = delivered;
+        self.core.local.get().locks.delivered = delivered;
         let hi = match stopped_at {
             Some(k) if ordered => {
                 if self.key_range && !eq {
-                    ix.ranges.narrow_last(self.id, Bound::Included(k));
+                    ix.ranges.narrow_last(self.core.id, Bound::Included(k));
                 }
                 Bound::Included(k)
             }
             _ => hi,
         };
-        if self.recording {
-            self.record_scan(index, lo, hi, filter.is_some(), rows);
+        if self.core.recording {
+            self.core.record_scan(index, lo, hi, filter.is_some(), rows);
         }
         Ok(())
     }

@@ -71,7 +71,7 @@ pub use deadlock::*;
 
 use crate::error::AbortReason;
 use crate::key::Key;
-use crate::protocol::mv_occ::Transaction;
+use crate::protocol::mv_occ::MvTxn;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, writer_of_end, ReadLocked, Word, INFINITY};
 use crate::table::{Index, IndexImpl, Table};
@@ -126,7 +126,7 @@ fn release_read_lock(v: &Version, txns: &TxnTable) {
     }
 }
 
-impl Transaction<'_> {
+impl MvTxn<'_> {
     /// Read-locks the version `v` a point lookup of `key` found; if it was
     /// replaced meanwhile, looks up the new latest version and locks that.
     pub(crate) fn lock_found(&mut self, t: &Table, key: &Key, mut v: *mut Version) -> Result<*mut Version> {
@@ -135,7 +135,7 @@ impl Transaction<'_> {
                 return Ok(v);
             }
             // SAFETY: found under the caller's epoch guard, still held.
-            match read_lock(unsafe { &*v }, self.id, &self.db.txns, &mut self.local.get().read_locks) {
+            match read_lock(unsafe { &*v }, self.core.id, &self.core.db.txns, &mut self.core.local.get().read_locks) {
                 Locked::Yes => return Ok(v),
                 Locked::NotLatest => v = self.find_visible(t, key, self.lookup_time()),
                 Locked::Refused(r) => return Err(self.abort_with(r)),
@@ -147,24 +147,24 @@ impl Transaction<'_> {
     /// waits until WaitForCounter is zero, running deadlock detection while
     /// it waits.
     pub(crate) fn await_wait_fors(&mut self) -> std::result::Result<(), AbortReason> {
-        let txns = &self.db.txns;
-        txns.no_more_wait_fors(self.slot);
-        if txns.wait_fors(self.slot) == 0 {
+        let txns = &self.core.db.txns;
+        txns.no_more_wait_fors(self.core.slot);
+        if txns.wait_fors(self.core.slot) == 0 {
             return Ok(());
         }
         // Blocked: publish what the deadlock detector reads.
         {
-            let mut w = self.slot().waits.lock();
+            let mut w = self.core.slot().waits.lock();
             w.blocked = true;
             // Relaxed: only orders blockings for the choice of a victim.
             w.blocked_seq = txns.blockings.fetch_add(1, Ordering::Relaxed);
-            w.read_locks.extend_from_slice(&self.local.get().read_locks);
+            w.read_locks.extend_from_slice(&self.core.local.get().read_locks);
         }
         self.used_waits = true;
-        let interval = self.db.opts.deadlock_interval;
+        let interval = self.core.db.opts.deadlock_interval;
         let mut next = Instant::now() + interval;
         let backoff = Backoff::new();
-        let s = self.slot();
+        let s = self.core.slot();
         let r = loop {
             // Acquire (all three): pair with the Release of whoever set them.
             if s.victim.load(Ordering::Acquire) {
@@ -173,21 +173,21 @@ impl Transaction<'_> {
             if s.abort_now.load(Ordering::Acquire) {
                 break Err(AbortReason::CommitDependency);
             }
-            if txns.wait_fors(self.slot) == 0 {
+            if txns.wait_fors(self.core.slot) == 0 {
                 break Ok(());
             }
             if backoff.is_completed() {
                 std::thread::yield_now();
                 let now = Instant::now();
                 if now >= next {
-                    detect_deadlocks(self.db);
+                    detect_deadlocks(self.core.db);
                     next = now + interval;
                 }
             } else {
                 backoff.snooze();
             }
         };
-        let mut w = self.slot().waits.lock();
+        let mut w = self.core.slot().waits.lock();
         w.blocked = false;
         w.read_locks.clear();
         r
@@ -199,29 +199,29 @@ impl Transaction<'_> {
     /// and leaves the slot's `WaitInfo` clean and closed for the next
     /// occupant (the end of `await_wait_fors` already unpublished the rest).
     pub(crate) fn release_locks(&mut self) {
-        let txns = &self.db.txns;
-        for VPtr(v) in self.local.get().read_locks.drain(..) {
+        let txns = &self.core.db.txns;
+        for VPtr(v) in self.core.local.get().read_locks.drain(..) {
             // SAFETY: a read-locked version is a latest version, which the
             // collector never reclaims; it stays one while we hold the lock.
             release_read_lock(unsafe { &*v }, txns);
         }
-        for (t, i) in self.local.get().range_locks.drain(..) {
-            self.db.table_by_id(t).indexes[i as usize].ranges.unlock_all(self.id);
+        for (t, i) in self.core.local.get().range_locks.drain(..) {
+            self.core.db.table_by_id(t).indexes[i as usize].ranges.unlock_all(self.core.id);
         }
-        if !self.local.get().bucket_locks.is_empty() {
-            for &(t, i, b) in &self.local.get().bucket_locks {
-                if let IndexImpl::Hash(h) = &self.db.table_by_id(t).indexes[i as usize].imp {
+        if !self.core.local.get().bucket_locks.is_empty() {
+            for &(t, i, b) in &self.core.local.get().bucket_locks {
+                if let IndexImpl::Hash(h) = &self.core.db.table_by_id(t).indexes[i as usize].imp {
                     h.unlock_bucket(b);
                 }
             }
-            self.local.get().bucket_locks.clear();
+            self.core.local.get().bucket_locks.clear();
             // Release: unpublished after the counts fell; an inserter that
             // still finds us has merely waited for nothing.
-            self.slot().buckets_held.store(0, Ordering::Release);
+            self.core.slot().buckets_held.store(0, Ordering::Release);
         }
         if self.used_waits {
             let list = {
-                let mut w = self.slot().waits.lock();
+                let mut w = self.core.slot().waits.lock();
                 w.closed = true;
                 std::mem::take(&mut w.waiting_txns)
             };
@@ -234,7 +234,7 @@ impl Transaction<'_> {
     /// Opens our WaitingTxnList, before our id can appear in a lock list.
     fn open_waits(&mut self) {
         if !self.used_waits {
-            self.slot().waits.lock().closed = false;
+            self.core.slot().waits.lock().closed = false;
             self.used_waits = true;
         }
     }
@@ -249,8 +249,8 @@ impl Transaction<'_> {
                 // Publish the lock in our BucketLockSet (the LockList
                 // entry), then increment LockCount.
                 let b = h.bucket_of(key.hash64());
-                let s = self.slot();
-                let n = self.local.get().bucket_locks.len();
+                let s = self.core.slot();
+                let n = self.core.local.get().bucket_locks.len();
                 if n < PUBLISHED_BUCKETS {
                     // Release: as the count below.
                     s.bucket_keys[n].store(bucket_key(table, index, b), Ordering::Release);
@@ -264,7 +264,7 @@ impl Transaction<'_> {
                     s.buckets_held.store(n, Ordering::Release);
                     return Err(self.abort_with(AbortReason::ReadLock));
                 }
-                self.local.get().bucket_locks.push((table, index, b));
+                self.core.local.get().bucket_locks.push((table, index, b));
             }
             IndexImpl::Ordered(_) => self.lock_range(table, index, ix, Bound::Included(*key), Bound::Included(*key)),
         }
@@ -282,9 +282,9 @@ impl Transaction<'_> {
         self.lock_key(table, index, ix, key)?;
         // SeqCst: a reading of the clock after the lock, as for a read time
         // (a version committed after it had its writer see our lock).
-        let rt = self.db.clock.load(Ordering::SeqCst) - 1;
+        let rt = self.core.db.clock.load(Ordering::SeqCst) - 1;
         let me = self.me();
-        let mut found = std::mem::take(&mut self.local.get().uncommitted);
+        let mut found = std::mem::take(&mut self.core.local.get().uncommitted);
         let mut visible = std::ptr::null_mut();
         ix.for_each_eq(key, |v| {
             if !ix.matches(v, key) {
@@ -294,10 +294,10 @@ impl Transaction<'_> {
                 visible = v as *const Version as *mut Version;
                 return false;
             }
-            found.extend(Self::uncommitted_writer(self.db, self.id, v, rt));
+            found.extend(Self::uncommitted_writer(self.core.db, self.core.id, v, rt));
             true
         });
-        self.local.get().uncommitted = found;
+        self.core.local.get().uncommitted = found;
         self.impose_on_writers().map_err(|r| self.abort_with(r))?;
         Ok(visible)
     }
@@ -305,8 +305,8 @@ impl Transaction<'_> {
     /// Start of a serializable range scan: a range lock on (`lo`, `hi`).
     pub(crate) fn lock_range(&mut self, table: u32, index: u8, ix: &Index, lo: Bound<Key>, hi: Bound<Key>) {
         self.open_waits();
-        ix.ranges.lock(lo, hi, self.id);
-        let held = &mut self.local.get().range_locks;
+        ix.ranges.lock(lo, hi, self.core.id);
+        let held = &mut self.core.local.get().range_locks;
         if !held.contains(&(table, index)) {
             held.push((table, index));
         }
@@ -341,17 +341,17 @@ impl Transaction<'_> {
     /// meanwhile committed a row our scan did not see (abort: `phantom`) or
     /// aborted (nothing to do). The caller is still pinned.
     pub(crate) fn impose_on_writers(&mut self) -> std::result::Result<(), AbortReason> {
-        let mut found = std::mem::take(&mut self.local.get().uncommitted);
+        let mut found = std::mem::take(&mut self.core.local.get().uncommitted);
         let mut r = Ok(());
         for &(tb, VPtr(v)) in &found {
             if tb == 0 {
                 r = Err(AbortReason::Phantom);
                 break;
             }
-            match self.db.txns.add_wait_for(tb) {
+            match self.core.db.txns.add_wait_for(tb) {
                 WaitFor::Added => {
                     self.open_waits();
-                    self.slot().waits.lock().waiting_txns.push(tb);
+                    self.core.slot().waits.lock().waiting_txns.push(tb);
                 }
                 WaitFor::Gone => {
                     // SAFETY: met under the caller's epoch guard, still held.
@@ -369,7 +369,7 @@ impl Transaction<'_> {
             }
         }
         found.clear();
-        self.local.get().uncommitted = found;
+        self.core.local.get().uncommitted = found;
         r
     }
 
@@ -377,38 +377,38 @@ impl Transaction<'_> {
     /// lock that covers it, wait for the locker (section 4.2.2: our own id
     /// goes into its WaitingTxnList, and our WaitForCounter goes up).
     pub(crate) fn wait_for_lockers(&mut self, t: &Table, v: &Version) -> std::result::Result<(), AbortReason> {
-        let mut ids = std::mem::take(&mut self.local.get().ids);
+        let mut ids = std::mem::take(&mut self.core.local.get().ids);
         for (n, ix) in t.indexes.iter().enumerate() {
             if let IndexImpl::Hash(h) = &ix.imp {
                 let b = h.bucket_of(ix.hash_of(v));
                 if h.bucket_locked(b) {
-                    self.db.txns.bucket_lockers(t.id, n as u8, b, &mut ids);
+                    self.core.db.txns.bucket_lockers(t.id, n as u8, b, &mut ids);
                 }
             }
             ix.ranges.lockers(|| ix.key_of(v), &mut ids);
         }
-        let txns = &self.db.txns;
+        let txns = &self.core.db.txns;
         let mut r = Ok(());
         for ts in ids.drain(..) {
-            if ts == self.id {
+            if ts == self.core.id {
                 continue;
             }
-            if txns.add_wait_for(self.id) != WaitFor::Added {
+            if txns.add_wait_for(self.core.id) != WaitFor::Added {
                 r = Err(AbortReason::WaitFor);
                 break;
             }
             let i = slot_of(ts);
             let mut w = txns.slot(i).waits.lock();
             if txns.id_of(i) == ts && !w.closed {
-                w.waiting_txns.push(self.id);
+                w.waiting_txns.push(self.core.id);
             } else {
                 // The locker has precommitted (or gone): nothing to wait for.
                 drop(w);
-                txns.release_wait_for(self.id);
+                txns.release_wait_for(self.core.id);
             }
         }
         ids.clear();
-        self.local.get().ids = ids;
+        self.core.local.get().ids = ids;
         r
     }
 }

@@ -5,79 +5,50 @@
 
 use super::*;
 
-impl<'db> Transaction<'db> {
-    /// Commits. Waits only for commit dependencies. On failure the
-    /// transaction is rolled back and the error says why.
-    ///
-    /// Under sync durability a commit returns once it is durable, and a
-    /// transaction that wrote nothing returns once whatever it read is
-    /// durable (`durability::log`, "Durable visibility"): a crash never
-    /// loses a commit that was acknowledged or that a reader was shown.
-    /// The multi-version families get the second for free: their commits
-    /// become visible only once durable.
-    pub fn commit(self) -> Result<CommitInfo> {
-        let db = self.db;
-        // The multi-version families become Committed only once durable
-        // (see `commit_protocol`): what they read is durable or a commit
-        // dependency they waited for. The others follow Silo's rule.
-        let visible_once_durable = !(self.bohm || self.locking || self.single);
-        let info = self.commit_protocol()?;
-        if info.writes == 0 && !visible_once_durable {
-            db.wait_visible()?;
-        }
-        Ok(info)
-    }
-
-    /// The protocol's commit (each family's own).
-    fn commit_protocol(mut self) -> Result<CommitInfo> {
-        if self.bohm {
-            return self.bo_commit();
-        }
-        if self.locking {
-            return self.lk_commit();
-        }
-        if self.single {
-            return self.sv_commit();
-        }
+impl<'db> MvTxn<'db> {
+    /// MV/O's commit (sections 3.2 and 3.3). A transaction becomes
+    /// Committed only once its redo record is durable (under sync
+    /// durability), so nothing it shows a reader can be lost.
+    pub(crate) fn commit(&mut self) -> Result<CommitInfo> {
         self.enter()?;
-        if self.po_occ {
+        if self.policy.po_occ {
             // Figure 13, step 3: the optimistic writes take their locks now.
             self.po_connect()?;
         }
-        let db = self.db;
-        let local = self.local.get();
+        let db = self.core.db;
+        let local = self.core.local.get();
         let (wrote, scanned) = (!local.write_set.is_empty(), !local.scan_set.is_empty());
-        if !wrote && self.cert != Cert::Off && !self.base_rc && !scanned {
+        if !wrote && self.policy.cert != Cert::Off && !self.policy.base_rc && !scanned {
             if let Some(r) = self.ssn_read_only_commit() {
                 return r;
             }
         }
-        if !wrote && self.cert == Cert::Off {
+        if !wrote && self.policy.cert == Cert::Off {
             // Nothing written: serialized at the begin timestamp (see module
             // docs) — or, for a pessimistic transaction reading at the
             // current time, at a time when it still holds all its read locks.
-            let commit_ts = if self.reads_now() && self.honour_locks {
+            let commit_ts = if self.reads_now() && self.policy.honour_locks {
                 // SeqCst: as for a read time; odd, never equals a stamp.
                 db.clock.load(Ordering::SeqCst) - 1
             } else {
-                self.begin_ts
+                self.core.begin_ts
             };
-            if self.honour_locks {
+            if self.policy.honour_locks {
                 self.release_locks();
             }
-            if !self.wait_for_dependencies() {
+            if !self.core.wait_for_dependencies() {
                 return Err(self.abort_with(AbortReason::CommitDependency));
             }
-            if self.recording {
-                self.record_end(Some(commit_ts), Outcome::Committed);
+            if self.core.recording {
+                self.core.record_end(Some(commit_ts), Outcome::Committed);
             }
-            self.terminate();
+            self.core.terminate();
             return Ok(CommitInfo { commit_ts, writes: 0 });
         }
 
         // Wait-for dependencies (section 4.2): wait until no read lock or
         // bucket lock holds us back, before taking the end timestamp.
-        if self.honour_locks {
+        if self.policy.honour_locks {
             if let Err(r) = self.await_wait_fors() {
                 return Err(self.abort_with(r));
             }
@@ -86,7 +57,7 @@ impl<'db> Transaction<'db> {
         // Precommit: acquire the end timestamp and become Preparing.
         // SeqCst on the pending store and the fetch_add: a reader that still
         // sees us Active read its clock before we drew our end timestamp.
-        db.txns.set_pending(self.slot);
+        db.txns.set_pending(self.core.slot);
         let end_ts = match &db.po {
             // POMVCC (Figure 17): the shared CTs, not incremented.
             Some(po) => {
@@ -95,11 +66,11 @@ impl<'db> Transaction<'db> {
             }
             None => db.clock.fetch_add(2, Ordering::SeqCst),
         };
-        db.txns.set_state(self.slot, TxnState::Preparing, end_ts);
+        db.txns.set_state(self.core.slot, TxnState::Preparing, end_ts);
         // Our read locks and the dependencies we impose are released only
         // now that the end timestamp is drawn: a writer they held back
         // draws a later one (see `mv_lock`).
-        if self.honour_locks {
+        if self.policy.honour_locks {
             self.release_locks();
         }
 
@@ -108,18 +79,18 @@ impl<'db> Transaction<'db> {
         // counts their writes as conflicts (see `protocol::pomvcc`).
         let validate = !db.opts.faults.skip_validation;
         let check_ts = if db.po.is_some() { end_ts + 1 } else { end_ts };
-        if validate && self.isolation >= Isolation::RepeatableRead && !self.validate_reads(check_ts) {
+        if validate && self.core.isolation >= Isolation::RepeatableRead && !self.validate_reads(check_ts) {
             return Err(self.abort_with(AbortReason::ReadValidation));
         }
-        if validate && self.isolation == Isolation::Serializable && !self.detect_phantoms(check_ts) {
+        if validate && self.core.isolation == Isolation::Serializable && !self.detect_phantoms(check_ts) {
             return Err(self.abort_with(AbortReason::Phantom));
         }
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             if let Err(r) = self.ssn_precommit(end_ts) {
                 return Err(self.abort_with(r));
             }
         }
-        if !self.wait_for_dependencies() {
+        if !self.core.wait_for_dependencies() {
             return Err(self.abort_with(AbortReason::CommitDependency));
         }
         // Logging (section 3.2, "write the new versions to the log"): the
@@ -135,13 +106,13 @@ impl<'db> Transaction<'db> {
         // report it at the end, as before.
         let epoch = db.durable.as_ref().filter(|_| wrote).map(|d| self.log_redo(&d.log, end_ts));
         let durable = db.wait_durable(epoch);
-        db.txns.set_state(self.slot, TxnState::Committed, end_ts);
+        db.txns.set_state(self.core.slot, TxnState::Committed, end_ts);
 
         // Postprocessing: propagate the end timestamp (SSN's stamps first).
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             self.ssn_postcommit(end_ts);
         }
-        let local = self.local.get();
+        let local = self.core.local.get();
         for w in &local.write_set {
             if !w.new.is_null() {
                 // SAFETY: our own version; alive until we hand it to the GC.
@@ -160,22 +131,22 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
-        db.txns.report_outcome(self.slot, true);
+        db.txns.report_outcome(self.core.slot, true);
         let writes = local.write_set.len();
         // (Under the test-only write-conflict fault two committers may share
         // an old version; it is then left unreclaimed rather than freed twice.)
         let shared_old = db.opts.faults.skip_write_conflicts;
         Self::collect_garbage(
             db,
-            self.slot,
+            self.core.slot,
             local.write_set.iter().filter(|w| !w.old.is_null() && !shared_old).map(|w| Garbage {
                 ts: end_ts,
                 table: w.table,
                 v: VPtr(w.old),
             }),
         );
-        if self.recording {
-            self.record_end(Some(end_ts), Outcome::Committed);
+        if self.core.recording {
+            self.core.record_end(Some(end_ts), Outcome::Committed);
         }
         if let Some(po) = &db.po {
             // Increment_TsCC: every version carries its stamp now, and
@@ -184,7 +155,7 @@ impl<'db> Transaction<'db> {
             po.commit(self.po_cts);
             db.po_clock();
         }
-        self.terminate();
+        self.core.terminate();
         durable?;
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
@@ -192,7 +163,7 @@ impl<'db> Transaction<'db> {
     /// Appends this transaction's redo record: every new version's key
     /// and value, or the key of a deleted row. Returns its epoch.
     fn log_redo(&mut self, log: &crate::durability::log::Log, end_ts: u64) -> u64 {
-        let local = self.local.get();
+        let local = self.core.local.get();
         log.append(end_ts, &mut local.log_buf, |r| {
             for w in &local.write_set {
                 // SAFETY: our own versions (new) and those we write-locked
@@ -205,40 +176,18 @@ impl<'db> Transaction<'db> {
         })
     }
 
-    /// The single-version stores' update, modify, update_with and delete.
-    #[inline]
-    pub(super) fn one_version_write(
-        &mut self,
-        table: TableId,
-        key: &Key,
-        f: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
-    ) -> Result<()> {
-        if self.locking {
-            self.lk_write(table, key, f)
-        } else {
-            self.sv_write(table, key, f)
-        }
-    }
-
-    /// Rolls the transaction back.
-    pub fn abort(mut self) {
-        if self.status == Status::Active {
-            self.abort_with(AbortReason::User);
-        }
-    }
-
     /// Read validation (section 3.2): every version read must still be
     /// visible as of the end timestamp.
     fn validate_reads(&mut self, end_ts: u64) -> bool {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);
-        self.local.get().read_set.iter().all(|&VPtr(v)| {
+        self.core.local.get().read_set.iter().all(|&VPtr(v)| {
             // SAFETY: a version we read is visible past our begin timestamp,
             // so its End stamp exceeds the GC watermark while we are open.
             let v = unsafe { &*v };
             // Acquire: see the latest End word.
-            writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.id) || visible_at(v, end_ts, &me).is_some()
+            writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.core.id) || visible_at(v, end_ts, &me).is_some()
         }) && !me.clash.get()
     }
 
@@ -249,8 +198,8 @@ impl<'db> Transaction<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);
-        for s in &self.local.get().scan_set {
-            let t = self.db.table_by_id(s.table);
+        for s in &self.core.local.get().scan_set {
+            let t = self.core.db.table_by_id(s.table);
             let ix = &t.indexes[s.index as usize];
             let mut phantom = false;
             let mut check = |v: &Version| {
@@ -271,10 +220,10 @@ impl<'db> Transaction<'db> {
                 // after the scan counts too: what the scan found absent then
                 // stays absent until the commit, as a locking reader's would
                 // (the checker places such observations at the commit).
-                let began = if writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.id) {
-                    Some(ssn::cstamp_of(v, &self.db.txns))
-                } else if self.base_rc {
-                    Some(ssn::cstamp_of(v, &self.db.txns)).filter(|&b| b != 0 && b < end_ts)
+                let began = if writer_of_end(v.end.load(Ordering::Acquire)) == Some(self.core.id) {
+                    Some(ssn::cstamp_of(v, &self.core.db.txns))
+                } else if self.policy.base_rc {
+                    Some(ssn::cstamp_of(v, &self.core.db.txns)).filter(|&b| b != 0 && b < end_ts)
                 } else {
                     visible_at(v, end_ts, &me)
                 };
@@ -302,42 +251,12 @@ impl<'db> Transaction<'db> {
         !me.clash.get()
     }
 
-    /// Waits until CommitDepCounter is zero (true) or AbortNow is set (false).
-    pub(crate) fn wait_for_dependencies(&self) -> bool {
-        let s = self.slot();
-        let backoff = Backoff::new();
-        loop {
-            // Acquire: pairs with the Release report of the dependency.
-            if s.abort_now.load(Ordering::Acquire) {
-                return false;
-            }
-            // Acquire: as above.
-            if s.dep_counter.load(Ordering::Acquire) == 0 {
-                return true;
-            }
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        }
-    }
-
     /// Aborts: become Aborted, undo (section 3.3), report, terminate.
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
-        if self.bohm {
-            return self.bo_abort(reason);
-        }
-        if self.locking {
-            return self.lk_abort(reason);
-        }
-        if self.single {
-            return self.sv_abort(reason);
-        }
-        debug_assert_eq!(self.status, Status::Active);
-        let db = self.db;
-        db.txns.set_state(self.slot, TxnState::Aborted, 0);
-        let local = self.local.get();
+        debug_assert_eq!(self.core.status, Status::Active);
+        let db = self.core.db;
+        db.txns.set_state(self.core.slot, TxnState::Aborted, 0);
+        let local = self.core.local.get();
         for p in local.pending.drain(..) {
             if !p.new.is_null() {
                 // SAFETY: never connected: nobody else has seen it.
@@ -356,16 +275,16 @@ impl<'db> Transaction<'db> {
                 // Drop the write lock and keep the read locks; a word no
                 // longer naming us was taken over by a transaction that saw
                 // our abort: it is left alone.
-                word::release_write_lock(&old.end, self.id);
+                word::release_write_lock(&old.end, self.core.id);
             }
         }
-        if self.honour_locks {
+        if self.policy.honour_locks {
             self.release_locks();
         }
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             self.ssn_release(None);
         }
-        db.txns.report_outcome(self.slot, false);
+        db.txns.report_outcome(self.core.slot, false);
         // New versions become garbage once every transaction open now is gone:
         // stamp them just below the clock, so that only transactions that
         // began before now (begin stamps < now) hold them back.
@@ -374,8 +293,8 @@ impl<'db> Transaction<'db> {
         let now = db.clock.load(Ordering::SeqCst) - 1;
         Self::collect_garbage(
             db,
-            self.slot,
-            self.local.get().write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
+            self.core.slot,
+            self.core.local.get().write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
                 ts: now,
                 table: w.table,
                 v: VPtr(w.new),
@@ -392,20 +311,7 @@ impl<'db> Transaction<'db> {
             }
             db.po_clock();
         }
-        self.aborted(reason)
-    }
-
-    /// The end of every protocol's rollback, once its own undo is done:
-    /// the history, the statistics, the status; the slot is given back.
-    pub(crate) fn aborted(&mut self, reason: AbortReason) -> Error {
-        if self.recording {
-            self.record_end(None, Outcome::Aborted(reason));
-        }
-        // Relaxed: statistics only.
-        self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
-        self.status = Status::Aborted(reason);
-        self.release();
-        Error::Aborted(reason)
+        self.core.aborted(reason)
     }
 
     /// Hands garbage to the collector and, when the queue is long, collects.
@@ -417,33 +323,6 @@ impl<'db> Transaction<'db> {
             let n = db.gc.collect(shard, w, GC_THRESHOLD / 2, |t| db.table_by_id(t));
             // Relaxed: statistics only.
             db.txns.slot(slot).freed.fetch_add(n as u64, Ordering::Relaxed);
-        }
-    }
-
-    pub(crate) fn terminate(&mut self) {
-        // Relaxed: statistics only.
-        self.slot().committed.fetch_add(1, Ordering::Relaxed);
-        self.release();
-        // A committed transaction is consumed; mark it so Drop does nothing.
-        self.status = Status::Aborted(AbortReason::User);
-        self.slot = u32::MAX;
-    }
-
-    /// Clears the sets and gives the slot back (the transaction terminates).
-    pub(crate) fn release(&mut self) {
-        let s = self.slot();
-        // Relaxed: statistics only.
-        s.created.fetch_add(self.created, Ordering::Relaxed);
-        self.created = 0;
-        self.local.get().clear();
-        self.db.txns.close(self.slot);
-    }
-}
-
-impl Drop for Transaction<'_> {
-    fn drop(&mut self) {
-        if self.status == Status::Active && self.slot != u32::MAX {
-            self.abort_with(AbortReason::User);
         }
     }
 }

@@ -79,23 +79,21 @@ mod write;
 
 use crate::error::AbortReason;
 use crate::gc::Garbage;
-use crate::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
+use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
+use crate::protocol::core::{Shape, TxnCore};
 use crate::protocol::mv_lock::{read_lock, Locked};
 use crate::protocol::pomvcc;
-use crate::protocol::sets::Sets;
 use crate::protocol::ssn::{self, Cert};
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, txn_word, writer_of_end, Claim, RecordLock, Word, INFINITY};
-use crate::table::{Index, IndexImpl, Table};
-use crate::txn::table::{TxnSlot, TxnState};
+use crate::table::{IndexImpl, Table};
+use crate::txn::table::TxnState;
 use crate::txn::visibility::{is_competing, updatable, visible_at, Me, NOW};
 use crate::txn::{Filter, ScanKind, ScanRecord, WriteEntry};
 use crate::{Database, Error, IndexId, Isolation, Mode, Protocol, Result, TableId, TxnOptions};
-use crossbeam_utils::Backoff;
 use std::cell::Cell;
-use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::atomic::Ordering;
@@ -103,111 +101,95 @@ use std::sync::atomic::Ordering;
 /// Garbage queue length at which a committing transaction also collects.
 const GC_THRESHOLD: usize = 128;
 
-/// What a successful commit reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CommitInfo {
-    /// The transaction's position in the serialization order: its end
-    /// timestamp, or its begin timestamp for a transaction that wrote nothing.
-    pub commit_ts: u64,
-    /// Number of versions written (inserted, updated or deleted).
-    pub writes: usize,
-}
+pub use super::core::CommitInfo;
+pub(crate) use super::core::Status;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
-    Active,
-    Aborted(AbortReason),
-}
-
-/// An open transaction. Dropping it while active aborts it. It may move
-/// between threads (`Send`) but is used by one at a time (not `Sync`).
-///
-/// Every operation is non-blocking; the only wait is inside [`commit`]
-/// (commit dependencies). After an operation returns [`Error::Aborted`] the
-/// transaction is rolled back and every later operation returns
-/// [`Error::TransactionClosed`].
-///
-/// [`commit`]: Transaction::commit
-pub struct Transaction<'db> {
-    pub(crate) db: &'db Database,
-    pub(crate) slot: u32,
-    pub(crate) id: u64,
+/// A transaction of the multi-version family: MV/O, and on it MV/L's
+/// locks, SSN's and SSI's certifiers and POMVCC's timestamps, as its
+/// [`Policy`] says.
+pub(crate) struct MvTxn<'db> {
+    pub(crate) core: TxnCore<'db>,
     /// The id as a Begin/End word.
     pub(crate) word: u64,
-    pub(crate) begin_ts: u64,
-    pub(crate) isolation: Isolation,
-    read_only: bool,
-    /// ReadSet kept (repeatable read, serializable).
-    track_reads: bool,
-    /// ScanSet kept (serializable).
-    track_scans: bool,
+    /// What this transaction does beyond MV/O (see [`Policy`]).
+    pub(crate) policy: Policy,
+    /// Published something in the slot's `WaitInfo` (released at the end).
+    pub(crate) used_waits: bool,
+    /// POMVCC: the commit timestamp this transaction took (Allocate_CTs;
+    /// 0: none yet), to count it committed or take it back.
+    pub(crate) po_cts: u64,
+}
+
+/// The per-transaction switches of the multi-version family: what a
+/// transaction adds to MV/O, chosen at begin from the protocol, its mode
+/// and its isolation level, and fixed from then on. They combine freely:
+/// a pessimistic SSN transaction, say, is a cell of the table below that
+/// nobody asks for today but that would run as the switches say.
+///
+/// | protocol (mode) | level | track_reads | track_scans | pessimistic, lock_reads, lock_scans | honour_locks | cert | base_rc | po_occ |
+/// | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+/// | mv-occ | RC / SI | - | - | - | - | off | - | - |
+/// | mv-occ | RR | yes | - | - | - | off | - | - |
+/// | mv-occ | SR | yes | yes | - | - | off | - | - |
+/// | mv-lock (pessimistic) | RC / SI | - | - | yes, -, - | yes | off | - | - |
+/// | mv-lock (pessimistic) | RR | - | - | yes, yes, - | yes | off | - | - |
+/// | mv-lock (pessimistic) | SR | - | - | yes, yes, yes | yes | off | - | - |
+/// | mv-lock / mv-mixed (optimistic) | as mv-occ | as mv-occ | as mv-occ | - | yes | off | - | - |
+/// | ssn | SR over SI | - | yes | - | - | ssn | - | - |
+/// | ssn | SR over RC | - | yes | - | - | ssn | yes | - |
+/// | ssi | SR | - | yes | - | - | ssi | - | - |
+/// | pomvcc (pessimistic) | as mv-occ | as mv-occ | as mv-occ | - | - | off | - | - |
+/// | pomvcc (optimistic) | as mv-occ | as mv-occ | as mv-occ | - | - | off | - | yes |
+///
+/// Read-only transactions take no locks and track no reads (section 5.2.1);
+/// a certified one still tracks its scans, and one that reads a safe
+/// snapshot (section 5.2 of SSN) is not certified at all. Under mv-mixed
+/// the default mode alternates with the id's generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// ReadSet kept (repeatable read, serializable): reads are validated.
+    pub(crate) track_reads: bool,
+    /// ScanSet kept (serializable): scans are repeated for phantoms.
+    pub(crate) track_scans: bool,
     /// MV/L (section 4): a pessimistic transaction; reads at the current
     /// time except under snapshot isolation, and locks instead of validating.
-    pessimistic: bool,
+    pub(crate) pessimistic: bool,
     /// Read locks taken (pessimistic repeatable read and serializable).
-    lock_reads: bool,
+    pub(crate) lock_reads: bool,
     /// Bucket and range locks taken (pessimistic serializable).
-    lock_scans: bool,
+    pub(crate) lock_scans: bool,
     /// Other transactions may lock or impose wait-for dependencies on this
     /// one (mv-lock and mv-mixed; section 4.5), so it honours them.
     pub(crate) honour_locks: bool,
-    /// Published something in the slot's `WaitInfo` (released at the end).
-    pub(crate) used_waits: bool,
-    /// A single-version (Silo) transaction: every operation goes to
-    /// `protocol::silo`.
-    pub(crate) single: bool,
-    /// A single-version locking transaction (1V or ordered 2PL): every
-    /// operation goes to `protocol::lock_1v`.
-    pub(crate) locking: bool,
-    /// Locking: read locks held to the end (repeatable read, serializable).
-    pub(crate) long_reads: bool,
-    /// Locking: key-range locks on scans (serializable).
-    pub(crate) key_range: bool,
-    /// Ordered 2PL: every declared lock was taken at begin; no more
-    /// primary-key locks may be taken.
-    pub(crate) declared: bool,
-    /// A BOHM interactive transaction: alone, on the latest versions (see
-    /// `protocol::bohm`).
-    pub(crate) bohm: bool,
     /// SSN or SSI certifies this transaction (see `protocol::ssn`).
     pub(crate) cert: Cert,
     /// SSN over read committed: reads at the current time.
-    base_rc: bool,
-    /// POMVCC: the commit timestamp this transaction took (Allocate_CTs;
-    /// 0: none yet), to count it committed or take it back.
-    po_cts: u64,
+    pub(crate) base_rc: bool,
     /// POMVCC's optimistic transaction (section V.D, Figure 13): writes wait
     /// in `TxnLocal::pending` and take their write locks at commit; off, a
     /// write takes its lock at update time (Figure 14's pessimistic scheme,
     /// and MV/O's own).
     pub(crate) po_occ: bool,
-    pub(crate) status: Status,
-    /// Versions this transaction allocated (statistics).
-    pub(crate) created: u64,
-    /// History recording is on (see [`crate::history`]).
-    pub(crate) recording: bool,
-    /// The sets, in the transaction-table slot (see [`Sets`]).
-    pub(crate) local: Sets<'db>,
-    /// `Send` but not `Sync`: the sets in the slot are used without locks.
-    _not_sync: PhantomData<Cell<()>>,
 }
 
-impl<'db> Transaction<'db> {
-    pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, o: TxnOptions<'_>) -> Self {
+impl Policy {
+    /// The switches of a transaction of `db`'s protocol with options `o`
+    /// and id `id` (see the table above).
+    fn of(db: &Database, id: u64, o: &TxnOptions<'_>) -> Policy {
         let iso = o.isolation;
         let protocol = db.opts.protocol;
-        // Read-only transactions read a snapshot without locks or validation
-        // under either scheme (section 5.2.1: "the two MV schemes behave
-        // identically"). Under mv-mixed the default alternates with the id's
-        // generation, so every workload runs both kinds side by side.
         let cert = match protocol {
             // A safe snapshot needs no certification (section 5.2).
-            _ if ssn::uses_safe_snapshot(db, &o) => Cert::Off,
+            _ if ssn::uses_safe_snapshot(db, o) => Cert::Off,
             Protocol::Ssn => Cert::Ssn,
             Protocol::Ssi => Cert::Ssi,
             _ => Cert::Off,
         };
         let certified = cert != Cert::Off;
+        // Read-only transactions read a snapshot without locks or validation
+        // under either scheme (section 5.2.1: "the two MV schemes behave
+        // identically"). Under mv-mixed the default alternates with the id's
+        // generation, so every workload runs both kinds side by side.
         // POMVCC's modes choose when writes lock (see `po_occ`), not how reads
         // stay valid: its reads are always validated.
         let pessimistic = !o.read_only
@@ -221,14 +203,7 @@ impl<'db> Transaction<'db> {
                     _ => false,
                 },
             };
-        let mut t = Transaction {
-            db,
-            slot,
-            id,
-            word: txn_word(id),
-            begin_ts,
-            isolation: iso,
-            read_only: o.read_only,
+        Policy {
             // SSN and SSI track reads their own way, read-only ones too.
             track_reads: !o.read_only && !pessimistic && !certified && iso >= Isolation::RepeatableRead,
             track_scans: (certified || !o.read_only) && !pessimistic && iso == Isolation::Serializable,
@@ -236,39 +211,40 @@ impl<'db> Transaction<'db> {
             lock_reads: pessimistic && iso >= Isolation::RepeatableRead,
             lock_scans: pessimistic && iso == Isolation::Serializable,
             honour_locks: !matches!(protocol, Protocol::MvOcc | Protocol::Ssn | Protocol::Ssi | Protocol::Pomvcc),
-            used_waits: false,
-            single: protocol == Protocol::Silo,
-            locking: protocol.uses_key_locks(),
-            long_reads: iso >= Isolation::RepeatableRead && !db.opts.faults.skip_validation,
-            key_range: iso == Isolation::Serializable && !db.opts.faults.skip_validation,
-            declared: false,
-            bohm: protocol == Protocol::Bohm,
             cert,
             base_rc: cert == Cert::Ssn && db.opts.ssn_base == Isolation::ReadCommitted,
-            po_cts: 0,
             po_occ: protocol == Protocol::Pomvcc && o.mode == Mode::Optimistic && !o.read_only,
-            status: Status::Active,
-            created: 0,
-            recording: db.is_recording(),
-            local: Sets::of(db, slot),
-            _not_sync: PhantomData,
-        };
-        if certified {
-            let st = &mut t.local.get().ssn;
+        }
+    }
+
+    /// How the history classifies such a transaction: a pessimistic reader
+    /// holds its read locks until its serialization point; SSN over read
+    /// committed read at the current time, and its phantom detection keeps
+    /// every absence it saw until its commit; the certified others read one
+    /// snapshot.
+    fn shape(&self, id: u64) -> Shape {
+        Shape { id, locking: self.lock_reads || self.base_rc, snapshot: self.cert != Cert::Off && !self.base_rc }
+    }
+}
+
+impl<'db> MvTxn<'db> {
+    pub(crate) fn new(mut core: TxnCore<'db>, o: TxnOptions<'_>) -> Self {
+        let db = core.db;
+        let policy = Policy::of(db, core.id, &o);
+        core.shape = policy.shape(core.id);
+        let mut t = MvTxn { word: txn_word(core.id), policy, used_waits: false, po_cts: 0, core };
+        if policy.cert != Cert::Off {
+            let begin_ts = t.core.begin_ts;
+            let st = &mut t.core.local.get().ssn;
             st.lax = db.opts.faults.skip_validation;
             // Section 5.3: versions created more than `age` commits (two
             // clock steps each) before we began are read untracked.
             st.stale_below = match db.opts.ssn_read_mostly_age {
-                Some(age) if cert == Cert::Ssn => begin_ts.saturating_sub(age.saturating_mul(2)),
+                Some(age) if policy.cert == Cert::Ssn => begin_ts.saturating_sub(age.saturating_mul(2)),
                 _ => 0,
             };
         }
         t
-    }
-
-    /// The isolation level.
-    pub fn isolation(&self) -> Isolation {
-        self.isolation
     }
 
     /// Makes a fresh read-only multi-version transaction a plain snapshot
@@ -277,48 +253,11 @@ impl<'db> Transaction<'db> {
     /// onto which recovery replays the later records; certifying that
     /// long read would only abort it.
     pub(crate) fn plain_snapshot(&mut self) {
-        debug_assert!(self.read_only && !self.single && !self.locking && !self.bohm);
-        self.cert = Cert::Off;
-        self.track_reads = false;
-        self.track_scans = false;
-    }
-
-    /// Makes a fresh read-only single-version transaction read records as
-    /// they are, without locks or validation (Silo's scans, never
-    /// committed): for a checkpoint that holds the commit freeze
-    /// (`durability::checkpoint`), under which nothing is installed.
-    pub(crate) fn frozen_reader(&mut self) {
-        debug_assert!(self.read_only && (self.single || self.locking));
-        self.single = true;
-        self.locking = false;
-    }
-
-    /// The begin timestamp.
-    pub fn begin_ts(&self) -> u64 {
-        self.begin_ts
-    }
-
-    /// The transaction id (as stored in Begin/End words).
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// True for a pessimistic (MV/L) transaction, false for an optimistic one.
-    pub fn is_pessimistic(&self) -> bool {
-        self.pessimistic
-    }
-
-    /// The reason this transaction was aborted, if it was.
-    pub fn abort_reason(&self) -> Option<AbortReason> {
-        match self.status {
-            Status::Aborted(r) => Some(r),
-            Status::Active => None,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn slot(&self) -> &'db TxnSlot {
-        self.db.txns.slot(self.slot)
+        debug_assert!(self.core.read_only);
+        self.policy.cert = Cert::Off;
+        self.policy.track_reads = false;
+        self.policy.track_scans = false;
+        self.core.shape = self.policy.shape(self.core.id);
     }
 
     #[inline]
@@ -328,12 +267,12 @@ impl<'db> Transaction<'db> {
         // not visible yet, so "now" is resolved from the clock up front
         // instead of by the shortcut for fully stamped versions.
         // SeqCst: as every read time taken from the clock.
-        let now = if self.db.po.is_some() { self.db.clock.load(Ordering::SeqCst) - 1 } else { 0 };
+        let now = if self.core.db.po.is_some() { self.core.db.clock.load(Ordering::SeqCst) - 1 } else { 0 };
         Me {
-            table: &self.db.txns,
-            slot: self.slot,
-            id: self.id,
-            clock: &self.db.clock,
+            table: &self.core.db.txns,
+            slot: self.core.slot,
+            id: self.core.id,
+            clock: &self.core.db.clock,
             now: Cell::new(now),
             peer: 0,
             clash: Cell::new(false),
@@ -343,68 +282,17 @@ impl<'db> Transaction<'db> {
     /// The checker for validation at `check_ts`: under POMVCC, just past
     /// the shared stamp, whose other holders are peers (see `Me::peer`).
     fn me_validating(&self, check_ts: u64) -> Me<'db> {
-        let peer = if self.db.po.is_some() { check_ts - 1 } else { 0 };
+        let peer = if self.core.db.po.is_some() { check_ts - 1 } else { 0 };
         Me { peer, ..self.me() }
-    }
-
-    /// The table and index of `index`.
-    #[inline]
-    pub(crate) fn index_ref(&self, index: IndexId) -> Result<(&'db Table, &'db Index)> {
-        let t = self.db.table_ref(TableId(index.table))?;
-        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
-        Ok((t, ix))
-    }
-
-    /// Records a scan of `index` and its rows (recording only). The key
-    /// range alone describes what the scan matched unless it had a filter
-    /// or went through a secondary index.
-    #[cold]
-    pub(crate) fn record_scan(
-        &mut self,
-        index: IndexId,
-        lo: Bound<Key>,
-        hi: Bound<Key>,
-        filter: bool,
-        rows: Vec<(Key, Writer, Vec<u8>)>,
-    ) {
-        let filtered = filter || index.index != 0;
-        self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
-    }
-
-    /// Appends an operation to the history buffer (recording only).
-    #[cold]
-    pub(crate) fn record(&mut self, op: Op) {
-        self.local.get().history.push(op);
-    }
-
-    /// Hands the finished transaction to the database's history.
-    #[cold]
-    pub(crate) fn record_end(&mut self, commit_ts: Option<u64>, outcome: Outcome) {
-        let ops = std::mem::take(&mut self.local.get().history);
-        self.db.record(TxnRecord {
-            // BOHM names every transaction by its log position.
-            id: if self.bohm { self.begin_ts } else { self.id },
-            isolation: self.isolation,
-            begin_ts: self.begin_ts,
-            commit_ts,
-            outcome,
-            // Silo validates every read at its serialization point, as a
-            // locking reader holds its locks until then.
-            // SSN over read committed read at the current time, and its
-            // phantom detection keeps every absence it saw until its commit.
-            locking: self.lock_reads || self.single || (self.locking && self.long_reads) || self.base_rc,
-            snapshot: self.cert != Cert::Off && !self.base_rc,
-            ops,
-        });
     }
 
     /// Reads at the current time: read committed, and pessimistic
     /// transactions at every level but snapshot (section 4.3.1).
     #[inline]
     fn reads_now(&self) -> bool {
-        self.isolation == Isolation::ReadCommitted
-            || self.base_rc
-            || (self.pessimistic && self.isolation != Isolation::Snapshot)
+        self.core.isolation == Isolation::ReadCommitted
+            || self.policy.base_rc
+            || (self.policy.pessimistic && self.core.isolation != Isolation::Snapshot)
     }
 
     /// The logical read time (sections 3.4 and 4.3.1): now under read
@@ -416,9 +304,9 @@ impl<'db> Transaction<'db> {
             // SeqCst: a reader must not see a committer as Active after the
             // committer's end timestamp was drawn below our read time (see the
             // pending state in the module docs). Odd: never equals a stamp.
-            self.db.clock.load(Ordering::SeqCst) - 1
+            self.core.db.clock.load(Ordering::SeqCst) - 1
         } else {
-            self.begin_ts
+            self.core.begin_ts
         }
     }
 
@@ -429,18 +317,14 @@ impl<'db> Transaction<'db> {
         if self.reads_now() {
             NOW
         } else {
-            self.begin_ts
+            self.core.begin_ts
         }
     }
 
     /// Checks the transaction may run an operation.
     #[inline]
     pub(crate) fn enter(&mut self) -> Result<()> {
-        if let Status::Aborted(r) = self.status {
-            return Err(Error::TransactionClosed(Some(r)));
-        }
-        // Acquire: pairs with the Release store of the aborting dependency.
-        if self.slot().abort_now.load(Ordering::Acquire) {
+        if self.core.entry()? {
             return Err(self.abort_with(AbortReason::CommitDependency));
         }
         Ok(())
@@ -449,13 +333,7 @@ impl<'db> Transaction<'db> {
     #[inline]
     pub(crate) fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
         self.enter()?;
-        if self.read_only {
-            return Err(Error::InvalidArgument("write in a read-only transaction".into()));
-        }
-        if value_len > self.db.opts.max_value_size {
-            return Err(Error::ValueTooLarge { len: value_len, max: self.db.opts.max_value_size });
-        }
-        self.db.table_ref(table)
+        self.core.write_checks(table, value_len)
     }
 
     /// Finds the version of `key` visible at `rt` through the primary index.

@@ -5,144 +5,79 @@
 
 use super::*;
 
-impl<'db> Transaction<'db> {
+impl<'db> MvTxn<'db> {
     /// Reads the row with primary key `key` and passes its value to `f`.
     /// No allocation: the value is borrowed for the duration of `f`.
     #[inline]
-    pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        if self.bohm {
-            return self.bo_get_with(table, key, f);
-        }
-        if self.locking {
-            return self.lk_get_with(table, key, f);
-        }
-        if self.single {
-            return self.sv_get_with(table, key, f);
-        }
+    pub(crate) fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.enter()?;
-        if self.po_occ {
+        if self.policy.po_occ {
             if let Some(i) = self.po_find(table.0, key) {
                 return Ok(self.po_read(i, f));
             }
         }
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let t = self.db.table_ref(table)?;
-        let mut v = if self.lock_scans {
+        let t = self.core.db.table_ref(table)?;
+        let mut v = if self.policy.lock_scans {
             self.guard_key(t, table.0, 0, key)?
         } else {
             self.find_visible(t, key, self.lookup_time())
         };
-        if self.lock_reads {
+        if self.policy.lock_reads {
             v = self.lock_found(t, key, v)?;
         }
         if v.is_null() {
             self.settle_speculation()?;
-            if self.track_scans {
-                self.local.get().scan_set.push(ScanRecord {
+            if self.policy.track_scans {
+                self.core.local.get().scan_set.push(ScanRecord {
                     table: table.0,
                     index: 0,
                     kind: ScanKind::Eq(*key),
                     filter: None,
-                    since: self.begin_ts,
+                    since: self.core.begin_ts,
                 });
             }
-            if self.cert != Cert::Off {
+            if self.policy.cert != Cert::Off {
                 self.ssn_scan(t, 0, &ScanKind::Eq(*key));
                 self.ssn_absent_key(t, key);
-                self.local.get().ssn.verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
+                self.core.local.get().ssn.verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
             }
-            if self.recording {
-                self.record(Op::Read { table: table.0, key: *key, version: None });
+            if self.core.recording {
+                self.core.record(Op::Read { table: table.0, key: *key, version: None });
             }
             return Ok(None);
         }
-        if self.track_reads {
-            self.local.get().read_set.push(VPtr(v));
+        if self.policy.track_reads {
+            self.core.local.get().read_set.push(VPtr(v));
         }
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             self.ssn_read(v)?;
         }
         // SAFETY: found under the epoch guard, which is still held.
         let v = unsafe { &*v };
-        if self.recording {
-            self.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(v), v.value().to_vec())) });
+        if self.core.recording {
+            self.core.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(v), v.value().to_vec())) });
         }
         Ok(Some(f(v.value())))
-    }
-
-    /// Hints that the rows with these primary keys will be accessed soon.
-    ///
-    /// Reaching a row costs two dependent cache misses (bucket, then
-    /// version), and reading all of a wide row one more per cache line.
-    /// Issued for all keys at once, the misses overlap instead of running
-    /// one after the other: the buckets first, then every line of each
-    /// chain's first version (the table's row size, see `Table::row_hint`).
-    /// Only a hint: it changes nothing, tracks nothing, and does nothing
-    /// for ordered indexes.
-    pub fn prefetch(&self, table: TableId, keys: &[Key]) {
-        self.prefetch_many(&[(table, keys)]);
-    }
-
-    /// [`Transaction::prefetch`] for the rows of several tables at once.
-    /// The second step (a version's address is in its bucket) waits for
-    /// the first bucket to arrive; one call for all the rows a transaction
-    /// is about to reach waits once instead of once per table.
-    pub fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
-        let hashed = |table: TableId| match self.db.table_ref(table) {
-            Ok(t) => match &t.indexes[0].imp {
-                IndexImpl::Hash(h) => Some((t, h)),
-                IndexImpl::Ordered(_) => None,
-            },
-            Err(_) => None,
-        };
-        for (table, keys) in sets {
-            if let Some((_, h)) = hashed(*table) {
-                for k in *keys {
-                    h.prefetch_bucket(k.hash64());
-                }
-            }
-        }
-        for (table, keys) in sets {
-            if let Some((t, h)) = hashed(*table) {
-                let bytes = t.row_hint();
-                for k in *keys {
-                    h.prefetch_head(k.hash64(), bytes);
-                }
-            }
-        }
-    }
-
-    /// Reads the row with primary key `key` (copies the value).
-    pub fn get(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
-        self.get_with(table, key, |v| v.to_vec())
     }
 
     /// Calls `f(primary key, value)` for every visible row whose key in
     /// `index` equals `key` (any index; secondary indexes may hold many rows
     /// per key), until `f` returns false.
-    pub fn get_by(&mut self, index: IndexId, key: &Key, mut f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        if self.bohm {
-            return self.bo_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
-        }
-        if self.locking {
-            return self.lk_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
-        }
-        if self.single {
-            return self.sv_scan(index, Bound::Included(*key), Bound::Included(*key), None, f);
-        }
+    pub(crate) fn get_by(&mut self, index: IndexId, key: &Key, mut f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
         self.enter()?;
         self.po_connect_before_scan()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let (t, ix) = self.index_ref(index)?;
-        if self.lock_scans {
+        let (t, ix) = self.core.index_ref(index)?;
+        if self.policy.lock_scans {
             self.guard_key(t, index.table, index.index, key)?; // null: the scan follows
         }
         let rt = self.read_time();
         let me = self.me();
-        if self.track_scans {
-            self.local.get().scan_set.push(ScanRecord {
+        if self.policy.track_scans {
+            self.core.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
                 kind: ScanKind::Eq(*key),
@@ -150,7 +85,7 @@ impl<'db> Transaction<'db> {
                 since: rt,
             });
         }
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             self.ssn_scan(t, index.index, &ScanKind::Eq(*key));
         }
         let mut out = Delivery::new(self);
@@ -173,9 +108,16 @@ impl<'db> Transaction<'db> {
             return Err(self.abort_with(r));
         }
         let rows = out.rows;
-        if self.recording {
+        if self.core.recording {
             let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
-            self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered: index.index != 0, rows });
+            self.core.record(Op::Scan {
+                table: index.table,
+                index: index.index,
+                lo,
+                hi,
+                filtered: index.index != 0,
+                rows,
+            });
         }
         Ok(())
     }
@@ -184,38 +126,29 @@ impl<'db> Transaction<'db> {
     /// `index` lies in `range` and that passes `filter`, until `f` returns
     /// false. Ordered indexes deliver rows in key order; hash indexes can only
     /// be scanned whole (in no particular order), filtered by `range`.
-    pub fn scan(
+    pub(crate) fn scan(
         &mut self,
         index: IndexId,
         range: impl RangeBounds<Key>,
         filter: Option<&Filter>,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
-        if self.bohm {
-            return self.bo_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f);
-        }
-        if self.locking {
-            return self.lk_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f);
-        }
-        if self.single {
-            return self.sv_scan_range(index, range, filter, f);
-        }
         self.enter()?;
         self.po_connect_before_scan()?;
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let (t, ix) = self.index_ref(index)?;
+        let (t, ix) = self.core.index_ref(index)?;
         let lo = range.start_bound().cloned();
         let hi = range.end_bound().cloned();
-        if self.lock_scans {
+        if self.policy.lock_scans {
             // Before the read time is taken: a version committed after the
             // lock is one whose writer saw the lock and waited for us.
             self.lock_range(index.table, index.index, ix, lo, hi);
         }
         let rt = self.read_time();
         let me = self.me();
-        if self.track_scans {
-            self.local.get().scan_set.push(ScanRecord {
+        if self.policy.track_scans {
+            self.core.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
                 kind: ScanKind::Range(lo, hi),
@@ -223,12 +156,12 @@ impl<'db> Transaction<'db> {
                 since: rt,
             });
         }
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             self.ssn_scan(t, index.index, &ScanKind::Range(lo, hi));
         }
         // Writers of versions a serializable pessimistic scan cannot see yet.
-        let mut uncommitted = std::mem::take(&mut self.local.get().uncommitted);
-        let (lock_scans, db, id) = (self.lock_scans, self.db, self.id);
+        let mut uncommitted = std::mem::take(&mut self.core.local.get().uncommitted);
+        let (lock_scans, db, id) = (self.policy.lock_scans, self.core.db, self.core.id);
         let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
         let mut stopped_at = None;
@@ -267,11 +200,11 @@ impl<'db> Transaction<'db> {
         }
         let refused = out.refused;
         let rows = out.rows;
-        self.local.get().uncommitted = uncommitted;
+        self.core.local.get().uncommitted = uncommitted;
         if let Some(r) = refused {
             return Err(self.abort_with(r));
         }
-        if self.lock_scans {
+        if self.policy.lock_scans {
             if let Err(r) = self.impose_on_writers() {
                 return Err(self.abort_with(r));
             }
@@ -284,11 +217,13 @@ impl<'db> Transaction<'db> {
         // hash index is scanned in no key order: its range stays whole.
         let hi = match stopped_at {
             Some(k) if ordered => {
-                if self.lock_scans {
-                    ix.ranges.narrow_last(self.id, Bound::Included(k));
+                if self.policy.lock_scans {
+                    ix.ranges.narrow_last(self.core.id, Bound::Included(k));
                 }
-                if self.track_scans {
-                    if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) = self.local.get().scan_set.last_mut() {
+                if self.policy.track_scans {
+                    if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) =
+                        self.core.local.get().scan_set.last_mut()
+                    {
                         *h = Bound::Included(k);
                     }
                 }
@@ -296,8 +231,8 @@ impl<'db> Transaction<'db> {
             }
             _ => hi,
         };
-        if self.recording {
-            self.record_scan(index, lo, hi, filter.is_some(), rows);
+        if self.core.recording {
+            self.core.record_scan(index, lo, hi, filter.is_some(), rows);
         }
         Ok(())
     }
@@ -331,19 +266,19 @@ struct SsnRead<'a> {
 }
 
 impl<'a> Delivery<'a> {
-    pub(super) fn new(t: &'a mut Transaction<'_>) -> Delivery<'a> {
-        let l = t.local.get();
+    pub(super) fn new(t: &'a mut MvTxn<'_>) -> Delivery<'a> {
+        let l = t.core.local.get();
         Delivery {
-            track: t.track_reads,
-            recording: t.recording,
+            track: t.policy.track_reads,
+            recording: t.core.recording,
             reads: &mut l.read_set,
-            lock: t.lock_reads.then_some((t.id, &t.db.txns)),
+            lock: t.policy.lock_reads.then_some((t.core.id, &t.core.db.txns)),
             locks: &mut l.read_locks,
-            ssn: (t.cert != Cert::Off).then_some(SsnRead {
+            ssn: (t.policy.cert != Cert::Off).then_some(SsnRead {
                 st: &mut l.ssn,
-                cert: t.cert,
-                db: t.db,
-                slot: t.slot,
+                cert: t.policy.cert,
+                db: t.core.db,
+                slot: t.core.slot,
                 word: t.word,
             }),
             refused: None,

@@ -4,21 +4,12 @@
 
 use super::*;
 
-impl<'db> Transaction<'db> {
+impl<'db> MvTxn<'db> {
     /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a
     /// visible row (the transaction stays usable).
-    pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
-        if self.bohm {
-            return self.bo_write(table, &key, WriteKind::Insert, |_, new| new.extend_from_slice(value));
-        }
-        if self.locking {
-            return self.lk_insert(table, key, value);
-        }
-        if self.single {
-            return self.sv_insert(table, key, value);
-        }
+    pub(crate) fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         let t = self.enter_write(table, value.len())?;
-        if self.po_occ {
+        if self.policy.po_occ {
             return self.po_insert(t, table, key, value);
         }
         self.link_insert(t, table, key, value, ptr::null_mut())
@@ -96,16 +87,16 @@ impl<'db> Transaction<'db> {
             unsafe { t.link_all(nv) };
             nv
         });
-        self.created += 1;
-        self.local.get().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
-        if self.honour_locks {
+        self.core.created += 1;
+        self.core.local.get().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
+        if self.policy.honour_locks {
             // SAFETY: linked and ours until commit or abort.
             if let Err(r) = self.wait_for_lockers(t, unsafe { &*nv }) {
                 return Err(self.abort_with(r));
             }
         }
-        if self.recording && ready.is_null() {
-            self.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
+        if self.core.recording && ready.is_null() {
+            self.core.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
         }
         // After linking: any competing version linked before ours is a
         // concurrent insert we must not overtake (exactly one of two racing
@@ -123,10 +114,10 @@ impl<'db> Transaction<'db> {
         if conflict {
             return Err(self.abort_with(AbortReason::WriteConflict));
         }
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             // The insert follows the key's last deleter (a w:w edge).
             self.ssn_absent_key(t, &key);
-            self.local.get().ssn.verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
+            self.core.local.get().ssn.verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
         }
         Ok(())
     }
@@ -135,15 +126,15 @@ impl<'db> Transaction<'db> {
     /// that the row exists, a read to validate, or to lock (a version
     /// replaced meanwhile was a conflicting write). The caller is pinned.
     pub(crate) fn duplicate(&mut self, dup: *mut Version) -> Result<()> {
-        if self.track_reads {
-            self.local.get().read_set.push(VPtr(dup));
+        if self.policy.track_reads {
+            self.core.local.get().read_set.push(VPtr(dup));
         }
-        if self.cert != Cert::Off {
+        if self.policy.cert != Cert::Off {
             self.ssn_read(dup)?;
         }
-        if self.lock_reads {
+        if self.policy.lock_reads {
             // SAFETY: found under the caller's epoch guard, which is still held.
-            match read_lock(unsafe { &*dup }, self.id, &self.db.txns, &mut self.local.get().read_locks) {
+            match read_lock(unsafe { &*dup }, self.core.id, &self.core.db.txns, &mut self.core.local.get().read_locks) {
                 Locked::Yes => {}
                 Locked::NotLatest => return Err(self.abort_with(AbortReason::WriteConflict)),
                 Locked::Refused(r) => return Err(self.abort_with(r)),
@@ -154,21 +145,9 @@ impl<'db> Transaction<'db> {
 
     /// Replaces the value of an existing row; fails with
     /// [`Error::KeyNotFound`] if `key` has no visible row.
-    pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        if self.bohm {
-            return self.bo_write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value));
-        }
-        if self.single || self.locking {
-            if value.len() > self.db.opts.max_value_size {
-                return Err(Error::ValueTooLarge { len: value.len(), max: self.db.opts.max_value_size });
-            }
-            return self.one_version_write(table, key, |_, new| {
-                new.extend_from_slice(value);
-                true
-            });
-        }
+    pub(crate) fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
         let t = self.enter_write(table, value.len())?;
-        if self.po_occ {
+        if self.policy.po_occ {
             return self.po_write(t, table, key, |_, new| {
                 new.extend_from_slice(value);
                 true
@@ -180,18 +159,9 @@ impl<'db> Transaction<'db> {
     /// Read-modify-write: `f(old, new)` fills `new` (empty on entry) from the
     /// old value, and the new value replaces exactly the version `f` saw. Uses
     /// a buffer owned by the transaction: no allocation in the steady state.
-    pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        if self.bohm {
-            return self.bo_write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new));
-        }
-        if self.single || self.locking {
-            return self.one_version_write(table, key, |old, new| {
-                f(old, new);
-                true
-            });
-        }
+    pub(crate) fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
         let t = self.enter_write(table, 0)?;
-        if self.po_occ {
+        if self.policy.po_occ {
             return self.po_write(t, table, key, |old, new| {
                 f(old, new);
                 true
@@ -199,7 +169,7 @@ impl<'db> Transaction<'db> {
         }
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let mut buf = std::mem::take(&mut self.local.get().scratch);
+        let mut buf = std::mem::take(&mut self.core.local.get().scratch);
         buf.clear();
         let rt = self.lookup_time();
         let v = self.find_visible(t, key, rt);
@@ -208,13 +178,13 @@ impl<'db> Transaction<'db> {
         } else {
             // SAFETY: found under the epoch guard, which is still held.
             f(unsafe { &*v }.value(), &mut buf);
-            if buf.len() > self.db.opts.max_value_size {
-                Err(Error::ValueTooLarge { len: buf.len(), max: self.db.opts.max_value_size })
+            if buf.len() > self.core.db.opts.max_value_size {
+                Err(Error::ValueTooLarge { len: buf.len(), max: self.core.db.opts.max_value_size })
             } else {
                 self.install(t, table, key, v, Some(&buf))
             }
         };
-        self.local.get().scratch = buf;
+        self.core.local.get().scratch = buf;
         r
     }
 
@@ -222,22 +192,9 @@ impl<'db> Transaction<'db> {
     /// edits a copy of the current value in place. The copy is made straight
     /// into the new version (one copy of the row; [`Transaction::update_with`]
     /// makes two), which is what fixed-layout rows want.
-    pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        if self.bohm {
-            return self.bo_write(table, key, WriteKind::Update, |old, new| {
-                new.extend_from_slice(old.unwrap_or(&[]));
-                f(new)
-            });
-        }
-        if self.single || self.locking {
-            return self.one_version_write(table, key, |old, new| {
-                new.extend_from_slice(old);
-                f(new);
-                true
-            });
-        }
+    pub(crate) fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
         let t = self.enter_write(table, 0)?;
-        if self.po_occ {
+        if self.policy.po_occ {
             return self.po_write(t, table, key, |old, new| {
                 new.extend_from_slice(old);
                 f(new);
@@ -264,26 +221,12 @@ impl<'db> Transaction<'db> {
     }
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
-    pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
-        if self.bohm {
-            return self.bo_write(table, key, WriteKind::Delete, |_, _| {});
-        }
-        if self.single || self.locking {
-            return self.one_version_write(table, key, |_, _| false);
-        }
+    pub(crate) fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
         let t = self.enter_write(table, 0)?;
-        if self.po_occ {
+        if self.policy.po_occ {
             return self.po_write(t, table, key, |_, _| false);
         }
         self.replace(t, table, key, None)
-    }
-
-    /// Inserts the row, or updates it if `key` has a visible row.
-    pub fn put(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
-        match self.update(table, &key, value) {
-            Err(Error::KeyNotFound) => self.insert(table, key, value),
-            r => r,
-        }
     }
 
     /// Update (`Some(value)`) or delete (`None`) of the visible version of `key`.
@@ -308,7 +251,7 @@ impl<'db> Transaction<'db> {
     #[inline]
     pub(super) fn settle_speculation(&mut self) -> Result<()> {
         // Acquire: pairs with the Release decrement of a reporting dependency.
-        if self.slot().dep_counter.load(Ordering::Acquire) > 0 && !self.wait_for_dependencies() {
+        if self.core.slot().dep_counter.load(Ordering::Acquire) > 0 && !self.core.wait_for_dependencies() {
             return Err(self.abort_with(AbortReason::CommitDependency));
         }
         Ok(())
@@ -317,17 +260,17 @@ impl<'db> Transaction<'db> {
     /// An update or delete found no visible row.
     pub(crate) fn not_found(&mut self, table: TableId, key: &Key) -> Result<()> {
         self.settle_speculation()?;
-        if self.lock_scans {
+        if self.policy.lock_scans {
             // Absence was read: lock it, and make sure it still holds.
-            let t = self.db.table_ref(table)?;
+            let t = self.core.db.table_ref(table)?;
             if !self.guard_key(t, table.0, 0, key)?.is_null() {
                 return Err(self.abort_with(AbortReason::WriteConflict));
             }
         }
-        if self.track_scans {
+        if self.policy.track_scans {
             // Absence was read: a later insert of this key is a phantom.
-            let since = self.begin_ts;
-            self.local.get().scan_set.push(ScanRecord {
+            let since = self.core.begin_ts;
+            self.core.local.get().scan_set.push(ScanRecord {
                 table: table.0,
                 index: 0,
                 kind: ScanKind::Eq(*key),
@@ -335,11 +278,11 @@ impl<'db> Transaction<'db> {
                 since,
             });
         }
-        if self.cert != Cert::Off {
-            let t = self.db.table_ref(table)?;
+        if self.policy.cert != Cert::Off {
+            let t = self.core.db.table_ref(table)?;
             self.ssn_scan(t, 0, &ScanKind::Eq(*key));
             self.ssn_absent_key(t, key);
-            self.local.get().ssn.verdict_now(self.cert).map_err(|r| self.abort_with(r))?;
+            self.core.local.get().ssn.verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
         }
         Err(Error::KeyNotFound)
     }
@@ -367,7 +310,7 @@ impl<'db> Transaction<'db> {
         let old = unsafe { &*v };
         loop {
             let Some(expected) = updatable(old, &me) else {
-                if self.db.opts.faults.skip_write_conflicts {
+                if self.core.db.opts.faults.skip_write_conflicts {
                     // Fault injection: steal the write lock (lost updates follow).
                     // Release: as for a successful claim.
                     old.end.store(self.word, Ordering::Release);
@@ -377,32 +320,32 @@ impl<'db> Transaction<'db> {
             };
             let lock = RecordLock::of(expected).expect("an updatable version is a latest one");
             // Our own read locks on `v` (one per read of it) become the write lock.
-            let mine = if self.lock_reads {
-                self.local.get().read_locks.iter().filter(|p| p.0 == v).count() as u64
+            let mine = if self.policy.lock_reads {
+                self.core.local.get().read_locks.iter().filter(|p| p.0 == v).count() as u64
             } else {
                 0
             };
             debug_assert!(mine <= lock.read_locks, "we hold the read locks we recorded");
             let others = lock.read_locks - mine;
-            debug_assert!(self.honour_locks || others == 0, "read locks exist only under mv-lock and mv-mixed");
+            debug_assert!(self.policy.honour_locks || others == 0, "read locks exist only under mv-lock and mv-mixed");
             // A previous writer's NoMoreReadLocks guarded its wait, not ours.
-            let new = RecordLock { no_more_read_locks: false, read_locks: others, writer: self.id }.word();
+            let new = RecordLock { no_more_read_locks: false, read_locks: others, writer: self.core.id }.word();
             // The dependency is counted before the lock is visible: the last
             // reader may release it the moment our CAS lands.
             let waits = others > 0;
-            if waits && self.db.txns.add_wait_for(self.id) != crate::txn::table::WaitFor::Added {
+            if waits && self.core.db.txns.add_wait_for(self.core.id) != crate::txn::table::WaitFor::Added {
                 return Err(self.abort_with(AbortReason::WaitFor));
             }
             match word::write_lock(&old.end, expected, new) {
                 Claim::Won => {
                     if mine > 0 {
-                        self.local.get().read_locks.retain(|p| p.0 != v);
+                        self.core.local.get().read_locks.retain(|p| p.0 != v);
                     }
                     return Ok(());
                 }
                 lost => {
                     if waits {
-                        self.db.txns.release_wait_for(self.id);
+                        self.core.db.txns.release_wait_for(self.core.id);
                     }
                     // Changed since we looked: retry only if it is still
                     // updatable (an aborted writer reset it); otherwise another
@@ -420,13 +363,13 @@ impl<'db> Transaction<'db> {
     /// delete) into every index and enters the write in the WriteSet.
     fn publish(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, new: *mut Version) -> Result<()> {
         self.connect(t, table, v, new)?;
-        if self.recording {
+        if self.core.recording {
             // SAFETY: both versions stay allocated while we are pinned (the
             // caller is) and hold the write lock.
             let (old, newv) = unsafe { (&*v, new.as_ref()) };
             self.record_replace(table, key, (writer_of(old), old.value()), newv.map(|n| n.value()));
         }
-        if self.honour_locks && !new.is_null() {
+        if self.policy.honour_locks && !new.is_null() {
             // SAFETY: linked and ours until commit or abort.
             if let Err(r) = self.wait_for_lockers(t, unsafe { &*new }) {
                 return Err(self.abort_with(r));
@@ -439,25 +382,25 @@ impl<'db> Transaction<'db> {
     /// `old` (its writer and value).
     pub(crate) fn record_replace(&mut self, table: TableId, key: &Key, old: (Writer, &[u8]), new: Option<&[u8]>) {
         // An update or delete reads the version it replaces (Property 4.5).
-        self.record(Op::Read { table: table.0, key: *key, version: Some((old.0, old.1.to_vec())) });
+        self.core.record(Op::Read { table: table.0, key: *key, version: Some((old.0, old.1.to_vec())) });
         let (kind, value) = match new {
             Some(v) => (WriteKind::Update, v.to_vec()),
             None => (WriteKind::Delete, Vec::new()),
         };
-        self.record(Op::Write { table: table.0, key: *key, kind, value });
+        self.core.record(Op::Write { table: table.0, key: *key, kind, value });
     }
 
     /// The part of [`Self::publish`] that POMVCC's optimistic commit shares:
     /// links `new` after `v` and enters the write in the WriteSet.
     pub(crate) fn connect(&mut self, t: &Table, table: TableId, v: *mut Version, new: *mut Version) -> Result<()> {
         if !new.is_null() {
-            self.created += 1;
+            self.core.created += 1;
             // SAFETY: fresh, initialised, unlinked; `v` is the version it
             // replaces, linked everywhere, and write-locked by us.
             unsafe { t.link_update(new, v) };
         }
-        self.local.get().write_set.push(WriteEntry { table: table.0, old: v, new });
-        if self.cert != Cert::Off {
+        self.core.local.get().write_set.push(WriteEntry { table: table.0, old: v, new });
+        if self.policy.cert != Cert::Off {
             self.ssn_write(v)?; // Algorithm 1's ssn_write (an early abort undoes the entry)
         }
         Ok(())

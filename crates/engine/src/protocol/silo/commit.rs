@@ -4,16 +4,16 @@
 
 use super::*;
 
-impl<'db> Transaction<'db> {
+impl<'db> SiloTxn<'db> {
     /// Rolls back: unlocks what phase 1 locked (`locked` WriteSet entries in
     /// lock order) and retires our placeholders.
-    pub(crate) fn sv_abort(&mut self, reason: AbortReason) -> Error {
+    pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
         self.sv_unwind(&[], reason)
     }
 
     fn sv_unwind(&mut self, locked: &[usize], reason: AbortReason) -> Error {
-        debug_assert_eq!(self.status, Status::Active);
-        let l = &mut self.local.get().silo;
+        debug_assert_eq!(self.core.status, Status::Active);
+        let l = &mut self.core.local.get().silo;
         for &i in locked {
             let w = l.writes[i];
             // SAFETY: locked by us, so alive. Release: unlock (clear the bit).
@@ -23,40 +23,40 @@ impl<'db> Transaction<'db> {
         let placeholders: Vec<(u32, VPtr)> =
             l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         for (table, rec) in placeholders {
-            self.sv_retire(TableId(table), rec.0, 0);
+            self.core.sv_retire(TableId(table), rec.0, 0);
         }
-        self.db.txns.report_outcome(self.slot, false);
-        self.aborted(reason)
+        self.core.db.txns.report_outcome(self.core.slot, false);
+        self.core.aborted(reason)
     }
 
     /// Silo's commit protocol (section 4.4, Figure 2).
-    pub(crate) fn sv_commit(mut self) -> Result<CommitInfo> {
+    pub(crate) fn commit(&mut self) -> Result<CommitInfo> {
         self.enter()?;
-        let db = self.db;
-        let recording = self.recording;
+        let db = self.core.db;
+        let recording = self.core.recording;
         // A durable commit with writes logs them and must not straddle a
         // checkpoint (`durability::checkpoint`): it enters the freeze
         // before locking anything, and draws its TID from the shared
         // sequence, which recovery and checkpoints order by.
-        let log = db.durable.as_ref().filter(|_| !self.local.get().silo.writes.is_empty()).map(|d| &d.log);
+        let log = db.durable.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty()).map(|d| &d.log);
         if log.is_some() {
-            db.freeze.enter(&db.txns, self.slot);
+            db.freeze.enter(&db.txns, self.core.slot);
         }
         let ordered = recording || log.is_some();
         // Epoch pin: records stay allocated through validation.
         let _guard = crossbeam_epoch::pin();
 
         // Phase 1: lock the WriteSet in address order.
-        let mut order = std::mem::take(&mut self.local.get().silo.sorted);
+        let mut order = std::mem::take(&mut self.core.local.get().silo.sorted);
         order.clear();
-        order.extend(0..self.local.get().silo.writes.len());
+        order.extend(0..self.core.local.get().silo.writes.len());
         {
-            let l = &self.local.get().silo;
+            let l = &self.core.local.get().silo;
             order.sort_unstable_by_key(|&i| l.writes[i].rec.0 as usize);
         }
-        let mut max_tid = self.local.get().silo.last_tid;
+        let mut max_tid = self.core.local.get().silo.last_tid;
         for (n, &i) in order.iter().enumerate() {
-            let w = self.local.get().silo.writes[i];
+            let w = self.core.local.get().silo.writes[i];
             // SAFETY: reached under the guard; records are freed only after
             // an epoch once retired.
             let rec = unsafe { &*w.rec.0 };
@@ -76,7 +76,7 @@ impl<'db> Transaction<'db> {
             // be lost (the ReadSet would catch it too; a placeholder never is).
             if word & LATEST == 0 {
                 let locked = order[..=n].to_vec();
-                self.local.get().silo.sorted = order;
+                self.core.local.get().silo.sorted = order;
                 return Err(self.sv_unwind(&locked, AbortReason::WriteConflict));
             }
         }
@@ -88,7 +88,7 @@ impl<'db> Transaction<'db> {
         if ordered {
             // Drawn before validation, so that a transaction whose reads we
             // invalidate draws after us (module docs).
-            let l = &self.local.get().silo;
+            let l = &self.core.local.get().silo;
             let floor = l.reads.iter().map(|r| r.word & TID).fold(max_tid, u64::max) + 1;
             // Relaxed: the order is that of the RMWs on this one counter.
             drawn = db
@@ -104,13 +104,13 @@ impl<'db> Transaction<'db> {
         if validate {
             if let Err(reason) = self.sv_validate() {
                 let all = order.clone();
-                self.local.get().silo.sorted = order;
+                self.core.local.get().silo.sorted = order;
                 return Err(self.sv_unwind(&all, reason));
             }
         }
 
         // Phase 3: the commit TID, then the writes.
-        let l = &mut self.local.get().silo;
+        let l = &mut self.core.local.get().silo;
         for r in &l.reads {
             max_tid = max_tid.max(r.word & TID);
         }
@@ -121,18 +121,18 @@ impl<'db> Transaction<'db> {
         // Logging (section 4.10, "value logging"): the redo record goes
         // out while the WriteSet is locked, so whoever reads or overwrites
         // our writes appends after us (`durability::log`).
-        let epoch = log.map(|log| self.sv_log_redo(log, tid));
+        let epoch = log.map(|log| self.core.sv_log_redo(log, tid));
         for &i in &order {
-            let w = self.local.get().silo.writes[i];
+            let w = self.core.local.get().silo.writes[i];
             self.sv_install(w, tid);
         }
-        self.local.get().silo.sorted = order;
+        self.core.local.get().silo.sorted = order;
         if log.is_some() {
             // Out of the freeze: installed.
-            db.txns.set_state(self.slot, TxnState::Committed, tid);
+            db.txns.set_state(self.core.slot, TxnState::Committed, tid);
         }
-        db.txns.report_outcome(self.slot, true);
-        let l = &mut self.local.get().silo;
+        db.txns.report_outcome(self.core.slot, true);
+        let l = &mut self.core.local.get().silo;
         l.commits += 1;
         if l.commits >= 64 {
             l.commits = 0;
@@ -140,32 +140,16 @@ impl<'db> Transaction<'db> {
         }
         let commit_ts = if writes == 0 && !recording { max_tid } else { tid };
         if recording {
-            self.record_end(Some(commit_ts), Outcome::Committed);
+            self.core.record_end(Some(commit_ts), Outcome::Committed);
         }
-        self.terminate();
+        self.core.terminate();
         db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts, writes })
     }
 
-    /// Appends the redo record of a single-version commit (Silo, 1V): the
-    /// WriteSet's keys with their new values, or deletes. Returns its epoch.
-    pub(crate) fn sv_log_redo(&mut self, log: &crate::durability::log::Log, tid: u64) -> u64 {
-        let local = self.local.get();
-        let l = &local.silo;
-        log.append(tid, &mut local.log_buf, |r| {
-            for w in &l.writes {
-                // SAFETY: X-locked (or locked) by us, so alive.
-                let rec = unsafe { &*w.rec.0 };
-                let value = (w.kind != WriteKind::Delete).then(|| &l.values[w.at as usize..(w.at + w.len) as usize]);
-                r.put(w.table, rec.key().as_bytes(), value);
-            }
-            l.writes.len() as u32
-        })
-    }
-
     /// True if a record read has changed since (phase 2's ReadSet check).
     pub(super) fn sv_reads_changed(&mut self) -> bool {
-        let l = &self.local.get().silo;
+        let l = &self.core.local.get().silo;
         l.reads.iter().any(|r| {
             // SAFETY: records are freed only after an epoch once retired.
             // Acquire: pairs with the committers' Release stores.
@@ -179,14 +163,14 @@ impl<'db> Transaction<'db> {
         if self.sv_reads_changed() {
             return Err(AbortReason::ReadValidation);
         }
-        let nodes = std::mem::take(&mut self.local.get().silo.nodes);
-        let seen = &mut self.local.get().silo.seen;
+        let nodes = std::mem::take(&mut self.core.local.get().silo.nodes);
+        let seen = &mut self.core.local.get().silo.seen;
         for n in &nodes {
             let (SvNode::Missing { seen: (a, b), .. } | SvNode::Scan { seen: (a, b), .. }) = n;
             seen[*a as usize..*b as usize].sort_unstable_by_key(|(r, _)| r.0 as usize);
         }
         let r = nodes.iter().try_for_each(|n| self.sv_check_node(n));
-        self.local.get().silo.nodes = nodes;
+        self.core.local.get().silo.nodes = nodes;
         r
     }
 
@@ -210,8 +194,8 @@ impl<'db> Transaction<'db> {
     }
 
     fn sv_check_node(&mut self, n: &SvNode) -> std::result::Result<(), AbortReason> {
-        let db = self.db;
-        let l = &self.local.get().silo;
+        let db = self.core.db;
+        let l = &self.core.local.get().silo;
         let mut phantom = false;
         match n {
             SvNode::Missing { table, key, seen } => {
@@ -241,17 +225,17 @@ impl<'db> Transaction<'db> {
 
     /// Installs one write with TID `tid`, releasing the record's lock.
     fn sv_install(&mut self, w: SvWrite, tid: u64) {
-        let l = &self.local.get().silo;
+        let l = &self.core.local.get().silo;
         let value = &l.values[w.at as usize..(w.at + w.len) as usize];
         // SAFETY: locked by us, so alive.
         let rec = unsafe { &*w.rec.0 };
-        let t = self.db.table_by_id(w.table);
+        let t = self.core.db.table_by_id(w.table);
         match w.kind {
             WriteKind::Delete => {
                 let table = TableId(w.table);
-                self.sv_retire(table, w.rec.0, tid);
+                self.core.sv_retire(table, w.rec.0, tid);
             }
-            WriteKind::Insert | WriteKind::Update if Self::sv_in_place(t, rec, value) => {
+            WriteKind::Insert | WriteKind::Update if TxnCore::sv_in_place(t, rec, value) => {
                 rec.store_value(value);
                 // Release: publishes the value and unlocks.
                 rec.begin.store(tid | LATEST, Ordering::Release);
@@ -264,25 +248,12 @@ impl<'db> Transaction<'db> {
                 let nv = Version::alloc_in_place(key, t.link_words(), value, tid | LATEST | LOCK).as_ptr();
                 // SAFETY: fresh, unlinked.
                 unsafe { t.link_all(nv) };
-                self.created += 1;
+                self.core.created += 1;
                 let table = TableId(w.table);
-                self.sv_retire(table, w.rec.0, tid);
+                self.core.sv_retire(table, w.rec.0, tid);
                 // SAFETY: ours. Release: unlock the new record.
                 unsafe { &*nv }.begin.store(tid | LATEST, Ordering::Release);
             }
         }
-    }
-
-    /// True if `value` can overwrite `rec` in place: same length, and the
-    /// same keys in every secondary index.
-    pub(crate) fn sv_in_place(t: &Table, rec: &Version, value: &[u8]) -> bool {
-        if value.len() != rec.value_len() {
-            return false;
-        }
-        let key = rec.key();
-        t.indexes[1..].iter().all(|ix| match ix.key_fn {
-            Some(f) => rec.with_value(|old| f(&key, old)) == f(&key, value),
-            None => true,
-        })
     }
 }

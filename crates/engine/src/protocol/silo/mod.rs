@@ -77,7 +77,7 @@ use crate::gc::Garbage;
 use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
-use crate::protocol::mv_occ::{CommitInfo, Status, Transaction};
+use crate::protocol::core::{CommitInfo, Status, TxnCore};
 use crate::storage::version::{VPtr, Version};
 use crate::table::{Index, Table};
 use crate::txn::table::TxnState;
@@ -353,10 +353,39 @@ fn ever_a_row(w: u64, ours: bool) -> bool {
     }
 }
 
-impl<'db> Transaction<'db> {
+/// A Silo transaction (section 4): its ReadSet, node set and WriteSet are
+/// the slot's [`SiloLocal`]. Also the checkpoint's frozen reader of both
+/// single-version families (`Transaction::into_frozen_reader`).
+pub(crate) struct SiloTxn<'db> {
+    pub(crate) core: TxnCore<'db>,
+}
+
+impl<'db> SiloTxn<'db> {
+    pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
+        // Silo validates every read at its serialization point, as a
+        // locking reader holds its locks until then.
+        core.shape.locking = true;
+        SiloTxn { core }
+    }
+
+    /// Checks the transaction may run an operation.
+    #[inline]
+    fn enter(&mut self) -> Result<()> {
+        if self.core.entry()? {
+            return Err(self.abort_with(AbortReason::CommitDependency));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
+        self.enter()?;
+        self.core.write_checks(table, value_len)
+    }
+
     /// The position of `rec` in the WriteSet, if we wrote it.
     pub(crate) fn sv_written(&mut self, rec: *mut Version) -> Option<usize> {
-        self.local.get().silo.written(rec)
+        self.core.local.get().silo.written(rec)
     }
 
     /// Looks `key` up and reads it: `Some(rec)` with the value in the copy
@@ -365,7 +394,7 @@ impl<'db> Transaction<'db> {
     /// by `release`, with the rest of the slot's `TxnLocal`).
     fn sv_lookup(&mut self, t: &Table, table: TableId, key: &Key) -> Option<*mut Version> {
         loop {
-            let l = &mut self.local.get().silo;
+            let l = &mut self.core.local.get().silo;
             let first = l.seen.len() as u32;
             let rec = find_latest(t, key, Some(&mut l.seen));
             if rec.is_null() {
@@ -399,34 +428,241 @@ impl<'db> Transaction<'db> {
     }
 
     /// Silo's `get_with`.
-    pub(crate) fn sv_get_with<R>(
-        &mut self,
-        table: TableId,
-        key: &Key,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
+    pub(crate) fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.enter()?;
-        let t = self.db.table_ref(table)?;
+        let t = self.core.db.table_ref(table)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let found = self.sv_lookup(t, table, key);
-        if self.recording {
-            let version = found.map(|rec| (self.sv_writer(rec), self.local.get().silo.copy.clone()));
-            self.record(Op::Read { table: table.0, key: *key, version });
+        if self.core.recording {
+            let version = found.map(|rec| (self.sv_writer(rec), self.core.local.get().silo.copy.clone()));
+            self.core.record(Op::Read { table: table.0, key: *key, version });
         }
-        Ok(found.map(|_| f(&self.local.get().silo.copy)))
+        Ok(found.map(|_| f(&self.core.local.get().silo.copy)))
     }
 
     /// How the history names the record's current contents.
     fn sv_writer(&mut self, rec: *mut Version) -> Writer {
-        let l = &self.local.get().silo;
+        let l = &self.core.local.get().silo;
         if l.written(rec).is_some() {
-            return Writer::Txn(self.id);
+            return Writer::Txn(self.core.id);
         }
         let word = l.reads.iter().rev().find(|r| r.rec.0 == rec).map_or(0, |r| r.word);
         Writer::Committed(word & TID)
     }
 
+    /// Silo's insert: links an absent placeholder during execution.
+    pub(crate) fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        let t = self.enter_write(table, value.len())?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        loop {
+            let rec = find_latest(t, &key, None);
+            if rec.is_null() {
+                break;
+            }
+            if let Some(i) = self.sv_written(rec) {
+                if self.core.local.get().silo.writes[i].kind != WriteKind::Delete {
+                    return Err(Error::DuplicateKey);
+                }
+                self.core.sv_buffer(table, rec, WriteKind::Insert, value, false);
+                return Ok(());
+            }
+            let l = &mut self.core.local.get().silo;
+            // SAFETY: found under the epoch guard.
+            match stable_read(unsafe { &*rec }, &mut l.copy) {
+                Seen::Row(word) => {
+                    // The key exists: an observation to validate.
+                    l.reads.push(SvRead { rec: VPtr(rec), word });
+                    // Reads already overwritten make the duplicate suspect:
+                    // the key may come from them (TPC-C's new order id, read
+                    // from a district another NewOrder has since advanced).
+                    // The commit would abort anyway: abort now, so the
+                    // caller never acts on an inconsistent view.
+                    if self.sv_reads_changed() {
+                        return Err(self.abort_with(AbortReason::ReadValidation));
+                    }
+                    return Err(Error::DuplicateKey);
+                }
+                // Another transaction's insert in progress.
+                Seen::Absent(_) => return Err(self.abort_with(AbortReason::WriteConflict)),
+                Seen::Gone => continue,
+            }
+        }
+        let rec = Version::alloc_in_place(key, t.link_words(), value, LATEST | ABSENT).as_ptr();
+        // SAFETY: fresh and unlinked; linked into every index (its value is
+        // final, so its secondary keys are).
+        unsafe { t.link_all(rec) };
+        // Racing inserters: the one linked later sees the other after itself
+        // and withdraws (the earlier one cannot see the later).
+        let mut raced = false;
+        t.indexes[0].for_each_after(
+            // SAFETY: just linked, alive (ours).
+            unsafe { &*rec },
+            |v| {
+                // Relaxed: a latest record of the key, committed or not, wins.
+                if v.key_eq(&key) && v.begin.load(Ordering::Relaxed) & LATEST != 0 {
+                    raced = true;
+                    return false;
+                }
+                true
+            },
+        );
+        self.core.created += 1;
+        if raced {
+            self.core.sv_retire(table, rec, 0);
+            return Err(self.abort_with(AbortReason::WriteConflict));
+        }
+        self.core.sv_buffer(table, rec, WriteKind::Insert, value, true);
+        Ok(())
+    }
+
+    /// Silo's update, modify, update_with and delete: `f` makes the new
+    /// value from the old (`None` deletes).
+    pub(crate) fn write(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
+    ) -> Result<()> {
+        let t = self.enter_write(table, 0)?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let Some(rec) = self.sv_lookup(t, table, key) else {
+            if self.core.recording {
+                self.core.record(Op::Read { table: table.0, key: *key, version: None });
+            }
+            return Err(Error::KeyNotFound);
+        };
+        if self.core.recording {
+            let version = Some((self.sv_writer(rec), self.core.local.get().silo.copy.clone()));
+            self.core.record(Op::Read { table: table.0, key: *key, version });
+        }
+        let mut new = std::mem::take(&mut self.core.local.get().scratch);
+        new.clear();
+        let l = &self.core.local.get().silo;
+        let keep = f(&l.copy, &mut new);
+        let r = if !keep {
+            self.core.sv_buffer(table, rec, WriteKind::Delete, &[], false);
+            Ok(())
+        } else if new.len() > self.core.db.opts.max_value_size {
+            Err(Error::ValueTooLarge { len: new.len(), max: self.core.db.opts.max_value_size })
+        } else {
+            self.core.sv_buffer(table, rec, WriteKind::Update, &new, false);
+            Ok(())
+        };
+        self.core.local.get().scratch = new;
+        r
+    }
+
+    /// Silo's `get_by` and `scan`: every latest row of `index` in the range
+    /// (`eq`: one key), recorded for validation.
+    pub(crate) fn scan(
+        &mut self,
+        index: IndexId,
+        lo: Bound<Key>,
+        hi: Bound<Key>,
+        filter: Option<&Filter>,
+        mut f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        self.enter()?;
+        let (_, ix) = self.core.index_ref(index)?;
+        // Epoch pin: records reached through an index stay allocated until it drops.
+        let _guard = crossbeam_epoch::pin();
+        let first = self.core.local.get().silo.reads.len() as u32;
+        let first_seen = self.core.local.get().silo.seen.len() as u32;
+        let ordered = ix.is_ordered();
+        let mut rows = Vec::new();
+        let mut stopped_at = None;
+        let mut copy = std::mem::take(&mut self.core.local.get().silo.copy);
+        let mut retry = true;
+        while retry {
+            retry = false;
+            self.core.local.get().silo.reads.truncate(first as usize);
+            self.core.local.get().silo.seen.truncate(first_seen as usize);
+            rows.clear();
+            walk_range(ix, &lo, &hi, |v| {
+                let rec = v as *const Version as *mut Version;
+                // Acquire: pairs with the Release stores of the word.
+                let w = v.begin.load(Ordering::Acquire);
+                self.core.local.get().silo.seen.push((VPtr(rec), w & !LOCK));
+                if w & LATEST == 0 {
+                    return true;
+                }
+                let mine = self.sv_written(rec);
+                let l = &mut self.core.local.get().silo;
+                if let Some(i) = mine {
+                    let w = l.writes[i];
+                    if w.kind == WriteKind::Delete {
+                        return true;
+                    }
+                    copy.clear();
+                    copy.extend_from_slice(&l.values[w.at as usize..(w.at + w.len) as usize]);
+                } else {
+                    match stable_read(v, &mut copy) {
+                        Seen::Row(word) => l.reads.push(SvRead { rec: VPtr(rec), word }),
+                        Seen::Absent(word) => {
+                            l.reads.push(SvRead { rec: VPtr(rec), word });
+                            return true;
+                        }
+                        Seen::Gone => {
+                            // Replaced during the scan: start over.
+                            retry = true;
+                            return false;
+                        }
+                    }
+                }
+                let k = v.key();
+                if filter.is_some_and(|p| !p(&k, &copy)) {
+                    return true;
+                }
+                if self.core.recording {
+                    rows.push((k, self.sv_writer(rec), copy.clone()));
+                }
+                if f(&k, &copy) {
+                    return true;
+                }
+                stopped_at = Some(ix.key_of(v));
+                false
+            });
+        }
+        self.core.local.get().silo.copy = copy;
+        let hi = match stopped_at {
+            Some(k) if ordered => Bound::Included(k),
+            _ => hi,
+        };
+        let seen = (first_seen, self.core.local.get().silo.seen.len() as u32);
+        self.core.local.get().silo.nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, seen });
+        if self.core.recording {
+            self.core.record_scan(index, lo, hi, filter.is_some(), rows);
+        }
+        Ok(())
+    }
+
+    /// Silo's `scan` with the caller's range.
+    pub(crate) fn scan_range(
+        &mut self,
+        index: IndexId,
+        range: impl RangeBounds<Key>,
+        filter: Option<&Filter>,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        self.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f)
+    }
+}
+
+/// The primary key of a record (for the history).
+pub(crate) fn key_of_record(rec: *mut Version) -> Key {
+    // SAFETY: callers hold an epoch guard and reached `rec` through an index
+    // or created it.
+    unsafe { &*rec }.key()
+}
+
+/// The single-version steps that Silo and 1V share (both keep their
+/// WriteSet and new values in [`SiloLocal`] and install records in the
+/// same TID-word layout): buffering a write, retiring a record, the redo
+/// record, and whether a value can be written in place.
+impl<'db> TxnCore<'db> {
     /// Adds a write of `rec` (or replaces our earlier write of it).
     pub(crate) fn sv_buffer(
         &mut self,
@@ -456,205 +692,6 @@ impl<'db> Transaction<'db> {
         if self.recording {
             self.record(Op::Write { table: table.0, key: key_of_record(rec), kind, value: value.to_vec() });
         }
-    }
-
-    /// Silo's insert: links an absent placeholder during execution.
-    pub(crate) fn sv_insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
-        let t = self.enter_write(table, value.len())?;
-        // Epoch pin: records reached through an index stay allocated until it drops.
-        let _guard = crossbeam_epoch::pin();
-        loop {
-            let rec = find_latest(t, &key, None);
-            if rec.is_null() {
-                break;
-            }
-            if let Some(i) = self.sv_written(rec) {
-                if self.local.get().silo.writes[i].kind != WriteKind::Delete {
-                    return Err(Error::DuplicateKey);
-                }
-                self.sv_buffer(table, rec, WriteKind::Insert, value, false);
-                return Ok(());
-            }
-            let l = &mut self.local.get().silo;
-            // SAFETY: found under the epoch guard.
-            match stable_read(unsafe { &*rec }, &mut l.copy) {
-                Seen::Row(word) => {
-                    // The key exists: an observation to validate.
-                    l.reads.push(SvRead { rec: VPtr(rec), word });
-                    // Reads already overwritten make the duplicate suspect:
-                    // the key may come from them (TPC-C's new order id, read
-                    // from a district another NewOrder has since advanced).
-                    // The commit would abort anyway: abort now, so the
-                    // caller never acts on an inconsistent view.
-                    if self.sv_reads_changed() {
-                        return Err(self.sv_abort(AbortReason::ReadValidation));
-                    }
-                    return Err(Error::DuplicateKey);
-                }
-                // Another transaction's insert in progress.
-                Seen::Absent(_) => return Err(self.sv_abort(AbortReason::WriteConflict)),
-                Seen::Gone => continue,
-            }
-        }
-        let rec = Version::alloc_in_place(key, t.link_words(), value, LATEST | ABSENT).as_ptr();
-        // SAFETY: fresh and unlinked; linked into every index (its value is
-        // final, so its secondary keys are).
-        unsafe { t.link_all(rec) };
-        // Racing inserters: the one linked later sees the other after itself
-        // and withdraws (the earlier one cannot see the later).
-        let mut raced = false;
-        t.indexes[0].for_each_after(
-            // SAFETY: just linked, alive (ours).
-            unsafe { &*rec },
-            |v| {
-                // Relaxed: a latest record of the key, committed or not, wins.
-                if v.key_eq(&key) && v.begin.load(Ordering::Relaxed) & LATEST != 0 {
-                    raced = true;
-                    return false;
-                }
-                true
-            },
-        );
-        self.created += 1;
-        if raced {
-            self.sv_retire(table, rec, 0);
-            return Err(self.sv_abort(AbortReason::WriteConflict));
-        }
-        self.sv_buffer(table, rec, WriteKind::Insert, value, true);
-        Ok(())
-    }
-
-    /// Silo's update, modify, update_with and delete: `f` makes the new
-    /// value from the old (`None` deletes).
-    pub(crate) fn sv_write(
-        &mut self,
-        table: TableId,
-        key: &Key,
-        f: impl FnOnce(&[u8], &mut Vec<u8>) -> bool,
-    ) -> Result<()> {
-        let t = self.enter_write(table, 0)?;
-        // Epoch pin: records reached through an index stay allocated until it drops.
-        let _guard = crossbeam_epoch::pin();
-        let Some(rec) = self.sv_lookup(t, table, key) else {
-            if self.recording {
-                self.record(Op::Read { table: table.0, key: *key, version: None });
-            }
-            return Err(Error::KeyNotFound);
-        };
-        if self.recording {
-            let version = Some((self.sv_writer(rec), self.local.get().silo.copy.clone()));
-            self.record(Op::Read { table: table.0, key: *key, version });
-        }
-        let mut new = std::mem::take(&mut self.local.get().scratch);
-        new.clear();
-        let l = &self.local.get().silo;
-        let keep = f(&l.copy, &mut new);
-        let r = if !keep {
-            self.sv_buffer(table, rec, WriteKind::Delete, &[], false);
-            Ok(())
-        } else if new.len() > self.db.opts.max_value_size {
-            Err(Error::ValueTooLarge { len: new.len(), max: self.db.opts.max_value_size })
-        } else {
-            self.sv_buffer(table, rec, WriteKind::Update, &new, false);
-            Ok(())
-        };
-        self.local.get().scratch = new;
-        r
-    }
-
-    /// Silo's `get_by` and `scan`: every latest row of `index` in the range
-    /// (`eq`: one key), recorded for validation.
-    pub(crate) fn sv_scan(
-        &mut self,
-        index: IndexId,
-        lo: Bound<Key>,
-        hi: Bound<Key>,
-        filter: Option<&Filter>,
-        mut f: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        self.enter()?;
-        let (_, ix) = self.index_ref(index)?;
-        // Epoch pin: records reached through an index stay allocated until it drops.
-        let _guard = crossbeam_epoch::pin();
-        let first = self.local.get().silo.reads.len() as u32;
-        let first_seen = self.local.get().silo.seen.len() as u32;
-        let ordered = ix.is_ordered();
-        let mut rows = Vec::new();
-        let mut stopped_at = None;
-        let mut copy = std::mem::take(&mut self.local.get().silo.copy);
-        let mut retry = true;
-        while retry {
-            retry = false;
-            self.local.get().silo.reads.truncate(first as usize);
-            self.local.get().silo.seen.truncate(first_seen as usize);
-            rows.clear();
-            walk_range(ix, &lo, &hi, |v| {
-                let rec = v as *const Version as *mut Version;
-                // Acquire: pairs with the Release stores of the word.
-                let w = v.begin.load(Ordering::Acquire);
-                self.local.get().silo.seen.push((VPtr(rec), w & !LOCK));
-                if w & LATEST == 0 {
-                    return true;
-                }
-                let mine = self.sv_written(rec);
-                let l = &mut self.local.get().silo;
-                if let Some(i) = mine {
-                    let w = l.writes[i];
-                    if w.kind == WriteKind::Delete {
-                        return true;
-                    }
-                    copy.clear();
-                    copy.extend_from_slice(&l.values[w.at as usize..(w.at + w.len) as usize]);
-                } else {
-                    match stable_read(v, &mut copy) {
-                        Seen::Row(word) => l.reads.push(SvRead { rec: VPtr(rec), word }),
-                        Seen::Absent(word) => {
-                            l.reads.push(SvRead { rec: VPtr(rec), word });
-                            return true;
-                        }
-                        Seen::Gone => {
-                            // Replaced during the scan: start over.
-                            retry = true;
-                            return false;
-                        }
-                    }
-                }
-                let k = v.key();
-                if filter.is_some_and(|p| !p(&k, &copy)) {
-                    return true;
-                }
-                if self.recording {
-                    rows.push((k, self.sv_writer(rec), copy.clone()));
-                }
-                if f(&k, &copy) {
-                    return true;
-                }
-                stopped_at = Some(ix.key_of(v));
-                false
-            });
-        }
-        self.local.get().silo.copy = copy;
-        let hi = match stopped_at {
-            Some(k) if ordered => Bound::Included(k),
-            _ => hi,
-        };
-        let seen = (first_seen, self.local.get().silo.seen.len() as u32);
-        self.local.get().silo.nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, seen });
-        if self.recording {
-            self.record_scan(index, lo, hi, filter.is_some(), rows);
-        }
-        Ok(())
-    }
-
-    /// Silo's `scan` with the caller's range.
-    pub(crate) fn sv_scan_range(
-        &mut self,
-        index: IndexId,
-        range: impl RangeBounds<Key>,
-        filter: Option<&Filter>,
-        f: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        self.sv_scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f)
     }
 
     /// Hands a record that is no longer (or never was) a row to the garbage
@@ -688,11 +725,33 @@ impl<'db> Transaction<'db> {
             self.slot().freed.fetch_add(n as u64, Ordering::Relaxed);
         }
     }
-}
 
-/// The primary key of a record (for the history).
-pub(crate) fn key_of_record(rec: *mut Version) -> Key {
-    // SAFETY: callers hold an epoch guard and reached `rec` through an index
-    // or created it.
-    unsafe { &*rec }.key()
+    /// Appends the redo record of a single-version commit (Silo, 1V): the
+    /// WriteSet's keys with their new values, or deletes. Returns its epoch.
+    pub(crate) fn sv_log_redo(&mut self, log: &crate::durability::log::Log, tid: u64) -> u64 {
+        let local = self.local.get();
+        let l = &local.silo;
+        log.append(tid, &mut local.log_buf, |r| {
+            for w in &l.writes {
+                // SAFETY: X-locked (or locked) by us, so alive.
+                let rec = unsafe { &*w.rec.0 };
+                let value = (w.kind != WriteKind::Delete).then(|| &l.values[w.at as usize..(w.at + w.len) as usize]);
+                r.put(w.table, rec.key().as_bytes(), value);
+            }
+            l.writes.len() as u32
+        })
+    }
+
+    /// True if `value` can overwrite `rec` in place: same length, and the
+    /// same keys in every secondary index.
+    pub(crate) fn sv_in_place(t: &Table, rec: &Version, value: &[u8]) -> bool {
+        if value.len() != rec.value_len() {
+            return false;
+        }
+        let key = rec.key();
+        t.indexes[1..].iter().all(|ix| match ix.key_fn {
+            Some(f) => rec.with_value(|old| f(&key, old)) == f(&key, value),
+            None => true,
+        })
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::*;
 
-impl<'db> Transaction<'db> {
+impl<'db> MvTxn<'db> {
     /// The empty-write-set read-only optimization over snapshot isolation
     /// (section 5.2, after Ports and Grittner): commit at c(T) = the begin
     /// timestamp. `None`: not applicable, commit normally.
@@ -17,13 +17,13 @@ impl<'db> Transaction<'db> {
     /// η; one that fenced earlier has its write lock in place where we look,
     /// and we commit normally (with a fresh stamp, after it).
     pub(crate) fn ssn_read_only_commit(&mut self) -> Option<crate::Result<crate::protocol::mv_occ::CommitInfo>> {
-        let st = &mut self.local.get().ssn;
+        let st = &mut self.core.local.get().ssn;
         if st.sstamp != NONE || st.doomed {
             return None; // a read's overwrite committed: a back edge to weigh
         }
-        let b = self.begin_ts;
-        let txns = &self.db.txns;
-        txns.set_state(self.slot, TxnState::Preparing, b);
+        let b = self.core.begin_ts;
+        let txns = &self.core.db.txns;
+        txns.set_state(self.core.slot, TxnState::Preparing, b);
         // SeqCst fence: our state store, then the End loads below; an
         // overwriter installs its write lock, fences, then looks for us (see
         // `ssn_precommit`): one of the two sees the other.
@@ -39,18 +39,18 @@ impl<'db> Transaction<'db> {
         }
         // Take the lock on our π as the full commit would; a push means a
         // writer of a gap we read committed first: commit normally.
-        if stamp::lock_pi(&self.db.ssn_slots.of(self.slot).sstamp) != NONE {
+        if stamp::lock_pi(&self.core.db.ssn_slots.of(self.core.slot).sstamp) != NONE {
             return None;
         }
-        if !self.wait_for_dependencies() {
+        if !self.core.wait_for_dependencies() {
             return Some(Err(self.abort_with(AbortReason::CommitDependency)));
         }
-        txns.set_state(self.slot, TxnState::Committed, b);
+        txns.set_state(self.core.slot, TxnState::Committed, b);
         self.ssn_release(Some(b));
-        if self.recording {
-            self.record_end(Some(b), crate::history::Outcome::Committed);
+        if self.core.recording {
+            self.core.record_end(Some(b), crate::history::Outcome::Committed);
         }
-        self.terminate();
+        self.core.terminate();
         Some(Ok(crate::protocol::mv_occ::CommitInfo { commit_ts: b, writes: 0 }))
     }
 
@@ -59,7 +59,8 @@ impl<'db> Transaction<'db> {
     pub(crate) fn ssn_read(&mut self, v: *mut Version) -> crate::Result<()> {
         // SAFETY: found under the caller's epoch guard, still held.
         let v = unsafe { &*v };
-        let r = read(&mut self.local.get().ssn, self.cert, &self.db.txns, self.slot, self.word, v);
+        let r =
+            read(&mut self.core.local.get().ssn, self.policy.cert, &self.core.db.txns, self.core.slot, self.word, v);
         r.map_err(|r| self.abort_with(r))
     }
 
@@ -68,11 +69,11 @@ impl<'db> Transaction<'db> {
     /// creators that committed after our read time successors (see
     /// [`absent`]).
     pub(crate) fn ssn_absent_key(&mut self, t: &Table, key: &crate::key::Key) {
-        if self.cert == Cert::Off {
+        if self.policy.cert == Cert::Off {
             return;
         }
         let rt = self.read_time();
-        let (st, cert, db) = (&mut self.local.get().ssn, self.cert, self.db);
+        let (st, cert, db) = (&mut self.core.local.get().ssn, self.policy.cert, self.core.db);
         t.indexes[0].for_each_eq(key, |v| {
             if v.key_eq(key) {
                 absent(st, cert, db, v, rt);
@@ -84,14 +85,14 @@ impl<'db> Transaction<'db> {
     /// A serializable scan read the gap `kind` of index `index` of `t`.
     #[inline]
     pub(crate) fn ssn_scan(&mut self, t: &Table, index: u8, kind: &ScanKind) {
-        let st = &mut self.local.get().ssn;
+        let st = &mut self.core.local.get().ssn;
         st.gap_clock = match &t.indexes[index as usize].gaps {
             Some(g) => {
-                read_gap(st, self.slot, g, kind);
+                read_gap(st, self.core.slot, g, kind);
                 // SeqCst: after our bit's SeqCst fetch_or, so that a writer
                 // whose stamp is at least this value loads the bitmap after
                 // the bit (see `created_after`).
-                self.db.clock.load(Ordering::SeqCst)
+                self.core.db.clock.load(Ordering::SeqCst)
             }
             None => u64::MAX, // no gap: take every such edge ourselves
         };
@@ -102,17 +103,17 @@ impl<'db> Transaction<'db> {
     pub(crate) fn ssn_write(&mut self, old: *mut Version) -> crate::Result<()> {
         // SAFETY: write-locked by us, so not reclaimable.
         let old = unsafe { &*old };
-        let st = &mut self.local.get().ssn;
-        if self.cert == Cert::Ssn {
+        let st = &mut self.core.local.get().ssn;
+        if self.policy.cert == Cert::Ssn {
             // The w:w edge from the creator.
-            st.pstamp = st.pstamp.max(cstamp_of(old, &self.db.txns));
+            st.pstamp = st.pstamp.max(cstamp_of(old, &self.core.db.txns));
         }
         // Relaxed: a hint for the early check only; precommit rereads it
         // (Acquire) after the readers bitmap. η(V) of a latest version: never
         // an sstamp (only its overwriter, us, could write one).
         let s = words(old).0.load(Ordering::Relaxed);
         st.pstamp = st.pstamp.max(s & !SSTAMP);
-        st.verdict(self.cert).map_err(|r| self.abort_with(r))
+        st.verdict(self.policy.cert).map_err(|r| self.abort_with(r))
     }
 
     /// Finalizes η(T) against the readers of a replaced version or
@@ -192,18 +193,18 @@ impl<'db> Transaction<'db> {
     /// that writers must account for them.
     #[inline]
     fn read_mostly(&self) -> bool {
-        let o = &self.db.opts;
-        self.cert == Cert::Ssn && o.ssn_read_mostly_age.is_some() && !o.faults.skip_read_mostly_handshake
+        let o = &self.core.db.opts;
+        self.policy.cert == Cert::Ssn && o.ssn_read_mostly_age.is_some() && !o.faults.skip_read_mostly_handshake
     }
 
     /// Pre-commit (Algorithm 3 lines 4-34): we are Preparing with end
     /// timestamp `c`. Finalizes π(T) and η(T) and tests them; on success
     /// publishes π(T) for readers that finalize against us.
     pub(crate) fn ssn_precommit(&mut self, c: u64) -> Result<(), AbortReason> {
-        let (db, me, id, cert) = (self.db, self.slot, self.id, self.cert);
+        let (db, me, id, cert) = (self.core.db, self.core.slot, self.core.id, self.policy.cert);
         let txns = &db.txns;
         let proxy = self.read_mostly();
-        let local = self.local.get();
+        let local = self.core.local.get();
         let st = &mut local.ssn;
         if cert == Cert::Ssn {
             st.sstamp = st.sstamp.min(c); // line 6
@@ -339,8 +340,8 @@ impl<'db> Transaction<'db> {
     /// replaced versions (before their End words turn into timestamps) and
     /// η = c(T) into the new ones; clear our reader bits.
     pub(crate) fn ssn_postcommit(&mut self, c: u64) {
-        let cert = self.cert;
-        let local = self.local.get();
+        let cert = self.policy.cert;
+        let local = self.core.local.get();
         let st = &local.ssn;
         for w in &local.write_set {
             if !w.old.is_null() {
@@ -361,14 +362,14 @@ impl<'db> Transaction<'db> {
     /// Raises η(V) of everything read to `c` (when committed) and clears
     /// our reader bits (commit or abort).
     pub(crate) fn ssn_release(&mut self, c: Option<u64>) {
-        let slot = self.slot;
-        let me = self.db.ssn_slots.of(slot);
+        let slot = self.core.slot;
+        let me = self.core.db.ssn_slots.of(slot);
         // Section 5.3: the bit we clear may also stand for untracked reads
         // of earlier occupants of our slot; their stamps (the last cstamp)
         // go into η(V) first. Relaxed: written by earlier occupants only,
         // ordered before us by the slot's handover.
         let floor = if self.read_mostly() { me.last_cstamp.load(Ordering::Relaxed) } else { 0 };
-        let st = &self.local.get().ssn;
+        let st = &self.core.local.get().ssn;
         let raise = c.unwrap_or(0).max(floor);
         for &VPtr(v) in &st.reads {
             // SAFETY: as in `ssn_precommit`.

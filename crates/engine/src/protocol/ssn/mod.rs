@@ -146,7 +146,7 @@
 //! the read side), `gaps.rs` (pseudo-versions), `safe.rs` (safe
 //! snapshots), `commit.rs` (the transaction hooks and the pre-commit).
 
-use super::mv_occ::Transaction;
+use super::mv_occ::MvTxn;
 use crate::db::Core;
 use crate::error::AbortReason;
 use crate::storage::version::{VPtr, Version};

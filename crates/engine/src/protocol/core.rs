@@ -1,0 +1,231 @@
+//! What every transaction has, whatever its family ([`TxnCore`]): its
+//! database, transaction-table slot and id, begin time, isolation level,
+//! status, its sets (through [`Sets`]) and its history recording; and the
+//! steps every family shares: entering an operation, the bookkeeping of
+//! an abort or a commit, handing the slot back, and waiting for commit
+//! dependencies (Hekaton section 3.2; only the multi-version family
+//! registers any, the others find the counter at zero).
+//!
+//! Each family's transaction struct owns a `TxnCore` as its field `core`
+//! and adds its own state (`mv_occ::MvTxn`, `silo::SiloTxn`,
+//! `lock_1v::LockTxn`, `bohm::BohmTxn`); the public
+//! [`Transaction`](super::transaction::Transaction) is an enum over them.
+
+use super::sets::Sets;
+use crate::error::AbortReason;
+use crate::history::{Op, Outcome, TxnRecord, Writer};
+use crate::key::Key;
+use crate::table::{Index, Table};
+use crate::txn::table::TxnSlot;
+use crate::{Database, Error, IndexId, Isolation, Result, TableId};
+use crossbeam_utils::Backoff;
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+/// What a successful commit reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// The transaction's position in the serialization order: its end
+    /// timestamp, or its begin timestamp for a transaction that wrote nothing.
+    pub commit_ts: u64,
+    /// Number of versions written (inserted, updated or deleted).
+    pub writes: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Active,
+    Aborted(AbortReason),
+}
+
+/// How the history names and classifies a transaction (recording only, see
+/// [`crate::history`]); set by its family when it begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The name in the history: the transaction id (BOHM: its log position).
+    pub(crate) id: u64,
+    /// Its reads hold until its serialization point, as a locking reader's
+    /// do (the checker places them there).
+    pub(crate) locking: bool,
+    /// It reads one snapshot and is certified (SSN over snapshot, SSI).
+    pub(crate) snapshot: bool,
+}
+
+/// What every transaction has (module docs).
+pub(crate) struct TxnCore<'db> {
+    pub(crate) db: &'db Database,
+    /// The transaction-table slot; `u32::MAX` once terminated.
+    pub(crate) slot: u32,
+    pub(crate) id: u64,
+    pub(crate) begin_ts: u64,
+    pub(crate) isolation: Isolation,
+    pub(crate) read_only: bool,
+    pub(crate) status: Status,
+    /// Versions this transaction allocated (statistics).
+    pub(crate) created: u64,
+    /// History recording is on (see [`crate::history`]).
+    pub(crate) recording: bool,
+    pub(crate) shape: Shape,
+    /// The sets, in the slot's [`super::sets::TxnLocal`].
+    pub(crate) local: Sets<'db>,
+    /// `Send` but not `Sync`: the sets are used without locks.
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl<'db> TxnCore<'db> {
+    pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, iso: Isolation, read_only: bool) -> Self {
+        TxnCore {
+            db,
+            slot,
+            id,
+            begin_ts,
+            isolation: iso,
+            read_only,
+            status: Status::Active,
+            created: 0,
+            recording: db.is_recording(),
+            shape: Shape { id, locking: false, snapshot: false },
+            local: Sets::of(db, slot),
+            _not_sync: PhantomData,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn slot(&self) -> &'db TxnSlot {
+        self.db.txns.slot(self.slot)
+    }
+
+    /// Still open: neither aborted nor terminated.
+    #[inline]
+    pub(crate) fn is_open(&self) -> bool {
+        self.status == Status::Active && self.slot != u32::MAX
+    }
+
+    /// The first step of every operation: `Err` if the transaction is
+    /// closed; `Ok(true)` if a transaction it depends on aborted, so that
+    /// the caller must abort (each family's own `abort_with`).
+    #[inline]
+    pub(crate) fn entry(&self) -> Result<bool> {
+        if let Status::Aborted(r) = self.status {
+            return Err(Error::TransactionClosed(Some(r)));
+        }
+        // Acquire: pairs with the Release store of the aborting dependency.
+        Ok(self.slot().abort_now.load(Ordering::Acquire))
+    }
+
+    /// The checks of a write after [`Self::entry`]: not read-only, the
+    /// value within the limit, the table known.
+    #[inline]
+    pub(crate) fn write_checks(&self, table: TableId, value_len: usize) -> Result<&'db Table> {
+        if self.read_only {
+            return Err(Error::InvalidArgument("write in a read-only transaction".into()));
+        }
+        if value_len > self.db.opts.max_value_size {
+            return Err(Error::ValueTooLarge { len: value_len, max: self.db.opts.max_value_size });
+        }
+        self.db.table_ref(table)
+    }
+
+    /// The table and index of `index`.
+    #[inline]
+    pub(crate) fn index_ref(&self, index: IndexId) -> Result<(&'db Table, &'db Index)> {
+        let t = self.db.table_ref(TableId(index.table))?;
+        let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
+        Ok((t, ix))
+    }
+
+    /// Records a scan of `index` and its rows (recording only). The key
+    /// range alone describes what the scan matched unless it had a filter
+    /// or went through a secondary index.
+    #[cold]
+    pub(crate) fn record_scan(
+        &mut self,
+        index: IndexId,
+        lo: Bound<Key>,
+        hi: Bound<Key>,
+        filter: bool,
+        rows: Vec<(Key, Writer, Vec<u8>)>,
+    ) {
+        let filtered = filter || index.index != 0;
+        self.record(Op::Scan { table: index.table, index: index.index, lo, hi, filtered, rows });
+    }
+
+    /// Appends an operation to the history buffer (recording only).
+    #[cold]
+    pub(crate) fn record(&mut self, op: Op) {
+        self.local.get().history.push(op);
+    }
+
+    /// Hands the finished transaction to the database's history.
+    #[cold]
+    pub(crate) fn record_end(&mut self, commit_ts: Option<u64>, outcome: Outcome) {
+        let ops = std::mem::take(&mut self.local.get().history);
+        self.db.record(TxnRecord {
+            id: self.shape.id,
+            isolation: self.isolation,
+            begin_ts: self.begin_ts,
+            commit_ts,
+            outcome,
+            locking: self.shape.locking,
+            snapshot: self.shape.snapshot,
+            ops,
+        });
+    }
+
+    /// Waits until CommitDepCounter is zero (true) or AbortNow is set (false).
+    pub(crate) fn wait_for_dependencies(&self) -> bool {
+        let s = self.slot();
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: pairs with the Release report of the dependency.
+            if s.abort_now.load(Ordering::Acquire) {
+                return false;
+            }
+            // Acquire: as above.
+            if s.dep_counter.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// The end of every family's rollback, once its own undo is done:
+    /// the history, the statistics, the status; the slot is given back.
+    pub(crate) fn aborted(&mut self, reason: AbortReason) -> Error {
+        if self.recording {
+            self.record_end(None, Outcome::Aborted(reason));
+        }
+        // Relaxed: statistics only.
+        self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
+        self.status = Status::Aborted(reason);
+        self.release();
+        Error::Aborted(reason)
+    }
+
+    /// The end of every family's commit: statistics, and the slot is given
+    /// back; the transaction is closed.
+    pub(crate) fn terminate(&mut self) {
+        // Relaxed: statistics only.
+        self.slot().committed.fetch_add(1, Ordering::Relaxed);
+        self.release();
+        // A committed transaction is consumed; mark it so Drop does nothing.
+        self.status = Status::Aborted(AbortReason::User);
+        self.slot = u32::MAX;
+    }
+
+    /// Clears the sets and gives the slot back (the transaction terminates).
+    pub(crate) fn release(&mut self) {
+        let s = self.slot();
+        // Relaxed: statistics only.
+        s.created.fetch_add(self.created, Ordering::Relaxed);
+        self.created = 0;
+        self.local.get().clear();
+        self.db.txns.close(self.slot);
+    }
+}
