@@ -62,11 +62,12 @@ mod stats;
 
 pub use db::{Core, Database};
 pub use durability::checkpoint::CheckpointInfo;
-pub use durability::{Durability, OnDamage, RecoveryReport};
+pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};
 pub use key::{Key, KeyBuilder, KEY_MAX};
 pub use options::{
-    AccessSet, Faults, IndexId, Isolation, Mode, Options, Protocol, RetryPolicy, TableId, TxnOptions, MAX_TABLES,
+    AccessSet, Durability, Faults, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId,
+    TxnOptions, MAX_TABLES, POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
 pub use protocol::mv_lock::detect_deadlocks;

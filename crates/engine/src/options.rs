@@ -3,7 +3,7 @@
 //! [`TxnOptions`], the [`RetryPolicy`] of [`crate::Database::run`], and the
 //! ids of tables and indexes.
 
-use crate::{protocol, Durability, Error, Key, OnDamage, Result};
+use crate::{Error, Key, Result};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -318,7 +318,7 @@ impl Default for Options {
             ssn_base: Isolation::Snapshot,
             safe_snapshot_interval: None,
             ssn_read_mostly_age: None,
-            pomvcc_interval: protocol::pomvcc::TICK_INTERVAL,
+            pomvcc_interval: POMVCC_TICK,
             record_history: false,
             durability: Durability::None,
             data_dir: None,
@@ -424,6 +424,75 @@ impl Default for RetryPolicy {
             max_attempts: 100,
             initial_backoff: Duration::from_micros(1),
             max_backoff: Duration::from_millis(5),
+        }
+    }
+}
+
+/// POMVCC's default `Update_BTs` interval (`Options::pomvcc_interval`):
+/// the paper's 1 ms (see `protocol::pomvcc`).
+pub const POMVCC_TICK: Duration = Duration::from_millis(1);
+
+/// When a commit is durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// In memory only: a crash loses everything.
+    #[default]
+    None,
+    /// Group commit, the commit returns before the flush (the papers'
+    /// experiments): a crash loses at most the last interval's commits,
+    /// and recovery still yields a consistent state.
+    Async,
+    /// The commit returns after its log record is durable; commits that
+    /// arrive together share one flush per stream.
+    Sync,
+}
+
+impl Durability {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::None => "none",
+            Durability::Async => "async",
+            Durability::Sync => "sync",
+        }
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Durability> {
+        match s {
+            "none" => Ok(Durability::None),
+            "async" => Ok(Durability::Async),
+            "sync" => Ok(Durability::Sync),
+            other => Err(Error::Parse(format!("unknown durability '{other}' (none, async, sync)"))),
+        }
+    }
+}
+
+/// What recovery does with a damaged data directory: one whose log lost
+/// commits that may have been acknowledged as durable, or holds damage that
+/// a crash cannot explain (see `durability::recovery`). A crash's torn tail is not
+/// damage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDamage {
+    /// Recover the longest consistent prefix of the commit order and report
+    /// what was dropped and why (`RecoveryReport::dropped`,
+    /// `RecoveryReport::damaged`).
+    #[default]
+    KeepPrefix,
+    /// Refuse with [`Error::Corrupt`], recovering nothing and changing
+    /// nothing.
+    Refuse,
+}
+
+impl std::str::FromStr for OnDamage {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<OnDamage> {
+        match s {
+            "keep-prefix" => Ok(OnDamage::KeepPrefix),
+            "refuse" => Ok(OnDamage::Refuse),
+            other => Err(Error::Parse(format!("unknown on-damage policy '{other}' (keep-prefix, refuse)"))),
         }
     }
 }

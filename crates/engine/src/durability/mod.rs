@@ -61,73 +61,10 @@ pub(crate) mod recovery;
 
 pub use recovery::RecoveryReport;
 
-/// What recovery does with a damaged data directory: one whose log lost
-/// commits that may have been acknowledged as durable, or holds damage that
-/// a crash cannot explain (see [`recovery`]). A crash's torn tail is not
-/// damage.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OnDamage {
-    /// Recover the longest consistent prefix of the commit order and report
-    /// what was dropped and why ([`RecoveryReport::dropped`],
-    /// [`RecoveryReport::damaged`]).
-    #[default]
-    KeepPrefix,
-    /// Refuse with [`Error::Corrupt`], recovering nothing and changing
-    /// nothing.
-    Refuse,
-}
-
-impl std::str::FromStr for OnDamage {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<OnDamage> {
-        match s {
-            "keep-prefix" => Ok(OnDamage::KeepPrefix),
-            "refuse" => Ok(OnDamage::Refuse),
-            other => Err(Error::Parse(format!("unknown on-damage policy '{other}' (keep-prefix, refuse)"))),
-        }
-    }
-}
-
 use crate::{Error, Result};
 use std::path::Path;
 
-/// When a commit is durable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// In memory only: a crash loses everything.
-    #[default]
-    None,
-    /// Group commit, the commit returns before the flush (the papers'
-    /// experiments): a crash loses at most the last interval's commits,
-    /// and recovery still yields a consistent state.
-    Async,
-    /// The commit returns after its log record is durable; commits that
-    /// arrive together share one flush per stream.
-    Sync,
-}
-
-impl Durability {
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Durability::None => "none",
-            Durability::Async => "async",
-            Durability::Sync => "sync",
-        }
-    }
-}
-
-impl std::str::FromStr for Durability {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Durability> {
-        match s {
-            "none" => Ok(Durability::None),
-            "async" => Ok(Durability::Async),
-            "sync" => Ok(Durability::Sync),
-            other => Err(Error::Parse(format!("unknown durability '{other}' (none, async, sync)"))),
-        }
-    }
-}
+pub use crate::options::{Durability, OnDamage};
 
 /// The name of the manifest: the files each log stream holds.
 pub(crate) const MANIFEST_FILE: &str = "manifest";

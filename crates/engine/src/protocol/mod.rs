@@ -10,6 +10,7 @@ pub mod ordered_2pl;
 pub mod pomvcc;
 pub(crate) mod sets;
 pub mod silo;
+pub(crate) mod single;
 pub mod ssi;
 pub mod ssn;
 pub mod transaction;

@@ -161,7 +161,7 @@ pub const WINDOW: u64 = 1024;
 
 /// How often CTs advances without a conflict by default (section VI.C:
 /// "periodically"; `Options::pomvcc_interval`).
-pub const TICK_INTERVAL: Duration = Duration::from_millis(1);
+pub const TICK_INTERVAL: Duration = crate::options::POMVCC_TICK;
 
 /// The engine's stamp of POMVCC timestamp `ts`: the shared clock counts in
 /// steps of two (commit stamps even, read times odd), so commit timestamp

@@ -131,7 +131,7 @@ pub(crate) struct TxnLocal {
     /// their WriteSet and values there too).
     /// BOHM's interactive transactions: the undo log (see `protocol::bohm`).
     pub(crate) bohm: Vec<super::bohm::Undo>,
-    pub(crate) silo: super::silo::SiloLocal,
+    pub(crate) silo: super::single::SiloLocal,
     /// LockSet of the single-version locking protocols.
     pub(crate) locks: super::lock_1v::LockLocal,
     /// SSN's and SSI's state (η, π, the read set of section 4).

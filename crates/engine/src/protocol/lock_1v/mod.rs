@@ -84,7 +84,7 @@ use crate::index::key_locks::{looks_free, try_exclusive, try_shared, unlock, Loc
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::core::{CommitInfo, Status, TxnCore};
-use crate::protocol::silo::{find_latest, walk_range, SiloLocal, ABSENT, LATEST, TID};
+use crate::protocol::single::{find_latest, walk_range, SiloLocal, ABSENT, LATEST, TID};
 use crate::storage::version::{VPtr, Version};
 use crate::table::{Index, Table};
 use crate::txn::table::TxnState;
@@ -101,7 +101,7 @@ use std::time::{Duration, Instant};
 /// withdrawn from a locked range, or rolled back), with the absent bit: a
 /// scan waiting on it stops waiting. Silo's lock bit, which the locking
 /// protocols do not use otherwise.
-pub(crate) const WITHDRAWN: u64 = crate::protocol::silo::LOCK;
+pub(crate) const WITHDRAWN: u64 = crate::protocol::single::LOCK;
 
 /// Locks held looked up by a linear search up to this many; a map beyond.
 const LINEAR: usize = 16;

@@ -1,0 +1,271 @@
+//! Single-version records, shared by Silo and by 1V and ordered 2PL: one
+//! record per key, rewritten in place, whose Begin word is the **TID word**
+//! (Silo, SOSP 2013, section 4.2; the layout is drawn in `silo`'s module
+//! docs). Here: the word's bits, the lookup of a key's latest record and
+//! the walk of a range, the per-transaction sets both families keep (the
+//! WriteSet with its value arena; Silo's ReadSet and node set beside it),
+//! and the steps of installing writes both take: buffering a write,
+//! retiring a replaced record, the redo record, and whether a new value can
+//! be written in place. Neither family's protocol is here: Silo validates
+//! (`silo`), 1V locks (`lock_1v`).
+
+use super::core::TxnCore;
+use crate::gc::Garbage;
+use crate::history::{Op, WriteKind};
+use crate::index::locks::contains as in_range;
+use crate::key::Key;
+use crate::storage::version::{VPtr, Version};
+use crate::table::{Index, Table};
+use crate::TableId;
+use std::ops::Bound;
+use std::sync::atomic::{fence, Ordering};
+
+/// A committing writer holds the record.
+pub(crate) const LOCK: u64 = 1 << 63;
+/// The key's current record.
+pub(crate) const LATEST: u64 = 1 << 62;
+/// A placeholder: not (or no longer) a row.
+pub(crate) const ABSENT: u64 = 1 << 61;
+/// The TID itself: epoch and sequence.
+pub(crate) const TID: u64 = ABSENT - 1;
+/// Retired records queued before a collection.
+const GC_THRESHOLD: usize = 128;
+
+/// One ReadSet entry: the record and its TID word as read (lock bit clear).
+#[derive(Clone, Copy)]
+pub(crate) struct SvRead {
+    pub(crate) rec: VPtr,
+    pub(crate) word: u64,
+}
+
+/// One WriteSet entry; the new value is in the transaction's value arena.
+#[derive(Clone, Copy)]
+pub(crate) struct SvWrite {
+    pub(crate) table: u32,
+    pub(crate) rec: VPtr,
+    pub(crate) kind: WriteKind,
+    /// The record is our own insert placeholder.
+    pub(crate) placeholder: bool,
+    pub(crate) at: u32,
+    pub(crate) len: u32,
+}
+
+/// A node-set entry: a lookup that found no row, or a scan. `seen` is the
+/// range of [`SiloLocal::seen`] holding every record the walk passed.
+#[derive(Clone)]
+pub(crate) enum SvNode {
+    /// `get`, `update` or `delete` of `key` found no row.
+    Missing { table: u32, key: Key, seen: (u32, u32) },
+    /// A scan of `index` over the range.
+    Scan { table: u32, index: u8, lo: Bound<Key>, hi: Bound<Key>, seen: (u32, u32) },
+}
+
+/// The per-slot sets of a Silo transaction (kept in the slot's `TxnLocal`,
+/// so their capacity is reused).
+#[derive(Default)]
+pub(crate) struct SiloLocal {
+    pub(crate) reads: Vec<SvRead>,
+    pub(crate) writes: Vec<SvWrite>,
+    pub(crate) nodes: Vec<SvNode>,
+    /// Every record a node-set walk passed, latest or not, and its word
+    /// then (lock clear). Compared by address only, never dereferenced
+    /// again: a record retired before we began may be freed meanwhile.
+    pub(crate) seen: Vec<(VPtr, u64)>,
+    pub(crate) values: Vec<u8>,
+    /// Scratch: the stable copy of a record's value.
+    pub(crate) copy: Vec<u8>,
+    /// Scratch: records sorted for validation.
+    pub(crate) sorted: Vec<usize>,
+    /// The last TID this slot's transactions chose (rule (b) of section 4.4).
+    pub(crate) last_tid: u64,
+    /// Commits since the epoch was last checked.
+    pub(crate) commits: u32,
+}
+
+impl SiloLocal {
+    /// Where `rec` is in the WriteSet (its last entry).
+    #[inline]
+    pub(crate) fn written(&self, rec: *mut Version) -> Option<usize> {
+        self.writes.iter().rposition(|w| w.rec.0 == rec)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.reads.clear();
+        self.writes.clear();
+        self.nodes.clear();
+        self.seen.clear();
+        self.values.clear();
+    }
+}
+
+/// The latest record of `key` in `t`'s primary index, or null. The caller
+/// is pinned. When `seen` is given and nothing is found, every record of the
+/// key passed is added to it (the node-set of a missing key).
+///
+/// A committer that moves a row to a new record (section 4.5: a value of
+/// another length) links the new record first and then retires the old
+/// one, but a walk that passed the new record's place before it was linked
+/// meets the old one retired, and finds no latest record of a row that
+/// never stopped existing. So a walk that finds none but passes a record a
+/// commit retired (TID set) walks again: the retirement it saw was ordered
+/// after the new record's link (Acquire on the word, Release in
+/// `sv_retire`), so the next walk meets the new record, unless yet another
+/// move retired that one meanwhile, which the next walk sees as one more
+/// retired record. A deleted key's retired records stay the same from walk
+/// to walk: its second walk is its last. After `WALKS` walks (moves
+/// faster than walks) it gives up and reports none: commit validation
+/// aborts the reader then (the node set sees the phantom).
+pub(crate) fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
+    const WALKS: usize = 8;
+    let start = seen.as_deref().map_or(0, |s| s.len());
+    let mut retired_before = 0;
+    for walk in 1.. {
+        let mut found = std::ptr::null_mut();
+        let mut retired = 0;
+        if let Some(s) = seen.as_deref_mut() {
+            s.truncate(start);
+        }
+        t.indexes[0].for_each_eq(key, |v| {
+            if !v.key_eq(key) {
+                return true;
+            }
+            // Acquire: pairs with the Release stores of the word.
+            let w = v.begin.load(Ordering::Acquire);
+            if w & LATEST != 0 {
+                found = v as *const Version as *mut Version;
+                return false;
+            }
+            if w & TID != 0 {
+                retired += 1; // retired by a commit (an aborted insert leaves TID 0)
+            }
+            if let Some(s) = seen.as_deref_mut() {
+                s.push((VPtr(v as *const Version as *mut Version), w & !LOCK));
+            }
+            true
+        });
+        if !found.is_null() || retired <= retired_before || walk == WALKS {
+            return found;
+        }
+        retired_before = retired;
+    }
+    unreachable!("the loop returns")
+}
+
+/// Calls `f` on every record (latest or not) whose key in `ix` lies in the
+/// range, until it returns false: one chain for a single key (`get_by`),
+/// else the range of an ordered index or the whole of a hash index.
+/// The caller is pinned.
+pub(crate) fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, mut f: impl FnMut(&Version) -> bool) {
+    if let (Bound::Included(a), Bound::Included(b)) = (lo, hi) {
+        if a == b {
+            ix.for_each_eq(a, |v| !ix.matches(v, a) || f(v));
+            return;
+        }
+    }
+    let ordered = ix.is_ordered();
+    ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| (!ordered && !in_range(lo, hi, &ix.key_of(v))) || f(v));
+}
+
+/// The primary key of a record (for the history).
+pub(crate) fn key_of_record(rec: *mut Version) -> Key {
+    // SAFETY: callers hold an epoch guard and reached `rec` through an index
+    // or created it.
+    unsafe { &*rec }.key()
+}
+/// The single-version steps that Silo and 1V share (both keep their
+/// WriteSet and new values in [`SiloLocal`] and install records in the
+/// same TID-word layout): buffering a write, retiring a record, the redo
+/// record, and whether a value can be written in place.
+impl<'db> TxnCore<'db> {
+    /// Adds a write of `rec` (or replaces our earlier write of it).
+    pub(crate) fn sv_buffer(
+        &mut self,
+        table: TableId,
+        rec: *mut Version,
+        kind: WriteKind,
+        value: &[u8],
+        placeholder: bool,
+    ) {
+        let l = &mut self.local.get().silo;
+        let at = l.values.len() as u32;
+        l.values.extend_from_slice(value);
+        let len = value.len() as u32;
+        if let Some(i) = l.writes.iter().rposition(|w| w.rec.0 == rec) {
+            let w = &mut l.writes[i];
+            // An insert of our own placeholder stays an insert; a delete
+            // followed by an insert is an update of the row.
+            w.kind = match (w.kind, kind) {
+                (WriteKind::Insert, WriteKind::Update) => WriteKind::Insert,
+                (WriteKind::Delete, WriteKind::Insert) => WriteKind::Update,
+                (_, k) => k,
+            };
+            (w.at, w.len) = (at, len);
+        } else {
+            l.writes.push(SvWrite { table: table.0, rec: VPtr(rec), kind, placeholder, at, len });
+        }
+        if self.recording {
+            self.record(Op::Write { table: table.0, key: key_of_record(rec), kind, value: value.to_vec() });
+        }
+    }
+
+    /// Hands a record that is no longer (or never was) a row to the garbage
+    /// collector, after storing its final word `tid | ABSENT` (not latest,
+    /// unlocked).
+    ///
+    /// Transactions keep raw pointers to records in their sets between
+    /// operations, unpinned, so a retired record must outlive every
+    /// transaction open when it was retired: it is stamped with the epoch
+    /// read after the retirement, and reclaimed once every open
+    /// transaction began in a later epoch (the watermark over the begin
+    /// epochs, see `Database::watermark`). Such a transaction read E after
+    /// our fence, so it sees the record retired and never adds it to a set.
+    pub(crate) fn sv_retire(&mut self, table: TableId, rec: *mut Version, tid: u64) {
+        // SAFETY: alive (ours, or locked by us); Release: readers that see
+        // the word see everything before it.
+        unsafe { &*rec }.begin.store(tid | ABSENT, Ordering::Release);
+        // SeqCst fence, then E: pairs with the SeqCst publication of begin
+        // epochs (see above).
+        fence(Ordering::SeqCst);
+        let stamp = self.db.silo.epoch();
+        let db = self.db;
+        let shard = self.slot as usize;
+        let len = db.gc.push(shard, std::iter::once(Garbage { ts: stamp, table: table.0, v: VPtr(rec) }));
+        // Every GC_THRESHOLD records: the front waits for the epoch to move
+        // (40 ms), so do not scan the watermark on every retirement.
+        if len % GC_THRESHOLD == 0 {
+            let w = db.watermark();
+            let n = db.gc.collect(shard, w, usize::MAX, |t| db.table_by_id(t));
+            // Relaxed: statistics only.
+            self.slot().freed.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Appends the redo record of a single-version commit (Silo, 1V): the
+    /// WriteSet's keys with their new values, or deletes. Returns its epoch.
+    pub(crate) fn sv_log_redo(&mut self, log: &crate::durability::log::Log, tid: u64) -> u64 {
+        let local = self.local.get();
+        let l = &local.silo;
+        log.append(tid, &mut local.log_buf, |r| {
+            for w in &l.writes {
+                // SAFETY: X-locked (or locked) by us, so alive.
+                let rec = unsafe { &*w.rec.0 };
+                let value = (w.kind != WriteKind::Delete).then(|| &l.values[w.at as usize..(w.at + w.len) as usize]);
+                r.put(w.table, rec.key().as_bytes(), value);
+            }
+            l.writes.len() as u32
+        })
+    }
+
+    /// True if `value` can overwrite `rec` in place: same length, and the
+    /// same keys in every secondary index.
+    pub(crate) fn sv_in_place(t: &Table, rec: &Version, value: &[u8]) -> bool {
+        if value.len() != rec.value_len() {
+            return false;
+        }
+        let key = rec.key();
+        t.indexes[1..].iter().all(|ix| match ix.key_fn {
+            Some(f) => rec.with_value(|old| f(&key, old)) == f(&key, value),
+            None => true,
+        })
+    }
+}
