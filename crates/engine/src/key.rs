@@ -385,3 +385,28 @@ mod tests {
         assert_ne!(Key::from(1).hash64(), Key::from(2).hash64());
     }
 }
+
+/// The hasher of the engine's internal maps, whose keys are hashed already:
+/// a precomputed 64-bit hash (`write_u64`, e.g. a record's [`Key::hash64`]
+/// mixed with its table) passes through unchanged, and an address
+/// (`write_usize`: a lock word) is spread by a multiplication, its low
+/// alignment bits dropped. Anything else falls back to FNV-1a.
+#[derive(Default)]
+pub(crate) struct PassHasher(u64);
+
+impl Hasher for PassHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}

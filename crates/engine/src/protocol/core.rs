@@ -75,6 +75,7 @@ pub(crate) struct TxnCore<'db> {
 }
 
 impl<'db> TxnCore<'db> {
+    #[inline]
     pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, iso: Isolation, read_only: bool) -> Self {
         TxnCore {
             db,

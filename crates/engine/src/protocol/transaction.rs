@@ -50,6 +50,7 @@ pub(crate) enum Family<'db> {
 impl<'db> Transaction<'db> {
     /// A transaction of the database's protocol, in slot `slot` with id
     /// `id`, beginning at `begin_ts`.
+    #[inline]
     pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, o: TxnOptions<'_>) -> Self {
         let core = TxnCore::new(db, slot, id, begin_ts, o.isolation, o.read_only);
         let family = match db.opts.protocol {
@@ -119,16 +120,19 @@ impl<'db> Transaction<'db> {
     }
 
     /// The isolation level.
+    #[inline]
     pub fn isolation(&self) -> Isolation {
         self.core().isolation
     }
 
     /// The begin timestamp.
+    #[inline]
     pub fn begin_ts(&self) -> u64 {
         self.core().begin_ts
     }
 
     /// The transaction id (as stored in Begin/End words).
+    #[inline]
     pub fn id(&self) -> u64 {
         self.core().id
     }
@@ -142,6 +146,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// The reason this transaction was aborted, if it was.
+    #[inline]
     pub fn abort_reason(&self) -> Option<AbortReason> {
         match self.core().status {
             super::core::Status::Aborted(r) => Some(r),
@@ -212,6 +217,7 @@ impl<'db> Transaction<'db> {
     /// Calls `f(primary key, value)` for every visible row whose key in
     /// `index` equals `key` (any index; secondary indexes may hold many rows
     /// per key), until `f` returns false.
+    #[inline]
     pub fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
         let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
         match &mut self.family {
@@ -226,6 +232,7 @@ impl<'db> Transaction<'db> {
     /// `index` lies in `range` and that passes `filter`, until `f` returns
     /// false. Ordered indexes deliver rows in key order; hash indexes can only
     /// be scanned whole (in no particular order), filtered by `range`.
+    #[inline]
     pub fn scan(
         &mut self,
         index: IndexId,
@@ -243,6 +250,7 @@ impl<'db> Transaction<'db> {
 
     /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a
     /// visible row (the transaction stays usable).
+    #[inline]
     pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         match &mut self.family {
             Family::Mv(t) => t.insert(table, key, value),
@@ -254,17 +262,19 @@ impl<'db> Transaction<'db> {
 
     /// Replaces the value of an existing row; fails with
     /// [`Error::KeyNotFound`] if `key` has no visible row.
+    #[inline]
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        let max = self.core().db.opts.max_value_size;
         let fill = |_: &[u8], new: &mut Vec<u8>| {
             new.extend_from_slice(value);
             true
         };
+        // The single-version families check the length here: their `write`
+        // also serves `update_with` and `modify`, which check the result.
+        let too_large = |max: usize| Err(Error::ValueTooLarge { len: value.len(), max });
         match &mut self.family {
             Family::Mv(t) => t.update(table, key, value),
-            Family::Silo(_) | Family::Lock(_) if value.len() > max => {
-                Err(Error::ValueTooLarge { len: value.len(), max })
-            }
+            Family::Silo(t) if value.len() > t.core.db.opts.max_value_size => too_large(t.core.db.opts.max_value_size),
+            Family::Lock(t) if value.len() > t.core.db.opts.max_value_size => too_large(t.core.db.opts.max_value_size),
             Family::Silo(t) => t.write(table, key, fill),
             Family::Lock(t) => t.write(table, key, fill),
             Family::Bohm(t) => t.write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value)),
@@ -274,6 +284,7 @@ impl<'db> Transaction<'db> {
     /// Read-modify-write: `f(old, new)` fills `new` (empty on entry) from the
     /// old value, and the new value replaces exactly the version `f` saw. Uses
     /// a buffer owned by the transaction: no allocation in the steady state.
+    #[inline]
     pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
         match &mut self.family {
             Family::Mv(t) => t.update_with(table, key, f),
@@ -293,6 +304,7 @@ impl<'db> Transaction<'db> {
     /// edits a copy of the current value in place. The copy is made straight
     /// into the new version (one copy of the row; [`Transaction::update_with`]
     /// makes two), which is what fixed-layout rows want.
+    #[inline]
     pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
         match &mut self.family {
             Family::Mv(t) => t.modify(table, key, f),
@@ -314,6 +326,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
+    #[inline]
     pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
         match &mut self.family {
             Family::Mv(t) => t.delete(table, key),
@@ -342,6 +355,7 @@ impl<'db> Transaction<'db> {
     /// become visible only once durable (see `mv_occ::commit`); what it
     /// read is durable or a commit dependency it waited for. The others
     /// follow Silo's rule and wait for the round of what they read.
+    #[inline]
     pub fn commit(mut self) -> Result<CommitInfo> {
         let db = self.core().db;
         let (info, visible_once_durable) = match &mut self.family {
@@ -357,11 +371,13 @@ impl<'db> Transaction<'db> {
     }
 
     /// Rolls the transaction back.
+    #[inline]
     pub fn abort(mut self) {
         self.abort_with(AbortReason::User);
     }
 
     /// Rolls an open transaction back for `reason`.
+    #[inline]
     fn abort_with(&mut self, reason: AbortReason) {
         if !self.core().is_open() {
             return;

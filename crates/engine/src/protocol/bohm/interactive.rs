@@ -33,6 +33,7 @@ pub(crate) struct BohmTxn<'db> {
 }
 
 impl<'db> BohmTxn<'db> {
+    #[inline]
     pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
         // BOHM names every transaction by its log position.
         core.shape.id = core.begin_ts;

@@ -67,25 +67,7 @@ impl Hash for MapKey {
     }
 }
 
-/// Passes a precomputed 64-bit hash through.
-#[derive(Default)]
-pub(super) struct PassHasher(u64);
-
-impl Hasher for PassHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-pub(super) type Map<V> = HashMap<MapKey, V, BuildHasherDefault<PassHasher>>;
+pub(super) type Map<V> = HashMap<MapKey, V, BuildHasherDefault<crate::key::PassHasher>>;
 
 /// A record's partition: the high half of its hash (the maps use it all).
 pub(super) fn partition_of(table: u32, key: &Key) -> usize {

@@ -92,7 +92,7 @@ use crate::txn::Filter;
 use crate::{Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::Backoff;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::ops::Bound;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -113,24 +113,6 @@ pub(crate) struct Held {
     pub(crate) mode: LockMode,
 }
 
-/// Hashes lock addresses (already well spread below the alignment bits).
-#[derive(Default)]
-pub(crate) struct AddrHasher(u64);
-
-impl Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// The lock sets of a locking transaction, kept in its slot's `TxnLocal`
 /// (capacity reused: no allocation per transaction in the steady state).
 #[derive(Default)]
@@ -138,7 +120,7 @@ pub(crate) struct LockLocal {
     /// LockSet: every lock held to the end, in acquisition order.
     pub(crate) held: Vec<Held>,
     /// Index into `held` by lock address, once `held` outgrows [`LINEAR`].
-    map: HashMap<usize, u32, BuildHasherDefault<AddrHasher>>,
+    map: HashMap<usize, u32, BuildHasherDefault<crate::key::PassHasher>>,
     /// Indexes in which we hold key-range locks.
     pub(crate) ranges: Vec<(u32, u8)>,
     /// Records a scan delivered out of its walk, and every record it
@@ -205,6 +187,7 @@ pub(crate) struct LockTxn<'db> {
 }
 
 impl<'db> LockTxn<'db> {
+    #[inline]
     pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
         let (iso, faults) = (core.isolation, &core.db.opts.faults);
         let long_reads = iso >= Isolation::RepeatableRead && !faults.skip_validation;

@@ -175,6 +175,7 @@ pub(crate) struct Policy {
 impl Policy {
     /// The switches of a transaction of `db`'s protocol with options `o`
     /// and id `id` (see the table above).
+    #[inline]
     fn of(db: &Database, id: u64, o: &TxnOptions<'_>) -> Policy {
         let iso = o.isolation;
         let protocol = db.opts.protocol;
@@ -222,12 +223,14 @@ impl Policy {
     /// committed read at the current time, and its phantom detection keeps
     /// every absence it saw until its commit; the certified others read one
     /// snapshot.
+    #[inline]
     fn shape(&self, id: u64) -> Shape {
         Shape { id, locking: self.lock_reads || self.base_rc, snapshot: self.cert != Cert::Off && !self.base_rc }
     }
 }
 
 impl<'db> MvTxn<'db> {
+    #[inline]
     pub(crate) fn new(mut core: TxnCore<'db>, o: TxnOptions<'_>) -> Self {
         let db = core.db;
         let policy = Policy::of(db, core.id, &o);

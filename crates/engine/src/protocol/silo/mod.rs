@@ -215,6 +215,7 @@ pub(crate) struct SiloTxn<'db> {
 }
 
 impl<'db> SiloTxn<'db> {
+    #[inline]
     pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
         // Silo validates every read at its serialization point, as a
         // locking reader holds its locks until then.
