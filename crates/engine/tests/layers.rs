@@ -65,7 +65,7 @@ fn node(path: &[String]) -> Option<String> {
     Some(
         match path.get(1).map(String::as_str) {
             None | Some("transaction") => "cc::facade",
-            Some("core" | "sets" | "single") => "cc::core",
+            Some("core" | "sets" | "single" | "deadlock") => "cc::core",
             Some("mv_occ" | "mv_lock" | "ssn" | "ssi" | "pomvcc") => "cc::mv",
             Some("silo") => "cc::silo",
             Some("lock_1v" | "ordered_2pl") => "cc::lock",

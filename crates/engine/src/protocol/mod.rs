@@ -3,6 +3,7 @@
 
 pub mod bohm;
 pub(crate) mod core;
+pub(crate) mod deadlock;
 pub mod lock_1v;
 pub mod mv_lock;
 pub mod mv_occ;

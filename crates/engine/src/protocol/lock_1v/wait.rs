@@ -3,6 +3,7 @@
 //! looks for a cycle through itself in the waits-for graph.
 
 use super::*;
+use crate::protocol::deadlock::WaitsFor;
 
 /// What `lk_lock` did.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -89,39 +90,35 @@ pub(crate) fn wait_for_lock(
 /// only waiters are followed. A cycle found is a real deadlock: none of its
 /// members can stop waiting unless one times out or is chosen.
 ///
-/// The victim is the youngest member of the cycle (the largest id): the
-/// others keep waiting, and the victim finds the same cycle at its own
-/// next check. Returns true if the caller (`slot`, `id`) is the victim.
+/// The graph is searched with the MV/L detector's algorithm
+/// (`protocol::deadlock`): the caller is on a deadlock if its strongly
+/// connected component of waits has another member. The victim is the
+/// youngest member of that component (the largest id): every member that
+/// checks computes the same component, so they agree; the others keep
+/// waiting, and the victim finds itself chosen at its own next check.
+/// Returns true if the caller (`slot`, `id`) is the victim.
 pub(super) fn deadlock_victim(db: &crate::Database, slot: u32, id: u64) -> bool {
     let _one = db.txns.detector.lock();
-    let mut path = vec![(slot, id)];
-    let mut seen = vec![id];
-    cycle_through(db, &mut path, &mut seen, id).is_some_and(|max| max == id)
-}
-
-/// Depth-first search of the waits from the last transaction of `path`;
-/// returns the largest id on a cycle back to `start`.
-fn cycle_through(db: &crate::Database, path: &mut Vec<(u32, u64)>, seen: &mut Vec<u64>, start: u64) -> Option<u64> {
-    let &(slot, id) = path.last().expect("a path has a start");
-    let mut next = Vec::new();
-    {
-        let w = db.txns.slot(slot).lock_wait.lock();
-        let w = w.as_ref().filter(|w| w.id == id)?;
+    let mut g = WaitsFor::default();
+    for s in 0..db.txns.high_water() as u32 {
+        let w = db.txns.slot(s).lock_wait.lock();
+        let Some(w) = w.as_ref() else { continue };
+        g.node(w.id);
         match &w.on {
             WaitOn::Lock { word, mode } => {
-                for s in 0..db.txns.high_water() as u32 {
-                    if s == slot {
+                for o in 0..db.txns.high_water() as u32 {
+                    if o == s {
                         continue;
                     }
-                    let other = db.txns.slot(s).lock_wait.lock();
-                    let Some(o) = other.as_ref() else { continue };
-                    // SAFETY: `o` is published, so its owner is blocked and
-                    // leaves its LockSet alone until it takes this mutex,
-                    // which we hold.
-                    let held = unsafe { &(*db.sets.raw(s)).locks };
+                    let other = db.txns.slot(o).lock_wait.lock();
+                    let Some(other) = other.as_ref() else { continue };
+                    // SAFETY: `other` is published, so its owner is blocked
+                    // and leaves its LockSet alone until it takes this
+                    // mutex, which we hold.
+                    let held = unsafe { &(*db.sets.raw(o)).locks };
                     if let Some(i) = held.find(*word as *const AtomicU64) {
                         if held.held[i].mode == LockMode::Exclusive || *mode == LockMode::Exclusive {
-                            next.push((s, o.id));
+                            g.edge(w.id, other.id);
                         }
                     }
                 }
@@ -131,26 +128,13 @@ fn cycle_through(db: &crate::Database, path: &mut Vec<(u32, u64)>, seen: &mut Ve
                 for (t, i, k) in keys {
                     db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
                 }
-                ids.retain(|&h| h != id);
                 for h in ids {
-                    next.push((crate::txn::table::slot_of(h), h));
+                    g.edge(w.id, h);
                 }
             }
         }
     }
-    for (s, h) in next {
-        if h == start {
-            return path.iter().map(|p| p.1).max();
-        }
-        if seen.contains(&h) {
-            continue;
-        }
-        seen.push(h);
-        path.push((s, h));
-        if let Some(m) = cycle_through(db, path, seen, start) {
-            return Some(m);
-        }
-        path.pop();
-    }
-    None
+    // The caller is blocked (it asks while waiting): its own node is there.
+    debug_assert!(db.txns.slot(slot).lock_wait.lock().as_ref().is_some_and(|w| w.id == id));
+    g.cycle_with(id).is_some_and(|c| c.iter().max() == Some(&id))
 }

@@ -4,6 +4,7 @@
 //! components, and a victim per cycle.
 
 use super::*;
+use crate::protocol::deadlock::{cycle_in, tarjan};
 
 /// A blocked transaction as the detector saw it.
 struct Node {
@@ -49,78 +50,6 @@ fn edges(nodes: &[Node]) -> Vec<Vec<usize>> {
         }
     }
     adj
-}
-
-/// Strongly connected components of a directed graph (Tarjan, 1972),
-/// iteratively, in reverse topological order.
-pub(crate) fn tarjan(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
-    const NONE: usize = usize::MAX;
-    let n = adj.len();
-    let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
-    let mut on_stack = vec![false; n];
-    let (mut stack, mut out, mut next) = (Vec::new(), Vec::new(), 0);
-    for root in 0..n {
-        if index[root] != NONE {
-            continue;
-        }
-        // Call stack of (node, position in its edge list).
-        let mut calls = vec![(root, 0)];
-        index[root] = next;
-        low[root] = next;
-        next += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut pos)) = calls.last_mut() {
-            if let Some(&w) = adj[v].get(*pos) {
-                *pos += 1;
-                if index[w] == NONE {
-                    index[w] = next;
-                    low[w] = next;
-                    next += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    calls.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            calls.pop();
-            if let Some(&(parent, _)) = calls.last() {
-                low[parent] = low[parent].min(low[v]);
-            }
-            if low[v] == index[v] {
-                let mut scc = Vec::new();
-                loop {
-                    let w = stack.pop().expect("v is on the stack");
-                    on_stack[w] = false;
-                    scc.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                out.push(scc);
-            }
-        }
-    }
-    out
-}
-
-/// A cycle in a graph in which every node has an edge to another node:
-/// follow first edges until a node repeats.
-pub(super) fn cycle_in(adj: &[Vec<usize>]) -> Option<Vec<usize>> {
-    let start = (0..adj.len()).find(|&k| !adj[k].is_empty())?;
-    let mut seen = vec![usize::MAX; adj.len()];
-    let mut path = Vec::new();
-    let mut v = start;
-    loop {
-        if seen[v] != usize::MAX {
-            return Some(path[seen[v]..].to_vec());
-        }
-        seen[v] = path.len();
-        path.push(v);
-        v = *adj[v].first()?;
-    }
 }
 
 /// Deadlock detection (section 4.4). Builds the wait-for graph of the

@@ -632,37 +632,4 @@ mod tests {
         let kinds: Vec<bool> = (0..4).map(|_| mixed.begin(Isolation::Snapshot).unwrap().is_pessimistic()).collect();
         assert!(kinds.contains(&true) && kinds.contains(&false), "{kinds:?}");
     }
-
-    fn sccs(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
-        let mut v: Vec<Vec<usize>> = tarjan(adj)
-            .into_iter()
-            .map(|mut s| {
-                s.sort();
-                s
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn tarjan_finds_components() {
-        // 0 -> 1 -> 2 -> 0, 2 -> 3, 3 -> 4 -> 3, 5 alone.
-        let adj = vec![vec![1], vec![2], vec![0, 3], vec![4], vec![3], vec![]];
-        assert_eq!(sccs(&adj), vec![vec![0, 1, 2], vec![3, 4], vec![5]]);
-        // A chain has only singletons.
-        let chain = vec![vec![1], vec![2], vec![]];
-        assert_eq!(sccs(&chain), vec![vec![0], vec![1], vec![2]]);
-        // Reverse topological order: a component comes after those it reaches.
-        let order = tarjan(&adj);
-        let pos = |x: usize| order.iter().position(|s| s.contains(&x)).unwrap();
-        assert!(pos(3) < pos(0));
-    }
-
-    #[test]
-    fn cycles_are_found_from_any_start() {
-        let adj = vec![vec![1], vec![2], vec![1]];
-        assert_eq!(cycle_in(&adj), Some(vec![1, 2]));
-        assert_eq!(cycle_in(&[vec![], vec![]]), None);
-    }
 }
