@@ -3,7 +3,8 @@
 //! The small modules that hold the engine's lock-free pieces — the End
 //! word's record lock ([`crate::storage::word`]), the wait-for word
 //! ([`crate::txn::wait_for`]), the bucket word's LockCount
-//! ([`crate::index::bucket`]), SSN's stamp words and POMVCC's timestamp
+//! ([`crate::index::bucket`]), 1V's key locks ([`crate::index::key_locks`]),
+//! SSN's stamp words and POMVCC's timestamp
 //! counters — take their atomics and their spin-wait from here, as
 //! `crate::sync::…`, and name nothing else of the crate but each other.
 //! In the engine this is `std` and crossbeam. The model tests

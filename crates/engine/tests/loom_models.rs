@@ -61,6 +61,10 @@ mod storage {
 #[path = "../src/index/bucket.rs"]
 mod bucket;
 
+#[allow(dead_code)]
+#[path = "../src/index/key_locks.rs"]
+mod key_locks;
+
 use state::{Peek, Resolved, TxnState};
 use sync::atomic::{AtomicU64, Ordering};
 use word::{txn_word, Claim, Hold, ReadLocked, RecordLock, Word, INFINITY};
@@ -524,5 +528,80 @@ fn ssn_pi_push_vs_owner_lock() {
             }
         }
         assert_eq!(w.load(Ordering::SeqCst) & ssn_stamp::LOCKED, ssn_stamp::LOCKED);
+    });
+}
+
+// ---- Key locks of the single-version locking protocols (section 5) --------
+
+/// Takes `w` in `mode`, yielding to the model's scheduler between tries
+/// (as `lock_1v::wait` waits); `upgrade` from our shared lock.
+fn take(w: &AtomicU64, mode: key_locks::LockMode, upgrade: bool) {
+    loop {
+        let got = match mode {
+            key_locks::LockMode::Shared => key_locks::try_shared(w),
+            key_locks::LockMode::Exclusive => key_locks::try_exclusive(w, upgrade),
+        };
+        if got {
+            return;
+        }
+        thread::yield_now();
+    }
+}
+
+/// A row guarded by a key lock: an exclusive holder writes it, a shared one
+/// reads it, through loom's `UnsafeCell`, which fails the model on any
+/// access not ordered after the previous holder's (a lock whose Acquire
+/// or Release were too weak, or that let two writers in). Meanwhile an
+/// inserter rewrites the word's low bits (a bucket's chain head), as
+/// inserts into a hash bucket do under a held lock: the head survives and
+/// the lock bits end at zero.
+#[test]
+fn key_lock_orders_holders_and_keeps_the_head() {
+    use key_locks::LockMode::{Exclusive, Shared};
+    check("key_lock_orders_holders_and_keeps_the_head", 2, || {
+        let w = Arc::new(AtomicU64::new(0x40));
+        let row = Arc::new(loom::cell::UnsafeCell::new(0u64));
+        let writer = {
+            let (w, row) = (w.clone(), row.clone());
+            thread::spawn(move || {
+                take(&w, Exclusive, false);
+                // SAFETY: the exclusive lock excludes every other access.
+                row.with_mut(|p| unsafe { *p += 1 });
+                key_locks::unlock(&w, Exclusive);
+            })
+        };
+        let upgrader = {
+            let (w, row) = (w.clone(), row.clone());
+            thread::spawn(move || {
+                take(&w, Shared, false);
+                // SAFETY: shared: only readers meanwhile.
+                let before = row.with(|p| unsafe { *p });
+                if key_locks::try_exclusive(&w, true) {
+                    // SAFETY: upgraded: alone.
+                    row.with_mut(|p| unsafe { *p += 10 });
+                    key_locks::unlock(&w, Exclusive);
+                } else {
+                    key_locks::unlock(&w, Shared);
+                }
+                before
+            })
+        };
+        let inserter = {
+            let w = w.clone();
+            thread::spawn(move || {
+                // Relaxed: as a bucket insert's CAS of the head (the lock
+                // bits are kept, whatever they are).
+                let _ =
+                    w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some((x & key_locks::LOCK_BITS) | 0x80));
+            })
+        };
+        writer.join().unwrap();
+        let before = upgrader.join().unwrap();
+        inserter.join().unwrap();
+        assert!(before <= 1, "a reader saw a value nobody wrote");
+        // SAFETY: every thread has been joined.
+        let v = row.with(|p| unsafe { *p });
+        assert!(v == 1 || v == 11, "a write was lost: {v}");
+        assert_eq!(w.load(Ordering::SeqCst), 0x80, "lock bits back at zero, the new head kept");
     });
 }

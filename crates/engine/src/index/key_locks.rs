@@ -29,15 +29,19 @@
 //! bits that keeps them. Nobody is recorded in the word: each transaction
 //! knows the locks it holds (`protocol::lock_1v`), and waits are bounded by
 //! a timeout, which is how section 5 detects and breaks deadlocks.
+//!
+//! The atomics come from [`crate::sync`], so that the model tests
+//! (`tests/loom_models.rs`) run this very code under loom; the unit tests
+//! are in `key_locks_tests.rs`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// The exclusive bit.
 const X: u64 = 1 << 63;
 /// One shared holder.
-const ONE: u64 = 1 << 48;
+pub(crate) const ONE: u64 = 1 << 48;
 /// The lock bits.
-const LOCK_BITS: u64 = !(ONE - 1);
+pub(crate) const LOCK_BITS: u64 = !(ONE - 1);
 /// The most shared holders.
 const MAX_SHARED: u64 = (X >> 48) - 1;
 
@@ -74,7 +78,7 @@ impl KeyLocks {
     }
 
     /// Number of locks.
-    #[cfg(test)]
+    #[allow(dead_code)] // tests only
     pub(crate) fn len(&self) -> usize {
         self.words.len()
     }
@@ -143,100 +147,5 @@ pub(crate) fn unlock(w: &AtomicU64, mode: LockMode) {
             let before = w.fetch_and(!X, Ordering::Release);
             debug_assert!(before & LOCK_BITS == X, "an exclusive lock is held alone");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicUsize;
-
-    #[test]
-    fn modes_exclude_each_other() {
-        let t = KeyLocks::new(100);
-        assert_eq!(t.len(), 128);
-        let w = t.lock_of(7);
-        assert!(try_shared(w) && try_shared(w));
-        assert!(!try_exclusive(w, true), "two shared holders: no upgrade");
-        unlock(w, LockMode::Shared);
-        assert!(looks_free(w, LockMode::Exclusive, true));
-        assert!(try_exclusive(w, true), "the sole shared holder upgrades");
-        assert!(!try_shared(w) && !try_exclusive(w, false));
-        unlock(w, LockMode::Exclusive);
-        assert!(try_exclusive(w, false));
-        unlock(w, LockMode::Exclusive);
-        assert_eq!(w.load(Ordering::Relaxed), 0);
-    }
-
-    /// The low bits (a bucket's chain head) survive every lock change.
-    #[test]
-    fn low_bits_are_kept() {
-        let w = AtomicU64::new(0x1234_5678);
-        assert!(try_shared(&w) && try_exclusive(&w, true));
-        w.fetch_add(1, Ordering::Relaxed); // an insert changes the head meanwhile
-        unlock(&w, LockMode::Exclusive);
-        assert_eq!(w.load(Ordering::Relaxed), 0x1234_5679);
-    }
-
-    /// Randomized: threads take one lock shared or exclusive at random and
-    /// check that an exclusive holder is alone and shared holders never
-    /// meet one.
-    #[test]
-    fn concurrent_holders_respect_the_modes() {
-        // Another thread rewrites the low bits all along, as inserts into
-        // a bucket do.
-        let w = AtomicU64::new(0);
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        let (readers, writers) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
-                        Some((x & !(ONE - 1)) | ((x + 1) & (ONE - 1)))
-                    });
-                }
-            });
-            let workers: Vec<_> = (0..4u64)
-                .map(|th| {
-                    let (w, readers, writers) = (&w, &readers, &writers);
-                    s.spawn(move || {
-                        let mut x = th.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                        for _ in 0..20_000 {
-                            x ^= x << 13;
-                            x ^= x >> 7;
-                            x ^= x << 17;
-                            if x % 3 == 0 {
-                                let up = x % 2 == 0;
-                                if up {
-                                    while !try_shared(w) {
-                                        std::hint::spin_loop();
-                                    }
-                                }
-                                if !try_exclusive(w, up) {
-                                    if up {
-                                        unlock(w, LockMode::Shared);
-                                    }
-                                    continue;
-                                }
-                                assert_eq!(writers.fetch_add(1, Ordering::SeqCst), 0);
-                                assert_eq!(readers.load(Ordering::SeqCst), 0);
-                                writers.fetch_sub(1, Ordering::SeqCst);
-                                unlock(w, LockMode::Exclusive);
-                            } else if try_shared(w) {
-                                readers.fetch_add(1, Ordering::SeqCst);
-                                assert_eq!(writers.load(Ordering::SeqCst), 0);
-                                readers.fetch_sub(1, Ordering::SeqCst);
-                                unlock(w, LockMode::Shared);
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for h in workers {
-                h.join().unwrap();
-            }
-            stop.store(true, Ordering::Relaxed);
-        });
-        assert_eq!(w.load(Ordering::Relaxed) & LOCK_BITS, 0);
     }
 }

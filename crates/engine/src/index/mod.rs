@@ -18,6 +18,8 @@ pub(crate) mod bucket;
 pub(crate) mod gaps;
 pub mod hash;
 pub(crate) mod key_locks;
+#[cfg(test)]
+mod key_locks_tests;
 pub(crate) mod locks;
 pub mod ordered;
 
