@@ -83,3 +83,23 @@ fn modify_edits_a_copy_in_place_and_conflicts_like_an_update() {
 fn v0(iso: Isolation) -> u8 {
     b'a' + 1 + Isolation::ALL.iter().position(|&l| l == iso).unwrap() as u8
 }
+
+/// A transaction may move between threads but is used by one at a time;
+/// the database is shared. Checked at compile time, and once at run time
+/// by committing a transaction on another thread than the one that began it.
+#[test]
+fn a_transaction_is_send_and_the_database_sync() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Transaction<'static>>();
+    sync::<Database>();
+    for p in Protocol::ALL {
+        let db = Database::new(Options { protocol: p, ..Options::default() }).unwrap();
+        let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+        let mut x = db.begin(p.strongest()).unwrap();
+        x.insert(t, Key::from(1u64), b"v").unwrap();
+        std::thread::scope(|s| s.spawn(move || x.commit().unwrap()).join().unwrap());
+        db.sync_commits().unwrap(); // POMVCC shows a commit at its next tick
+        assert_eq!(db.run(p.strongest(), |x| x.get(t, &Key::from(1u64))).unwrap(), Some(b"v".to_vec()), "{p}");
+    }
+}

@@ -49,6 +49,12 @@ pub(crate) struct Sets<'db> {
     _slot: PhantomData<&'db SlotSets>,
 }
 
+// SAFETY: the handle stands for the transaction's ownership of its slot's
+// sets; moving the transaction to another thread moves that ownership with
+// it (the slot is not tied to a thread). It is not `Sync`: the sets are used
+// without locks, by one thread at a time.
+unsafe impl Send for Sets<'_> {}
+
 impl<'db> Sets<'db> {
     /// The sets of `slot`, whose occupant is the caller.
     pub(crate) fn of(db: &'db Core, slot: u32) -> Self {

@@ -103,6 +103,8 @@ const GC_THRESHOLD: usize = 128;
 
 pub use super::core::CommitInfo;
 pub(crate) use super::core::Status;
+/// The public transaction, at the path it had when it was MV/O's own struct.
+pub use super::transaction::Transaction;
 
 /// A transaction of the multi-version family: MV/O, and on it MV/L's
 /// locks, SSN's and SSI's certifiers and POMVCC's timestamps, as its
