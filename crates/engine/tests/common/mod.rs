@@ -17,3 +17,4 @@ impl Drop for RaiseOnDrop<'_> {
 pub fn stress() -> u64 {
     std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1)
 }
+pub mod schedule;
