@@ -112,10 +112,16 @@ impl SiloLocal {
 /// `sv_retire`), so the next walk meets the new record, unless yet another
 /// move retired that one meanwhile, which the next walk sees as one more
 /// retired record. A deleted key's retired records stay the same from walk
-/// to walk: its second walk is its last. After `WALKS` walks (moves
-/// faster than walks) it gives up and reports none: commit validation
-/// aborts the reader then (the node set sees the phantom).
-pub(crate) fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
+/// to walk: its second walk is its last. After `WALKS` walks that each
+/// met one more retired record (moves faster than walks) it gives up with
+/// [`Moving`]: the caller must not report the row absent (it never was),
+/// and aborts instead (Silo), or cannot meet it (1V holds the key's lock,
+/// so no move of the key runs beside its walk: [`find_latest`]).
+pub(crate) fn lookup_latest(
+    t: &Table,
+    key: &Key,
+    mut seen: Option<&mut Vec<(VPtr, u64)>>,
+) -> Result<*mut Version, Moving> {
     const WALKS: usize = 8;
     let start = seen.as_deref().map_or(0, |s| s.len());
     let mut retired_before = 0;
@@ -143,12 +149,29 @@ pub(crate) fn find_latest(t: &Table, key: &Key, mut seen: Option<&mut Vec<(VPtr,
             }
             true
         });
-        if !found.is_null() || retired <= retired_before || walk == WALKS {
-            return found;
+        if !found.is_null() || retired <= retired_before {
+            return Ok(found);
+        }
+        if walk == WALKS {
+            return Err(Moving);
         }
         retired_before = retired;
     }
     unreachable!("the loop returns")
+}
+
+/// A key's row kept moving to new records faster than [`lookup_latest`]
+/// could walk its chain: it exists, but no walk met its latest record.
+#[derive(Debug)]
+pub(crate) struct Moving;
+
+/// [`lookup_latest`] for a caller that holds the key's lock (1V, ordered
+/// 2PL): no move of the key can run beside the walk, so the walk settles.
+pub(crate) fn find_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
+    lookup_latest(t, key, seen).unwrap_or_else(|Moving| {
+        debug_assert!(false, "a key whose lock we hold moved under our walk");
+        std::ptr::null_mut()
+    })
 }
 
 /// Calls `f` on every record (latest or not) whose key in `ix` lies in the

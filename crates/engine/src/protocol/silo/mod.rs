@@ -247,35 +247,38 @@ impl<'db> SiloTxn<'db> {
     /// buffer (our own write if we wrote it), `None` if there is no row;
     /// both observations are recorded for validation (the sets are cleared
     /// by `release`, with the rest of the slot's `TxnLocal`).
-    fn sv_lookup(&mut self, t: &Table, table: TableId, key: &Key) -> Option<*mut Version> {
+    ///
+    /// `Err`: the row kept moving to new records faster than the walks (see
+    /// `lookup_latest`); the caller aborts rather than report it absent.
+    fn sv_lookup(&mut self, t: &Table, table: TableId, key: &Key) -> std::result::Result<Option<*mut Version>, Moving> {
         loop {
             let l = &mut self.core.local.get().silo;
             let first = l.seen.len() as u32;
-            let rec = find_latest(t, key, Some(&mut l.seen));
+            let rec = lookup_latest(t, key, Some(&mut l.seen))?;
             if rec.is_null() {
                 let seen = (first, l.seen.len() as u32);
                 l.nodes.push(SvNode::Missing { table: table.0, key: *key, seen });
-                return None;
+                return Ok(None);
             }
             l.seen.truncate(first as usize);
             if let Some(i) = l.written(rec) {
                 let w = l.writes[i];
                 if w.kind == WriteKind::Delete {
-                    return None;
+                    return Ok(None);
                 }
                 l.copy.clear();
                 l.copy.extend_from_slice(&l.values[w.at as usize..(w.at + w.len) as usize]);
-                return Some(rec);
+                return Ok(Some(rec));
             }
             // SAFETY: found under the caller's epoch guard.
             match stable_read(unsafe { &*rec }, &mut l.copy) {
                 Seen::Row(word) => {
                     l.reads.push(SvRead { rec: VPtr(rec), word });
-                    return Some(rec);
+                    return Ok(Some(rec));
                 }
                 Seen::Absent(word) => {
                     l.reads.push(SvRead { rec: VPtr(rec), word });
-                    return None;
+                    return Ok(None);
                 }
                 Seen::Gone => continue,
             }
@@ -288,7 +291,7 @@ impl<'db> SiloTxn<'db> {
         let t = self.core.db.table_ref(table)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let found = self.sv_lookup(t, table, key);
+        let found = self.sv_lookup(t, table, key).map_err(|Moving| self.abort_with(AbortReason::ReadValidation))?;
         if self.core.recording {
             let version = found.map(|rec| (self.sv_writer(rec), self.core.local.get().silo.copy.clone()));
             self.core.record(Op::Read { table: table.0, key: *key, version });
@@ -312,7 +315,8 @@ impl<'db> SiloTxn<'db> {
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         loop {
-            let rec = find_latest(t, &key, None);
+            // A row that keeps moving exists: a concurrent writer of the key.
+            let rec = lookup_latest(t, &key, None).map_err(|Moving| self.abort_with(AbortReason::WriteConflict))?;
             if rec.is_null() {
                 break;
             }
@@ -383,7 +387,8 @@ impl<'db> SiloTxn<'db> {
         let t = self.enter_write(table, 0)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let Some(rec) = self.sv_lookup(t, table, key) else {
+        let found = self.sv_lookup(t, table, key).map_err(|Moving| self.abort_with(AbortReason::ReadValidation))?;
+        let Some(rec) = found else {
             if self.core.recording {
                 self.core.record(Op::Read { table: table.0, key: *key, version: None });
             }
