@@ -242,7 +242,7 @@ impl<'db> Transaction<'db> {
     ) -> Result<()> {
         match &mut self.family {
             Family::Mv(t) => t.scan(index, range, filter, f),
-            Family::Silo(t) => t.scan_range(index, range, filter, f),
+            Family::Silo(t) => t.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f),
             Family::Lock(t) => t.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f),
             Family::Bohm(t) => t.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f),
         }

@@ -84,7 +84,7 @@ use crate::txn::table::TxnState;
 use crate::txn::Filter;
 use crate::{Error, IndexId, Result, TableId};
 use crossbeam_utils::{Backoff, CachePadded};
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -497,16 +497,5 @@ impl<'db> SiloTxn<'db> {
             self.core.record_scan(index, lo, hi, filter.is_some(), rows);
         }
         Ok(())
-    }
-
-    /// Silo's `scan` with the caller's range.
-    pub(crate) fn scan_range(
-        &mut self,
-        index: IndexId,
-        range: impl RangeBounds<Key>,
-        filter: Option<&Filter>,
-        f: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        self.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f)
     }
 }
