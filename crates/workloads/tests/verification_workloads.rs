@@ -29,7 +29,17 @@ fn run<W: Workload>(db: &Database, w: &W, level: Isolation, threads: usize, txns
 }
 
 fn predicate(db: &Database, range_scans: bool) -> Predicate {
-    let cfg = PredicateConfig { range_scans, ..PredicateConfig::default() };
+    predicate_at(db, range_scans, Isolation::Serializable)
+}
+
+/// The workload as the command sets it up for `level`: read committed's
+/// reads see no single state, so its scans are not held to their counts.
+fn predicate_at(db: &Database, range_scans: bool, level: Isolation) -> Predicate {
+    let cfg = PredicateConfig {
+        range_scans,
+        consistent_reads: level != Isolation::ReadCommitted,
+        ..PredicateConfig::default()
+    };
     let w = Predicate::setup(db, cfg).unwrap();
     load_parallel(db, &w, 2).unwrap();
     w
@@ -66,12 +76,15 @@ fn predicate_keeps_its_counts_under_every_kind_of_protocol() {
         let d = db(p);
         // Ordered 2PL cannot declare a range: slot by slot, declared (an
         // undeclared access would fail the run).
-        let w = predicate(&d, !p.uses_declarations());
+        let w = predicate_at(&d, !p.uses_declarations(), level);
         run(&d, &w, level, 2, 300);
         let ok = w.check_consistency(&d).unwrap_or_else(|e| panic!("{p} at {level}: {e}"));
         assert!(ok.contains("each count row equals its rows"), "{p}: {ok}");
         let (scans, bad) = w.scans();
-        assert!(scans > 50 && bad == 0, "{p}: {scans} scans, {bad} mismatches");
+        // Read committed reads the count row and the range at different
+        // times: a mismatch there is allowed (and counted, not failed).
+        let allowed = if level == Isolation::ReadCommitted { scans } else { 0 };
+        assert!(scans > 50 && bad <= allowed, "{p} at {level}: {scans} scans, {bad} mismatches");
     }
 }
 
