@@ -55,6 +55,7 @@ pub mod storage;
 mod sync;
 pub mod table;
 pub mod txn;
+mod wal;
 
 mod db;
 mod options;

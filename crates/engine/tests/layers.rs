@@ -25,7 +25,7 @@ const KNOWN_CYCLES: &[&[&str]] =
 
 /// The layers below the protocols: they may name none.
 const BELOW_CC: &[&str] =
-    &["error", "key", "options", "stats", "sync", "storage", "index", "table", "txn", "gc", "history"];
+    &["error", "key", "options", "stats", "sync", "storage", "index", "table", "txn", "gc", "history", "wal"];
 
 /// The protocol families: none may name another.
 const FAMILIES: &[&str] = &["cc::mv", "cc::silo", "cc::lock", "cc::bohm"];

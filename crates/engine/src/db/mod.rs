@@ -3,11 +3,13 @@
 //! collection, statistics, history). Opening a durable database and its
 //! checkpointer live in `durability::open`.
 
-use crate::durability::{self, open::Durable, Durability};
+use crate::durability::open::Durable;
 use crate::gc::Gc;
+use crate::options::Durability;
 use crate::storage;
 use crate::table::Table;
 use crate::txn::{self, table::TxnTable};
+use crate::wal;
 use crate::*;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
@@ -63,10 +65,13 @@ pub struct Core {
     pub(crate) bohm: Option<protocol::bohm::Store>,
     /// POMVCC's timestamp manager (pomvcc databases only).
     pub(crate) po: Option<protocol::pomvcc::TsManager>,
-    /// The redo log and data directory (durable databases only).
+    /// The redo log (durable databases only). Declared before `durable`:
+    /// it closes before the directory's lock is released.
+    pub(crate) log: Option<wal::log::Log>,
+    /// The data directory and the checkpointer (durable databases only).
     pub(crate) durable: Option<Durable>,
     /// The commit freeze of single-version checkpoints.
-    pub(crate) freeze: durability::checkpoint::Freeze,
+    pub(crate) freeze: txn::freeze::Freeze,
 }
 
 impl Database {
@@ -125,6 +130,7 @@ impl Core {
             bohm: (opts.protocol == Protocol::Bohm).then(protocol::bohm::Store::new),
             // BTs 0 is the clock's 2 (see `protocol::pomvcc`).
             po: (opts.protocol == Protocol::Pomvcc).then(|| protocol::pomvcc::TsManager::new(0, opts.pomvcc_interval)),
+            log: None,
             durable: None,
             freeze: Default::default(),
             opts,
@@ -160,8 +166,8 @@ impl Database {
         }
         names.insert(spec.name.clone(), id);
         drop(names);
-        if let Some(d) = &self.durable {
-            d.log.set_tables(&self.table_list())?;
+        if let Some(log) = &self.log {
+            log.set_tables(&self.table_list())?;
         }
         Ok(TableId(id))
     }
@@ -372,9 +378,9 @@ impl Database {
             ssn_untracked_reads,
             timestamp_increments: self.timestamp_increments(),
             // Relaxed: statistics only.
-            log_bytes: self.durable.as_ref().map_or(0, |d| d.log.stats().bytes.load(Ordering::Relaxed)),
-            log_records: self.durable.as_ref().map_or(0, |d| d.log.stats().records.load(Ordering::Relaxed)),
-            log_syncs: self.durable.as_ref().map_or(0, |d| d.log.stats().syncs.load(Ordering::Relaxed)),
+            log_bytes: self.log.as_ref().map_or(0, |l| l.stats().bytes.load(Ordering::Relaxed)),
+            log_records: self.log.as_ref().map_or(0, |l| l.stats().records.load(Ordering::Relaxed)),
+            log_syncs: self.log.as_ref().map_or(0, |l| l.stats().syncs.load(Ordering::Relaxed)),
             checkpoints: self.durable.as_ref().map_or(0, |d| d.checkpoints.load(Ordering::Relaxed)),
         }
     }
@@ -499,6 +505,46 @@ impl Database {
     pub fn clock(&self) -> u64 {
         // Relaxed: an informational snapshot.
         self.clock.load(Ordering::Relaxed)
+    }
+}
+
+/// The log, as the transactions see it.
+impl Core {
+    /// Under sync durability, a transaction that wrote nothing commits:
+    /// waits until whatever it read is durable (see `durability::log`,
+    /// "Durable visibility").
+    #[inline]
+    pub(crate) fn wait_visible(&self) -> Result<()> {
+        match &self.log {
+            Some(log) if log.mode() == Durability::Sync => log
+                .wait_visible()
+                .map_err(|e| Error::Io(format!("the transaction committed, but what it read is not durable: {e}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes every commit so far durable (a no-op without durability).
+    pub fn flush_log(&self) -> Result<()> {
+        match &self.log {
+            Some(log) => log.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Under sync durability, waits until the record of a commit (appended
+    /// in log epoch `epoch`, if it wrote anything) is durable.
+    pub(crate) fn wait_durable(&self, epoch: Option<u64>) -> Result<()> {
+        match (&self.log, epoch) {
+            (Some(log), Some(epoch)) if log.mode() == Durability::Sync => log
+                .wait_durable(epoch)
+                .map_err(|e| Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The durability of this database.
+    pub fn durability(&self) -> Durability {
+        self.log.as_ref().map_or(Durability::None, |l| l.mode())
     }
 }
 

@@ -17,7 +17,7 @@
 //!
 //! **Single-version stores** (silo, 1v-lock, 2pl-ordered) rewrite rows in
 //! place: there is no snapshot to read while updaters go on. Their
-//! checkpoint *freezes commits* instead ([`Freeze`]): a durable committer
+//! checkpoint *freezes commits* instead (`txn::freeze`): a durable committer
 //! enters the freeze before it draws its commit TID from the shared
 //! sequence and stays in it until its writes are installed (its slot is
 //! Preparing meanwhile); the checkpoint raises the flag, waits until no
@@ -30,15 +30,14 @@
 //! **BOHM** checkpoints with an interactive transaction, which runs alone
 //! (`protocol::bohm`): between pipeline runs, at its log position.
 
-use super::format::{frame, next_frame, put_key, put_value, Framed, Reader};
-use super::{checkpoint_file_name, sync_dir};
-use crate::txn::table::{Peek, TxnState, TxnTable};
+use super::checkpoint_file_name;
+use crate::wal::format::{frame, next_frame, put_key, put_value, Framed, Reader};
+use crate::wal::sync_dir;
 use crate::{Database, Isolation, Key, TableId, TxnOptions};
 use crate::{Error, Result};
-use crossbeam_utils::{Backoff, CachePadded};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x01";
 const FOOTER_TABLE: u32 = u32::MAX;
@@ -54,68 +53,6 @@ pub struct CheckpointInfo {
     pub rows: u64,
     /// Bytes written.
     pub bytes: u64,
-}
-
-/// The commit freeze of single-version checkpoints (module docs).
-#[derive(Default)]
-pub(crate) struct Freeze {
-    frozen: CachePadded<AtomicBool>,
-}
-
-impl Freeze {
-    /// A durable single-version committer's entry, before it draws its
-    /// commit TID: waits while a checkpoint holds the freeze. The slot stays
-    /// Preparing until the writes are installed (`TxnState::Committed`) or
-    /// the transaction ends.
-    pub(crate) fn enter(&self, txns: &TxnTable, slot: u32) {
-        loop {
-            // SeqCst store (in `set_pending`), then SeqCst load: Dekker with
-            // `hold`, which stores the flag and then reads the slots. Either
-            // we see the flag, or the checkpoint sees us Preparing.
-            txns.set_pending(slot);
-            if !self.frozen.load(Ordering::SeqCst) {
-                return;
-            }
-            txns.set_state(slot, TxnState::Active, 0);
-            let backoff = Backoff::new();
-            // Relaxed: only a wait; the SeqCst load above decides.
-            while self.frozen.load(Ordering::Relaxed) {
-                if backoff.is_completed() {
-                    std::thread::sleep(std::time::Duration::from_micros(50));
-                } else {
-                    backoff.snooze();
-                }
-            }
-        }
-    }
-
-    /// Raises the freeze and waits until no committer is inside it.
-    fn hold<'a>(&'a self, txns: &TxnTable) -> Held<'a> {
-        // SeqCst: see `enter`.
-        self.frozen.store(true, Ordering::SeqCst);
-        let held = Held(self);
-        for i in 0..txns.high_water() {
-            let backoff = Backoff::new();
-            // `peek` reads the state SeqCst (and waits out a pending one).
-            while let Some((_, Peek::Preparing(_))) = txns.peek_slot(i) {
-                backoff.snooze();
-                if backoff.is_completed() {
-                    std::thread::yield_now();
-                }
-            }
-        }
-        held
-    }
-}
-
-/// A held freeze; commits resume when it drops.
-struct Held<'a>(&'a Freeze);
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        // Release: the checkpoint's reads happen before any commit resumes.
-        self.0.frozen.store(false, Ordering::Release);
-    }
 }
 
 /// Writes a checkpoint of generation `generation` into `dir`.

@@ -4,7 +4,7 @@
 //! written at commit with group commit (`hekaton-mvcc-vldb2011.txt`
 //! sections 2.4, 3.2 and 5) and MPDB's parallel per-thread logs ordered by
 //! commit timestamp only at recovery (`pomvcc-2018.txt` sections V and
-//! VI.B). See [`log`] for the streams and epochs, [`checkpoint`] for
+//! VI.B). See `wal::log` for the streams and epochs, [`checkpoint`] for
 //! snapshots, [`recovery`] for the way back.
 //!
 //! A data directory holds, for its current *generation* `g` (one per open):
@@ -16,7 +16,7 @@
 //!   that committed after the generation began, per stream, in files that
 //!   rotate at a size;
 //! * `manifest`: which files each log stream of the generation holds
-//!   (see [`format`]), so that a missing or extra file is seen;
+//!   (see `wal::format`), so that a missing or extra file is seen;
 //! * `LOCK`: locked (`flock`) by the one [`crate::Database`] that owns the
 //!   directory; it names the owner's process;
 //! * `workload` (optional, written by `multiverse bench`): what created
@@ -54,42 +54,25 @@
 //! difference from the old version, MPDB's 8-byte-metadata format).
 
 pub(crate) mod checkpoint;
-pub(crate) mod format;
-pub(crate) mod log;
 pub(crate) mod open;
 pub(crate) mod recovery;
 
 pub use recovery::RecoveryReport;
+
+/// The log and its on-disk format are the layer below (`wal`); these
+/// paths keep naming them here.
+pub(crate) use crate::wal::{format, log, parse_log_name, sync_dir, MANIFEST_FILE};
 
 use crate::{Error, Result};
 use std::path::Path;
 
 pub use crate::options::{Durability, OnDamage};
 
-/// The name of the manifest: the files each log stream holds.
-pub(crate) const MANIFEST_FILE: &str = "manifest";
-
 /// The name of the lock file: whoever holds its lock owns the directory.
 pub(crate) const LOCK_FILE: &str = "LOCK";
 
-pub(crate) fn log_file_name(generation: u64, stream: u32, seq: u32) -> String {
-    format!("log-{generation:08}-{stream:03}-{seq:06}.mvl")
-}
-
 pub(crate) fn checkpoint_file_name(generation: u64, ts: u64) -> String {
     format!("checkpoint-{generation:08}-{ts:020}.mvc")
-}
-
-/// Parses `log-<g>-<stream>-<seq>.mvl`.
-pub(crate) fn parse_log_name(name: &str) -> Option<(u64, u32, u32)> {
-    let rest = name.strip_prefix("log-")?.strip_suffix(".mvl")?;
-    let mut it = rest.split('-');
-    let g = it.next()?.parse().ok()?;
-    let s = it.next()?.parse().ok()?;
-    let q = it.next()?.parse().ok()?;
-    // Only the names the engine writes: `log-1-0-0.mvl` is not a second
-    // name of `log-00000001-000-000000.mvl`.
-    (it.next().is_none() && log_file_name(g, s, q) == name).then_some((g, s, q))
 }
 
 /// Parses `checkpoint-<g>-<ts>.mvc`.
@@ -116,11 +99,4 @@ pub fn table_names(dir: &Path) -> Result<Vec<String>> {
     let data = std::fs::read(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     checkpoint::tables(&name, &data)
-}
-
-/// Makes a directory's entries (created, renamed, removed files) durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::Io(format!("cannot sync directory {}: {e}", dir.display())))
 }

@@ -9,9 +9,9 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// A durable database's log and directory.
+/// A durable database's directory and checkpointer (its log is the
+/// database's, `Core::log`).
 pub(crate) struct Durable {
-    pub(crate) log: durability::log::Log,
     /// The directory's lock file, locked while this database owns it.
     _lock: std::fs::File,
     dir: std::path::PathBuf,
@@ -79,8 +79,8 @@ impl Database {
         let log = durability::log::Log::start(&dir, generation, o, &db.table_list())?;
         let background = o.checkpoint_every.is_some() || o.checkpoint_log_bytes.is_some();
         let core = std::sync::Arc::get_mut(&mut db.core).expect("no other handle before the open completes");
+        core.log = Some(log);
         core.durable = Some(Durable {
-            log,
             _lock: lock,
             dir,
             generation,
@@ -105,19 +105,19 @@ impl Database {
     /// with updaters) and drops the log files and older checkpoints it
     /// makes unnecessary. Only for durable databases.
     pub fn checkpoint(&self) -> Result<CheckpointInfo> {
-        let Some(d) = &self.durable else {
+        let (Some(d), Some(log)) = (&self.durable, &self.log) else {
             return Err(Error::InvalidArgument("checkpoint: not a durable database".into()));
         };
         let _one = d.checkpointing.lock();
         // Later commits go to new files: the old ones can go once covered.
-        d.log.rotate_all()?;
+        log.rotate_all()?;
         let info = durability::checkpoint::write(self, &d.dir, d.generation)?;
         // Everything appended before the checkpoint is durable before the
         // files that held it go (the checkpoint is, already).
-        d.log.flush()?;
-        d.log.truncate_before(info.ts)?;
+        log.flush()?;
+        log.truncate_before(info.ts)?;
         remove_checkpoints_before(&d.dir, d.generation, info.ts)?;
-        d.log.checkpointed();
+        log.checkpointed();
         // Relaxed: a counter.
         d.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(info)
@@ -135,32 +135,10 @@ impl Database {
         Ok(r)
     }
 
-    /// Under sync durability, a transaction that wrote nothing commits:
-    /// waits until whatever it read is durable (see `durability::log`,
-    /// "Durable visibility").
-    #[inline]
-    pub(crate) fn wait_visible(&self) -> Result<()> {
-        match &self.durable {
-            Some(d) if d.log.mode() == Durability::Sync => d
-                .log
-                .wait_visible()
-                .map_err(|e| Error::Io(format!("the transaction committed, but what it read is not durable: {e}"))),
-            _ => Ok(()),
-        }
-    }
-
-    /// Makes every commit so far durable (a no-op without durability).
-    pub fn flush_log(&self) -> Result<()> {
-        match &self.durable {
-            Some(d) => d.log.flush(),
-            None => Ok(()),
-        }
-    }
-
     /// The checkpointer thread: writes each checkpoint that falls due (see
     /// [`Options::checkpoint_every`]) until the owner's handle drops.
     fn checkpointer(self) {
-        let Some(d) = &self.durable else { return };
+        let (Some(d), Some(log)) = (&self.durable, &self.log) else { return };
         // The flusher declares checkpoints due; looking a little later than
         // that is fine, and an idle database wakes this thread rarely.
         let poll = self
@@ -177,11 +155,11 @@ impl Database {
                     return;
                 }
             }
-            if d.log.take_due() {
+            if log.take_due() {
                 let r = self.checkpoint();
                 if r.is_err() {
                     // Tried again after the next interval, not at once.
-                    d.log.checkpointed();
+                    log.checkpointed();
                 }
                 *d.checkpoint_failed.lock() = r.err();
             }
@@ -193,23 +171,6 @@ impl Database {
     /// meanwhile, and nothing committed is lost).
     pub fn checkpoint_error(&self) -> Option<Error> {
         self.durable.as_ref().and_then(|d| d.checkpoint_failed.lock().clone())
-    }
-
-    /// Under sync durability, waits until the record of a commit (appended
-    /// in log epoch `epoch`, if it wrote anything) is durable.
-    pub(crate) fn wait_durable(&self, epoch: Option<u64>) -> Result<()> {
-        match (&self.durable, epoch) {
-            (Some(d), Some(epoch)) if d.log.mode() == Durability::Sync => d
-                .log
-                .wait_durable(epoch)
-                .map_err(|e| Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))),
-            _ => Ok(()),
-        }
-    }
-
-    /// The durability of this database.
-    pub fn durability(&self) -> Durability {
-        self.durable.as_ref().map_or(Durability::None, |d| d.log.mode())
     }
 }
 

@@ -265,7 +265,7 @@ impl<'db> TxnCore<'db> {
 
     /// Appends the redo record of a single-version commit (Silo, 1V): the
     /// WriteSet's keys with their new values, or deletes. Returns its epoch.
-    pub(crate) fn sv_log_redo(&mut self, log: &crate::durability::log::Log, tid: u64) -> u64 {
+    pub(crate) fn sv_log_redo(&mut self, log: &crate::wal::log::Log, tid: u64) -> u64 {
         let local = self.local.get();
         let l = &local.silo;
         log.append(tid, &mut local.log_buf, |r| {

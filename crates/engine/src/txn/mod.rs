@@ -3,6 +3,7 @@
 //! per-transaction sets (the sets themselves are the protocols' own:
 //! `protocol::sets`).
 
+pub(crate) mod freeze;
 pub(crate) mod lock_wait;
 pub(crate) mod state;
 pub mod table;

@@ -8,7 +8,7 @@
 //! VI.B).
 
 use super::{replay_isolation, Scan, StopAt};
-use crate::durability::format::{decode_txn, next_frame, Framed, LogHeader, FRAME, KIND_TXN, LOG_MAGIC};
+use crate::wal::format::{decode_txn, next_frame, Framed, LogHeader, FRAME, KIND_TXN, LOG_MAGIC};
 use crate::{Database, Error, Key, RecoveryReport, Result, TableId, TxnOptions};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;

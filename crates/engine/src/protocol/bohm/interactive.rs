@@ -195,9 +195,9 @@ impl<'db> BohmTxn<'db> {
         let undo = std::mem::take(&mut self.core.local.get().bohm);
         // Logging, as in the pipeline: the versions written, in order (before
         // the superseded ones are freed).
-        let epoch = match &self.core.db.durable {
-            Some(d) if !undo.is_empty() => {
-                Some(d.log.append(self.core.begin_ts, &mut self.core.local.get().log_buf, |r| {
+        let epoch = match &self.core.db.log {
+            Some(log) if !undo.is_empty() => {
+                Some(log.append(self.core.begin_ts, &mut self.core.local.get().log_buf, |r| {
                     for u in &undo {
                         // SAFETY: the gate makes us the only user of the store;
                         // our versions are produced and alive until it opens.

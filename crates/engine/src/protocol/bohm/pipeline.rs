@@ -283,7 +283,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Appends the redo record of a committed transaction: the value (or
     /// absence) of every declared write it made, at its log position.
-    fn log_redo(&self, log: &crate::durability::log::Log, inner: &CellInner<P>) -> Option<u64> {
+    fn log_redo(&self, log: &crate::wal::log::Log, inner: &CellInner<P>) -> Option<u64> {
         let plan = &inner.plan;
         let n = plan.written.iter().filter(|&&w| w != UNWRITTEN).count();
         if n == 0 {
@@ -579,8 +579,8 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         // produced, so a reader of our values appends after us
         // (`durability::log`).
         if commit {
-            if let Some(d) = &self.db.durable {
-                inner.epoch = self.log_redo(&d.log, inner);
+            if let Some(log) = &self.db.log {
+                inner.epoch = self.log_redo(log, inner);
             }
         }
         for (i, w) in inner.plan.writes.iter().enumerate() {

@@ -100,7 +100,7 @@ impl<'db> LockTxn<'db> {
         // module docs). A durable commit with writes enters the checkpoint
         // freeze first and logs before it installs (`durability`).
         let recording = self.core.recording;
-        let log = db.durable.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty()).map(|d| &d.log);
+        let log = db.log.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty());
         if log.is_some() {
             db.freeze.enter(&db.txns, self.core.slot);
         }

@@ -104,7 +104,7 @@ impl<'db> MvTxn<'db> {
         // transaction never waits for a round it did not read from. If the
         // log fails we still commit in memory (others may depend on us) and
         // report it at the end, as before.
-        let epoch = db.durable.as_ref().filter(|_| wrote).map(|d| self.log_redo(&d.log, end_ts));
+        let epoch = db.log.as_ref().filter(|_| wrote).map(|log| self.log_redo(log, end_ts));
         let durable = db.wait_durable(epoch);
         db.txns.set_state(self.core.slot, TxnState::Committed, end_ts);
 
@@ -162,7 +162,7 @@ impl<'db> MvTxn<'db> {
 
     /// Appends this transaction's redo record: every new version's key
     /// and value, or the key of a deleted row. Returns its epoch.
-    fn log_redo(&mut self, log: &crate::durability::log::Log, end_ts: u64) -> u64 {
+    fn log_redo(&mut self, log: &crate::wal::log::Log, end_ts: u64) -> u64 {
         let local = self.core.local.get();
         log.append(end_ts, &mut local.log_buf, |r| {
             for w in &local.write_set {

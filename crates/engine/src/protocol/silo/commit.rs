@@ -38,7 +38,7 @@ impl<'db> SiloTxn<'db> {
         // checkpoint (`durability::checkpoint`): it enters the freeze
         // before locking anything, and draws its TID from the shared
         // sequence, which recovery and checkpoints order by.
-        let log = db.durable.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty()).map(|d| &d.log);
+        let log = db.log.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty());
         if log.is_some() {
             db.freeze.enter(&db.txns, self.core.slot);
         }

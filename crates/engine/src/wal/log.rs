@@ -70,7 +70,8 @@
 //! the ones whose records all precede it (see `durability::checkpoint`).
 
 use super::format::{frame, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
-use super::{log_file_name, sync_dir, Durability, MANIFEST_FILE};
+use super::{log_file_name, sync_dir, MANIFEST_FILE};
+use crate::options::Durability;
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
