@@ -59,9 +59,11 @@ mod wal;
 
 mod db;
 mod options;
+mod shared;
 mod stats;
 
 pub use db::{Core, Database};
+pub use shared::Shared;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};

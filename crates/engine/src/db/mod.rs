@@ -1,21 +1,22 @@
 //! [`Database`]: the handle, the shared [`Core`] it points to, tables and
 //! indexes, `begin` and the retrying `run`, maintenance (garbage
 //! collection, statistics, history). Opening a durable database and its
-//! checkpointer live in `durability::open`.
+//! checkpointer live in `durability::open`; BOHM's entry points in `bohm`.
 
-use crate::durability::open::Durable;
-use crate::gc::Gc;
+mod bohm;
+pub(crate) mod durable;
+
 use crate::options::Durability;
-use crate::storage;
+use crate::protocol::transaction::Globals;
+use crate::shared::Shared;
 use crate::table::Table;
 use crate::txn::{self, table::TxnTable};
-use crate::wal;
-use crate::*;
-use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use crate::{
+    history, protocol, AbortReason, Error, IndexId, Isolation, Mode, Options, Protocol, Result, RetryPolicy, Stats,
+    TableId, TableSpec, Transaction, TxnOptions, MAX_TABLES,
+};
+use durable::Durable;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// An in-memory database.
@@ -37,41 +38,42 @@ impl std::ops::Deref for Database {
     }
 }
 
-/// The state of a database, shared by its handles.
+/// The state of a database, shared by its handles: what every protocol
+/// shares ([`Shared`], reached through `Deref`), and the protocol's own
+/// global state.
 #[doc(hidden)]
 pub struct Core {
-    pub(crate) opts: Options,
-    /// The global timestamp counter (section 2.4). Holds the next even stamp.
-    pub(crate) clock: CachePadded<AtomicU64>,
-    pub(crate) txns: TxnTable,
     /// The sets of each slot's transaction.
     pub(crate) sets: protocol::sets::SlotSets,
-    /// SSN's published words of each slot.
-    pub(crate) ssn_slots: protocol::ssn::SsnSlots,
-    tables: Box<[OnceLock<Table>]>,
-    names: Mutex<HashMap<String, u32>>,
-    pub(crate) gc: Gc,
-    /// Versions reclaimed by `collect_garbage` (transactions count their own per slot).
-    pub(crate) versions_freed: CachePadded<AtomicU64>,
-    /// Finished transactions, when recording.
-    history: Mutex<Vec<history::TxnRecord>>,
-    /// Whether transactions that begin now record their history.
-    recording: std::sync::atomic::AtomicBool,
-    /// Silo's global epoch (single-version databases).
-    pub(crate) silo: protocol::silo::SiloGlobal,
-    /// SSN and SSI: active safe snapshots.
-    pub(crate) ssn_safe: protocol::ssn::SafeSnapshots,
-    /// BOHM's store (bohm databases only).
-    pub(crate) bohm: Option<protocol::bohm::Store>,
-    /// POMVCC's timestamp manager (pomvcc databases only).
-    pub(crate) po: Option<protocol::pomvcc::TsManager>,
-    /// The redo log (durable databases only). Declared before `durable`:
-    /// it closes before the directory's lock is released.
-    pub(crate) log: Option<wal::log::Log>,
+    /// The protocol family's own state.
+    pub(crate) globals: protocol::transaction::Globals,
+    /// What every protocol shares. Declared before `durable`: its log
+    /// closes before the directory's lock is released.
+    pub(crate) shared: Shared,
     /// The data directory and the checkpointer (durable databases only).
     pub(crate) durable: Option<Durable>,
-    /// The commit freeze of single-version checkpoints.
-    pub(crate) freeze: txn::freeze::Freeze,
+}
+
+impl Core {
+    /// POMVCC's timestamp manager (pomvcc databases only).
+    #[inline]
+    pub(crate) fn po(&self) -> Option<&protocol::pomvcc::TsManager> {
+        self.globals.mv().and_then(|g| g.po.as_ref())
+    }
+
+    /// A transaction of the database's protocol (see `Transaction::new`).
+    #[inline]
+    fn txn(&self, slot: u32, id: u64, begin_ts: u64, o: TxnOptions<'_>) -> Transaction<'_> {
+        Transaction::new(&self.shared, &self.globals, &self.sets, slot, id, begin_ts, o)
+    }
+}
+
+impl std::ops::Deref for Core {
+    type Target = Shared;
+    #[inline]
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 impl Database {
@@ -83,13 +85,6 @@ impl Database {
             ));
         }
         Database::new_unlogged(opts)
-    }
-
-    /// The tables' ids and names, in creation order.
-    pub(crate) fn table_list(&self) -> Vec<(u32, String)> {
-        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
-        v.sort();
-        v
     }
 
     pub(crate) fn new_unlogged(opts: Options) -> Result<Database> {
@@ -115,25 +110,10 @@ impl Database {
 impl Core {
     fn new(opts: Options) -> Core {
         Core {
-            txns: TxnTable::new(opts.max_transactions),
             sets: protocol::sets::SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
-            ssn_slots: protocol::ssn::SsnSlots::new(TxnTable::slots_for(opts.max_transactions)),
-            recording: std::sync::atomic::AtomicBool::new(opts.record_history),
-            clock: CachePadded::new(AtomicU64::new(2)),
-            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
-            names: Mutex::new(HashMap::new()),
-            gc: Gc::new(),
-            versions_freed: CachePadded::new(AtomicU64::new(0)),
-            history: Mutex::new(Vec::new()),
-            silo: protocol::silo::SiloGlobal::new(),
-            ssn_safe: protocol::ssn::SafeSnapshots::default(),
-            bohm: (opts.protocol == Protocol::Bohm).then(protocol::bohm::Store::new),
-            // BTs 0 is the clock's 2 (see `protocol::pomvcc`).
-            po: (opts.protocol == Protocol::Pomvcc).then(|| protocol::pomvcc::TsManager::new(0, opts.pomvcc_interval)),
-            log: None,
+            globals: protocol::transaction::Globals::new(&opts),
+            shared: Shared::new(opts),
             durable: None,
-            freeze: Default::default(),
-            opts,
         }
     }
 }
@@ -199,16 +179,6 @@ impl Database {
         IndexId { table: table.0, index: 0 }
     }
 
-    #[inline]
-    pub(crate) fn table_ref(&self, t: TableId) -> Result<&Table> {
-        self.tables.get(t.0 as usize).and_then(|c| c.get()).ok_or_else(|| Error::UnknownTable(format!("#{}", t.0)))
-    }
-
-    #[inline]
-    pub(crate) fn table_by_id(&self, t: u32) -> &Table {
-        self.tables[t as usize].get().expect("tables referenced by versions exist")
-    }
-
     /// Begins a transaction at `isolation`.
     pub fn begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
         self.begin_with(TxnOptions::new(isolation))
@@ -229,16 +199,19 @@ impl Database {
                 self.opts.protocol
             )));
         }
-        if let (Some(po), Some(after)) = (&self.po, o.after) {
+        if let (Some(po), Some(after)) = (self.po(), o.after) {
             if protocol::pomvcc::of_stamp(after) > po.cts() {
                 return Err(Error::InvalidArgument(format!(
                     "begin after {after}: no transaction has committed at that timestamp yet"
                 )));
             }
         }
-        let (slot, id) = self.txns.open(|s| self.ssn_slots.open(s))?;
+        let (slot, id) = match self.globals.mv() {
+            Some(g) => self.txns.open(|s| g.ssn_slots.open(s))?,
+            None => self.txns.open(|_| {})?,
+        };
         let s = self.txns.slot(slot);
-        if let Some(po) = &self.po {
+        if let (Some(g), Some(po)) = (self.globals.mv(), self.po()) {
             // Allocate_BTs (Figure 18): at least `after`, if given; then the
             // clock that begin reads below follows BTs.
             match o.after.map(protocol::pomvcc::of_stamp) {
@@ -247,29 +220,29 @@ impl Database {
                 }
                 None => po.tick(),
             }
-            self.po_clock();
+            g.po_clock(&self.shared);
         }
         if self.opts.protocol == Protocol::Bohm {
             // Alone, at the next log position (see `protocol::bohm`).
             let ts = self.bohm_enter();
-            return Ok(Transaction::new(self, slot, id, ts, o));
+            return Ok(self.txn(slot, id, ts, o));
         }
-        if self.opts.protocol.is_single_version() {
+        if let Some(single) = self.globals.single() {
             // No shared counter: the begin "timestamp" is the epoch, published
             // for the watermark that bounds when retired records are freed
             // (see `protocol::silo`), in the same two SeqCst steps as below.
-            s.begin_ts.store(self.silo.epoch(), Ordering::SeqCst);
-            let e = self.silo.epoch_seqcst();
+            s.begin_ts.store(single.epoch(), Ordering::SeqCst);
+            let e = single.epoch_seqcst();
             // Release: only raises the published value.
             s.begin_ts.store(e, Ordering::Release);
             if !self.opts.protocol.uses_key_locks() {
-                return Ok(Transaction::new(self, slot, id, e, o));
+                return Ok(self.txn(slot, id, e, o));
             }
             // Locking: the begin time the checker sees is a reading of the
             // commit sequence (recording only; see `protocol::lock_1v`).
             // Relaxed: the order is that of the RMWs on this one counter.
-            let b = if self.is_recording() { self.silo.order.load(Ordering::Relaxed) } else { e };
-            let mut t = Transaction::new(self, slot, id, b, o);
+            let b = if self.is_recording() { single.order.load(Ordering::Relaxed) } else { e };
+            let mut t = self.txn(slot, id, b, o);
             if let Some(access) = o.access.filter(|_| self.opts.protocol == Protocol::TwoPlOrdered) {
                 t.lock_declared(access)?;
             }
@@ -288,22 +261,22 @@ impl Database {
         // concurrent watermark scan sees the provisional value (no larger
         // than the real one), or our second clock reading follows the scan's
         // and is at least its bound minus one, above every stamp it reclaims.
-        if let Some(interval) = self.opts.safe_snapshot_interval.filter(|_| protocol::ssn::uses_safe_snapshot(self, &o))
-        {
+        let safe = self.globals.mv().map(|g| &g.ssn_safe).filter(|_| protocol::ssn::uses_safe_snapshot(&self.opts, &o));
+        if let (Some(interval), Some(safe)) = (self.opts.safe_snapshot_interval, safe) {
             // The same two steps with the safe snapshot (see `watermark`): a
             // scan that misses the first store read a `latest` no larger
             // than the one we read after it.
-            s.begin_ts.store(self.ssn_safe.latest(), Ordering::SeqCst);
-            let begin_ts = self.ssn_safe.get(&self.clock, &self.txns, interval);
+            s.begin_ts.store(safe.latest(), Ordering::SeqCst);
+            let begin_ts = safe.get(&self.clock, &self.txns, interval);
             // Release: only raises the published value.
             s.begin_ts.store(begin_ts, Ordering::Release);
-            return Ok(Transaction::new(self, slot, id, begin_ts, o));
+            return Ok(self.txn(slot, id, begin_ts, o));
         }
         s.begin_ts.store(self.clock.load(Ordering::SeqCst) - 1, Ordering::SeqCst);
         let begin_ts = self.clock.load(Ordering::SeqCst) - 1;
         // Release: only raises the published value; readers need no more.
         s.begin_ts.store(begin_ts, Ordering::Release);
-        Ok(Transaction::new(self, slot, id, begin_ts, o))
+        Ok(self.txn(slot, id, begin_ts, o))
     }
 
     /// Runs `f` in a transaction at `isolation`, committing at the end and
@@ -356,11 +329,11 @@ impl Database {
     /// Counters since the database was opened.
     pub fn stats(&self) -> Stats {
         let (mut committed, mut aborts, created, freed) = self.txns.totals();
-        let ssn_untracked_reads = self.ssn_slots.untracked();
+        let ssn_untracked_reads = self.globals.mv().map_or(0, |g| g.ssn_slots.untracked());
         // Relaxed: statistics only.
         let freed = freed + self.versions_freed.load(Ordering::Relaxed);
         let mut versions_alive = created.saturating_sub(freed);
-        if let Some(b) = &self.bohm {
+        if let Some(b) = self.globals.bohm() {
             let (c, a, alive) = b.totals();
             committed += c;
             for (x, y) in aborts.iter_mut().zip(a) {
@@ -388,7 +361,7 @@ impl Database {
     /// See [`Stats::timestamp_increments`]: derived from the counters
     /// themselves (CTs starts at 1, the clock at 2 and steps by 2).
     fn timestamp_increments(&self) -> u64 {
-        if let Some(po) = &self.po {
+        if let Some(po) = self.po() {
             return po.cts() - 1;
         }
         if self.opts.protocol.is_single_version() || self.opts.protocol == Protocol::Bohm {
@@ -419,44 +392,21 @@ impl Database {
     /// during the begin phase during the retry process"). `None` under the
     /// other protocols, whose transactions see every earlier commit anyway.
     pub fn retry_after(&self) -> Option<u64> {
-        self.po.as_ref().map(|po| protocol::pomvcc::stamp(po.cts()))
+        self.po().map(|po| protocol::pomvcc::stamp(po.cts()))
     }
 
-    /// POMVCC: the clock follows BTs (`2 BTs + 2`, so that a begin reads at
-    /// `2 BTs + 1`, just past every commit stamp `2 c` with `c <= BTs`).
-    pub(crate) fn po_clock(&self) {
-        if let Some(po) = &self.po {
-            let want = protocol::pomvcc::stamp(po.bts()) + 2;
-            // SeqCst: as every clock access. Read first: most calls find the
-            // clock current and spare the shared line a read-modify-write;
-            // fetch_max keeps it monotonic when callers race with BTs
-            // readings of different ages.
-            if self.clock.load(Ordering::SeqCst) < want {
-                self.clock.fetch_max(want, Ordering::SeqCst);
-            }
-        }
-    }
-
-    /// The GC watermark: no open or future transaction reads before it.
+    /// The GC watermark: no open or future transaction reads before it
+    /// (each family knows its own bound).
     pub(crate) fn watermark(&self) -> u64 {
-        // SeqCst: the bound must be read before the slot scan (see TxnTable).
-        if self.opts.protocol.uses_key_locks() {
-            // Locking transactions keep no record across operations that
-            // another transaction could retire (see `protocol::lock_1v`):
-            // an epoch of crossbeam-epoch is all a retired record needs.
-            return u64::MAX;
+        match &self.globals {
+            Globals::Mv(g) => g.watermark(&self.shared),
+            Globals::Silo(g) => g.watermark(&self.shared),
+            Globals::Lock(g) => g.single.watermark(&self.shared),
+            // BOHM reclaims its versions in its own store (`protocol::bohm`);
+            // the shared queues hold none of them: the clock bounds, as before.
+            // SeqCst: the bound must be read before the slot scan (see TxnTable).
+            Globals::Bohm(_) => self.txns.min_active_begin(self.clock.load(Ordering::SeqCst)),
         }
-        let bound = if self.opts.protocol == Protocol::Silo {
-            self.silo.epoch_seqcst()
-        } else {
-            let c = self.clock.load(Ordering::SeqCst);
-            // A safe snapshot's versions stay while new readers may take it.
-            match self.ssn_safe.latest() {
-                0 => c,
-                s => c.min(s),
-            }
-        };
-        self.txns.min_active_begin(bound)
     }
 
     /// Reclaims every version no open or future transaction can see; returns
@@ -473,17 +423,13 @@ impl Database {
         n
     }
 
-    pub(crate) fn record(&self, r: history::TxnRecord) {
-        self.history.lock().push(r);
-    }
-
     /// Switches history recording on or off for transactions that begin
     /// from now on (for example after loading, so the load is not recorded).
     pub fn set_recording(&self, on: bool) {
-        if on && self.opts.protocol == Protocol::Silo {
+        if let Globals::Silo(g) = &self.globals {
             // Recorded TIDs come after every unrecorded one (the checker's
             // initial state is what is older than the first recorded commit).
-            self.silo.order_past_epoch();
+            g.order_past_epoch();
         }
         // Relaxed: a switch read once per transaction; no data depends on it.
         self.recording.store(on, Ordering::Relaxed);
@@ -491,8 +437,7 @@ impl Database {
 
     /// True if transactions that begin now record their history.
     pub fn is_recording(&self) -> bool {
-        // Relaxed: as above.
-        self.recording.load(Ordering::Relaxed)
+        self.recording()
     }
 
     /// Takes the history recorded so far (empty unless
@@ -508,37 +453,12 @@ impl Database {
     }
 }
 
-/// The log, as the transactions see it.
-impl Core {
-    /// Under sync durability, a transaction that wrote nothing commits:
-    /// waits until whatever it read is durable (see `durability::log`,
-    /// "Durable visibility").
-    #[inline]
-    pub(crate) fn wait_visible(&self) -> Result<()> {
-        match &self.log {
-            Some(log) if log.mode() == Durability::Sync => log
-                .wait_visible()
-                .map_err(|e| Error::Io(format!("the transaction committed, but what it read is not durable: {e}"))),
-            _ => Ok(()),
-        }
-    }
-
+impl Database {
     /// Makes every commit so far durable (a no-op without durability).
     pub fn flush_log(&self) -> Result<()> {
         match &self.log {
             Some(log) => log.flush(),
             None => Ok(()),
-        }
-    }
-
-    /// Under sync durability, waits until the record of a commit (appended
-    /// in log epoch `epoch`, if it wrote anything) is durable.
-    pub(crate) fn wait_durable(&self, epoch: Option<u64>) -> Result<()> {
-        match (&self.log, epoch) {
-            (Some(log), Some(epoch)) if log.mode() == Durability::Sync => log
-                .wait_durable(epoch)
-                .map_err(|e| Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))),
-            _ => Ok(()),
         }
     }
 
@@ -553,23 +473,6 @@ impl Drop for Database {
         if self.owner {
             if let Some(d) = &self.durable {
                 d.stop_checkpointer();
-            }
-        }
-    }
-}
-
-impl Drop for Core {
-    fn drop(&mut self) {
-        // No transaction can be open (they borrow the database). Every version
-        // still allocated is linked into its table's primary index, except
-        // those already unlinked and handed to the epoch collector.
-        for t in self.tables.iter().filter_map(|t| t.get()) {
-            let mut all = Vec::new();
-            t.for_each_version(|v| all.push(v));
-            for v in all {
-                // SAFETY: we have exclusive access; each linked version is
-                // reached exactly once through the primary index.
-                unsafe { storage::version::Version::free(v) };
             }
         }
     }

@@ -83,7 +83,7 @@ fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation) -> Res
         // read is as of `ts`.
         // SeqCst: every TID drawn so far was drawn inside the freeze, which
         // every committer has left.
-        db.silo.order.load(Ordering::SeqCst)
+        db.globals.single().expect("a single-version database").order.load(Ordering::SeqCst)
     } else {
         t.plain_snapshot();
         t.begin_ts()

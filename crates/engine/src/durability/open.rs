@@ -1,43 +1,15 @@
 //! Opening a durable database (`Database::open`: the directory's lock,
 //! recovery, a fresh checkpoint, the log), its checkpointer thread, and
 //! what a durable database adds to `Database`: checkpoints, flushing, and
-//! the waits of sync durability.
+//! the waits of sync durability. The directory's state the database
+//! keeps is `db::durable::Durable`.
 
+use crate::db::durable::Durable;
 use crate::durability::{self, Durability, RecoveryReport};
 use crate::*;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-/// A durable database's directory and checkpointer (its log is the
-/// database's, `Core::log`).
-pub(crate) struct Durable {
-    /// The directory's lock file, locked while this database owns it.
-    _lock: std::fs::File,
-    dir: std::path::PathBuf,
-    generation: u64,
-    /// One checkpoint at a time.
-    checkpointing: Mutex<()>,
-    /// Checkpoints written since the open (the open's own not counted).
-    pub(crate) checkpoints: AtomicU64,
-    /// The last failure of a checkpoint that fell due (see
-    /// [`Database::checkpoint_error`]).
-    checkpoint_failed: Mutex<Option<Error>>,
-    /// The checkpointer thread, and its stop flag.
-    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    stop: (Mutex<bool>, parking_lot::Condvar),
-}
-
-impl Durable {
-    /// Stops the checkpointer (after the checkpoint it is writing, if any).
-    pub(crate) fn stop_checkpointer(&self) {
-        *self.stop.0.lock() = true;
-        self.stop.1.notify_all();
-        if let Some(t) = self.checkpointer.lock().take() {
-            let _ = t.join();
-        }
-    }
-}
 
 impl Database {
     /// Opens the durable database in `opts.data_dir` (created if missing):
@@ -79,7 +51,7 @@ impl Database {
         let log = durability::log::Log::start(&dir, generation, o, &db.table_list())?;
         let background = o.checkpoint_every.is_some() || o.checkpoint_log_bytes.is_some();
         let core = std::sync::Arc::get_mut(&mut db.core).expect("no other handle before the open completes");
-        core.log = Some(log);
+        core.shared.log = Some(log);
         core.durable = Some(Durable {
             _lock: lock,
             dir,

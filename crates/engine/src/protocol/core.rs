@@ -15,9 +15,10 @@ use super::sets::Sets;
 use crate::error::AbortReason;
 use crate::history::{Op, Outcome, TxnRecord, Writer};
 use crate::key::Key;
+use crate::shared::Shared;
 use crate::table::{Index, Table};
 use crate::txn::table::TxnSlot;
-use crate::{Database, Error, IndexId, Isolation, Result, TableId};
+use crate::{Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::Backoff;
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -55,7 +56,7 @@ pub(crate) struct Shape {
 
 /// What every transaction has (module docs).
 pub(crate) struct TxnCore<'db> {
-    pub(crate) db: &'db Database,
+    pub(crate) db: &'db Shared,
     /// The transaction-table slot; `u32::MAX` once terminated.
     pub(crate) slot: u32,
     pub(crate) id: u64,
@@ -76,7 +77,15 @@ pub(crate) struct TxnCore<'db> {
 
 impl<'db> TxnCore<'db> {
     #[inline]
-    pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, iso: Isolation, read_only: bool) -> Self {
+    pub(crate) fn new(
+        db: &'db Shared,
+        sets: &'db super::sets::SlotSets,
+        slot: u32,
+        id: u64,
+        begin_ts: u64,
+        iso: Isolation,
+        read_only: bool,
+    ) -> Self {
         TxnCore {
             db,
             slot,
@@ -86,9 +95,9 @@ impl<'db> TxnCore<'db> {
             read_only,
             status: Status::Active,
             created: 0,
-            recording: db.is_recording(),
+            recording: db.recording(),
             shape: Shape { id, locking: false, snapshot: false },
-            local: Sets::of(db, slot),
+            local: Sets::of(sets, slot),
             _not_sync: PhantomData,
         }
     }

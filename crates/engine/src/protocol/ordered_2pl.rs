@@ -32,7 +32,7 @@ use crate::{AccessSet, Result};
 impl LockTxn<'_> {
     /// Takes every lock of the declaration, in address order (module docs).
     pub(crate) fn lock_declared(&mut self, access: &AccessSet) -> Result<()> {
-        let mut order = std::mem::take(&mut self.core.local.get().locks.order);
+        let mut order = std::mem::take(&mut self.locks.get().order);
         order.clear();
         for (list, mode) in [(&access.reads, LockMode::Shared), (&access.writes, LockMode::Exclusive)] {
             for (table, key) in list {
@@ -62,9 +62,9 @@ impl LockTxn<'_> {
                 // No limit: ordered acquisition cannot deadlock.
                 wait_for_lock(w, mode, false, None, || false, |_| false);
             }
-            self.core.local.get().locks.push(Held { word: w, mode });
+            self.locks.get().push(Held { word: w, mode });
         }
-        self.core.local.get().locks.order = order;
+        self.locks.get().order = order;
         self.declared = true;
         Ok(())
     }

@@ -4,7 +4,6 @@
 //! transaction table: the slot table below knows nothing of them. A
 //! transaction reaches its own through the [`Sets`] handle.
 
-use crate::db::Core;
 use crate::key::Key;
 use crate::storage::version::{VPtr, Version};
 use crate::txn::{ScanRecord, WriteEntry};
@@ -13,24 +12,25 @@ use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ptr;
 
-/// One [`TxnLocal`] per slot of the transaction table.
-pub(crate) struct SlotSets(Box<[CachePadded<UnsafeCell<TxnLocal>>]>);
+/// One `T` per slot of the transaction table: the [`TxnLocal`] every
+/// transaction has, or a family's own per-slot sets (SSN's, 1V's LockSet).
+pub(crate) struct SlotSets<T = TxnLocal>(Box<[CachePadded<UnsafeCell<T>>]>);
 
 // SAFETY: a slot's sets are touched only by the slot's current occupant (a
 // single `Transaction`, which is not `Sync`, through its [`Sets`]), and by
 // 1V's deadlock detector while that occupant is blocked (see `Sets::get`).
-unsafe impl Sync for SlotSets {}
+unsafe impl<T> Sync for SlotSets<T> {}
 // SAFETY: as above; the sets hold raw version pointers only as plain data.
-unsafe impl Send for SlotSets {}
+unsafe impl<T> Send for SlotSets<T> {}
 
-impl SlotSets {
-    pub(crate) fn new(n: usize) -> SlotSets {
-        SlotSets((0..n).map(|_| CachePadded::new(UnsafeCell::new(TxnLocal::default()))).collect())
+impl<T: Default> SlotSets<T> {
+    pub(crate) fn new(n: usize) -> SlotSets<T> {
+        SlotSets((0..n).map(|_| CachePadded::new(UnsafeCell::new(T::default()))).collect())
     }
 
     /// The sets of slot `s`, for 1V's deadlock detector only (see
     /// `lock_1v::wait`): the caller makes sure the occupant is blocked.
-    pub(crate) fn raw(&self, s: u32) -> *const TxnLocal {
+    pub(crate) fn raw(&self, s: u32) -> *const T {
         self.0[s as usize].get()
     }
 }
@@ -44,27 +44,27 @@ impl SlotSets {
 /// usable beside them, and no `&mut` to the sets outlives its use (1V's
 /// deadlock detector reads a blocked transaction's LockSet between uses,
 /// see `lock_1v::wait`).
-pub(crate) struct Sets<'db> {
-    ptr: ptr::NonNull<TxnLocal>,
-    _slot: PhantomData<&'db SlotSets>,
+pub(crate) struct Sets<'db, T = TxnLocal> {
+    ptr: ptr::NonNull<T>,
+    _slot: PhantomData<&'db SlotSets<T>>,
 }
 
 // SAFETY: the handle stands for the transaction's ownership of its slot's
 // sets; moving the transaction to another thread moves that ownership with
 // it (the slot is not tied to a thread). It is not `Sync`: the sets are used
 // without locks, by one thread at a time.
-unsafe impl Send for Sets<'_> {}
+unsafe impl<T> Send for Sets<'_, T> {}
 
-impl<'db> Sets<'db> {
+impl<'db, T> Sets<'db, T> {
     /// The sets of `slot`, whose occupant is the caller.
-    pub(crate) fn of(db: &'db Core, slot: u32) -> Self {
-        let cell = &db.sets.0[slot as usize];
+    pub(crate) fn of(sets: &'db SlotSets<T>, slot: u32) -> Self {
+        let cell = &sets.0[slot as usize];
         Sets { ptr: ptr::NonNull::new(cell.get()).expect("an UnsafeCell's pointer is not null"), _slot: PhantomData }
     }
 
     /// The sets, for one use.
     #[inline]
-    pub(crate) fn get(&mut self) -> &mut TxnLocal {
+    pub(crate) fn get(&mut self) -> &mut T {
         // SAFETY: the slot's sets belong to its current occupant, the
         // transaction that owns this handle, which is neither `Sync` nor
         // shared; the borrow is tied to `&mut self`, so no two overlap. The
@@ -135,13 +135,7 @@ pub(crate) struct TxnLocal {
     pub(crate) history: Vec<crate::history::Op>,
     /// Silo's sets (single-version databases; the locking protocols keep
     /// their WriteSet and values there too).
-    /// BOHM's interactive transactions: the undo log (see `protocol::bohm`).
-    pub(crate) bohm: Vec<super::bohm::Undo>,
     pub(crate) silo: super::single::SiloLocal,
-    /// LockSet of the single-version locking protocols.
-    pub(crate) locks: super::lock_1v::LockLocal,
-    /// SSN's and SSI's state (η, π, the read set of section 4).
-    pub(crate) ssn: super::ssn::SsnLocal,
 }
 
 impl TxnLocal {
@@ -156,8 +150,5 @@ impl TxnLocal {
         self.pending.clear();
         self.history.clear();
         self.silo.clear();
-        self.locks.clear();
-        self.ssn.clear();
-        self.bohm.clear();
     }
 }

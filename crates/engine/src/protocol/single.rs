@@ -14,11 +14,95 @@ use crate::gc::Garbage;
 use crate::history::{Op, WriteKind};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
+use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
 use crate::table::{Index, Table};
 use crate::TableId;
+use crossbeam_utils::CachePadded;
 use std::ops::Bound;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::time::Instant;
+
+pub(crate) const EPOCH_SHIFT: u32 = 24;
+/// How often the global epoch advances (section 4.1: 40 ms).
+const EPOCH_MS: u64 = 40;
+/// The database-wide state of the single-version families: Silo's global
+/// epoch E (section 4.1), which also stamps retired records for both, and
+/// the shared commit-TID sequence of the durable or recorded commits (see
+/// `silo`'s and `lock_1v`'s module docs).
+pub(crate) struct SiloGlobal {
+    epoch: CachePadded<AtomicU64>,
+    /// When E last advanced, in milliseconds since `start`.
+    advanced_ms: AtomicU64,
+    start: Instant,
+    /// Recording only: the shared TID sequence (see the module docs).
+    pub(crate) order: CachePadded<AtomicU64>,
+}
+
+impl SiloGlobal {
+    pub(crate) fn new() -> SiloGlobal {
+        SiloGlobal {
+            epoch: CachePadded::new(AtomicU64::new(1)),
+            advanced_ms: AtomicU64::new(0),
+            start: Instant::now(),
+            order: CachePadded::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Recording starts (`Database::set_recording`): the shared sequence
+    /// jumps past every TID handed out so far, so that the checker can tell
+    /// a version from before recording began by its TID. An unrecorded TID
+    /// is `E << EPOCH_SHIFT`, or one more than a TID it read in the same
+    /// epoch: below the next epoch's first TID (a record would have to change
+    /// 2^24 times in one epoch to reach it).
+    pub(crate) fn order_past_epoch(&self) {
+        let next = (self.epoch() + 1) << EPOCH_SHIFT;
+        // Relaxed: as every access of `order`, the order of the RMWs on it;
+        // recording is switched on while no transaction runs.
+        self.order.fetch_max(next, Ordering::Relaxed);
+    }
+
+    /// Advances E if it is older than [`EPOCH_MS`] (called now and then by
+    /// committers instead of a background thread).
+    pub(crate) fn tick(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        // Relaxed: a rate limiter; the CAS below decides who advances.
+        let last = self.advanced_ms.load(Ordering::Relaxed);
+        if now >= last + EPOCH_MS
+            && self.advanced_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            // SeqCst: E is also read in the total order (begin epochs, the
+            // watermark); Release for the committers' Acquire loads.
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The current epoch.
+    pub(crate) fn epoch(&self) -> u64 {
+        // Acquire: see `tick`.
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The GC watermark of a single-version database (see
+    /// `TxnTable::min_active_begin`): locking transactions keep no record
+    /// across operations that another could retire (see `lock_1v`), so an
+    /// epoch of crossbeam-epoch is all a retired record needs; Silo's
+    /// readers are bounded by their begin epochs.
+    pub(crate) fn watermark(&self, db: &Shared) -> u64 {
+        if db.opts.protocol.uses_key_locks() {
+            return u64::MAX;
+        }
+        // SeqCst: the bound must be read before the slot scan (see TxnTable).
+        db.txns.min_active_begin(self.epoch_seqcst())
+    }
+
+    /// The current epoch, read in the single total order (begin
+    /// publication and the watermark's bound, as for the clock).
+    pub(crate) fn epoch_seqcst(&self) -> u64 {
+        // SeqCst: see `Database::begin_with` and `TxnTable::min_active_begin`.
+        self.epoch.load(Ordering::SeqCst)
+    }
+}
 
 /// A committing writer holds the record.
 pub(crate) const LOCK: u64 = 1 << 63;
@@ -242,21 +326,21 @@ impl<'db> TxnCore<'db> {
     /// transaction began in a later epoch (the watermark over the begin
     /// epochs, see `Database::watermark`). Such a transaction read E after
     /// our fence, so it sees the record retired and never adds it to a set.
-    pub(crate) fn sv_retire(&mut self, table: TableId, rec: *mut Version, tid: u64) {
+    pub(crate) fn sv_retire(&mut self, g: &SiloGlobal, table: TableId, rec: *mut Version, tid: u64) {
         // SAFETY: alive (ours, or locked by us); Release: readers that see
         // the word see everything before it.
         unsafe { &*rec }.begin.store(tid | ABSENT, Ordering::Release);
         // SeqCst fence, then E: pairs with the SeqCst publication of begin
         // epochs (see above).
         fence(Ordering::SeqCst);
-        let stamp = self.db.silo.epoch();
+        let stamp = g.epoch();
         let db = self.db;
         let shard = self.slot as usize;
         let len = db.gc.push(shard, std::iter::once(Garbage { ts: stamp, table: table.0, v: VPtr(rec) }));
         // Every GC_THRESHOLD records: the front waits for the epoch to move
         // (40 ms), so do not scan the watermark on every retirement.
         if len % GC_THRESHOLD == 0 {
-            let w = db.watermark();
+            let w = g.watermark(db);
             let n = db.gc.collect(shard, w, usize::MAX, |t| db.table_by_id(t));
             // Relaxed: statistics only.
             self.slot().freed.fetch_add(n as u64, Ordering::Relaxed);

@@ -12,16 +12,21 @@
 //! `docs/ARCHITECTURE.md` has the longer table, file by file.
 
 use super::bohm::BohmTxn;
+use super::bohm::Store;
 use super::core::{CommitInfo, TxnCore};
-use super::lock_1v::LockTxn;
+use super::lock_1v::{LockGlobal, LockTxn};
+use super::mv_occ::MvGlobal;
 use super::mv_occ::MvTxn;
+use super::sets::SlotSets;
 use super::silo::SiloTxn;
+use super::single::SiloGlobal;
 use crate::error::AbortReason;
 use crate::history::WriteKind;
 use crate::key::Key;
+use crate::shared::Shared;
 use crate::table::IndexImpl;
 use crate::txn::Filter;
-use crate::{AccessSet, Database, Error, IndexId, Isolation, Protocol, Result, TableId, TxnOptions};
+use crate::{AccessSet, Error, IndexId, Isolation, Options, Protocol, Result, TableId, TxnOptions};
 use std::mem::ManuallyDrop;
 use std::ops::{Bound, RangeBounds};
 
@@ -47,22 +52,85 @@ pub(crate) enum Family<'db> {
     Bohm(BohmTxn<'db>),
 }
 
-impl<'db> Transaction<'db> {
-    /// A transaction of the database's protocol, in slot `slot` with id
-    /// `id`, beginning at `begin_ts`.
-    #[inline]
-    pub(crate) fn new(db: &'db Database, slot: u32, id: u64, begin_ts: u64, o: TxnOptions<'_>) -> Self {
-        let core = TxnCore::new(db, slot, id, begin_ts, o.isolation, o.read_only);
-        let family = match db.opts.protocol {
-            Protocol::Silo => Family::Silo(SiloTxn::new(core)),
-            Protocol::OneVLock | Protocol::TwoPlOrdered => Family::Lock(LockTxn::new(core)),
-            Protocol::Bohm => Family::Bohm(BohmTxn::new(core)),
+/// Each family's database-wide state, beside what every protocol shares
+/// ([`Shared`]); the database (`db::Core`) owns the one of its protocol.
+pub(crate) enum Globals {
+    /// MV/O, MV/L, mixed, SSN, SSI, POMVCC.
+    Mv(MvGlobal),
+    /// Silo: the epoch and the commit-TID sequence.
+    Silo(SiloGlobal),
+    /// 1V, ordered 2PL: the same, and each slot's LockSet.
+    Lock(LockGlobal),
+    /// BOHM's store.
+    Bohm(Store),
+}
+
+impl Globals {
+    pub(crate) fn new(opts: &Options) -> Globals {
+        match opts.protocol {
+            Protocol::Silo => Globals::Silo(SiloGlobal::new()),
+            Protocol::OneVLock | Protocol::TwoPlOrdered => {
+                Globals::Lock(LockGlobal::new(crate::txn::table::TxnTable::slots_for(opts.max_transactions)))
+            }
+            Protocol::Bohm => Globals::Bohm(Store::new()),
             Protocol::MvOcc
             | Protocol::MvLock
             | Protocol::MvMixed
             | Protocol::Ssn
             | Protocol::Ssi
-            | Protocol::Pomvcc => Family::Mv(MvTxn::new(core, o)),
+            | Protocol::Pomvcc => Globals::Mv(MvGlobal::new(opts)),
+        }
+    }
+
+    /// The multi-version family's state, if the protocol is one of it.
+    #[inline]
+    pub(crate) fn mv(&self) -> Option<&MvGlobal> {
+        match self {
+            Globals::Mv(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The single-version families' state, if the protocol is one of them.
+    #[inline]
+    pub(crate) fn single(&self) -> Option<&SiloGlobal> {
+        match self {
+            Globals::Silo(g) => Some(g),
+            Globals::Lock(g) => Some(&g.single),
+            _ => None,
+        }
+    }
+
+    /// BOHM's store, if the protocol is BOHM.
+    #[inline]
+    pub(crate) fn bohm(&self) -> Option<&Store> {
+        match self {
+            Globals::Bohm(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<'db> Transaction<'db> {
+    /// A transaction of the database's protocol, in slot `slot` with id
+    /// `id`, beginning at `begin_ts`: the family's struct, handed the
+    /// family's state.
+    #[inline]
+    pub(crate) fn new(
+        db: &'db Shared,
+        g: &'db Globals,
+        sets: &'db SlotSets,
+        slot: u32,
+        id: u64,
+        begin_ts: u64,
+        o: TxnOptions<'_>,
+    ) -> Self {
+        let core = TxnCore::new(db, sets, slot, id, begin_ts, o.isolation, o.read_only);
+        let family = match g {
+            Globals::Silo(g) => Family::Silo(SiloTxn::new(core, g)),
+            Globals::Lock(g) => Family::Lock(LockTxn::new(core, g)),
+            Globals::Bohm(s) => Family::Bohm(BohmTxn::new(core, s)),
+            Globals::Mv(g) => Family::Mv(MvTxn::new(core, g, o)),
         };
         Transaction { family }
     }
@@ -110,13 +178,13 @@ impl<'db> Transaction<'db> {
     /// single-version families keep their records in the same layout
     /// (`silo`'s TID word), so a 1V database's checkpoint reads this way too.
     pub(crate) fn into_frozen_reader(self) -> Self {
-        let core = match self.into_family() {
-            Family::Silo(t) => t.core,
-            Family::Lock(t) => t.core,
+        let (core, g) = match self.into_family() {
+            Family::Silo(t) => (t.core, t.g),
+            Family::Lock(t) => (t.core, &t.g.single),
             Family::Mv(_) | Family::Bohm(_) => unreachable!("a frozen reader reads a single-version database"),
         };
         debug_assert!(core.read_only);
-        Transaction { family: Family::Silo(SiloTxn::new(core)) }
+        Transaction { family: Family::Silo(SiloTxn::new(core, g)) }
     }
 
     /// The isolation level.

@@ -13,15 +13,19 @@ pub(crate) struct Undo {
     pub(super) new: *mut BVersion,
 }
 
-impl Database {
+// SAFETY: the versions an undo entry points to belong to the store, which
+// the transaction holding them holds alone (its gate) wherever it runs; the
+// entry moves with the transaction and is used by one thread at a time.
+unsafe impl Send for Undo {}
+
+impl Store {
     /// Takes the store for an interactive transaction (module docs): waits
     /// for the gate; the matching release is `bohm_release`. Returns the
     /// transaction's timestamp.
-    pub(crate) fn bohm_enter(&self) -> u64 {
-        let store = self.bohm.as_ref().expect("bohm databases have a store");
-        std::mem::forget(store.gate.lock());
+    pub(crate) fn enter(&self) -> u64 {
+        std::mem::forget(self.gate.lock());
         // Relaxed: only the gate's holder advances it.
-        store.next_ts.fetch_add(1, Ordering::Relaxed)
+        self.next_ts.fetch_add(1, Ordering::Relaxed)
     }
 }
 
@@ -30,21 +34,25 @@ impl Database {
 /// directly, with the slot's undo log to roll back.
 pub(crate) struct BohmTxn<'db> {
     pub(crate) core: TxnCore<'db>,
+    /// The store, which this transaction holds alone (its gate).
+    pub(crate) store: &'db Store,
+    /// The undo log: the writes to roll back.
+    undo: Vec<Undo>,
 }
 
 impl<'db> BohmTxn<'db> {
     #[inline]
-    pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
+    pub(crate) fn new(mut core: TxnCore<'db>, store: &'db Store) -> Self {
         // BOHM names every transaction by its log position.
         core.shape.id = core.begin_ts;
-        BohmTxn { core }
+        BohmTxn { core, store, undo: Vec::new() }
     }
 }
 
 impl<'db> BohmTxn<'db> {
     #[inline]
     pub(super) fn store(&self) -> &'db Store {
-        self.core.db.bohm.as_ref().expect("bohm databases have a store")
+        self.store
     }
 
     /// Gives the gate back (commit or rollback).
@@ -126,7 +134,7 @@ impl<'db> BohmTxn<'db> {
             unsafe { &*old }.end.store(self.core.begin_ts, Ordering::Relaxed);
         }
         part.latest.set(new);
-        self.core.local.get().bohm.push(Undo { part: p, key: mk, old, new });
+        self.undo.push(Undo { part: p, key: mk, old, new });
         if self.core.recording {
             // SAFETY: ours.
             let value = if kind == WriteKind::Delete { Vec::new() } else { unsafe { (*(*new).data.get()).clone() } };
@@ -192,7 +200,7 @@ impl<'db> BohmTxn<'db> {
     pub(crate) fn commit(&mut self) -> Result<CommitInfo> {
         self.bo_enter()?;
         let store = self.store();
-        let undo = std::mem::take(&mut self.core.local.get().bohm);
+        let undo = std::mem::take(&mut self.undo);
         // Logging, as in the pipeline: the versions written, in order (before
         // the superseded ones are freed).
         let epoch = match &self.core.db.log {
@@ -233,7 +241,7 @@ impl<'db> BohmTxn<'db> {
         }
         let writes = undo.len();
         let ts = self.core.begin_ts;
-        self.core.local.get().bohm = undo;
+        self.undo = undo;
         if self.core.recording {
             self.core.record_end(Some(ts), HOutcome::Committed);
         }
@@ -245,7 +253,7 @@ impl<'db> BohmTxn<'db> {
 
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
         let store = self.store();
-        let mut undo = std::mem::take(&mut self.core.local.get().bohm);
+        let mut undo = std::mem::take(&mut self.undo);
         for u in undo.drain(..).rev() {
             // SAFETY: the gate makes us the only user of every partition.
             let part = unsafe { store.part(u.part) };
@@ -259,7 +267,7 @@ impl<'db> BohmTxn<'db> {
             }
             store.free(u.part, part, u.new);
         }
-        self.core.local.get().bohm = undo;
+        self.undo = undo;
         self.bohm_release();
         self.core.aborted(reason)
     }

@@ -105,7 +105,8 @@
 //! 3.1); `latest.rs`: a partition's map of latest versions;
 //! `pipeline.rs`: batches, plans, the concurrency-control and execution
 //! threads (sections 3.2, 3.3); `exec.rs`: a transaction's operations on
-//! an execution thread; `server.rs`: `bohm_run` and `bohm_serve`;
+//! an execution thread; `server.rs`: `bohm_run` and `bohm_serve` (their
+//! public methods are in `db/bohm.rs`);
 //! `interactive.rs`: interactive transactions, alone at the next log
 //! position.
 
@@ -114,8 +115,9 @@ use crate::history::{Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
 use crate::index::hash::prefetch;
 use crate::key::Key;
 use crate::protocol::core::{CommitInfo, Status, TxnCore};
+use crate::shared::Shared;
 use crate::txn::Filter;
-use crate::{AccessSet, Database, Error, IndexId, Isolation, Result, TableId};
+use crate::{AccessSet, Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::CachePadded;
 use latest::Latest;
 use parking_lot::{Condvar, Mutex};
@@ -137,7 +139,7 @@ mod store;
 
 pub use exec::ExecTxn;
 use exec::*;
-pub(crate) use interactive::{BohmTxn, Undo};
+pub(crate) use interactive::BohmTxn;
 use pipeline::*;
 pub use server::Server;
 use store::*;

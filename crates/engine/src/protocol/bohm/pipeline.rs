@@ -95,7 +95,7 @@ type Progress = CachePadded<AtomicU64>;
 
 /// Everything the pipeline's threads share.
 pub(super) struct Pipeline<'db, P: Procedure> {
-    pub(super) db: &'db Database,
+    pub(super) db: &'db Shared,
     pub(super) store: &'db Store,
     pub(super) cfg: Config,
     pub(super) cells: Box<[TxnCell<P>]>,

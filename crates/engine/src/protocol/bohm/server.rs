@@ -1,32 +1,19 @@
-//! Running a pipeline: [`Database::bohm_run`] over a [`Feed`], and
-//! [`Database::bohm_serve`]'s [`Server`], whose clients block until their
-//! transaction has run.
+//! Running a pipeline: `Database::bohm_run` over a [`Feed`], and
+//! `Database::bohm_serve`'s [`Server`], whose clients block until their
+//! transaction has run (the public methods are in `db::bohm`).
 
 use super::*;
 
-impl Database {
-    pub(crate) fn bohm_store(&self) -> Result<&Store> {
-        self.bohm.as_ref().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "the BOHM pipeline needs a database opened with protocol bohm, not {}",
-                self.opts.protocol
-            ))
-        })
-    }
-
-    /// Runs BOHM's pipeline over a stream of transactions (section 3): the
-    /// calling thread is the sequencer, `cfg.cc_threads` and
-    /// `cfg.exec_threads` more threads plan and execute. Returns when the
-    /// feed has stopped and everything it gave has finished (each handed
-    /// back through [`Feed::done`]). Waits first for interactive
-    /// transactions and other runs to end; they wait for this one.
-    pub fn bohm_run<P: Procedure, F: Feed<P>>(&self, cfg: Config, mut feed: F) -> Result<(F, RunStats)> {
-        let store = self.bohm_store()?;
+impl Store {
+    /// Runs BOHM's pipeline over `feed` (section 3; `Database::bohm_run`):
+    /// the calling thread is the sequencer.
+    pub(crate) fn run<P: Procedure, F: Feed<P>>(&self, db: &Shared, cfg: Config, mut feed: F) -> Result<(F, RunStats)> {
+        let store = self;
         cfg.check()?;
         let _gate = store.gate.lock();
         let n = cfg.batch_size * cfg.batches_in_flight;
         let pipe = Pipeline {
-            db: self,
+            db,
             store,
             cfg,
             cells: (0..n).map(|_| TxnCell::new()).collect(),
@@ -35,7 +22,7 @@ impl Database {
             last: CachePadded::new(AtomicU64::new(u64::MAX)),
             cc_done: (0..cfg.cc_threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
             exec_done: (0..cfg.exec_threads).map(|_| CachePadded::new(AtomicU64::new(0))).collect(),
-            recording: self.is_recording(),
+            recording: db.recording(),
             blocked: AtomicU64::new(0),
             recursive: AtomicU64::new(0),
             panic: Mutex::new(None),
@@ -82,12 +69,14 @@ impl Database {
         Ok((feed, stats))
     }
 
-    /// Runs BOHM's pipeline as a server for the duration of `f`: any thread
-    /// may call [`Server::execute`], which blocks until its transaction has
-    /// run. When `f` returns, the server stops taking transactions,
-    /// finishes those it took, and stops.
-    pub fn bohm_serve<P: Procedure, R>(&self, cfg: Config, f: impl FnOnce(&Server<P>) -> R) -> Result<R> {
-        self.bohm_store()?;
+    /// Runs BOHM's pipeline as a server for the duration of `f`
+    /// (`Database::bohm_serve`).
+    pub(crate) fn serve<P: Procedure, R>(
+        &self,
+        db: &Shared,
+        cfg: Config,
+        f: impl FnOnce(&Server<P>) -> R,
+    ) -> Result<R> {
         cfg.check()?;
         let shared = Arc::new(ServerShared {
             queue: Mutex::new(ServerQueue { items: VecDeque::new(), shut: false }),
@@ -98,7 +87,7 @@ impl Database {
             let feed = ServerFeed { shared: shared.clone() };
             let h = std::thread::Builder::new()
                 .name("bohm-sequencer".into())
-                .spawn_scoped(s, move || self.bohm_run(cfg, feed).map(|_| ()))
+                .spawn_scoped(s, move || self.run(db, cfg, feed).map(|_| ()))
                 .map_err(|e| Error::InvalidArgument(format!("cannot start the BOHM sequencer: {e}")))?;
             // Stops the server however `f` ends (a panic included), so the
             // sequencer finishes and the scope can join it.

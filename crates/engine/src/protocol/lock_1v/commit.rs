@@ -7,7 +7,7 @@ use super::*;
 impl<'db> LockTxn<'db> {
     /// Releases every lock: the LockSet and the key-range locks.
     fn lk_release_locks(&mut self) {
-        let l = &mut self.core.local.get().locks;
+        let l = self.locks.get();
         for h in l.held.drain(..) {
             // SAFETY: lock words live in the tables' indexes, which live as
             // long as the database.
@@ -26,9 +26,9 @@ impl<'db> LockTxn<'db> {
         let l = self.core.local.get();
         let mut dead: Vec<(u32, VPtr)> =
             l.silo.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
-        dead.extend(l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)));
+        dead.extend(self.locks.get().prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)));
         for (table, rec) in dead {
-            self.core.sv_retire(TableId(table), rec.0, WITHDRAWN);
+            self.core.sv_retire(&self.g.single, TableId(table), rec.0, WITHDRAWN);
         }
         self.lk_release_locks();
         self.core.db.txns.report_outcome(self.core.slot, false);
@@ -56,7 +56,7 @@ impl<'db> LockTxn<'db> {
             // SAFETY: fresh, unlinked.
             unsafe { t.link_all(nv) };
             self.core.created += 1;
-            self.core.local.get().locks.prepared.push((i, VPtr(nv)));
+            self.locks.get().prepared.push((i, VPtr(nv)));
             // SeqCst fence: the writer's side of the range-lock handshake.
             fence(Ordering::SeqCst);
             // SAFETY: ours, alive.
@@ -70,10 +70,10 @@ impl<'db> LockTxn<'db> {
                 );
                 let dead: Vec<(u32, VPtr)> = {
                     let l = self.core.local.get();
-                    l.locks.prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)).collect()
+                    self.locks.get().prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)).collect()
                 };
                 for (table, rec) in dead {
-                    self.core.sv_retire(TableId(table), rec.0, WITHDRAWN);
+                    self.core.sv_retire(&self.g.single, TableId(table), rec.0, WITHDRAWN);
                 }
                 return false;
             }
@@ -105,7 +105,7 @@ impl<'db> LockTxn<'db> {
             db.freeze.enter(&db.txns, self.core.slot);
         }
         // Relaxed: the order is that of the RMWs on this one counter.
-        let tid = if recording || log.is_some() { db.silo.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
+        let tid = if recording || log.is_some() { self.g.single.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
         debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
         let epoch = log.map(|log| self.core.sv_log_redo(log, tid));
         // Phase 3: install, then release.
@@ -113,7 +113,7 @@ impl<'db> LockTxn<'db> {
         {
             // Epoch pin: records stay allocated while we install.
             let _guard = crossbeam_epoch::pin();
-            let prepared = std::mem::take(&mut self.core.local.get().locks.prepared);
+            let prepared = std::mem::take(&mut self.locks.get().prepared);
             let mut p = prepared.iter().peekable();
             for i in 0..writes {
                 let w = self.core.local.get().silo.writes[i];
@@ -121,13 +121,13 @@ impl<'db> LockTxn<'db> {
                 let rec = unsafe { &*w.rec.0 };
                 let table = TableId(w.table);
                 if w.kind == WriteKind::Delete {
-                    self.core.sv_retire(table, w.rec.0, tid);
+                    self.core.sv_retire(&self.g.single, table, w.rec.0, tid);
                 } else if let Some(&(_, nv)) = p.next_if(|(j, _)| *j == i) {
                     // Release: publishes the new row; then the old one stops
                     // being latest (a scan waiting on it looks the key up).
                     // SAFETY: ours, alive.
                     unsafe { &*nv.0 }.begin.store(tid | LATEST, Ordering::Release);
-                    self.core.sv_retire(table, w.rec.0, tid);
+                    self.core.sv_retire(&self.g.single, table, w.rec.0, tid);
                 } else {
                     let value = &self.core.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
                     rec.store_value(value);
@@ -137,7 +137,7 @@ impl<'db> LockTxn<'db> {
             }
             let mut prepared = prepared;
             prepared.clear();
-            self.core.local.get().locks.prepared = prepared;
+            self.locks.get().prepared = prepared;
         }
         if log.is_some() {
             // Out of the freeze: installed.

@@ -84,7 +84,8 @@ use crate::index::key_locks::{looks_free, try_exclusive, try_shared, unlock, Loc
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::core::{CommitInfo, Status, TxnCore};
-use crate::protocol::single::{find_latest, walk_range, SiloLocal, ABSENT, LATEST, TID};
+use crate::protocol::sets::{Sets, SlotSets};
+use crate::protocol::single::{find_latest, walk_range, SiloGlobal, SiloLocal, ABSENT, LATEST, TID};
 use crate::storage::version::{VPtr, Version};
 use crate::table::{Index, Table};
 use crate::txn::table::TxnState;
@@ -113,7 +114,7 @@ pub(crate) struct Held {
     pub(crate) mode: LockMode,
 }
 
-/// The lock sets of a locking transaction, kept in its slot's `TxnLocal`
+/// The lock sets of a locking transaction, kept per slot in [`LockGlobal`]
 /// (capacity reused: no allocation per transaction in the steady state).
 #[derive(Default)]
 pub(crate) struct LockLocal {
@@ -175,8 +176,26 @@ fn key_in(lo: &Bound<Key>, hi: &Bound<Key>, k: &Key) -> bool {
 /// A transaction of 1V or ordered 2PL (Hekaton section 5): its LockSet is
 /// the slot's [`LockLocal`]; its WriteSet and new values are kept as
 /// Silo's are, in the slot's `SiloLocal`, and installed alike.
+/// The database-wide state of 1V and ordered 2PL: the single-version
+/// families' epoch and commit-TID sequence, and each slot's LockSet (which
+/// the deadlock detector reads while its owner waits, see `wait`).
+pub(crate) struct LockGlobal {
+    pub(crate) single: SiloGlobal,
+    pub(crate) sets: SlotSets<LockLocal>,
+}
+
+impl LockGlobal {
+    pub(crate) fn new(slots: usize) -> LockGlobal {
+        LockGlobal { single: SiloGlobal::new(), sets: SlotSets::new(slots) }
+    }
+}
+
 pub(crate) struct LockTxn<'db> {
     pub(crate) core: TxnCore<'db>,
+    /// The family's database-wide state.
+    pub(crate) g: &'db LockGlobal,
+    /// The LockSet, in the slot's [`LockLocal`].
+    pub(crate) locks: Sets<'db, LockLocal>,
     /// Read locks held to the end (repeatable read, serializable).
     pub(crate) long_reads: bool,
     /// Key-range locks on scans (serializable).
@@ -188,13 +207,16 @@ pub(crate) struct LockTxn<'db> {
 
 impl<'db> LockTxn<'db> {
     #[inline]
-    pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
+    pub(crate) fn new(mut core: TxnCore<'db>, g: &'db LockGlobal) -> Self {
         let (iso, faults) = (core.isolation, &core.db.opts.faults);
         let long_reads = iso >= Isolation::RepeatableRead && !faults.skip_validation;
         let key_range = iso == Isolation::Serializable && !faults.skip_validation;
         // Read locks held to the commit: the reads hold until then.
         core.shape.locking = long_reads;
-        LockTxn { core, long_reads, key_range, declared: false }
+        let mut locks = Sets::of(&g.sets, core.slot);
+        // The slot's last occupant released every lock (asserted here).
+        locks.get().clear();
+        LockTxn { core, g, locks, long_reads, key_range, declared: false }
     }
 
     /// Checks the transaction may run an operation.
@@ -225,7 +247,7 @@ impl<'db> LockTxn<'db> {
         declared: bool,
         give_up: impl FnMut() -> bool,
     ) -> Result<Got> {
-        let l = &mut self.core.local.get().locks;
+        let l = self.locks.get();
         let held = l.find(w);
         if let Some(i) = held {
             if l.held[i].mode >= mode {
@@ -257,7 +279,7 @@ impl<'db> LockTxn<'db> {
                 Waited::Victim => return Err(self.abort_with(AbortReason::Deadlock)),
             }
         }
-        let l = &mut self.core.local.get().locks;
+        let l = self.locks.get();
         match held {
             Some(i) => {
                 l.held[i].mode = LockMode::Exclusive;
@@ -460,7 +482,7 @@ impl<'db> LockTxn<'db> {
     /// [`crate::Options::deadlock_interval`] of waiting, it looks for a
     /// cycle of waits through us and says whether we are its victim.
     fn lk_detector(&self) -> impl FnMut(Duration) -> bool + use<'db> {
-        let (db, slot, id) = (self.core.db, self.core.slot, self.core.id);
+        let (db, g, slot, id) = (self.core.db, self.g, self.core.slot, self.core.id);
         let interval = db.opts.deadlock_interval;
         let mut next = interval;
         move |waited| {
@@ -468,7 +490,7 @@ impl<'db> LockTxn<'db> {
                 return false;
             }
             next = waited + interval;
-            deadlock_victim(db, slot, id)
+            deadlock_victim(db, g, slot, id)
         }
     }
     /// 1V's insert: locks the key (and the row's secondary keys), then
@@ -524,7 +546,7 @@ impl<'db> LockTxn<'db> {
             let keys: Vec<(u32, usize, Key)> =
                 t.indexes.iter().enumerate().map(|(i, ix)| (table.0, i, ix.key_of(r))).collect();
             drop(guard);
-            self.core.sv_retire(table, rec, WITHDRAWN);
+            self.core.sv_retire(&self.g.single, table, rec, WITHDRAWN);
             self.lk_wait_ranges(&keys)?;
         }
     }
@@ -552,7 +574,7 @@ impl<'db> LockTxn<'db> {
             } else {
                 // Before the walk (module docs: the scanner's side).
                 ix.ranges.lock(lo, hi, self.core.id);
-                let l = &mut self.core.local.get().locks;
+                let l = self.locks.get();
                 if !l.ranges.contains(&(index.table, index.index)) {
                     l.ranges.push((index.table, index.index));
                 }
@@ -563,16 +585,16 @@ impl<'db> LockTxn<'db> {
         let mut rows = Vec::new();
         let mut stopped_at = None;
         let mut failed = None;
-        let mut delivered = std::mem::take(&mut self.core.local.get().locks.delivered);
+        let mut delivered = std::mem::take(&mut self.locks.get().delivered);
         delivered.clear();
-        self.core.local.get().locks.redirected.clear();
+        self.locks.get().redirected.clear();
         // Epoch pin: records reached through an index stay allocated until it drops.
         let guard = crossbeam_epoch::pin();
         walk_range(ix, &lo, &hi, |v| {
             let first = v as *const Version as *mut Version;
             // Acquire: pairs with the Release stores of the word.
             let withdrawn = || v.begin.load(Ordering::Acquire) & WITHDRAWN != 0;
-            if withdrawn() || self.core.local.get().locks.redirected.contains(&VPtr(first)) {
+            if withdrawn() || self.locks.get().redirected.contains(&VPtr(first)) {
                 return true;
             }
             let pk = v.key();
@@ -594,7 +616,7 @@ impl<'db> LockTxn<'db> {
             let mut rec = first;
             if v.begin.load(Ordering::Acquire) & LATEST == 0 {
                 let now = find_latest(t, &pk, None);
-                let l = &self.core.local.get().locks;
+                let l = &*self.locks.get();
                 // SAFETY: found under the guard.
                 let skip = now.is_null()
                     || !key_in(&lo, &hi, &ix.key_of(unsafe { &*now }))
@@ -604,7 +626,7 @@ impl<'db> LockTxn<'db> {
                     self.lk_short_release(w, got);
                     return true;
                 }
-                self.core.local.get().locks.redirected.push(VPtr(now));
+                self.locks.get().redirected.push(VPtr(now));
                 rec = now;
             }
             let Some(writer) = self.lk_read(rec) else {
@@ -632,7 +654,7 @@ impl<'db> LockTxn<'db> {
         if let Some(e) = failed {
             return Err(e);
         }
-        self.core.local.get().locks.delivered = delivered;
+        self.locks.get().delivered = delivered;
         let hi = match stopped_at {
             Some(k) if ordered => {
                 if self.key_range && !eq {

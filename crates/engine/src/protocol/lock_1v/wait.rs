@@ -97,13 +97,13 @@ pub(crate) fn wait_for_lock(
 /// checks computes the same component, so they agree; the others keep
 /// waiting, and the victim finds itself chosen at its own next check.
 /// Returns true if the caller (`slot`, `id`) is the victim.
-pub(super) fn deadlock_victim(db: &crate::Database, slot: u32, id: u64) -> bool {
+pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal, slot: u32, id: u64) -> bool {
     let _one = db.txns.detector.lock();
-    let mut g = WaitsFor::default();
+    let mut graph = WaitsFor::default();
     for s in 0..db.txns.high_water() as u32 {
         let w = db.txns.slot(s).lock_wait.lock();
         let Some(w) = w.as_ref() else { continue };
-        g.node(w.id);
+        graph.node(w.id);
         match &w.on {
             WaitOn::Lock { word, mode } => {
                 for o in 0..db.txns.high_water() as u32 {
@@ -115,10 +115,10 @@ pub(super) fn deadlock_victim(db: &crate::Database, slot: u32, id: u64) -> bool 
                     // SAFETY: `other` is published, so its owner is blocked
                     // and leaves its LockSet alone until it takes this
                     // mutex, which we hold.
-                    let held = unsafe { &(*db.sets.raw(o)).locks };
+                    let held = unsafe { &*g.sets.raw(o) };
                     if let Some(i) = held.find(*word as *const AtomicU64) {
                         if held.held[i].mode == LockMode::Exclusive || *mode == LockMode::Exclusive {
-                            g.edge(w.id, other.id);
+                            graph.edge(w.id, other.id);
                         }
                     }
                 }
@@ -129,12 +129,12 @@ pub(super) fn deadlock_victim(db: &crate::Database, slot: u32, id: u64) -> bool 
                     db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
                 }
                 for h in ids {
-                    g.edge(w.id, h);
+                    graph.edge(w.id, h);
                 }
             }
         }
     }
     // The caller is blocked (it asks while waiting): its own node is there.
     debug_assert!(db.txns.slot(slot).lock_wait.lock().as_ref().is_some_and(|w| w.id == id));
-    g.cycle_with(id).is_some_and(|c| c.iter().max() == Some(&id))
+    graph.cycle_with(id).is_some_and(|c| c.iter().max() == Some(&id))
 }

@@ -59,7 +59,7 @@ fn edges(nodes: &[Node]) -> Vec<Vec<usize>> {
 /// blocked and still wait for each other, and marks the victim: the member
 /// of a cycle that blocked last, the one whose wait closed it. Returns true if it broke a deadlock. Only one
 /// detector runs at a time; a call that finds another one running returns.
-pub fn detect_deadlocks(db: &Database) -> bool {
+pub fn detect_deadlocks(db: &Shared) -> bool {
     let txns = &db.txns;
     let Some(_one) = txns.detector.try_lock() else { return false };
     let _guard = crossbeam_epoch::pin();

@@ -72,12 +72,13 @@ pub use deadlock::*;
 use crate::error::AbortReason;
 use crate::key::Key;
 use crate::protocol::mv_occ::MvTxn;
+use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, writer_of_end, ReadLocked, Word, INFINITY};
 use crate::table::{Index, IndexImpl, Table};
 use crate::txn::table::{bucket_key, slot_of, Peek, TxnTable, WaitFor, PUBLISHED_BUCKETS};
 use crate::txn::visibility::visible_at;
-use crate::{Database, Result};
+use crate::Result;
 use crossbeam_utils::Backoff;
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -319,7 +320,7 @@ impl MvTxn<'_> {
     /// committed after `rt` (it linked the version before our lock and
     /// precommitted since), it is a phantom already: returns writer 0, and
     /// the caller aborts.
-    pub(crate) fn uncommitted_writer(db: &Database, me: u64, v: &Version, rt: u64) -> Option<(u64, VPtr)> {
+    pub(crate) fn uncommitted_writer(db: &Shared, me: u64, v: &Version, rt: u64) -> Option<(u64, VPtr)> {
         let p = VPtr(v as *const Version as *mut Version);
         loop {
             // Acquire: as in `visible_at`.
@@ -417,7 +418,7 @@ impl MvTxn<'_> {
 mod tests {
     use super::*;
     use crate::storage::word::RecordLock;
-    use crate::{Isolation, Key, Mode, Options, Protocol, TableId, TableSpec, TxnOptions};
+    use crate::{Database, Isolation, Key, Mode, Options, Protocol, TableId, TableSpec, TxnOptions};
 
     fn db() -> (Database, TableId) {
         let db = Database::new(Options { protocol: Protocol::MvLock, ..Options::default() }).unwrap();

@@ -15,7 +15,7 @@ impl<'db> MvTxn<'db> {
             // Figure 13, step 3: the optimistic writes take their locks now.
             self.po_connect()?;
         }
-        let db = self.core.db;
+        let db = self.mvdb();
         let local = self.core.local.get();
         let (wrote, scanned) = (!local.write_set.is_empty(), !local.scan_set.is_empty());
         if !wrote && self.policy.cert != Cert::Off && !self.policy.base_rc && !scanned {
@@ -58,7 +58,7 @@ impl<'db> MvTxn<'db> {
         // SeqCst on the pending store and the fetch_add: a reader that still
         // sees us Active read its clock before we drew our end timestamp.
         db.txns.set_pending(self.core.slot);
-        let end_ts = match &db.po {
+        let end_ts = match &db.g.po {
             // POMVCC (Figure 17): the shared CTs, not incremented.
             Some(po) => {
                 self.po_cts = po.allocate_cts();
@@ -78,7 +78,7 @@ impl<'db> MvTxn<'db> {
         // POMVCC others commit at our timestamp too: validating just past it
         // counts their writes as conflicts (see `protocol::pomvcc`).
         let validate = !db.opts.faults.skip_validation;
-        let check_ts = if db.po.is_some() { end_ts + 1 } else { end_ts };
+        let check_ts = if db.g.po.is_some() { end_ts + 1 } else { end_ts };
         if validate && self.core.isolation >= Isolation::RepeatableRead && !self.validate_reads(check_ts) {
             return Err(self.abort_with(AbortReason::ReadValidation));
         }
@@ -148,12 +148,12 @@ impl<'db> MvTxn<'db> {
         if self.core.recording {
             self.core.record_end(Some(end_ts), Outcome::Committed);
         }
-        if let Some(po) = &db.po {
+        if let Some(po) = &db.g.po {
             // Increment_TsCC: every version carries its stamp now, and
             // (under sync durability) its record is durable: we waited
             // above, so BTs passes only persisted commits (section VI).
             po.commit(self.po_cts);
-            db.po_clock();
+            db.g.po_clock(&db);
         }
         self.core.terminate();
         durable?;
@@ -254,7 +254,7 @@ impl<'db> MvTxn<'db> {
     /// Aborts: become Aborted, undo (section 3.3), report, terminate.
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
         debug_assert_eq!(self.core.status, Status::Active);
-        let db = self.core.db;
+        let db = self.mvdb();
         db.txns.set_state(self.core.slot, TxnState::Aborted, 0);
         let local = self.core.local.get();
         for p in local.pending.drain(..) {
@@ -300,7 +300,7 @@ impl<'db> MvTxn<'db> {
                 v: VPtr(w.new),
             }),
         );
-        if let Some(po) = &db.po {
+        if let Some(po) = &db.g.po {
             if self.po_cts != 0 {
                 // Decrement_TsPC: our versions are marked garbage already.
                 po.abort(self.po_cts);
@@ -309,17 +309,17 @@ impl<'db> MvTxn<'db> {
                 // D5.i: two transactions at one timestamp would not commute.
                 po.conflict();
             }
-            db.po_clock();
+            db.g.po_clock(&db);
         }
         self.core.aborted(reason)
     }
 
     /// Hands garbage to the collector and, when the queue is long, collects.
-    fn collect_garbage(db: &Database, slot: u32, items: impl Iterator<Item = Garbage>) {
+    fn collect_garbage(db: MvDb<'_>, slot: u32, items: impl Iterator<Item = Garbage>) {
         let shard = slot as usize;
         let len = db.gc.push(shard, items);
         if len >= GC_THRESHOLD {
-            let w = db.watermark();
+            let w = db.g.watermark(&db);
             let n = db.gc.collect(shard, w, GC_THRESHOLD / 2, |t| db.table_by_id(t));
             // Relaxed: statistics only.
             db.txns.slot(slot).freed.fetch_add(n as u64, Ordering::Relaxed);

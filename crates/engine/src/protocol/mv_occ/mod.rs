@@ -85,14 +85,17 @@ use crate::key::Key;
 use crate::protocol::core::{Shape, TxnCore};
 use crate::protocol::mv_lock::{read_lock, Locked};
 use crate::protocol::pomvcc;
+use crate::protocol::sets::{Sets, SlotSets};
 use crate::protocol::ssn::{self, Cert};
+use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, txn_word, writer_of_end, Claim, RecordLock, Word, INFINITY};
 use crate::table::{IndexImpl, Table};
 use crate::txn::table::TxnState;
+use crate::txn::table::TxnTable;
 use crate::txn::visibility::{is_competing, updatable, visible_at, Me, NOW};
 use crate::txn::{Filter, ScanKind, ScanRecord, WriteEntry};
-use crate::{Database, Error, IndexId, Isolation, Mode, Protocol, Result, TableId, TxnOptions};
+use crate::{Error, IndexId, Isolation, Mode, Options, Protocol, Result, TableId, TxnOptions};
 use std::cell::Cell;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
@@ -106,11 +109,88 @@ pub(crate) use super::core::Status;
 /// The public transaction, at the path it had when it was MV/O's own struct.
 pub use super::transaction::Transaction;
 
+/// The database-wide state of the multi-version family, beside what every
+/// protocol shares ([`Shared`]): SSN's published words of each slot and its
+/// safe snapshots (SSN, SSI), and POMVCC's timestamp manager.
+pub(crate) struct MvGlobal {
+    /// SSN's published words of each slot (section 4: η, π).
+    pub(crate) ssn_slots: ssn::SsnSlots,
+    /// SSN and SSI: active safe snapshots (section 5.2).
+    pub(crate) ssn_safe: ssn::SafeSnapshots,
+    /// POMVCC's timestamp manager (pomvcc databases only).
+    pub(crate) po: Option<pomvcc::TsManager>,
+    /// SSN's and SSI's per-transaction state (η, π, the read set of
+    /// section 4), one per slot (capacity reused).
+    pub(crate) ssn_sets: SlotSets<ssn::SsnLocal>,
+}
+
+impl MvGlobal {
+    pub(crate) fn new(opts: &Options) -> MvGlobal {
+        MvGlobal {
+            ssn_slots: ssn::SsnSlots::new(TxnTable::slots_for(opts.max_transactions)),
+            ssn_safe: ssn::SafeSnapshots::default(),
+            // BTs 0 is the clock's 2 (see `protocol::pomvcc`).
+            po: (opts.protocol == Protocol::Pomvcc).then(|| pomvcc::TsManager::new(0, opts.pomvcc_interval)),
+            ssn_sets: SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
+        }
+    }
+
+    /// The GC watermark (see `TxnTable::min_active_begin`): no open or
+    /// future transaction reads before it.
+    pub(crate) fn watermark(&self, db: &Shared) -> u64 {
+        // SeqCst: the bound must be read before the slot scan (see TxnTable).
+        let c = db.clock.load(Ordering::SeqCst);
+        // A safe snapshot's versions stay while new readers may take it.
+        let bound = match self.ssn_safe.latest() {
+            0 => c,
+            s => c.min(s),
+        };
+        db.txns.min_active_begin(bound)
+    }
+
+    /// POMVCC: the clock follows BTs (`2 BTs + 2`, so that a begin reads at
+    /// `2 BTs + 1`, just past every commit stamp `2 c` with `c <= BTs`).
+    pub(crate) fn po_clock(&self, db: &Shared) {
+        if let Some(po) = &self.po {
+            let want = pomvcc::stamp(po.bts()) + 2;
+            // SeqCst: as every clock access. Read first: most calls find the
+            // clock current and spare the shared line a read-modify-write;
+            // fetch_max keeps it monotonic when callers race with BTs
+            // readings of different ages.
+            if db.clock.load(Ordering::SeqCst) < want {
+                db.clock.fetch_max(want, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// The multi-version family's view of the database: what every protocol
+/// shares (through `Deref`) and the family's own state, passed by value to
+/// the steps that need both (SSN's certifier, the GC of a commit).
+#[derive(Clone, Copy)]
+pub(crate) struct MvDb<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) g: &'a MvGlobal,
+}
+
+impl std::ops::Deref for MvDb<'_> {
+    type Target = Shared;
+    #[inline]
+    fn deref(&self) -> &Shared {
+        self.shared
+    }
+}
+
 /// A transaction of the multi-version family: MV/O, and on it MV/L's
 /// locks, SSN's and SSI's certifiers and POMVCC's timestamps, as its
 /// [`Policy`] says.
 pub(crate) struct MvTxn<'db> {
     pub(crate) core: TxnCore<'db>,
+    /// The family's database-wide state.
+    pub(crate) g: &'db MvGlobal,
+    /// SSN's and SSI's state, in the slot's [`ssn::SsnLocal`] (certified
+    /// transactions only: cleared at their begin).
+    pub(crate) ssn: Sets<'db, ssn::SsnLocal>,
     /// The id as a Begin/End word.
     pub(crate) word: u64,
     /// What this transaction does beyond MV/O (see [`Policy`]).
@@ -178,12 +258,12 @@ impl Policy {
     /// The switches of a transaction of `db`'s protocol with options `o`
     /// and id `id` (see the table above).
     #[inline]
-    fn of(db: &Database, id: u64, o: &TxnOptions<'_>) -> Policy {
+    fn of(db: &Shared, id: u64, o: &TxnOptions<'_>) -> Policy {
         let iso = o.isolation;
         let protocol = db.opts.protocol;
         let cert = match protocol {
             // A safe snapshot needs no certification (section 5.2).
-            _ if ssn::uses_safe_snapshot(db, o) => Cert::Off,
+            _ if ssn::uses_safe_snapshot(&db.opts, o) => Cert::Off,
             Protocol::Ssn => Cert::Ssn,
             Protocol::Ssi => Cert::Ssi,
             _ => Cert::Off,
@@ -232,15 +312,23 @@ impl Policy {
 }
 
 impl<'db> MvTxn<'db> {
+    /// The database as the family sees it.
     #[inline]
-    pub(crate) fn new(mut core: TxnCore<'db>, o: TxnOptions<'_>) -> Self {
+    pub(crate) fn mvdb(&self) -> MvDb<'db> {
+        MvDb { shared: self.core.db, g: self.g }
+    }
+
+    #[inline]
+    pub(crate) fn new(mut core: TxnCore<'db>, g: &'db MvGlobal, o: TxnOptions<'_>) -> Self {
         let db = core.db;
         let policy = Policy::of(db, core.id, &o);
         core.shape = policy.shape(core.id);
-        let mut t = MvTxn { word: txn_word(core.id), policy, used_waits: false, po_cts: 0, core };
+        let ssn = Sets::of(&g.ssn_sets, core.slot);
+        let mut t = MvTxn { word: txn_word(core.id), g, ssn, policy, used_waits: false, po_cts: 0, core };
         if policy.cert != Cert::Off {
             let begin_ts = t.core.begin_ts;
-            let st = &mut t.core.local.get().ssn;
+            let st = t.ssn.get();
+            st.clear();
             st.lax = db.opts.faults.skip_validation;
             // Section 5.3: versions created more than `age` commits (two
             // clock steps each) before we began are read untracked.
@@ -272,7 +360,7 @@ impl<'db> MvTxn<'db> {
         // not visible yet, so "now" is resolved from the clock up front
         // instead of by the shortcut for fully stamped versions.
         // SeqCst: as every read time taken from the clock.
-        let now = if self.core.db.po.is_some() { self.core.db.clock.load(Ordering::SeqCst) - 1 } else { 0 };
+        let now = if self.g.po.is_some() { self.core.db.clock.load(Ordering::SeqCst) - 1 } else { 0 };
         Me {
             table: &self.core.db.txns,
             slot: self.core.slot,
@@ -287,7 +375,7 @@ impl<'db> MvTxn<'db> {
     /// The checker for validation at `check_ts`: under POMVCC, just past
     /// the shared stamp, whose other holders are peers (see `Me::peer`).
     fn me_validating(&self, check_ts: u64) -> Me<'db> {
-        let peer = if self.core.db.po.is_some() { check_ts - 1 } else { 0 };
+        let peer = if self.g.po.is_some() { check_ts - 1 } else { 0 };
         Me { peer, ..self.me() }
     }
 

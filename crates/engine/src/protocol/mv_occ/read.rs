@@ -41,7 +41,7 @@ impl<'db> MvTxn<'db> {
             if self.policy.cert != Cert::Off {
                 self.ssn_scan(t, 0, &ScanKind::Eq(*key));
                 self.ssn_absent_key(t, key);
-                self.core.local.get().ssn.verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
+                self.ssn.get().verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
             }
             if self.core.recording {
                 self.core.record(Op::Read { table: table.0, key: *key, version: None });
@@ -260,7 +260,7 @@ struct Delivery<'a> {
 struct SsnRead<'a> {
     st: &'a mut ssn::SsnLocal,
     cert: Cert,
-    db: &'a crate::db::Core,
+    db: super::MvDb<'a>,
     slot: u32,
     word: u64,
 }
@@ -275,9 +275,9 @@ impl<'a> Delivery<'a> {
             lock: t.policy.lock_reads.then_some((t.core.id, &t.core.db.txns)),
             locks: &mut l.read_locks,
             ssn: (t.policy.cert != Cert::Off).then_some(SsnRead {
-                st: &mut l.ssn,
+                st: t.ssn.get(),
                 cert: t.policy.cert,
-                db: t.core.db,
+                db: super::MvDb { shared: t.core.db, g: t.g },
                 slot: t.core.slot,
                 word: t.word,
             }),

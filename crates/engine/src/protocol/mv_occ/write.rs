@@ -117,7 +117,7 @@ impl<'db> MvTxn<'db> {
         if self.policy.cert != Cert::Off {
             // The insert follows the key's last deleter (a w:w edge).
             self.ssn_absent_key(t, &key);
-            self.core.local.get().ssn.verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
+            self.ssn.get().verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
         }
         Ok(())
     }
@@ -282,7 +282,7 @@ impl<'db> MvTxn<'db> {
             let t = self.core.db.table_ref(table)?;
             self.ssn_scan(t, 0, &ScanKind::Eq(*key));
             self.ssn_absent_key(t, key);
-            self.core.local.get().ssn.verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
+            self.ssn.get().verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
         }
         Err(Error::KeyNotFound)
     }

@@ -23,7 +23,7 @@ impl<'db> SiloTxn<'db> {
         let placeholders: Vec<(u32, VPtr)> =
             l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         for (table, rec) in placeholders {
-            self.core.sv_retire(TableId(table), rec.0, 0);
+            self.core.sv_retire(self.g, TableId(table), rec.0, 0);
         }
         self.core.db.txns.report_outcome(self.core.slot, false);
         self.core.aborted(reason)
@@ -83,7 +83,7 @@ impl<'db> SiloTxn<'db> {
         // SeqCst fence: the locks are visible before we read E (section 4.4:
         // "the serialization point").
         fence(Ordering::SeqCst);
-        let epoch = db.silo.epoch();
+        let epoch = self.g.epoch();
         let mut drawn = 0;
         if ordered {
             // Drawn before validation, so that a transaction whose reads we
@@ -91,8 +91,8 @@ impl<'db> SiloTxn<'db> {
             let l = &self.core.local.get().silo;
             let floor = l.reads.iter().map(|r| r.word & TID).fold(max_tid, u64::max) + 1;
             // Relaxed: the order is that of the RMWs on this one counter.
-            drawn = db
-                .silo
+            drawn = self
+                .g
                 .order
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| Some(o.max(floor - 1) + 1))
                 .map(|o| o.max(floor - 1) + 1)
@@ -136,7 +136,7 @@ impl<'db> SiloTxn<'db> {
         l.commits += 1;
         if l.commits >= 64 {
             l.commits = 0;
-            db.silo.tick();
+            self.g.tick();
         }
         let commit_ts = if writes == 0 && !recording { max_tid } else { tid };
         if recording {
@@ -233,7 +233,7 @@ impl<'db> SiloTxn<'db> {
         match w.kind {
             WriteKind::Delete => {
                 let table = TableId(w.table);
-                self.core.sv_retire(table, w.rec.0, tid);
+                self.core.sv_retire(self.g, table, w.rec.0, tid);
             }
             WriteKind::Insert | WriteKind::Update if TxnCore::sv_in_place(t, rec, value) => {
                 rec.store_value(value);
@@ -250,7 +250,7 @@ impl<'db> SiloTxn<'db> {
                 unsafe { t.link_all(nv) };
                 self.core.created += 1;
                 let table = TableId(w.table);
-                self.core.sv_retire(table, w.rec.0, tid);
+                self.core.sv_retire(self.g, table, w.rec.0, tid);
                 // SAFETY: ours. Release: unlock the new record.
                 unsafe { &*nv }.begin.store(tid | LATEST, Ordering::Release);
             }

@@ -78,80 +78,15 @@ use crate::error::AbortReason;
 use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::key::Key;
 use crate::protocol::core::{CommitInfo, Status, TxnCore};
+use crate::protocol::single::{SiloGlobal, EPOCH_SHIFT};
 use crate::storage::version::{VPtr, Version};
 use crate::table::Table;
 use crate::txn::table::TxnState;
 use crate::txn::Filter;
 use crate::{Error, IndexId, Result, TableId};
-use crossbeam_utils::{Backoff, CachePadded};
+use crossbeam_utils::Backoff;
 use std::ops::Bound;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::time::Instant;
-
-const EPOCH_SHIFT: u32 = 24;
-/// How often the global epoch advances (section 4.1: 40 ms).
-const EPOCH_MS: u64 = 40;
-/// The database-wide state of Silo: the global epoch E.
-pub(crate) struct SiloGlobal {
-    epoch: CachePadded<AtomicU64>,
-    /// When E last advanced, in milliseconds since `start`.
-    advanced_ms: AtomicU64,
-    start: Instant,
-    /// Recording only: the shared TID sequence (see the module docs).
-    pub(crate) order: CachePadded<AtomicU64>,
-}
-
-impl SiloGlobal {
-    pub(crate) fn new() -> SiloGlobal {
-        SiloGlobal {
-            epoch: CachePadded::new(AtomicU64::new(1)),
-            advanced_ms: AtomicU64::new(0),
-            start: Instant::now(),
-            order: CachePadded::new(AtomicU64::new(0)),
-        }
-    }
-
-    /// Recording starts (`Database::set_recording`): the shared sequence
-    /// jumps past every TID handed out so far, so that the checker can tell
-    /// a version from before recording began by its TID. An unrecorded TID
-    /// is `E << EPOCH_SHIFT`, or one more than a TID it read in the same
-    /// epoch: below the next epoch's first TID (a record would have to change
-    /// 2^24 times in one epoch to reach it).
-    pub(crate) fn order_past_epoch(&self) {
-        let next = (self.epoch() + 1) << EPOCH_SHIFT;
-        // Relaxed: as every access of `order`, the order of the RMWs on it;
-        // recording is switched on while no transaction runs.
-        self.order.fetch_max(next, Ordering::Relaxed);
-    }
-
-    /// Advances E if it is older than [`EPOCH_MS`] (called now and then by
-    /// committers instead of a background thread).
-    fn tick(&self) {
-        let now = self.start.elapsed().as_millis() as u64;
-        // Relaxed: a rate limiter; the CAS below decides who advances.
-        let last = self.advanced_ms.load(Ordering::Relaxed);
-        if now >= last + EPOCH_MS
-            && self.advanced_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-        {
-            // SeqCst: E is also read in the total order (begin epochs, the
-            // watermark); Release for the committers' Acquire loads.
-            self.epoch.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    /// The current epoch.
-    pub(crate) fn epoch(&self) -> u64 {
-        // Acquire: see `tick`.
-        self.epoch.load(Ordering::Acquire)
-    }
-
-    /// The current epoch, read in the single total order (begin
-    /// publication and the watermark's bound, as for the clock).
-    pub(crate) fn epoch_seqcst(&self) -> u64 {
-        // SeqCst: see `Database::begin_with` and `TxnTable::min_active_begin`.
-        self.epoch.load(Ordering::SeqCst)
-    }
-}
+use std::sync::atomic::{fence, Ordering};
 
 /// What a stable read found.
 enum Seen {
@@ -212,15 +147,17 @@ fn ever_a_row(w: u64, ours: bool) -> bool {
 /// single-version families (`Transaction::into_frozen_reader`).
 pub(crate) struct SiloTxn<'db> {
     pub(crate) core: TxnCore<'db>,
+    /// The epoch E (and the commit-TID sequence).
+    pub(crate) g: &'db SiloGlobal,
 }
 
 impl<'db> SiloTxn<'db> {
     #[inline]
-    pub(crate) fn new(mut core: TxnCore<'db>) -> Self {
+    pub(crate) fn new(mut core: TxnCore<'db>, g: &'db SiloGlobal) -> Self {
         // Silo validates every read at its serialization point, as a
         // locking reader holds its locks until then.
         core.shape.locking = true;
-        SiloTxn { core }
+        SiloTxn { core, g }
     }
 
     /// Checks the transaction may run an operation.
@@ -369,7 +306,7 @@ impl<'db> SiloTxn<'db> {
         );
         self.core.created += 1;
         if raced {
-            self.core.sv_retire(table, rec, 0);
+            self.core.sv_retire(self.g, table, rec, 0);
             return Err(self.abort_with(AbortReason::WriteConflict));
         }
         self.core.sv_buffer(table, rec, WriteKind::Insert, value, true);

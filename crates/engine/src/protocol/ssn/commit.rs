@@ -17,7 +17,7 @@ impl<'db> MvTxn<'db> {
     /// η; one that fenced earlier has its write lock in place where we look,
     /// and we commit normally (with a fresh stamp, after it).
     pub(crate) fn ssn_read_only_commit(&mut self) -> Option<crate::Result<crate::protocol::mv_occ::CommitInfo>> {
-        let st = &mut self.core.local.get().ssn;
+        let st = self.ssn.get();
         if st.sstamp != NONE || st.doomed {
             return None; // a read's overwrite committed: a back edge to weigh
         }
@@ -39,7 +39,7 @@ impl<'db> MvTxn<'db> {
         }
         // Take the lock on our π as the full commit would; a push means a
         // writer of a gap we read committed first: commit normally.
-        if stamp::lock_pi(&self.core.db.ssn_slots.of(self.core.slot).sstamp) != NONE {
+        if stamp::lock_pi(&self.g.ssn_slots.of(self.core.slot).sstamp) != NONE {
             return None;
         }
         if !self.core.wait_for_dependencies() {
@@ -59,8 +59,7 @@ impl<'db> MvTxn<'db> {
     pub(crate) fn ssn_read(&mut self, v: *mut Version) -> crate::Result<()> {
         // SAFETY: found under the caller's epoch guard, still held.
         let v = unsafe { &*v };
-        let r =
-            read(&mut self.core.local.get().ssn, self.policy.cert, &self.core.db.txns, self.core.slot, self.word, v);
+        let r = read(self.ssn.get(), self.policy.cert, &self.core.db.txns, self.core.slot, self.word, v);
         r.map_err(|r| self.abort_with(r))
     }
 
@@ -73,7 +72,7 @@ impl<'db> MvTxn<'db> {
             return;
         }
         let rt = self.read_time();
-        let (st, cert, db) = (&mut self.core.local.get().ssn, self.policy.cert, self.core.db);
+        let (st, cert, db) = (self.ssn.get(), self.policy.cert, MvDb { shared: self.core.db, g: self.g });
         t.indexes[0].for_each_eq(key, |v| {
             if v.key_eq(key) {
                 absent(st, cert, db, v, rt);
@@ -85,7 +84,7 @@ impl<'db> MvTxn<'db> {
     /// A serializable scan read the gap `kind` of index `index` of `t`.
     #[inline]
     pub(crate) fn ssn_scan(&mut self, t: &Table, index: u8, kind: &ScanKind) {
-        let st = &mut self.core.local.get().ssn;
+        let st = self.ssn.get();
         st.gap_clock = match &t.indexes[index as usize].gaps {
             Some(g) => {
                 read_gap(st, self.core.slot, g, kind);
@@ -103,7 +102,7 @@ impl<'db> MvTxn<'db> {
     pub(crate) fn ssn_write(&mut self, old: *mut Version) -> crate::Result<()> {
         // SAFETY: write-locked by us, so not reclaimable.
         let old = unsafe { &*old };
-        let st = &mut self.core.local.get().ssn;
+        let st = self.ssn.get();
         if self.policy.cert == Cert::Ssn {
             // The w:w edge from the creator.
             st.pstamp = st.pstamp.max(cstamp_of(old, &self.core.db.txns));
@@ -133,7 +132,7 @@ impl<'db> MvTxn<'db> {
     #[allow(clippy::too_many_arguments)]
     fn finalize_eta(
         st: &mut SsnLocal,
-        db: &Core,
+        db: MvDb<'_>,
         me: u32,
         stamp: &AtomicU64,
         readers: &AtomicU64,
@@ -173,7 +172,7 @@ impl<'db> MvTxn<'db> {
                 if proxy {
                     // Acquire, after the peek: an untracked reader that left
                     // the slot raised this (Release) before it left.
-                    let last = db.ssn_slots.of(s as u32).last_cstamp.load(Ordering::Acquire);
+                    let last = db.g.ssn_slots.of(s as u32).last_cstamp.load(Ordering::Acquire);
                     if last > c {
                         return Err(AbortReason::ExclusionWindow);
                     }
@@ -201,11 +200,11 @@ impl<'db> MvTxn<'db> {
     /// timestamp `c`. Finalizes π(T) and η(T) and tests them; on success
     /// publishes π(T) for readers that finalize against us.
     pub(crate) fn ssn_precommit(&mut self, c: u64) -> Result<(), AbortReason> {
-        let (db, me, id, cert) = (self.core.db, self.core.slot, self.core.id, self.policy.cert);
-        let txns = &db.txns;
+        let (db, me, id, cert) = (self.mvdb(), self.core.slot, self.core.id, self.policy.cert);
+        let txns = &db.shared.txns;
         let proxy = self.read_mostly();
         let local = self.core.local.get();
-        let st = &mut local.ssn;
+        let st = self.ssn.get();
         if cert == Cert::Ssn {
             st.sstamp = st.sstamp.min(c); // line 6
         }
@@ -238,7 +237,7 @@ impl<'db> MvTxn<'db> {
                             if committed_before(txns, u, c).is_some() {
                                 let slot = txns.slot(crate::txn::table::slot_of(u));
                                 // Acquire: published before the Committed state.
-                                let s = db.ssn_slots.of(slot_of(u)).sstamp.load(Ordering::Acquire) & !LOCKED;
+                                let s = db.g.ssn_slots.of(slot_of(u)).sstamp.load(Ordering::Acquire) & !LOCKED;
                                 // Acquire: still U's? If not, U finished
                                 // postprocessing: reread the version.
                                 if slot.id.load(Ordering::Acquire) != u {
@@ -268,7 +267,7 @@ impl<'db> MvTxn<'db> {
         fence(Ordering::SeqCst);
         // Finalize η(T): the readers of what we replaced (lines 22-32), and of
         // the pseudo-versions whose rows we changed.
-        let safe = if db.opts.safe_snapshot_interval.is_some() { db.ssn_safe.below(c) } else { None };
+        let safe = if db.opts.safe_snapshot_interval.is_some() { db.g.ssn_safe.below(c) } else { None };
         for w in &local.write_set {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us.
@@ -287,7 +286,7 @@ impl<'db> MvTxn<'db> {
         }
         // Take what writers pushed, and lock our π against later pushes.
         // AcqRel: acquire the pushes; release nothing yet (see below).
-        let pushed = stamp::lock_pi(&db.ssn_slots.of(me).sstamp);
+        let pushed = stamp::lock_pi(&db.g.ssn_slots.of(me).sstamp);
         st.sstamp = st.sstamp.min(pushed);
         st.verdict(cert)?;
         // Lower the π of the scanners that will commit after us.
@@ -306,13 +305,13 @@ impl<'db> MvTxn<'db> {
             }
         }
         // Release: readers that see us Committed (Acquire) read this.
-        db.ssn_slots.of(me).sstamp.store(LOCKED | st.sstamp, Ordering::Release);
+        db.g.ssn_slots.of(me).sstamp.store(LOCKED | st.sstamp, Ordering::Release);
         Ok(())
     }
 
     /// η(T) against the pseudo-versions of the index entries write `w`
     /// adds or removes (section 6).
-    fn finalize_gaps(st: &mut SsnLocal, db: &Core, me: u32, t: &Table, w: &WriteEntry, c: u64) {
+    fn finalize_gaps(st: &mut SsnLocal, db: MvDb<'_>, me: u32, t: &Table, w: &WriteEntry, c: u64) {
         // SAFETY: ours (new) or write-locked by us (old).
         let (old, new) = unsafe { (w.old.as_ref(), w.new.as_ref()) };
         for (i, ix) in t.indexes.iter().enumerate() {
@@ -342,7 +341,7 @@ impl<'db> MvTxn<'db> {
     pub(crate) fn ssn_postcommit(&mut self, c: u64) {
         let cert = self.policy.cert;
         let local = self.core.local.get();
-        let st = &local.ssn;
+        let st = &*self.ssn.get();
         for w in &local.write_set {
             if !w.old.is_null() {
                 // SAFETY: write-locked by us.
@@ -363,13 +362,13 @@ impl<'db> MvTxn<'db> {
     /// our reader bits (commit or abort).
     pub(crate) fn ssn_release(&mut self, c: Option<u64>) {
         let slot = self.core.slot;
-        let me = self.core.db.ssn_slots.of(slot);
+        let me = self.g.ssn_slots.of(slot);
         // Section 5.3: the bit we clear may also stand for untracked reads
         // of earlier occupants of our slot; their stamps (the last cstamp)
         // go into η(V) first. Relaxed: written by earlier occupants only,
         // ordered before us by the slot's handover.
         let floor = if self.read_mostly() { me.last_cstamp.load(Ordering::Relaxed) } else { 0 };
-        let st = &self.core.local.get().ssn;
+        let st = &*self.ssn.get();
         let raise = c.unwrap_or(0).max(floor);
         for &VPtr(v) in &st.reads {
             // SAFETY: as in `ssn_precommit`.

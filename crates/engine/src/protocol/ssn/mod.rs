@@ -147,8 +147,8 @@
 //! snapshots), `commit.rs` (the transaction hooks and the pre-commit).
 
 use super::mv_occ::MvTxn;
-use crate::db::Core;
 use crate::error::AbortReason;
+use crate::protocol::mv_occ::MvDb;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{writer_of_end, Word, INFINITY};
 use crate::table::Table;

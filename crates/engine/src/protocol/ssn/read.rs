@@ -168,7 +168,7 @@ pub(crate) fn read(
 /// If `v` was created by a transaction that committed (or is committing)
 /// after `rt`, that transaction is a successor (see [`created_after`]).
 #[inline]
-pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, db: &Core, v: &Version, rt: u64) {
+pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, db: MvDb<'_>, v: &Version, rt: u64) {
     if cert == Cert::Off {
         return;
     }
@@ -209,7 +209,7 @@ pub(crate) fn absent(st: &mut SsnLocal, cert: Cert, db: &Core, v: &Version, rt: 
 /// and its π with it — the worst case, π(U) = 0 (abort; the base would
 /// abort such a scanner anyway with `Phantom` unless the row was deleted
 /// again before its commit).
-fn created_after(st: &mut SsnLocal, cert: Cert, db: &Core, v: &Version, rt: u64) {
+fn created_after(st: &mut SsnLocal, cert: Cert, db: MvDb<'_>, v: &Version, rt: u64) {
     let txns = &db.txns;
     loop {
         // Acquire: the final stamp, if postprocessing wrote it.
@@ -230,7 +230,7 @@ fn created_after(st: &mut SsnLocal, cert: Cert, db: &Core, v: &Version, rt: u64)
                 Peek::Preparing(cu) | Peek::Committed(cu) if cu <= rt || cu >= st.gap_clock => return,
                 Peek::Preparing(_) | Peek::Committed(_) => {
                     let Some(cu) = committed_before(txns, u, NONE) else { continue };
-                    let (slot, words) = (txns.slot(slot_of(u)), db.ssn_slots.of(slot_of(u)));
+                    let (slot, words) = (txns.slot(slot_of(u)), db.g.ssn_slots.of(slot_of(u)));
                     // Acquire: published before the Committed state.
                     let s = words.sstamp.load(Ordering::Acquire) & !LOCKED;
                     // Acquire: still U's, so `s` is U's π; if not, reread
@@ -252,7 +252,7 @@ fn created_after(st: &mut SsnLocal, cert: Cert, db: &Core, v: &Version, rt: u64)
 /// that we commit before. False when that is not certain to take effect:
 /// `id` already locked its π for its test (section 5.3's MSB handshake: the
 /// writer then aborts), or it finished meanwhile and did not abort.
-pub(super) fn push(db: &Core, s: u32, id: u64, value: u64) -> bool {
+pub(super) fn push(db: MvDb<'_>, s: u32, id: u64, value: u64) -> bool {
     let txns = &db.txns;
     let slot = txns.slot(s);
     let fate = || matches!(txns.peek(id), Peek::Aborted);
@@ -260,7 +260,7 @@ pub(super) fn push(db: &Core, s: u32, id: u64, value: u64) -> bool {
     if slot.id.load(Ordering::Acquire) != id {
         return fate();
     }
-    match stamp::lower_pi(&db.ssn_slots.of(s).sstamp, value) {
+    match stamp::lower_pi(&db.g.ssn_slots.of(s).sstamp, value) {
         Push::Locked => fate(),
         // Still `id`'s after the push (or the look): it will see the value.
         // Otherwise the word was a newer occupant's (harmless) and `id`'s

@@ -131,8 +131,8 @@ fn wait_decided_below(txns: &TxnTable, s: u64) {
 
 /// True if a transaction with options `o` reads a safe snapshot.
 #[inline]
-pub(crate) fn uses_safe_snapshot(db: &crate::Database, o: &crate::TxnOptions<'_>) -> bool {
+pub(crate) fn uses_safe_snapshot(opts: &crate::Options, o: &crate::TxnOptions<'_>) -> bool {
     o.read_only
-        && matches!(db.opts.protocol, crate::Protocol::Ssn | crate::Protocol::Ssi)
-        && db.opts.safe_snapshot_interval.is_some()
+        && matches!(opts.protocol, crate::Protocol::Ssn | crate::Protocol::Ssi)
+        && opts.safe_snapshot_interval.is_some()
 }

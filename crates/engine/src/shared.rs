@@ -1,0 +1,129 @@
+//! [`Shared`]: the protocol-neutral state every transaction reaches, below
+//! the protocol families: the options, Hekaton's global clock (section
+//! 2.4), the transaction table, the tables, the garbage queues, the redo
+//! log, the commit freeze and the recorded history. It names no protocol:
+//! a family's own global state (Silo's epoch, SSN's published words,
+//! BOHM's store, POMVCC's timestamps) is its own, beside this in the
+//! database (`db`), and a transaction is handed both at begin.
+
+use crate::gc::Gc;
+use crate::history;
+use crate::options::{Durability, Options, MAX_TABLES};
+use crate::table::Table;
+use crate::txn::{freeze::Freeze, table::TxnTable};
+use crate::wal::log::Log;
+use crate::{Error, Result, TableId};
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// The state of a database that every protocol shares.
+#[doc(hidden)]
+pub struct Shared {
+    pub(crate) opts: Options,
+    /// The global timestamp counter (section 2.4). Holds the next even stamp.
+    pub(crate) clock: CachePadded<AtomicU64>,
+    pub(crate) txns: TxnTable,
+    pub(crate) tables: Box<[OnceLock<Table>]>,
+    pub(crate) names: Mutex<HashMap<String, u32>>,
+    pub(crate) gc: Gc,
+    /// Versions reclaimed by `collect_garbage` (transactions count their own per slot).
+    pub(crate) versions_freed: CachePadded<AtomicU64>,
+    /// Finished transactions, when recording.
+    pub(crate) history: Mutex<Vec<history::TxnRecord>>,
+    /// Whether transactions that begin now record their history.
+    pub(crate) recording: AtomicBool,
+    /// The redo log (durable databases only).
+    pub(crate) log: Option<Log>,
+    /// The commit freeze of single-version checkpoints.
+    pub(crate) freeze: Freeze,
+}
+
+impl Shared {
+    pub(crate) fn new(opts: Options) -> Shared {
+        Shared {
+            txns: TxnTable::new(opts.max_transactions),
+            recording: AtomicBool::new(opts.record_history),
+            clock: CachePadded::new(AtomicU64::new(2)),
+            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+            names: Mutex::new(HashMap::new()),
+            gc: Gc::new(),
+            versions_freed: CachePadded::new(AtomicU64::new(0)),
+            history: Mutex::new(Vec::new()),
+            log: None,
+            freeze: Default::default(),
+            opts,
+        }
+    }
+
+    /// The tables' ids and names, in creation order.
+    pub(crate) fn table_list(&self) -> Vec<(u32, String)> {
+        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
+        v.sort();
+        v
+    }
+
+    #[inline]
+    pub(crate) fn table_ref(&self, t: TableId) -> Result<&Table> {
+        self.tables.get(t.0 as usize).and_then(|c| c.get()).ok_or_else(|| Error::UnknownTable(format!("#{}", t.0)))
+    }
+
+    #[inline]
+    pub(crate) fn table_by_id(&self, t: u32) -> &Table {
+        self.tables[t as usize].get().expect("tables referenced by versions exist")
+    }
+
+    pub(crate) fn record(&self, r: history::TxnRecord) {
+        self.history.lock().push(r);
+    }
+
+    /// True if transactions that begin now record their history.
+    #[inline]
+    pub(crate) fn recording(&self) -> bool {
+        // Relaxed: a switch read once per transaction; no data depends on it.
+        self.recording.load(Ordering::Relaxed)
+    }
+
+    /// Under sync durability, a transaction that wrote nothing commits:
+    /// waits until whatever it read is durable (see `wal::log`, "Durable
+    /// visibility").
+    #[inline]
+    pub(crate) fn wait_visible(&self) -> Result<()> {
+        match &self.log {
+            Some(log) if log.mode() == Durability::Sync => log
+                .wait_visible()
+                .map_err(|e| Error::Io(format!("the transaction committed, but what it read is not durable: {e}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Under sync durability, waits until the record of a commit (appended
+    /// in log epoch `epoch`, if it wrote anything) is durable.
+    pub(crate) fn wait_durable(&self, epoch: Option<u64>) -> Result<()> {
+        match (&self.log, epoch) {
+            (Some(log), Some(epoch)) if log.mode() == Durability::Sync => log
+                .wait_durable(epoch)
+                .map_err(|e| Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // No transaction can be open (they borrow the database). Every version
+        // still allocated is linked into its table's primary index, except
+        // those already unlinked and handed to the epoch collector.
+        for t in self.tables.iter().filter_map(|t| t.get()) {
+            let mut all = Vec::new();
+            t.for_each_version(|v| all.push(v));
+            for v in all {
+                // SAFETY: we have exclusive access; each linked version is
+                // reached exactly once through the primary index.
+                unsafe { crate::storage::version::Version::free(v) };
+            }
+        }
+    }
+}
