@@ -63,7 +63,6 @@ mod shared;
 mod stats;
 
 pub use db::{Core, Database};
-pub use shared::Shared;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};
@@ -75,6 +74,7 @@ pub use options::{
 pub use protocol::core::CommitInfo;
 pub use protocol::mv_lock::detect_deadlocks;
 pub use protocol::transaction::Transaction;
+pub use shared::Shared;
 pub use stats::Stats;
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;

@@ -206,10 +206,12 @@ impl Database {
                 )));
             }
         }
-        let (slot, id) = match self.globals.mv() {
-            Some(g) => self.txns.open(|s| g.ssn_slots.open(s))?,
-            None => self.txns.open(|_| {})?,
-        };
+        let mv = self.globals.mv();
+        let (slot, id) = self.txns.open(|s| {
+            if let Some(g) = mv {
+                g.ssn_slots.open(s);
+            }
+        })?;
         let s = self.txns.slot(slot);
         if let (Some(g), Some(po)) = (self.globals.mv(), self.po()) {
             // Allocate_BTs (Figure 18): at least `after`, if given; then the

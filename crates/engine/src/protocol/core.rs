@@ -75,6 +75,53 @@ pub(crate) struct TxnCore<'db> {
     _not_sync: PhantomData<Cell<()>>,
 }
 
+/// The hooks a family gives the steps every operation begins with: its
+/// core, and its own rollback (`abort_with`: what it undoes differs). The
+/// families that run operations one by one (MV, Silo, 1V) implement it;
+/// calls are static (each family's struct is a concrete type), so `enter`
+/// inlines as the families' own copies did.
+pub(crate) trait Hooks<'db> {
+    fn core(&self) -> &TxnCore<'db>;
+    /// Rolls back for `reason` and returns the error to hand the caller.
+    fn rollback(&mut self, reason: AbortReason) -> Error;
+
+    /// Checks the transaction may run an operation: it is open, and no
+    /// transaction it depends on aborted (else it aborts too).
+    #[inline]
+    fn enter(&mut self) -> Result<()> {
+        if self.core().entry()? {
+            return Err(self.rollback(AbortReason::CommitDependency));
+        }
+        Ok(())
+    }
+
+    /// [`Self::enter`] and the checks of a write (see `TxnCore::write_checks`).
+    #[inline]
+    fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
+        self.enter()?;
+        self.core().write_checks(table, value_len)
+    }
+}
+
+/// Implements [`Hooks`] for a family's transaction struct that has a
+/// `core: TxnCore` field and an inherent `abort_with`.
+macro_rules! hooks {
+    ($family:ident) => {
+        impl<'db> $crate::protocol::core::Hooks<'db> for $family<'db> {
+            #[inline]
+            fn core(&self) -> &$crate::protocol::core::TxnCore<'db> {
+                &self.core
+            }
+
+            #[inline]
+            fn rollback(&mut self, reason: $crate::error::AbortReason) -> $crate::Error {
+                self.abort_with(reason)
+            }
+        }
+    };
+}
+pub(crate) use hooks;
+
 impl<'db> TxnCore<'db> {
     #[inline]
     pub(crate) fn new(

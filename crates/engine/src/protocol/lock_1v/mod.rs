@@ -83,7 +83,7 @@ use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::index::key_locks::{looks_free, try_exclusive, try_shared, unlock, LockMode};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
-use crate::protocol::core::{CommitInfo, Status, TxnCore};
+use crate::protocol::core::{CommitInfo, Hooks, Status, TxnCore};
 use crate::protocol::sets::{Sets, SlotSets};
 use crate::protocol::single::{find_latest, walk_range, SiloGlobal, SiloLocal, ABSENT, LATEST, TID};
 use crate::storage::version::{VPtr, Version};
@@ -217,21 +217,6 @@ impl<'db> LockTxn<'db> {
         // The slot's last occupant released every lock (asserted here).
         locks.get().clear();
         LockTxn { core, g, locks, long_reads, key_range, declared: false }
-    }
-
-    /// Checks the transaction may run an operation.
-    #[inline]
-    fn enter(&mut self) -> Result<()> {
-        if self.core.entry()? {
-            return Err(self.abort_with(AbortReason::CommitDependency));
-        }
-        Ok(())
-    }
-
-    #[inline]
-    fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
-        self.enter()?;
-        self.core.write_checks(table, value_len)
     }
 }
 
@@ -670,3 +655,5 @@ impl<'db> LockTxn<'db> {
         Ok(())
     }
 }
+
+crate::protocol::core::hooks!(LockTxn);

@@ -82,7 +82,7 @@ use crate::gc::Garbage;
 use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::index::locks::contains as in_range;
 use crate::key::Key;
-use crate::protocol::core::{Shape, TxnCore};
+use crate::protocol::core::{Hooks, Shape, TxnCore};
 use crate::protocol::mv_lock::{read_lock, Locked};
 use crate::protocol::pomvcc;
 use crate::protocol::sets::{Sets, SlotSets};
@@ -414,21 +414,6 @@ impl<'db> MvTxn<'db> {
         }
     }
 
-    /// Checks the transaction may run an operation.
-    #[inline]
-    pub(crate) fn enter(&mut self) -> Result<()> {
-        if self.core.entry()? {
-            return Err(self.abort_with(AbortReason::CommitDependency));
-        }
-        Ok(())
-    }
-
-    #[inline]
-    pub(crate) fn enter_write(&mut self, table: TableId, value_len: usize) -> Result<&'db Table> {
-        self.enter()?;
-        self.core.write_checks(table, value_len)
-    }
-
     /// Finds the version of `key` visible at `rt` through the primary index.
     ///
     /// Under read committed `rt` is [`NOW`]: the shared clock is read only if
@@ -471,3 +456,5 @@ pub(crate) fn writer_of(v: &Version) -> Writer {
         Word::Txn(id) => Writer::Txn(id),
     }
 }
+
+crate::protocol::core::hooks!(MvTxn);
