@@ -9,7 +9,7 @@
 //!    to their end: a stream stops at its first damaged record, missing or
 //!    misplaced file, or epoch going backwards. What each stream holds
 //!    intact ends at its *last mark* `m(s)`; its marks must be the rounds
-//!    `durability::log` gives it (`s, s + n, s + 2n...` of `n` streams),
+//!    `wal::log` gives it (`s, s + n, s + 2n...` of `n` streams),
 //!    one after the other.
 //! 2. **The cut.** Round `e` (mark `e` and the records before it) is in
 //!    stream `e % n`, and a record of epoch `e` is in round `e` or
@@ -418,7 +418,7 @@ impl Scan {
     }
 
     /// The epoch of the next round this stream would hold: round `e` is
-    /// written to stream `e % streams` (`durability::log`), from epoch 1.
+    /// written to stream `e % streams` (`wal::log`), from epoch 1.
     fn next_round(&self) -> u64 {
         match self.last_mark {
             0 if self.stream == 0 => self.streams,

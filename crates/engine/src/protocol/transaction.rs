@@ -417,7 +417,7 @@ impl<'db> Transaction<'db> {
     ///
     /// Under sync durability a commit returns once it is durable, and a
     /// transaction that wrote nothing returns once whatever it read is
-    /// durable (`durability::log`, "Durable visibility"): a crash never
+    /// durable (`wal::log`, "Durable visibility"): a crash never
     /// loses a commit that was acknowledged or that a reader was shown.
     /// The multi-version family gets the second for free: its commits
     /// become visible only once durable (see `mv_occ::commit`); what it

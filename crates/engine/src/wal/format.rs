@@ -13,7 +13,7 @@
 //! ```
 //!
 //! A log body is a transaction's redo record (Hekaton section 3.2: only
-//! new versions, no undo) or an epoch mark (see `durability::log`):
+//! new versions, no undo) or an epoch mark (see `wal::log`):
 //!
 //! ```text
 //!  TXN:  kind=1 u8 | epoch u64 | commit_ts u64 | writes u32 | write*

@@ -577,7 +577,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         }
         // Logging: the redo record goes out before the placeholders are
         // produced, so a reader of our values appends after us
-        // (`durability::log`).
+        // (`wal::log`).
         if commit {
             if let Some(log) = &self.db.log {
                 inner.epoch = self.log_redo(log, inner);

@@ -96,7 +96,7 @@ impl<'db> MvTxn<'db> {
         // Logging (section 3.2, "write the new versions to the log"): the
         // redo record is appended before we become Committed, so that
         // whoever reads or overwrites our writes appends after us (see
-        // `durability::log`). Under sync durability we also wait for it
+        // `wal::log`). Under sync durability we also wait for it
         // here, still Preparing (section 3.2: "the transaction ... is
         // committed" once the log write completes): a reader of our
         // versions meanwhile takes a commit dependency on us, so nothing

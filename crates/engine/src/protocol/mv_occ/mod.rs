@@ -21,7 +21,7 @@
 //!    CommitDepCounter is zero or AbortNow is set; then write the new versions
 //!    to the log (a redo record appended to the thread's stream) and, under
 //!    sync durability, wait for its round, still Preparing, so that only
-//!    durable commits become visible (`durability::log`, "Durable
+//!    durable commits become visible (`wal::log`, "Durable
 //!    visibility"). Then become Committed or Aborted.
 //! 5. **Postprocessing** (section 3.3): stamp the end timestamp into the new
 //!    versions' Begin and the old versions' End words — or, on abort, set the

@@ -120,7 +120,7 @@ impl<'db> SiloTxn<'db> {
         let writes = l.writes.len();
         // Logging (section 4.10, "value logging"): the redo record goes
         // out while the WriteSet is locked, so whoever reads or overwrites
-        // our writes appends after us (`durability::log`).
+        // our writes appends after us (`wal::log`).
         let epoch = log.map(|log| self.core.sv_log_redo(log, tid));
         for &i in &order {
             let w = self.core.local.get().silo.writes[i];
