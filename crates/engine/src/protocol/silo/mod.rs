@@ -360,6 +360,10 @@ impl<'db> SiloTxn<'db> {
         let mut rows = Vec::new();
         let mut stopped_at = None;
         let mut copy = std::mem::take(&mut self.core.local.get().silo.copy);
+        // Rows handed to `f` so far: a walk that must start over after one
+        // would hand them again, so it aborts instead (see `Seen::Gone`).
+        let mut delivered = false;
+        let mut failed = None;
         let mut retry = true;
         while retry {
             retry = false;
@@ -390,8 +394,18 @@ impl<'db> SiloTxn<'db> {
                             l.reads.push(SvRead { rec: VPtr(rec), word });
                             return true;
                         }
+                        Seen::Gone if delivered => {
+                            // Replaced while we read it, after rows were
+                            // handed on: starting over would hand them
+                            // again (a row counted twice), and the walk
+                            // cannot tell where the replacement sits; the
+                            // read did not settle.
+                            failed = Some(AbortReason::ReadValidation);
+                            return false;
+                        }
                         Seen::Gone => {
-                            // Replaced during the scan: start over.
+                            // Replaced during the scan, before any row was
+                            // handed on: start over.
                             retry = true;
                             return false;
                         }
@@ -404,6 +418,7 @@ impl<'db> SiloTxn<'db> {
                 if self.core.recording {
                     rows.push((k, self.sv_writer(rec), copy.clone()));
                 }
+                delivered = true;
                 if f(&k, &copy) {
                     return true;
                 }
@@ -412,6 +427,9 @@ impl<'db> SiloTxn<'db> {
             });
         }
         self.core.local.get().silo.copy = copy;
+        if let Some(reason) = failed {
+            return Err(self.abort_with(reason));
+        }
         let hi = match stopped_at {
             Some(k) if ordered => Bound::Included(k),
             _ => hi,
