@@ -295,13 +295,11 @@ fn a_scan_hands_each_row_once_while_rows_move() {
                     if r.is_ok() && x.commit().is_ok() {
                         scans.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let want: Vec<Key> = (0..ROWS).map(Key::from).collect();
-                        if keys != want {
-                            if wrong.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3 {
-                                eprintln!(
-                                    "{protocol}: a scan handed on {:?}",
-                                    keys.iter().map(|k| k.to_u64()).collect::<Vec<_>>()
-                                );
-                            }
+                        if keys != want && wrong.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 3 {
+                            eprintln!(
+                                "{protocol}: a scan handed on {:?}",
+                                keys.iter().map(|k| k.to_u64()).collect::<Vec<_>>()
+                            );
                         }
                     }
                 }
