@@ -277,6 +277,11 @@ fn a_scan_hands_each_row_once_while_rows_move() {
                     let v = vec![b'x'; n];
                     let k = Key::from(n as u64 % ROWS);
                     db.run(Isolation::Serializable, |x| x.update(t, &k, &v)).unwrap();
+                    if n % 4 == 0 {
+                        // A pause now and then, in which a scan can commit
+                        // (without it a debug build's Silo scans all abort).
+                        std::thread::sleep(Duration::from_micros(100));
+                    }
                 }
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             });
