@@ -44,6 +44,11 @@ use std::sync::Arc;
 const SHARDS: usize = 16;
 /// Versions unlinked together, their cache misses overlapped.
 const PIPELINE: usize = 8;
+/// A walk this long to unlink one version means its chain holds a backlog:
+/// the collection goes on by sweeping (see `Gc::collect`).
+const LONG_WALK: usize = 64;
+/// Versions a sweep takes from the queue at a time.
+const SWEEP_CHUNK: usize = 1 << 16;
 
 /// One queued version.
 #[derive(Clone, Copy)]
@@ -121,6 +126,16 @@ impl Gc {
     /// frees them at a later collection of the shard, once an epoch has
     /// passed. Skips the shard if another thread is collecting it. Returns
     /// the number of versions unlinked.
+    ///
+    /// Versions are unlinked a few at a time, each by a walk of its chains.
+    /// When one walk is long (`LONG_WALK`), the chains hold a backlog (a
+    /// long reader held the watermark back, or collection fell behind): the
+    /// queue is oldest first and inserts prepend, so each walk would pass
+    /// the rest of the backlog, and the backlog's collection would be
+    /// quadratic in it (measured: a bank test's final collection ran for
+    /// hours). The rest of the budget is then swept: taken from the queue
+    /// in large chunks and unlinked with one walk per chain for the chunk
+    /// (`Table::unlink_many`).
     pub(crate) fn collect<'t>(
         &self,
         s: usize,
@@ -140,7 +155,8 @@ impl Gc {
         // the next, so that their misses overlap.
         let mut group = [VPtr(std::ptr::null_mut()); PIPELINE];
         let mut tables = [0u32; PIPELINE];
-        while n < budget {
+        let mut sweep = false;
+        while n < budget && !sweep {
             let mut k = 0;
             while k < PIPELINE && n + k < budget {
                 match q.front() {
@@ -161,12 +177,45 @@ impl Gc {
             for j in 0..k {
                 // SAFETY: the version is still linked (only the collector
                 // unlinks, once) and alive; we are pinned while unlinking.
-                unsafe { table(tables[j]).unlink_all(group[j].0) };
+                let walked = unsafe { table(tables[j]).unlink_all(group[j].0) };
+                sweep |= walked >= LONG_WALK;
                 batch.push(group[j]);
             }
             n += k;
             if k < PIPELINE {
                 break;
+            }
+        }
+        if sweep {
+            let (mut chunk, mut chains, mut set, mut vs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            while n < budget {
+                chunk.clear();
+                while chunk.len() < SWEEP_CHUNK && n + chunk.len() < budget {
+                    match q.front() {
+                        Some(&g) if g.ts < watermark => {
+                            chunk.push(g);
+                            q.pop_front();
+                        }
+                        _ => break,
+                    }
+                }
+                if chunk.is_empty() {
+                    break;
+                }
+                chunk.sort_unstable_by_key(|g| g.table);
+                for run in chunk.chunk_by(|a, b| a.table == b.table) {
+                    vs.clear();
+                    vs.extend(run.iter().map(|g| g.v.0));
+                    // SAFETY: as for `unlink_all` above, for every version of
+                    // the run: queued, so linked and alive until its
+                    // collector (we, who popped it) unlinks it; we are pinned.
+                    unsafe { table(run[0].table).unlink_many(&vs, &mut chains, &mut set) };
+                }
+                n += chunk.len();
+                batch.extend(chunk.iter().map(|g| g.v));
+                if chunk.len() < SWEEP_CHUNK {
+                    break;
+                }
             }
         }
         if n > 0 {

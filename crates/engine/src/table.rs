@@ -416,22 +416,67 @@ impl Table {
         }
     }
 
-    /// Unlinks a version from every index.
+    /// Unlinks a version from every index; returns the longest walk it took
+    /// to reach it in a chain (the collector's sign of a backlog, see
+    /// [`Table::unlink_many`]).
     ///
     /// # Safety
     /// `v` is live and linked; the caller holds an epoch guard and frees `v`
     /// only after the epoch has passed.
-    pub(crate) unsafe fn unlink_all(&self, v: *mut Version) {
+    pub(crate) unsafe fn unlink_all(&self, v: *mut Version) -> usize {
         // SAFETY: `v` is live per the contract.
         let r = unsafe { &*v };
+        let mut longest = 0;
         for ix in &self.indexes {
-            let found = match &ix.imp {
+            let walked = match &ix.imp {
                 // SAFETY: forwarded contract.
                 IndexImpl::Hash(h) => unsafe { h.unlink(v, ix.hash_of(r)) },
                 // SAFETY: forwarded contract.
                 IndexImpl::Ordered(o) => unsafe { o.unlink(v, &ix.ikey(r)) },
             };
-            debug_assert!(found, "a version is linked into every index of its table");
+            debug_assert!(walked.is_some(), "a version is linked into every index of its table");
+            longest = longest.max(walked.unwrap_or(0));
+        }
+        longest
+    }
+
+    /// Unlinks the versions `vs` from every index with one walk per chain
+    /// (hash bucket or key) for all of them, instead of one per version.
+    /// `chains` and `set` are scratch space.
+    ///
+    /// # Safety
+    /// As for [`Table::unlink_all`], for every member of `vs`.
+    pub(crate) unsafe fn unlink_many(
+        &self,
+        vs: &[*mut Version],
+        chains: &mut Vec<(u64, *mut Version)>,
+        set: &mut Vec<*mut Version>,
+    ) {
+        for ix in &self.indexes {
+            chains.clear();
+            chains.extend(vs.iter().map(|&v| {
+                // SAFETY: `v` is live per the contract.
+                let r = unsafe { &*v };
+                let chain = match &ix.imp {
+                    IndexImpl::Hash(h) => h.bucket_of(ix.hash_of(r)),
+                    IndexImpl::Ordered(o) => o.chain_of(r),
+                };
+                (chain, v)
+            }));
+            // By chain, then by address within it (`unlink_set` searches it).
+            chains.sort_unstable();
+            for run in chains.chunk_by(|a, b| a.0 == b.0) {
+                set.clear();
+                set.extend(run.iter().map(|&(_, v)| v));
+                let found = match &ix.imp {
+                    // SAFETY: forwarded contract; every member is in bucket `run[0].0`.
+                    IndexImpl::Hash(h) => unsafe { h.unlink_set(run[0].0, set) },
+                    // SAFETY: forwarded contract; every member is in the chain of
+                    // the same slot, so under the key of any of them.
+                    IndexImpl::Ordered(o) => unsafe { o.unlink_set(&ix.ikey(&*run[0].1), set) },
+                };
+                debug_assert_eq!(found, set.len(), "a version is linked into every index of its table");
+            }
         }
     }
 

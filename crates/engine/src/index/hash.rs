@@ -159,12 +159,13 @@ impl HashIndex {
         bucket::link(self.bucket(hash), v as u64, |head| link.store(head as *mut Version, Ordering::Relaxed));
     }
 
-    /// Removes `v` from its chain; returns false if it was not found.
+    /// Removes `v` from its chain; returns how many chain members it walked
+    /// past to reach it (0: it was the head), or `None` if it was not found.
     ///
     /// # Safety
     /// `v` is live (the caller holds an epoch guard) and linked under `hash`.
     /// The caller frees it only after an epoch has passed.
-    pub unsafe fn unlink(&self, v: *mut Version, hash: u64) -> bool {
+    pub unsafe fn unlink(&self, v: *mut Version, hash: u64) -> Option<usize> {
         // Lock by bucket number, so every unlinker of this chain takes the same stripe.
         let _g = self.stripes.lock(hash & self.mask);
         let b = self.bucket(hash);
@@ -177,7 +178,7 @@ impl HashIndex {
         let mut cur = b.load(Ordering::Acquire);
         while head_of(cur) == v {
             match b.compare_exchange(cur, succ as u64 | (cur & !PTR_MASK), Ordering::Release, Ordering::Acquire) {
-                Ok(_) => return true,
+                Ok(_) => return Some(0),
                 Err(now) => cur = now,
             }
         }
@@ -185,6 +186,7 @@ impl HashIndex {
         // lock) change links of published versions, so the predecessor's link
         // cannot change under us; inserts only replace the bucket head.
         let mut prev = head_of(cur);
+        let mut steps = 1;
         while !prev.is_null() {
             // SAFETY: chain members are alive while we hold the epoch guard.
             let pl = unsafe { (*prev).link(self.link) };
@@ -192,11 +194,50 @@ impl HashIndex {
             if cur == v {
                 // Release: publish the bypass to concurrent readers.
                 pl.store(succ, Ordering::Release);
-                return true;
+                return Some(steps);
             }
             prev = cur;
+            steps += 1;
         }
-        false
+        None
+    }
+
+    /// Removes every version of `set` (sorted by address) from the chain of
+    /// bucket number `b` in one walk; returns how many it found.
+    ///
+    /// The collector's answer to long chains: garbage is queued oldest
+    /// first, and the oldest versions lie deepest (inserts prepend), so
+    /// unlinking a backlog one version at a time walks past the rest of the
+    /// backlog each time, quadratic in it; one walk per chain is linear.
+    ///
+    /// # Safety
+    /// As for [`HashIndex::unlink`], for every member of `set`, each linked
+    /// in bucket `b`.
+    pub unsafe fn unlink_set(&self, b: u64, set: &[*mut Version]) -> usize {
+        debug_assert!(set.is_sorted(), "the set is searched by address");
+        let member = |p: *mut Version| !p.is_null() && set.binary_search(&p).is_ok();
+        let _g = self.stripes.lock(b);
+        let bw = self.bucket_no(b);
+        let mut left = set.len();
+        // Members at the head go by CAS, as in `unlink` (Release: as there;
+        // Acquire: the fresh head is walked). An inserter prepends only new
+        // versions, never members.
+        let mut cur = bw.load(Ordering::Acquire);
+        while left > 0 && member(head_of(cur)) {
+            // SAFETY: members are live per the contract.
+            let succ = unsafe { (*head_of(cur)).link(self.link).load(Ordering::Acquire) };
+            match bw.compare_exchange(cur, succ as u64 | (cur & !PTR_MASK), Ordering::Release, Ordering::Acquire) {
+                Ok(_) => {
+                    left -= 1;
+                    cur = bw.load(Ordering::Acquire);
+                }
+                Err(now) => cur = now,
+            }
+        }
+        // SAFETY: the stripe lock is held, the caller is pinned, and the
+        // members are in this chain, after its head (not a member).
+        left = unsafe { super::bypass_members(head_of(cur), self.link, set, left) };
+        set.len() - left
     }
 }
 
@@ -216,6 +257,49 @@ pub(crate) fn prefetch(p: *const u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `unlink` reports how far it walked; `unlink_set` removes the members
+    /// of a set wherever they lie in the chain (the head, runs of them, the
+    /// tail) in one walk and leaves every other version in order.
+    #[test]
+    fn unlink_set_removes_its_members_in_one_walk() {
+        let h = HashIndex::new(0, 0);
+        let hash = 7;
+        // Prepended: the chain is v9, v8, ..., v0.
+        let vs: Vec<*mut Version> =
+            (0..10u64).map(|i| Version::alloc(crate::key::Key::from(i), 1, b"", 1).as_ptr()).collect();
+        let chain = |h: &HashIndex| {
+            let mut out = Vec::new();
+            let mut p = h.head(hash);
+            while !p.is_null() {
+                out.push(vs.iter().position(|&v| v == p).unwrap());
+                // SAFETY: linked versions are alive until freed below.
+                p = h.next(unsafe { &*p });
+            }
+            out
+        };
+        let _guard = crossbeam_epoch::pin();
+        // SAFETY: each fresh version is linked once; all are freed at the end, unlinked.
+        unsafe {
+            for &v in &vs {
+                h.insert(v, hash);
+            }
+            assert_eq!(h.unlink(vs[9], hash), Some(0), "the head");
+            assert_eq!(h.unlink(vs[0], hash), Some(8), "the tail, past eight");
+            assert_eq!(h.unlink(vs[0], hash), None, "gone");
+            let mut set: Vec<_> = [8, 6, 5, 1].iter().map(|&i| vs[i]).collect();
+            set.sort_unstable();
+            assert_eq!(h.unlink_set(h.bucket_of(hash), &set), 4);
+            assert_eq!(chain(&h), vec![7, 4, 3, 2]);
+            let mut rest: Vec<_> = [7, 4, 3, 2].iter().map(|&i| vs[i]).collect();
+            rest.sort_unstable();
+            assert_eq!(h.unlink_set(h.bucket_of(hash), &rest), 4);
+            assert!(h.head(hash).is_null());
+            for v in vs {
+                Version::free(v);
+            }
+        }
+    }
 
     /// Small indexes get eight buckets a key, every bucket on a line of its
     /// own; large ones pack them; either way each bucket number maps to one

@@ -40,3 +40,38 @@ impl Stripes {
         self.0[(h as usize) & (STRIPES - 1)].lock()
     }
 }
+
+/// Walks a chain from `prev` and bypasses every member of `set` (sorted by
+/// address) it meets, staying on the predecessor after each bypass (the
+/// next member may follow); stops once `left` members are gone. Returns
+/// how many are left (0 unless some were not in the chain). The walk of
+/// both indexes' `unlink_set`.
+///
+/// # Safety
+/// The caller holds the chain's stripe lock (only its holder changes the
+/// links of published versions) and an epoch guard; `prev` is null or a
+/// live chain member that is not in `set`.
+pub(crate) unsafe fn bypass_members(
+    mut prev: *mut crate::storage::version::Version,
+    link: usize,
+    set: &[*mut crate::storage::version::Version],
+    mut left: usize,
+) -> usize {
+    use std::sync::atomic::Ordering;
+    while left > 0 && !prev.is_null() {
+        // SAFETY: chain members stay alive under the caller's epoch guard.
+        let pl = unsafe { (*prev).link(link) };
+        // Acquire: the successor as published.
+        let next = pl.load(Ordering::Acquire);
+        if !next.is_null() && set.binary_search(&next).is_ok() {
+            // SAFETY: as above; `next` is a member, linked and live.
+            let succ = unsafe { (*next).link(link).load(Ordering::Acquire) };
+            // Release: publish the bypass to readers walking the chain.
+            pl.store(succ, Ordering::Release);
+            left -= 1;
+        } else {
+            prev = next;
+        }
+    }
+    left
+}

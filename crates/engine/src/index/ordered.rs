@@ -416,32 +416,25 @@ impl OrderedIndex {
         ol.store(v, Ordering::Release);
     }
 
-    /// Removes `v` from the chain of `k`, retiring the entry if the chain empties.
+    /// Removes `v` from the chain of `k`, retiring the entry if the chain
+    /// empties; returns how many chain members it walked past to reach it
+    /// (0: it was the head), or `None` if it was not found.
     ///
     /// # Safety
     /// `v` is live (caller holds an epoch guard) and linked under `k`; it is
     /// freed only after an epoch has passed.
-    pub unsafe fn unlink(&self, v: *mut Version, k: &IKey) -> bool {
+    pub unsafe fn unlink(&self, v: *mut Version, k: &IKey) -> Option<usize> {
         let _g = self.stripes.lock(ikey_hash(k));
-        // Acquire: the slot word was published with `v`.
-        // SAFETY: `v` is live per the contract.
-        let sp = unsafe { &*v }.link(self.slot_word).load(Ordering::Acquire) as *const Slot;
-        debug_assert!(!sp.is_null(), "a linked version knows its slot");
-        if sp.is_null() {
-            return false;
-        }
-        // SAFETY: `v` is in this slot's chain, and a slot leaves the index
-        // (to be freed after an epoch) only once its chain is empty, which
-        // takes this stripe lock: it is alive.
-        let slot = unsafe { &*sp };
+        let slot = self.slot_of(v)?;
         // SAFETY: `v` is live per the contract.
         let succ = unsafe { (*v).link(self.link).load(Ordering::Acquire) };
-        let mut found = false;
+        let mut found = None;
         // Release: publish the bypass; Acquire on failure: walk from the fresh head.
         if slot.head.compare_exchange(v, succ, Ordering::Release, Ordering::Acquire).is_ok() {
-            found = true;
+            found = Some(0);
         } else {
             let mut prev = slot.head.load(Ordering::Acquire);
+            let mut steps = 1;
             while !prev.is_null() && prev != DEAD {
                 // SAFETY: chain members stay alive under the caller's epoch guard.
                 let pl = unsafe { (*prev).link(self.link) };
@@ -449,12 +442,77 @@ impl OrderedIndex {
                 if cur == v {
                     // Release: publish the bypass to readers.
                     pl.store(succ, Ordering::Release);
-                    found = true;
+                    found = Some(steps);
                     break;
                 }
                 prev = cur;
+                steps += 1;
             }
         }
+        self.retire_if_empty(slot, k);
+        found
+    }
+
+    /// Removes every version of `set` (sorted by address, all linked under
+    /// `k`) from the chain in one walk, retiring the entry if the chain
+    /// empties; returns how many it found. As [`super::hash::HashIndex::unlink_set`]:
+    /// one walk for a backlog of garbage on one key, not one per version.
+    ///
+    /// # Safety
+    /// As for [`OrderedIndex::unlink`], for every member of `set`.
+    pub unsafe fn unlink_set(&self, k: &IKey, set: &[*mut Version]) -> usize {
+        debug_assert!(set.is_sorted(), "the set is searched by address");
+        let Some(&first) = set.first() else { return 0 };
+        let member = |p: *mut Version| !p.is_null() && p != DEAD && set.binary_search(&p).is_ok();
+        let _g = self.stripes.lock(ikey_hash(k));
+        let Some(slot) = self.slot_of(first) else { return 0 };
+        let mut left = set.len();
+        // Members at the head go by CAS (Release: publish the bypass;
+        // Acquire: the fresh head is walked); an insert prepends only new
+        // versions.
+        let mut cur = slot.head.load(Ordering::Acquire);
+        while left > 0 && member(cur) {
+            // SAFETY: members are live per the contract.
+            let succ = unsafe { (*cur).link(self.link).load(Ordering::Acquire) };
+            match slot.head.compare_exchange(cur, succ, Ordering::Release, Ordering::Acquire) {
+                Ok(_) => {
+                    left -= 1;
+                    cur = succ;
+                }
+                Err(now) => cur = now,
+            }
+        }
+        let start = if cur == DEAD { ptr::null_mut() } else { cur };
+        // SAFETY: the stripe lock is held, the caller is pinned, and the
+        // members are in this chain, after its head `start` (not a member).
+        left = unsafe { super::bypass_members(start, self.link, set, left) };
+        self.retire_if_empty(slot, k);
+        set.len() - left
+    }
+
+    /// Which chain `v` is in (its slot's address), to group versions by
+    /// chain; a linked version stays in its slot's chain.
+    pub fn chain_of(&self, v: &Version) -> u64 {
+        // Acquire: the slot word was published with `v`.
+        v.link(self.slot_word).load(Ordering::Acquire) as u64
+    }
+
+    /// The slot whose chain `v` is in (the caller holds the chain's stripe
+    /// lock and `v` is live and linked).
+    fn slot_of(&self, v: *mut Version) -> Option<&Slot> {
+        // Acquire: the slot word was published with `v`.
+        // SAFETY: `v` is live per the callers' contracts.
+        let sp = unsafe { &*v }.link(self.slot_word).load(Ordering::Acquire) as *const Slot;
+        debug_assert!(!sp.is_null(), "a linked version knows its slot");
+        // SAFETY: `v` is in this slot's chain, and a slot leaves the index
+        // (to be freed after an epoch) only once its chain is empty, which
+        // takes the stripe lock the caller holds: it is alive.
+        (!sp.is_null()).then(|| unsafe { &*sp })
+    }
+
+    /// Retires `slot` (the entry of `k`) if its chain is empty; the caller
+    /// holds the stripe lock of `k`.
+    fn retire_if_empty(&self, slot: &Slot, k: &IKey) {
         // AcqRel: retiring must not race an insert's CAS on the same head word.
         if slot.head.compare_exchange(ptr::null_mut(), DEAD, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             // Only now a search: the entry leaves the index.
@@ -465,7 +523,6 @@ impl OrderedIndex {
                 e.remove();
             }
         }
-        found
     }
 
     /// Calls `f` on every chain head (used when dropping the database).
@@ -670,7 +727,7 @@ mod tests {
                 assert!(!v.is_null());
                 // SAFETY: linked, and freed only here, once unlinked.
                 unsafe {
-                    assert!(ix.unlink(v, &k));
+                    assert!(ix.unlink(v, &k).is_some());
                     Version::free(v);
                 }
             }
@@ -683,5 +740,43 @@ mod tests {
         assert_eq!(ix.head(&(k, Key::EMPTY)), v);
         drop(guard);
         free_all(&ix);
+    }
+
+    /// `unlink_set` takes a key's versions out of its chain in one walk
+    /// (head, runs, tail) and retires the entry once the chain is empty.
+    #[test]
+    fn unlink_set_removes_its_members_and_retires_the_entry() {
+        let ix = OrderedIndex::new(0, 1, 0);
+        let k = (Key::from(42), Key::EMPTY);
+        let guard = crossbeam_epoch::pin();
+        let vs: Vec<*mut Version> = (0..8).map(|_| Version::alloc(k.0, 2, b"", 2).as_ptr()).collect();
+        // SAFETY: each fresh version is linked once; all are freed at the end, unlinked.
+        unsafe {
+            for &v in &vs {
+                ix.insert(v, k);
+            }
+            assert_eq!(ix.chain_of(&*vs[0]), ix.chain_of(&*vs[7]), "one key, one chain");
+            // The chain is v7, ..., v0.
+            assert_eq!(ix.unlink(vs[0], &k), Some(7), "the tail, past seven");
+            let mut set: Vec<_> = [7, 5, 4, 1].iter().map(|&i| vs[i]).collect();
+            set.sort_unstable();
+            assert_eq!(ix.unlink_set(&k, &set), 4);
+            let mut left = Vec::new();
+            let mut p = ix.head(&k);
+            while !p.is_null() {
+                left.push(vs.iter().position(|&v| v == p).unwrap());
+                p = ix.next(&*p);
+            }
+            assert_eq!(left, vec![6, 3, 2]);
+            assert_eq!(ix.len(), 1);
+            let mut rest: Vec<_> = [6, 3, 2].iter().map(|&i| vs[i]).collect();
+            rest.sort_unstable();
+            assert_eq!(ix.unlink_set(&k, &rest), 3);
+            assert_eq!(ix.len(), 0, "the emptied entry was retired");
+            drop(guard);
+            for v in vs {
+                Version::free(v);
+            }
+        }
     }
 }
