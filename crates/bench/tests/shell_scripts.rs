@@ -463,17 +463,76 @@ fn a_slow_command_is_blocked_then_reported() {
     assert_lines(&run_script(script, &["--grace-ms", "1000"]), expected);
 }
 
-/// A session with a pending command refuses more; the pending command's
-/// result still comes before the final state.
+/// A session's commands queue behind its pending one and run in order once
+/// it returns; a queued line waits for nothing, and the results come when
+/// they happen. Grace 2 s: the sleep is reported blocked at 2 s, is still
+/// pending when the driver stops settling at 4 s, and ends (5 s) while it
+/// settles after `t2 put`, so its result and its queue's come right after
+/// that line.
 #[test]
-fn a_blocked_session_refuses_commands_until_it_finishes() {
-    let script = "t1 sleep 3000\nt2 put 1 1\nt1 get 1\n";
+fn a_blocked_sessions_commands_queue_behind_it() {
+    let script = "t1 sleep 5000\nt1 put 1 1\nt1 get 1\nt2 put 2 2\nt2 get 2\n";
     let expected = "\
-t1 sleep 3000 -> blocked
-t2 put 1 1 -> ok
-t1 get 1 -> error: session t1 is still waiting for an earlier command
-t1 sleep 3000 -> ok
-final -> {1:1}
+t1 sleep 5000 -> blocked
+t1 put 1 1 -> queued
+t1 get 1 -> queued
+t2 put 2 2 -> ok
+t1 sleep 5000 -> ok
+t1 put 1 1 -> ok
+t1 get 1 -> {1:1}
+t2 get 2 -> {2:2}
+final -> {1:1, 2:2}
 ";
-    assert_lines(&run_script(script, &["--grace-ms", "100"]), expected);
+    assert_lines(&run_script(script, &["--grace-ms", "2000"]), expected);
+}
+
+/// `--check`: a script with an error line exits non-zero, after printing
+/// its whole output; without errors it exits 0.
+#[test]
+fn check_fails_a_script_with_an_error_line() {
+    let out = shell(&["--check"], b"t1 put 1 1\nt1 frobnicate\nt1 get 1\n");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "an error line fails --check: {stdout}");
+    assert!(stdout.contains("t1 get 1 -> {1:1}") && stdout.contains("final -> {1:1}"), "the script ran on: {stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 line of the script gave an error"));
+    let out = shell(&["--check"], b"t1 put 1 1\n");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = shell(&[], b"t1 frobnicate\n");
+    assert!(out.status.success(), "without --check an error line is only printed");
+}
+
+/// `--expect FILE`: the output is compared with the file; the first
+/// difference is named and the exit status is non-zero.
+#[test]
+fn expect_compares_the_output_with_a_file() {
+    let dir = scripts_dir();
+    let script = dir.join("write-skew-serializable.mvs");
+    let same = dir.join("write-skew-serializable.out");
+    let other = dir.join("write-skew-snapshot.out");
+    let run = |expect: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_multiverse"))
+            .args(["shell", "--grace-ms", GRACE_MS, "--expect"])
+            .arg(expect)
+            .arg(&script)
+            .output()
+            .expect("run")
+    };
+    let out = run(&same);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&other);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a different output fails");
+    assert!(stderr.contains("differs from") && stderr.contains("at line"), "{stderr}");
+    assert_fails(&shell(&["--expect", "/nonexistent/x.out"], b"t1 get 1\n"), "cannot read '/nonexistent/x.out'");
+}
+
+/// A script may start at most 64 sessions; the 65th is an error line.
+#[test]
+fn sessions_are_capped() {
+    let script: String = (1..=65).map(|i| format!("s{i} get 1\n")).collect();
+    let out = shell(&["--check", "--grace-ms", GRACE_MS], script.as_bytes());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("s64 get 1 -> {}"), "{stdout}");
+    assert!(stdout.contains("s65 get 1 -> error: cannot start session s65: a script may use at most 64 sessions"));
+    assert!(!out.status.success());
 }

@@ -4,7 +4,12 @@
 //! For each line the driver sends the command to its session and waits for
 //! the answer up to the grace period. An answer in time is printed at once;
 //! otherwise the driver prints `-> blocked` and the command stays pending.
-//! After every line the driver *settles*: if commands are pending it waits,
+//! A command for a session that still has one pending is sent all the same
+//! and prints `-> queued`: the session runs it once the earlier ones
+//! returned, as a client that typed it ahead would, and its result is
+//! printed when it comes, like a blocked command's.
+//! After every line but a queued one (which runs nothing new, so can
+//! release nothing) the driver *settles*: if commands are pending it waits,
 //! again up to the grace period, until all of them have answered, then
 //! prints the answers that came in, in script order. So a command unblocked
 //! by line N (say, a commit that releases a lock) prints its result right
@@ -26,14 +31,28 @@ use std::time::{Duration, Instant};
 
 /// How long the end of the script waits for sessions to finish.
 const END_WAIT: Duration = Duration::from_secs(10);
+/// Sessions a script may start (each is a thread).
+pub(crate) const MAX_SESSIONS: usize = 64;
 
 /// A session as the driver sees it.
 struct Handle {
     name: String,
     /// `None` once the script has ended.
     requests: Option<Sender<Request>>,
-    /// A command of this session is pending (printed `blocked`, or running).
-    busy: bool,
+    /// Commands of this session sent and not yet printed with a result
+    /// (the first running or blocked, the others queued behind it).
+    pending: usize,
+}
+
+/// What became of a command line.
+#[derive(PartialEq)]
+enum Sent {
+    /// Not sent (an error was printed).
+    No,
+    /// Sent, and it ran (its result, or `blocked`, was printed).
+    Ran,
+    /// Sent behind a pending command of its session (`queued` was printed).
+    Queued,
 }
 
 /// A command sent and not yet printed with its result.
@@ -57,6 +76,8 @@ pub(crate) struct Driver<W: Write> {
     done: BTreeMap<usize, String>,
     /// Sessions that have exited.
     exited: usize,
+    /// Lines printed with an `error: ...` result.
+    errors: usize,
 }
 
 impl<W: Write> Driver<W> {
@@ -74,7 +95,13 @@ impl<W: Write> Driver<W> {
             pending: BTreeMap::new(),
             done: BTreeMap::new(),
             exited: 0,
+            errors: 0,
         }
+    }
+
+    /// How many lines were printed with an `error: ...` result so far.
+    pub(crate) fn errors(&self) -> usize {
+        self.errors
     }
 
     /// Processes script line number `seq`.
@@ -82,14 +109,21 @@ impl<W: Write> Driver<W> {
         match parse_line(text) {
             Line::Empty => return Ok(()),
             Line::Bad { echo, msg } => self.print(&echo, &format!("error: {msg}"))?,
-            Line::Command { session, echo, cmd } => self.submit(seq, &session, echo, cmd)?,
+            Line::Command { session, echo, cmd } => {
+                if self.submit(seq, &session, echo, cmd)? == Sent::Queued {
+                    // Nothing new ran, so nothing can have been released:
+                    // no wait, and what finished meanwhile is printed after
+                    // the next line that runs.
+                    return Ok(());
+                }
+            }
         }
         self.settle()
     }
 
     /// Ends the script: closes the sessions, prints what was still pending,
-    /// and the final committed state.
-    pub(crate) fn finish(mut self) -> io::Result<()> {
+    /// and the final committed state. Returns the output.
+    pub(crate) fn finish(mut self) -> io::Result<W> {
         for s in &mut self.sessions {
             s.requests = None; // the session rolls back and exits
         }
@@ -100,31 +134,34 @@ impl<W: Write> Driver<W> {
             self.print(&p.echo, "blocked (still waiting at the end of the script)")?;
         }
         let state = self.ctx.committed_state();
-        self.print("final", &state)
+        self.print("final", &state)?;
+        Ok(self.out)
     }
 
     /// Sends a command and prints its result, or `blocked` if it takes longer
-    /// than the grace period.
-    fn submit(&mut self, seq: usize, name: &str, echo: String, cmd: Command) -> io::Result<()> {
+    /// than the grace period, or `queued` if its session has a command
+    /// pending.
+    fn submit(&mut self, seq: usize, name: &str, echo: String, cmd: Command) -> io::Result<Sent> {
         let idx = match self.session(name) {
             Ok(i) => i,
-            Err(e) => return self.print(&echo, &format!("error: cannot start session {name}: {e}")),
+            Err(e) => return self.print(&echo, &format!("error: cannot start session {name}: {e}")).map(|_| Sent::No),
         };
         let s = &mut self.sessions[idx];
-        if s.busy {
-            let msg = format!("error: session {} is still waiting for an earlier command", s.name);
-            return self.print(&echo, &msg);
-        }
+        let queued = s.pending > 0;
         let sent = match &s.requests {
             Some(r) => r.send(Request { seq, cmd }).is_ok(),
             None => false,
         };
         if !sent {
             let msg = format!("error: session {} has stopped", s.name);
-            return self.print(&echo, &msg);
+            return self.print(&echo, &msg).map(|_| Sent::No);
         }
-        s.busy = true;
+        s.pending += 1;
         self.pending.insert(seq, Pending { session: idx, echo });
+        if queued {
+            let echo = self.pending[&seq].echo.clone();
+            return self.print(&echo, "queued").map(|_| Sent::Queued);
+        }
         self.wait_until(Instant::now() + self.grace, |d| d.done.contains_key(&seq));
         match self.done.remove(&seq) {
             Some(result) => self.complete(seq, &result),
@@ -133,6 +170,7 @@ impl<W: Write> Driver<W> {
                 self.print(&echo, "blocked")
             }
         }
+        .map(|_| Sent::Ran)
     }
 
     /// Waits (up to the grace period) for every pending command, then prints
@@ -155,7 +193,7 @@ impl<W: Write> Driver<W> {
     fn complete(&mut self, seq: usize, result: &str) -> io::Result<()> {
         match self.pending.remove(&seq) {
             Some(p) => {
-                self.sessions[p.session].busy = false;
+                self.sessions[p.session].pending -= 1;
                 self.print(&p.echo, result)
             }
             None => Ok(()),
@@ -181,13 +219,17 @@ impl<W: Write> Driver<W> {
         if let Some(&i) = self.by_name.get(name) {
             return Ok(i);
         }
+        if self.sessions.len() == MAX_SESSIONS {
+            return Err(io::Error::other(format!("a script may use at most {MAX_SESSIONS} sessions")));
+        }
         let requests = session::spawn(name, self.ctx.clone(), self.events_tx.clone())?;
-        self.sessions.push(Handle { name: name.to_string(), requests: Some(requests), busy: false });
+        self.sessions.push(Handle { name: name.to_string(), requests: Some(requests), pending: 0 });
         self.by_name.insert(name.to_string(), self.sessions.len() - 1);
         Ok(self.sessions.len() - 1)
     }
 
     fn print(&mut self, echo: &str, result: &str) -> io::Result<()> {
+        self.errors += result.starts_with("error:") as usize;
         writeln!(self.out, "{echo} -> {result}")?;
         self.out.flush()
     }

@@ -31,7 +31,7 @@ mod session;
 use driver::Driver;
 use multiverse::Protocol;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -66,11 +66,47 @@ pub struct ShellArgs {
     /// Milliseconds a command may take before it is reported as blocked.
     #[arg(long, hide = true, default_value_t = 100)]
     grace_ms: u64,
+
+    /// Exit non-zero if any line's result is an error (a bad line, an
+    /// unknown session, a session that cannot start).
+    #[arg(long)]
+    check: bool,
+
+    /// Compare the output with this file (an earlier run's output, such as
+    /// the `.out` files in examples/scripts) and exit non-zero where they
+    /// differ; implies --check.
+    #[arg(long, value_name = "FILE")]
+    expect: Option<PathBuf>,
+}
+
+/// Standard output, and a copy of it when it is to be compared.
+struct Tee<W: Write> {
+    out: W,
+    copy: Option<Vec<u8>>,
+}
+
+impl<W: Write> Write for Tee<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        if let Some(c) = &mut self.copy {
+            c.extend_from_slice(&buf[..n]);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// `multiverse shell`.
 pub fn run(a: ShellArgs) -> Result<(), String> {
     let protocol = available_protocol(&a.protocol)?;
+    // Read first: a missing expected file is an error before anything runs.
+    let expected = match &a.expect {
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("cannot read '{}': {e}", p.display()))?),
+        None => None,
+    };
     let (name, input) = open_script(a.script.as_deref())?;
     let ssn_base = crate::bench::parse_base(a.base.as_deref(), protocol)?;
     let opts = multiverse::Options {
@@ -81,14 +117,40 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
         ..multiverse::Options::default()
     };
     let ctx = session::Context::open(opts)?;
-    let mut driver = Driver::new(ctx, Duration::from_millis(a.grace_ms), io::stdout().lock());
+    let out = Tee { out: io::stdout().lock(), copy: expected.as_ref().map(|_| Vec::new()) };
+    let mut driver = Driver::new(ctx, Duration::from_millis(a.grace_ms), out);
     let mut reader = input;
     let mut seq = 0;
     while let Some(line) = next_line(&mut reader).map_err(|e| format!("cannot read script {name}: {e}"))? {
         driver.line(seq, &line).map_err(output_error)?;
         seq += 1;
     }
-    driver.finish().map_err(output_error)
+    let errors = driver.errors();
+    let out = driver.finish().map_err(output_error)?;
+    if let (Some(want), Some(got), Some(path)) = (&expected, &out.copy, &a.expect) {
+        let got = String::from_utf8_lossy(got);
+        if let Some(diff) = first_difference(&got, want) {
+            return Err(format!("the output differs from '{}' {diff}", path.display()));
+        }
+    }
+    if (a.check || a.expect.is_some()) && errors > 0 {
+        let lines = if errors == 1 { "line" } else { "lines" };
+        return Err(format!("{errors} {lines} of the script gave an error"));
+    }
+    Ok(())
+}
+
+/// Where `got` first differs from `want`, line by line, as words for an
+/// error message; `None` if they are equal (line endings aside).
+fn first_difference(got: &str, want: &str) -> Option<String> {
+    let (g, w): (Vec<&str>, Vec<&str>) = (got.lines().collect(), want.lines().collect());
+    let at = g.iter().zip(&w).position(|(a, b)| a != b).unwrap_or(g.len().min(w.len()));
+    match (g.get(at), w.get(at)) {
+        (None, None) => None,
+        (Some(a), Some(b)) => Some(format!("at line {}: expected `{b}`, got `{a}`", at + 1)),
+        (Some(a), None) => Some(format!("at line {}: expected the end, got `{a}`", at + 1)),
+        (None, Some(b)) => Some(format!("at line {}: expected `{b}`, got the end", at + 1)),
+    }
 }
 
 /// Parses a protocol name (every protocol is built in).
