@@ -20,7 +20,7 @@ use std::process::ExitCode;
 /// Multiverse: an in-memory multi-version transaction engine, its protocols,
 /// and the instruments to compare them.
 #[derive(Parser)]
-#[command(name = "multiverse", version, about)]
+#[command(name = "multiverse", version)]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,

@@ -366,3 +366,37 @@ fn histories_hold_only_the_run_and_check_at_their_own_level() {
         assert!(cout.contains("read-committed: OK"), "{workload}: {cout}");
     }
 }
+
+/// `--json` and `--history` are checked before the table is loaded: a path
+/// that cannot be written fails at once, with one line, and the check
+/// leaves no file behind (nor clobbers one).
+#[test]
+fn unwritable_output_paths_fail_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("out.json");
+    // 10M rows would take many seconds to load: the error must come first.
+    let start = std::time::Instant::now();
+    let e = fails(&["--rows", "10000000", "--duration", "60", "--json", missing.to_str().unwrap()]);
+    assert!(e.contains("--json") && e.contains("cannot write"), "{e}");
+    let e = fails(&["--rows", "10000000", "--duration", "60", "--history", dir.path().to_str().unwrap()]);
+    assert!(e.contains("--history") && e.contains("cannot write"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "checked before loading: {:?}", start.elapsed());
+    let kept = dir.path().join("kept.json");
+    std::fs::write(&kept, "earlier").unwrap();
+    let fresh = dir.path().join("fresh.json");
+    let e = fails(&["--rows", "1000", "--duration", "0.1", "--json", fresh.to_str().unwrap(), "--workload", "nope"]);
+    assert!(!e.is_empty());
+    assert!(!fresh.exists(), "the check leaves no file behind");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "earlier");
+}
+
+/// `multiverse --help` names every subcommand.
+#[test]
+fn help_lists_every_subcommand() {
+    let o = multiverse(&["--help"], &[]);
+    assert!(o.status.success());
+    let help = text(&o.stdout);
+    for cmd in ["bench", "compare", "shell", "check", "recover", "verify"] {
+        assert!(help.lines().any(|l| l.trim_start().starts_with(&format!("{cmd} "))), "{cmd} missing from:\n{help}");
+    }
+}

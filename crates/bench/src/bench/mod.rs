@@ -553,6 +553,13 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
 pub fn run(a: BenchArgs) -> Result<(), String> {
     let show = std::io::stderr().is_terminal();
     let faults = fault_names(parse_faults(a.fault.as_deref())?);
+    // Before loading and running: a run whose result cannot be written is
+    // time lost.
+    for (flag, path) in [("--json", &a.json), ("--history", &a.history)] {
+        if let Some(path) = path {
+            check_writable(flag, path)?;
+        }
+    }
     let (m, db) = run_args(&a, show)?;
     if !faults.is_empty() {
         println!("faults     {faults} (the protocol is broken on purpose)");
@@ -588,6 +595,23 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     };
     exit_without_drop(db);
     written.and(verdict)
+}
+
+/// Fails with a one-line message if `path` cannot be written (a missing
+/// directory, a directory, no permission). Touches nothing: a file the check
+/// had to create is removed again, an existing one keeps its contents.
+fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("cannot write {} ({flag}): {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 /// The list-append cross-check of a history (`check_appends`): prints
