@@ -21,10 +21,12 @@
 //!
 //! Modules: [`parse`] (script lines to commands), [`rows`] (the encoding of
 //! `test` and the printed form of rows), [`session`] (the session threads,
-//! which talk to the engine), [`driver`] (the ordering of the output).
+//! which talk to the engine), [`driver`] (the ordering of the output),
+//! [`permute`] (scripts of steps run in every interleaving).
 
 mod driver;
 mod parse;
+mod permute;
 mod rows;
 mod session;
 
@@ -116,17 +118,47 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
         pomvcc_interval: Duration::from_millis(a.pomvcc_interval_ms),
         ..multiverse::Options::default()
     };
-    let ctx = session::Context::open(opts)?;
-    let out = Tee { out: io::stdout().lock(), copy: expected.as_ref().map(|_| Vec::new()) };
-    let mut driver = Driver::new(ctx, Duration::from_millis(a.grace_ms), out);
+    let grace = Duration::from_millis(a.grace_ms);
+    let mut out = Tee { out: io::stdout().lock(), copy: expected.as_ref().map(|_| Vec::new()) };
     let mut reader = input;
-    let mut seq = 0;
-    while let Some(line) = next_line(&mut reader).map_err(|e| format!("cannot read script {name}: {e}"))? {
-        driver.line(seq, &line).map_err(output_error)?;
-        seq += 1;
+    let mut read = || next_line(&mut reader).map_err(|e| format!("cannot read script {name}: {e}"));
+    // The lines before the first command or step (setup, comments) are held
+    // back: a script whose first is a step is a permutation script, read
+    // whole; any other runs line by line as it is read.
+    let mut head = Vec::new();
+    let mut first = None;
+    while let Some(line) = read()? {
+        if matches!(permute::first_word(&line), None | Some(parse::SETUP)) {
+            head.push(line);
+        } else {
+            first = Some(line);
+            break;
+        }
     }
-    let errors = driver.errors();
-    let out = driver.finish().map_err(output_error)?;
+    let errors = if first.as_deref().and_then(permute::first_word) == Some("step") {
+        let mut lines = head;
+        lines.extend(first);
+        while let Some(line) = read()? {
+            lines.push(line);
+        }
+        let script = permute::Script::parse(&lines).map_err(|e| format!("script {name}: {e}"))?;
+        script.run(&opts, grace, &mut out)?
+    } else {
+        let ctx = session::Context::open(opts)?;
+        let mut driver = Driver::new(ctx, grace, &mut out);
+        let mut seq = 0;
+        for line in head.into_iter().chain(first) {
+            driver.line(seq, &line).map_err(output_error)?;
+            seq += 1;
+        }
+        while let Some(line) = read()? {
+            driver.line(seq, &line).map_err(output_error)?;
+            seq += 1;
+        }
+        let errors = driver.errors();
+        driver.finish().map_err(output_error)?;
+        errors
+    };
     if let (Some(want), Some(got), Some(path)) = (&expected, &out.copy, &a.expect) {
         let got = String::from_utf8_lossy(got);
         if let Some(diff) = first_difference(&got, want) {
