@@ -114,6 +114,43 @@ fn write_skew_permutations_separate_snapshot_from_serializable() {
     }
 }
 
+/// `shell --matrix` prints docs/ISOLATION.md as it is (the table cannot
+/// drift from the code), every protocol at serializable prevents every
+/// anomaly, and the weaker levels allow what they are known to allow.
+#[test]
+fn the_isolation_matrix_is_docs_isolation_md() {
+    let out = Command::new(env!("CARGO_BIN_EXE_multiverse")).args(["shell", "--matrix"]).output().expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/ISOLATION.md")).unwrap();
+    assert_lines(&table, &doc);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .collect();
+    let (head, body) = rows.split_first().unwrap();
+    let cell = |id: &str, column: &str| {
+        let c = head.iter().position(|h| *h == column).unwrap_or_else(|| panic!("no column {column}"));
+        let row = body.iter().find(|r| r[0].starts_with(&format!("{id} ("))).unwrap_or_else(|| panic!("no row {id}"));
+        row[c]
+    };
+    assert_eq!(head.len(), 24, "23 protocol-level columns: {head:?}");
+    for (c, name) in head.iter().enumerate().skip(1) {
+        if name.ends_with(" SER") {
+            for r in body.iter().skip(1) {
+                assert_ne!(r[c], "**possible**", "{name} allows {}", r[0]);
+            }
+        }
+    }
+    assert_eq!(cell("G2-item", "mv-occ SI"), "**possible**", "snapshot isolation allows write skew");
+    assert_eq!(cell("G-single", "mv-occ RC"), "**possible**", "read committed allows read skew");
+    assert_eq!(cell("G2", "mv-occ RR"), "**possible**", "Hekaton's repeatable read allows phantoms");
+    assert_ne!(cell("G1a", "mv-occ RC"), "**possible**", "read committed reads no aborted data");
+    assert_ne!(cell("P4", "mv-occ SI"), "**possible**", "snapshot isolation prevents lost updates");
+    assert_eq!(cell("P4", "1v-lock RC"), "**possible**", "1V's short read locks allow a lost update");
+}
+
 /// Silo: the five anomalies at serializable, its only level.
 #[test]
 fn silo_scripts_match_their_expected_output() {

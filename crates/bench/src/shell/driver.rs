@@ -78,6 +78,8 @@ pub(crate) struct Driver<W: Write> {
     exited: usize,
     /// Lines printed with an `error: ...` result.
     errors: usize,
+    /// Every line's last printed result, by line number (for `--matrix`).
+    results: BTreeMap<usize, String>,
 }
 
 impl<W: Write> Driver<W> {
@@ -96,6 +98,7 @@ impl<W: Write> Driver<W> {
             done: BTreeMap::new(),
             exited: 0,
             errors: 0,
+            results: BTreeMap::new(),
         }
     }
 
@@ -108,7 +111,10 @@ impl<W: Write> Driver<W> {
     pub(crate) fn line(&mut self, seq: usize, text: &str) -> io::Result<()> {
         match parse_line(text) {
             Line::Empty => return Ok(()),
-            Line::Bad { echo, msg } => self.print(&echo, &format!("error: {msg}"))?,
+            Line::Bad { echo, msg } => {
+                self.results.insert(seq, format!("error: {msg}"));
+                self.print(&echo, &format!("error: {msg}"))?
+            }
             Line::Command { session, echo, cmd } => {
                 if self.submit(seq, &session, echo, cmd)? == Sent::Queued {
                     // Nothing new ran, so nothing can have been released:
@@ -124,6 +130,19 @@ impl<W: Write> Driver<W> {
     /// Ends the script: closes the sessions, prints what was still pending,
     /// and the final committed state. Returns the output.
     pub(crate) fn finish(mut self) -> io::Result<W> {
+        self.end()?;
+        Ok(self.out)
+    }
+
+    /// As [`Driver::finish`]; returns every line's last result (see
+    /// [`Driver::results`]) and the final committed state.
+    pub(crate) fn finish_with_results(mut self) -> io::Result<(BTreeMap<usize, String>, String)> {
+        let state = self.end()?;
+        Ok((self.results, state))
+    }
+
+    /// The end of the script; returns the final state as printed.
+    fn end(&mut self) -> io::Result<String> {
         for s in &mut self.sessions {
             s.requests = None; // the session rolls back and exits
         }
@@ -135,7 +154,7 @@ impl<W: Write> Driver<W> {
         }
         let state = self.ctx.committed_state();
         self.print("final", &state)?;
-        Ok(self.out)
+        Ok(state)
     }
 
     /// Sends a command and prints its result, or `blocked` if it takes longer
@@ -194,6 +213,7 @@ impl<W: Write> Driver<W> {
         match self.pending.remove(&seq) {
             Some(p) => {
                 self.sessions[p.session].pending -= 1;
+                self.results.insert(seq, result.to_string());
                 self.print(&p.echo, result)
             }
             None => Ok(()),

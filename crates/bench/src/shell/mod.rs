@@ -25,6 +25,7 @@
 //! [`permute`] (scripts of steps run in every interleaving).
 
 mod driver;
+mod matrix;
 mod parse;
 mod permute;
 mod rows;
@@ -74,6 +75,12 @@ pub struct ShellArgs {
     #[arg(long)]
     check: bool,
 
+    /// Run the Hermitage anomaly set against every protocol at every level
+    /// it claims and print the table of docs/ISOLATION.md (which is this
+    /// output); takes no script.
+    #[arg(long, conflicts_with_all = ["script", "expect", "protocol"])]
+    matrix: bool,
+
     /// Compare the output with this file (an earlier run's output, such as
     /// the `.out` files in examples/scripts) and exit non-zero where they
     /// differ; implies --check.
@@ -103,6 +110,20 @@ impl<W: Write> Write for Tee<W> {
 
 /// `multiverse shell`.
 pub fn run(a: ShellArgs) -> Result<(), String> {
+    if a.matrix {
+        // Locks are broken by detection here; a long timeout keeps a wait
+        // that spans a few lines of a loaded run from ending in a timeout.
+        // POMVCC's timestamps move only on conflicts (no periodic advance
+        // within a run), so its reads do not depend on timing.
+        let base = multiverse::Options {
+            lock_timeout: Duration::from_secs(10),
+            pomvcc_interval: Duration::from_secs(3600),
+            ..multiverse::Options::default()
+        };
+        let cells = matrix::run(&base, Duration::from_millis(a.grace_ms.max(MATRIX_GRACE_MS)))?;
+        print!("{}", matrix::document(&cells));
+        return Ok(());
+    }
     let protocol = available_protocol(&a.protocol)?;
     // Read first: a missing expected file is an error before anything runs.
     let expected = match &a.expect {
@@ -184,6 +205,9 @@ fn first_difference(got: &str, want: &str) -> Option<String> {
         (None, Some(b)) => Some(format!("at line {}: expected `{b}`, got the end", at + 1)),
     }
 }
+
+/// The grace period of `--matrix` runs (ms): they run 23 at once.
+const MATRIX_GRACE_MS: u64 = 500;
 
 /// Parses a protocol name (every protocol is built in).
 fn available_protocol(name: &str) -> Result<Protocol, String> {
