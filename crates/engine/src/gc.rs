@@ -133,7 +133,7 @@ impl Gc {
     /// queue is oldest first and inserts prepend, so each walk would pass
     /// the rest of the backlog, and the backlog's collection would be
     /// quadratic in it (measured: a bank test's final collection ran for
-    /// hours). The rest of the budget is then swept: taken from the queue
+    /// over 20 minutes). The rest of the budget is then swept: taken from the queue
     /// in large chunks and unlinked with one walk per chain for the chunk
     /// (`Table::unlink_many`).
     pub(crate) fn collect<'t>(

@@ -288,7 +288,7 @@ fn same_key_insert_race(spec: TableSpec, iso: Isolation) {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     // One scan counts every key's rows (a range scan per round walks the
-    // whole of a hash table: rounds² steps, hours at MULTIVERSE_STRESS=100).
+    // whole of a hash table: rounds² steps, over 150 s at MULTIVERSE_STRESS=100).
     let mut rows = vec![0u32; rounds as usize];
     let mut x = db.begin(Isolation::Serializable).unwrap();
     x.scan(db.primary(t), .., None, |k, _| {
