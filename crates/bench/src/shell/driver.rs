@@ -128,14 +128,14 @@ impl<W: Write> Driver<W> {
     }
 
     /// Ends the script: closes the sessions, prints what was still pending,
-    /// and the final committed state. Returns the output.
-    pub(crate) fn finish(mut self) -> io::Result<W> {
-        self.end()?;
-        Ok(self.out)
+    /// and the final committed state.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        self.end().map(|_| ())
     }
 
-    /// As [`Driver::finish`]; returns every line's last result (see
-    /// [`Driver::results`]) and the final committed state.
+    /// As [`Driver::finish`]; returns every line's last result (a command's
+    /// own, also where `blocked` or `queued` was printed first) and the
+    /// final committed state.
     pub(crate) fn finish_with_results(mut self) -> io::Result<(BTreeMap<usize, String>, String)> {
         let state = self.end()?;
         Ok((self.results, state))
