@@ -447,7 +447,7 @@ fn rotated_dir(dir: &Path) -> u64 {
         for th in 0..8u64 {
             let db = &db;
             s.spawn(move || {
-                for i in 0..40u64 {
+                for i in 0..ROTATED_PER_THREAD {
                     db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(th * 1000 + i), b"0123456789"))
                         .unwrap();
                 }
@@ -455,8 +455,11 @@ fn rotated_dir(dir: &Path) -> u64 {
         }
     });
     drop(db);
-    320
+    8 * ROTATED_PER_THREAD
 }
+
+/// Inserts of each of `rotated_dir`'s eight threads.
+const ROTATED_PER_THREAD: u64 = 80;
 
 /// The log files of stream `s` in `dir`, oldest first.
 fn stream_files(dir: &Path, s: u32) -> Vec<PathBuf> {
@@ -485,8 +488,11 @@ fn damage_exits_3_and_a_torn_tail_exits_0() {
     let out = recovers(&pristine);
     assert!(out.contains(&format!("  table      acct: {n} rows")), "{out}");
     assert!(!out.contains("dropped") && !out.contains("DAMAGED"), "{out}");
-    let s1 = stream_files(&pristine, 1);
-    assert!(s1.len() >= 3, "stream 1 rotates: {s1:?}");
+    // The stream with more files: which epochs (and so which stream) the
+    // records fall in depends on how the group commits went; one CI run saw
+    // stream 1 keep two files.
+    let s1 = [0, 1].map(|s| stream_files(&pristine, s)).into_iter().max_by_key(Vec::len).unwrap();
+    assert!(s1.len() >= 3, "a stream rotates: {s1:?}");
     let file = |d: &Path, p: &Path| d.join(p.file_name().unwrap());
 
     // A crash's torn tail (half a record at the end of the newest file):
@@ -504,7 +510,7 @@ fn damage_exits_3_and_a_torn_tail_exits_0() {
         assert!(out.contains(&format!("  table      acct: {n} rows")) && !out.contains("DAMAGED"), "{out}");
     }
 
-    // A middle file of stream 1 deleted: a consistent prefix, every
+    // A middle file of that stream deleted: a consistent prefix, every
     // dropped line, and exit 3; refused outright under refuse.
     let d = root.path().join("hole");
     copy_dir(&pristine, &d);
