@@ -145,6 +145,10 @@ pub enum Error {
     /// The data directory is owned by another open database (of this
     /// process or another): a directory has one owner at a time.
     Locked(String),
+    /// The operation is not offered by this index or protocol (an ordered
+    /// iteration of a hash index, a savepoint of a declared transaction);
+    /// the transaction stays open.
+    Unsupported(String),
 }
 
 impl Error {
@@ -194,6 +198,7 @@ impl fmt::Display for Error {
             Error::Io(m) => write!(f, "{m}"),
             Error::Corrupt(m) => write!(f, "{m}"),
             Error::Locked(m) => write!(f, "{m}"),
+            Error::Unsupported(m) => write!(f, "not supported: {m}"),
         }
     }
 }

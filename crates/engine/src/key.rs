@@ -26,6 +26,9 @@ impl Key {
     /// The empty key: sorts before every other key.
     pub const EMPTY: Key = Key { bytes: [0; KEY_MAX], len: 0 };
 
+    /// The greatest key: [`KEY_MAX`] bytes of `0xFF`; sorts after every other key.
+    pub const MAX: Key = Key { bytes: [0xFF; KEY_MAX], len: KEY_MAX as u8 };
+
     /// An 8-byte big-endian key, the common case for integer primary keys.
     #[inline]
     pub fn from_u64(k: u64) -> Key {

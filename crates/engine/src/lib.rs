@@ -72,6 +72,7 @@ pub use options::{
     TxnOptions, MAX_TABLES, POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
+pub use protocol::iter::Range;
 pub use protocol::mv_lock::detect_deadlocks;
 pub use protocol::transaction::Transaction;
 pub use shared::Shared;

@@ -231,7 +231,10 @@ impl Index {
     /// order for ordered indexes and bucket order for hash indexes (which can
     /// only be scanned whole: the range is then checked per version by the
     /// caller via [`Index::key_of`]).
-    pub(crate) fn for_each_in(&self, lo: Bound<&Key>, hi: Bound<&Key>, mut f: impl FnMut(&Version) -> bool) {
+    ///
+    /// `rev`: an ordered index walks from `hi` down to `lo` (a hash index
+    /// has no order to reverse).
+    pub(crate) fn for_each_in(&self, lo: Bound<&Key>, hi: Bound<&Key>, rev: bool, mut f: impl FnMut(&Version) -> bool) {
         match &self.imp {
             IndexImpl::Hash(h) => {
                 for b in 0..h.buckets() {
@@ -246,6 +249,7 @@ impl Index {
                     }
                 }
             }
+            IndexImpl::Ordered(o) if rev => o.range_rev(lo, hi, |_, p| walk_chain(o, p, &mut f)),
             IndexImpl::Ordered(o) => o.range(lo, hi, |_, p| walk_chain(o, p, &mut f)),
         }
     }

@@ -60,11 +60,12 @@ impl RangeLocks {
         fence(Ordering::SeqCst);
     }
 
-    /// Narrows the last range `id` locked to end at `hi` (a scan that its
-    /// caller stopped early read no further).
-    pub(crate) fn narrow_last(&self, id: u64, hi: Bound<Key>) {
+    /// Narrows the last range `id` locked to (`lo`, `hi`) (a scan that its
+    /// caller stopped early read no further: forward, `hi` moves down to the
+    /// last key read; backward, `lo` moves up to it).
+    pub(crate) fn narrow_last(&self, id: u64, lo: Bound<Key>, hi: Bound<Key>) {
         if let Some(e) = self.list.lock().iter_mut().rev().find(|e| e.2 == id) {
-            e.1 = hi;
+            (e.0, e.1) = (lo, hi);
         }
     }
 
@@ -122,7 +123,7 @@ mod tests {
         assert_eq!(at(10), vec![1]);
         assert_eq!(at(15), vec![1, 2]);
         assert_eq!(at(20), Vec::<u64>::new());
-        r.narrow_last(1, Bound::Included(Key::from(12)));
+        r.narrow_last(1, Bound::Included(Key::from(10)), Bound::Included(Key::from(12)));
         assert_eq!(at(13), Vec::<u64>::new());
         r.unlock_all(1);
         assert_eq!(at(15), vec![2]);

@@ -311,6 +311,54 @@ impl OrderedIndex {
         }
     }
 
+    /// Calls `f(key, head)` for every entry with `key.0 <= hi` (per `hi`) in
+    /// descending key order, until `f` returns false or the key passes below
+    /// `lo`: [`OrderedIndex::range`] walked backwards (reverse scans).
+    pub fn range_rev(&self, lo: Bound<&Key>, hi: Bound<&Key>, mut f: impl FnMut(&IKey, *mut Version) -> bool) {
+        // Every entry of key `k` is `(k, pk)` with `EMPTY <= pk <= MAX`.
+        let end = match hi {
+            Bound::Included(k) => Bound::Included((*k, Key::MAX)),
+            Bound::Excluded(k) => Bound::Excluded((*k, Key::EMPTY)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        // Groups after the one of `hi` hold only keys above it.
+        let last = match hi {
+            Bound::Included(k) | Bound::Excluded(k) => Bound::Included(self.group_key(k)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let single = self.in_one_group(lo, hi);
+        // Epoch pin: entries met by the scan stay allocated until it ends.
+        let guard = &crossbeam_epoch::pin();
+        let mut visit = |g: &Group| -> bool {
+            for e in g.list.range((Bound::Unbounded, end), guard).rev() {
+                let k = e.key();
+                let past = match lo {
+                    Bound::Included(l) => k.0 < *l,
+                    Bound::Excluded(l) => k.0 <= *l,
+                    Bound::Unbounded => false,
+                };
+                if past || !f(k, e.value().head()) {
+                    return false;
+                }
+            }
+            true
+        };
+        if single {
+            // `in_one_group` holds only for a bounded `lo`, whose group it is.
+            if let Bound::Included(l) | Bound::Excluded(l) = lo {
+                if let Some(g) = self.find_group(&self.group_key(l)) {
+                    visit(g);
+                }
+            }
+            return;
+        }
+        for e in self.groups.range((Bound::Unbounded, last), guard).rev() {
+            if !visit(e.value()) {
+                return;
+            }
+        }
+    }
+
     /// True if every key between the bounds has the group prefix of `lo`:
     /// `lo` is at least a prefix long and `hi` stops before the first key
     /// past that prefix (`Key::prefix_end`), as in a scan of one prefix.
@@ -557,6 +605,15 @@ mod tests {
         }
     }
 
+    fn keys_in_rev(ix: &OrderedIndex, lo: Bound<&Key>, hi: Bound<&Key>) -> Vec<Key> {
+        let mut got = vec![];
+        ix.range_rev(lo, hi, |k, _| {
+            got.push(k.0);
+            true
+        });
+        got
+    }
+
     fn keys_in(ix: &OrderedIndex, lo: Bound<&Key>, hi: Bound<&Key>) -> Vec<Key> {
         let mut got = vec![];
         ix.range(lo, hi, |k, _| {
@@ -610,6 +667,8 @@ mod tests {
                         (Bound::Included(l), Bound::Excluded(h)),
                         (Bound::Excluded(l), Bound::Excluded(h)),
                         (Bound::Included(l), Bound::Unbounded),
+                        (Bound::Unbounded, Bound::Included(h)),
+                        (Bound::Unbounded, Bound::Excluded(h)),
                     ] {
                         let want: Vec<Key> = model
                             .iter()
@@ -626,6 +685,9 @@ mod tests {
                             .copied()
                             .collect();
                         assert_eq!(keys_in(&ix, lo, hi), want, "prefix {prefix}, {lo:?}..{hi:?}");
+                        let mut back = keys_in_rev(&ix, lo, hi);
+                        back.reverse();
+                        assert_eq!(back, want, "reverse, prefix {prefix}, {lo:?}..{hi:?}");
                     }
                 }
                 assert_eq!(ix.head(&(*l, Key::EMPTY)).is_null(), !model.contains(l));

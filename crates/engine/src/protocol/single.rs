@@ -140,8 +140,11 @@ pub(crate) struct SvWrite {
 pub(crate) enum SvNode {
     /// `get`, `update` or `delete` of `key` found no row.
     Missing { table: u32, key: Key, seen: (u32, u32) },
-    /// A scan of `index` over the range.
-    Scan { table: u32, index: u8, lo: Bound<Key>, hi: Bound<Key>, seen: (u32, u32) },
+    /// A scan of `index` over the range. `stop`: the walk was stopped at
+    /// the row of this primary key, inside the group of rows sharing the
+    /// bound's index key (a secondary index): the rest of that group was
+    /// not walked (`true`: a reverse walk, stopped at the low bound).
+    Scan { table: u32, index: u8, lo: Bound<Key>, hi: Bound<Key>, stop: Option<(Key, bool)>, seen: (u32, u32) },
 }
 
 /// The per-slot sets of a Silo transaction (kept in the slot's `TxnLocal`,
@@ -261,8 +264,8 @@ pub(crate) fn find_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64
 /// Calls `f` on every record (latest or not) whose key in `ix` lies in the
 /// range, until it returns false: one chain for a single key (`get_by`),
 /// else the range of an ordered index or the whole of a hash index.
-/// The caller is pinned.
-pub(crate) fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, mut f: impl FnMut(&Version) -> bool) {
+/// The caller is pinned. `rev`: an ordered range is walked from `hi` down.
+pub(crate) fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, rev: bool, mut f: impl FnMut(&Version) -> bool) {
     if let (Bound::Included(a), Bound::Included(b)) = (lo, hi) {
         if a == b {
             ix.for_each_eq(a, |v| !ix.matches(v, a) || f(v));
@@ -270,7 +273,7 @@ pub(crate) fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, mut f: im
         }
     }
     let ordered = ix.is_ordered();
-    ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| (!ordered && !in_range(lo, hi, &ix.key_of(v))) || f(v));
+    ix.for_each_in(lo.as_ref(), hi.as_ref(), rev, |v| (!ordered && !in_range(lo, hi, &ix.key_of(v))) || f(v));
 }
 
 /// The primary key of a record (for the history).

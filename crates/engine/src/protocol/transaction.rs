@@ -136,6 +136,11 @@ impl<'db> Transaction<'db> {
     }
 
     #[inline]
+    /// The index behind `index` (an unknown table or index is an error).
+    pub(crate) fn index_of(&self, index: IndexId) -> Result<&'db crate::table::Index> {
+        Ok(self.core().index_ref(index)?.1)
+    }
+
     fn core(&self) -> &TxnCore<'db> {
         match &self.family {
             Family::Mv(t) => &t.core,
@@ -290,9 +295,9 @@ impl<'db> Transaction<'db> {
         let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
         match &mut self.family {
             Family::Mv(t) => t.get_by(index, key, f),
-            Family::Silo(t) => t.scan(index, lo, hi, None, f),
-            Family::Lock(t) => t.scan(index, lo, hi, None, f),
-            Family::Bohm(t) => t.scan(index, lo, hi, None, f),
+            Family::Silo(t) => t.scan(index, lo, hi, None, false, f),
+            Family::Lock(t) => t.scan(index, lo, hi, None, false, f),
+            Family::Bohm(t) => t.scan(index, lo, hi, None, false, f),
         }
     }
 
@@ -308,11 +313,26 @@ impl<'db> Transaction<'db> {
         filter: Option<&Filter>,
         f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
+        self.scan_dir(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, false, f)
+    }
+
+    /// [`Transaction::scan`] in either direction (`rev`: from `hi` down);
+    /// the walk under [`Transaction::range`]'s iterators.
+    #[inline]
+    pub(crate) fn scan_dir(
+        &mut self,
+        index: IndexId,
+        lo: Bound<Key>,
+        hi: Bound<Key>,
+        filter: Option<&Filter>,
+        rev: bool,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
         match &mut self.family {
-            Family::Mv(t) => t.scan(index, range, filter, f),
-            Family::Silo(t) => t.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f),
-            Family::Lock(t) => t.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f),
-            Family::Bohm(t) => t.scan(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, f),
+            Family::Mv(t) => t.scan(index, (lo, hi), filter, rev, f),
+            Family::Silo(t) => t.scan(index, lo, hi, filter, rev, f),
+            Family::Lock(t) => t.scan(index, lo, hi, filter, rev, f),
+            Family::Bohm(t) => t.scan(index, lo, hi, filter, rev, f),
         }
     }
 

@@ -144,13 +144,14 @@ impl<'db> BohmTxn<'db> {
     }
 
     /// A scan (or a secondary-index lookup, as a one-key range) over the
-    /// latest versions, in key order.
+    /// latest versions, in key order (`rev`: descending).
     pub(crate) fn scan(
         &mut self,
         index: IndexId,
         lo: Bound<Key>,
         hi: Bound<Key>,
         filter: Option<&Filter>,
+        rev: bool,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
         self.bo_enter()?;
@@ -177,8 +178,12 @@ impl<'db> BohmTxn<'db> {
             }
         }
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        if rev {
+            rows.reverse();
+        }
         let mut seen = Vec::new();
-        for (_, pk, v) in rows {
+        let (mut lo, mut hi) = (lo, hi);
+        for (ik, pk, v) in rows {
             // SAFETY: as above.
             let (data, writer) = unsafe { ((*v).data(), (*v).writer()) };
             if filter.is_some_and(|fl| !fl(&pk, data)) {
@@ -188,6 +193,13 @@ impl<'db> BohmTxn<'db> {
                 seen.push((pk, Writer::Committed(writer), data.to_vec()));
             }
             if !f(&pk, data) {
+                // Stopped: the history claims the range only up to here
+                // (an iterator's batch), as the other families' scans do.
+                if rev {
+                    lo = Bound::Included(ik);
+                } else {
+                    hi = Bound::Included(ik);
+                }
                 break;
             }
         }

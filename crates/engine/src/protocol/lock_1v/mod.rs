@@ -537,13 +537,15 @@ impl<'db> LockTxn<'db> {
     }
 
     /// 1V's `get_by` and `scan`: every row of `index` in the range
-    /// (`lo == hi`: one key), each read under its primary key's lock.
+    /// (`lo == hi`: one key), each read under its primary key's lock;
+    /// `rev`: in descending key order.
     pub(crate) fn scan(
         &mut self,
         index: IndexId,
         lo: Bound<Key>,
         hi: Bound<Key>,
         filter: Option<&Filter>,
+        rev: bool,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
         self.enter()?;
@@ -575,7 +577,7 @@ impl<'db> LockTxn<'db> {
         self.locks.get().redirected.clear();
         // Epoch pin: records reached through an index stay allocated until it drops.
         let guard = crossbeam_epoch::pin();
-        walk_range(ix, &lo, &hi, |v| {
+        walk_range(ix, &lo, &hi, rev, |v| {
             let first = v as *const Version as *mut Version;
             // Acquire: pairs with the Release stores of the word.
             let withdrawn = || v.begin.load(Ordering::Acquire) & WITHDRAWN != 0;
@@ -640,14 +642,16 @@ impl<'db> LockTxn<'db> {
             return Err(e);
         }
         self.locks.get().delivered = delivered;
-        let hi = match stopped_at {
+        // The range lock shrinks to what the walk covered (see MV/O's scan).
+        let (lo, hi) = match stopped_at {
             Some(k) if ordered => {
+                let (lo, hi) = if rev { (Bound::Included(k), hi) } else { (lo, Bound::Included(k)) };
                 if self.key_range && !eq {
-                    ix.ranges.narrow_last(self.core.id, Bound::Included(k));
+                    ix.ranges.narrow_last(self.core.id, lo, hi);
                 }
-                Bound::Included(k)
+                (lo, hi)
             }
-            _ => hi,
+            _ => (lo, hi),
         };
         if self.core.recording {
             self.core.record_scan(index, lo, hi, filter.is_some(), rows);

@@ -126,11 +126,13 @@ impl<'db> MvTxn<'db> {
     /// `index` lies in `range` and that passes `filter`, until `f` returns
     /// false. Ordered indexes deliver rows in key order; hash indexes can only
     /// be scanned whole (in no particular order), filtered by `range`.
+    /// `rev`: an ordered index delivers them in descending key order.
     pub(crate) fn scan(
         &mut self,
         index: IndexId,
         range: impl RangeBounds<Key>,
         filter: Option<&Filter>,
+        rev: bool,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
         self.enter()?;
@@ -165,7 +167,7 @@ impl<'db> MvTxn<'db> {
         let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
         let mut stopped_at = None;
-        ix.for_each_in(lo.as_ref(), hi.as_ref(), |v| {
+        ix.for_each_in(lo.as_ref(), hi.as_ref(), rev, |v| {
             // Check predicate (search predicate, then residual), then visibility.
             if !ordered && !in_range(&lo, &hi, &ix.key_of(v)) {
                 return true;
@@ -211,25 +213,28 @@ impl<'db> MvTxn<'db> {
         }
         // A scan of an ordered index that its caller stopped observed the
         // range only up to the row it stopped at (the oldest new order, the
-        // first of a prefix): rows after it are neither read nor phantoms.
-        // Narrowing the ScanSet entry spares false phantom aborts, and the
-        // history must not claim that the rest of the range was empty. A
-        // hash index is scanned in no key order: its range stays whole.
-        let hi = match stopped_at {
+        // first of a prefix; for a reverse scan, down to it): rows past it
+        // are neither read nor phantoms. Narrowing the ScanSet entry spares
+        // false phantom aborts (an iterator's batches claim only what they
+        // walked), and the history must not claim that the rest of the range
+        // was empty. A hash index is scanned in no key order: its range
+        // stays whole.
+        let (lo, hi) = match stopped_at {
             Some(k) if ordered => {
+                let (lo, hi) = if rev { (Bound::Included(k), hi) } else { (lo, Bound::Included(k)) };
                 if self.policy.lock_scans {
-                    ix.ranges.narrow_last(self.core.id, Bound::Included(k));
+                    ix.ranges.narrow_last(self.core.id, lo, hi);
                 }
                 if self.policy.track_scans {
-                    if let Some(ScanRecord { kind: ScanKind::Range(_, h), .. }) =
+                    if let Some(ScanRecord { kind: ScanKind::Range(l, h), .. }) =
                         self.core.local.get().scan_set.last_mut()
                     {
-                        *h = Bound::Included(k);
+                        (*l, *h) = (lo, hi);
                     }
                 }
-                Bound::Included(k)
+                (lo, hi)
             }
-            _ => hi,
+            _ => (lo, hi),
         };
         if self.core.recording {
             self.core.record_scan(index, lo, hi, filter.is_some(), rows);

@@ -206,12 +206,19 @@ impl<'db> SiloTxn<'db> {
                     !phantom
                 });
             }
-            SvNode::Scan { table, index, lo, hi, seen } => {
+            SvNode::Scan { table, index, lo, hi, stop, seen } => {
                 let seen = &l.seen[seen.0 as usize..seen.1 as usize];
                 let t = db.table_by_id(*table);
                 let ix = &t.indexes[*index as usize];
-                walk_range(ix, lo, hi, |v| {
-                    phantom = Self::sv_phantom(l, v, seen);
+                // The rows of the bound's index key past the stop were not
+                // walked: not phantoms (module `single`'s `SvNode::Scan`).
+                let unwalked = |v: &Version| match (stop, lo, hi) {
+                    (Some((pk, false)), _, Bound::Included(k)) => v.key() > *pk && ix.key_of(v) == *k,
+                    (Some((pk, true)), Bound::Included(k), _) => v.key() < *pk && ix.key_of(v) == *k,
+                    _ => false,
+                };
+                walk_range(ix, lo, hi, false, |v| {
+                    phantom = !unwalked(v) && Self::sv_phantom(l, v, seen);
                     !phantom
                 });
             }

@@ -341,13 +341,15 @@ impl<'db> SiloTxn<'db> {
     }
 
     /// Silo's `get_by` and `scan`: every latest row of `index` in the range
-    /// (`eq`: one key), recorded for validation.
+    /// (`eq`: one key), recorded for validation; `rev`: in descending key
+    /// order.
     pub(crate) fn scan(
         &mut self,
         index: IndexId,
         lo: Bound<Key>,
         hi: Bound<Key>,
         filter: Option<&Filter>,
+        rev: bool,
         mut f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
         self.enter()?;
@@ -370,7 +372,7 @@ impl<'db> SiloTxn<'db> {
             self.core.local.get().silo.reads.truncate(first as usize);
             self.core.local.get().silo.seen.truncate(first_seen as usize);
             rows.clear();
-            walk_range(ix, &lo, &hi, |v| {
+            walk_range(ix, &lo, &hi, rev, |v| {
                 let rec = v as *const Version as *mut Version;
                 // Acquire: pairs with the Release stores of the word.
                 let w = v.begin.load(Ordering::Acquire);
@@ -422,7 +424,7 @@ impl<'db> SiloTxn<'db> {
                 if f(&k, &copy) {
                     return true;
                 }
-                stopped_at = Some(ix.key_of(v));
+                stopped_at = Some((ix.key_of(v), k));
                 false
             });
         }
@@ -430,12 +432,27 @@ impl<'db> SiloTxn<'db> {
         if let Some(reason) = failed {
             return Err(self.abort_with(reason));
         }
-        let hi = match stopped_at {
-            Some(k) if ordered => Bound::Included(k),
-            _ => hi,
+        // Validation repeats only what the walk covered (see MV/O's scan).
+        // A secondary index may hold more rows of the last key, past the
+        // row the walk stopped at: `stop` keeps validation from them.
+        let (lo, hi) = match stopped_at {
+            Some((k, _)) if ordered && rev => (Bound::Included(k), hi),
+            Some((k, _)) if ordered => (lo, Bound::Included(k)),
+            _ => (lo, hi),
+        };
+        let stop = match stopped_at {
+            Some((_, pk)) if ordered && ix.key_fn.is_some() => Some((pk, rev)),
+            _ => None,
         };
         let seen = (first_seen, self.core.local.get().silo.seen.len() as u32);
-        self.core.local.get().silo.nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, seen });
+        self.core.local.get().silo.nodes.push(SvNode::Scan {
+            table: index.table,
+            index: index.index,
+            lo,
+            hi,
+            stop,
+            seen,
+        });
         if self.core.recording {
             self.core.record_scan(index, lo, hi, filter.is_some(), rows);
         }
