@@ -145,6 +145,10 @@ pub enum Error {
     /// The data directory is owned by another open database (of this
     /// process or another): a directory has one owner at a time.
     Locked(String),
+    /// Stored bytes that do not decode as the type asked for: a typed table
+    /// ([`crate::typed`]) read a key or value of another type or layout.
+    /// `ty` names the type, `reason` what was wrong.
+    Decode { ty: &'static str, reason: String },
 }
 
 impl Error {
@@ -194,6 +198,7 @@ impl fmt::Display for Error {
             Error::Io(m) => write!(f, "{m}"),
             Error::Corrupt(m) => write!(f, "{m}"),
             Error::Locked(m) => write!(f, "{m}"),
+            Error::Decode { ty, reason } => write!(f, "cannot decode a stored {ty}: {reason}"),
         }
     }
 }
