@@ -71,7 +71,7 @@ pub trait TypedKey: Sized + AsKey<Self> {
 /// assert!(encode_key::<String>("a very long string, longer than any key may be ".repeat(30)).is_err());
 /// ```
 pub fn encode_key<K>(key: impl AsKey<K>) -> Result<Key> {
-    let mut buf = Vec::with_capacity(crate::KEY_MAX);
+    let mut buf = Vec::with_capacity(crate::KEY_MAX.min(64));
     key.encode_key(&mut buf);
     Key::from_bytes(&buf)
 }

@@ -21,8 +21,8 @@ use crate::Result;
 /// ```
 pub trait AsValue<V: ?Sized> {
     /// Appends the encoding of the value `V` this stands for to `out`.
-    /// Fails only where the type's own serialization can (see
-    /// [`crate::typed::Serde`]), with [`crate::Error::InvalidArgument`].
+    /// Fails only where the type's own serialization can (`Serde<T>` of
+    /// the `serde` feature), with [`crate::Error::InvalidArgument`].
     fn encode_value(&self, out: &mut Vec<u8>) -> Result<()>;
 }
 
