@@ -149,6 +149,10 @@ pub enum Error {
     /// iteration of a hash index, a savepoint of a declared transaction);
     /// the transaction stays open.
     Unsupported(String),
+    /// Stored bytes that do not decode as the type asked for: a typed table
+    /// ([`crate::typed`]) read a key or value of another type or layout.
+    /// `ty` names the type, `reason` what was wrong.
+    Decode { ty: &'static str, reason: String },
 }
 
 impl Error {
@@ -199,6 +203,7 @@ impl fmt::Display for Error {
             Error::Corrupt(m) => write!(f, "{m}"),
             Error::Locked(m) => write!(f, "{m}"),
             Error::Unsupported(m) => write!(f, "not supported: {m}"),
+            Error::Decode { ty, reason } => write!(f, "cannot decode a stored {ty}: {reason}"),
         }
     }
 }

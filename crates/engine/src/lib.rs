@@ -39,7 +39,8 @@
 //! ordered indexes), [`txn`] (transaction table, visibility, commit
 //! dependencies), [`gc`] (version reclamation), [`history`], [`protocol`]
 //! (one module per protocol), [`Database`] (`db/`), and [`durability`]
-//! (log, checkpoints, recovery, opening a data directory). This file only
+//! (log, checkpoints, recovery, opening a data directory), and above them
+//! [`typed`] (typed keys and values, [`TableDefinition`]). This file only
 //! declares the modules and re-exports the public API.
 
 #![warn(missing_docs)]
@@ -55,6 +56,7 @@ pub mod storage;
 mod sync;
 pub mod table;
 pub mod txn;
+pub mod typed;
 mod wal;
 
 mod db;
@@ -79,3 +81,4 @@ pub use shared::Shared;
 pub use stats::Stats;
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;
+pub use typed::{TableDefinition, TypedTable};
