@@ -3,6 +3,7 @@
 mod bench;
 mod check;
 mod compare;
+mod dump;
 mod plot;
 mod recover;
 mod shell;
@@ -44,6 +45,13 @@ enum Cmd {
     /// every workload it runs, with `bench --verify`, within a time budget;
     /// one table, and a non-zero exit on any finding.
     Verify(verify::VerifyArgs),
+    /// Write each table of a data directory as JSON Lines (TABLE.jsonl, hex
+    /// keys and values) into a new directory.
+    Export(dump::ExportArgs),
+    /// Create a new data directory from a directory that `export` wrote.
+    Import(dump::ImportArgs),
+    /// Write a consistent copy of a data directory into a new directory.
+    Backup(dump::BackupArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +65,9 @@ fn main() -> ExitCode {
         Some(Cmd::Check(a)) => check::run(a),
         Some(Cmd::Recover(a)) => recover::run(a),
         Some(Cmd::Verify(a)) => verify::run(a),
+        Some(Cmd::Export(a)) => dump::export(a),
+        Some(Cmd::Import(a)) => dump::import(a),
+        Some(Cmd::Backup(a)) => dump::backup(a),
         Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
             Some(m) => compare::run(*a, m),
             None => Err("internal error: no matches of compare".into()),

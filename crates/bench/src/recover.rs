@@ -670,6 +670,27 @@ fn catching_panics<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     r.map_err(|_| caught.lock().take().unwrap_or_else(|| "a panic".into()))
 }
 
+/// Loads the data directory `dir` into memory as `recover` does (its
+/// recorded workload's schema, or hash tables by the data's names), for
+/// `export` and `backup`; a damaged directory is refused. Returns the
+/// database and the workload file's bytes, if it has one.
+pub(crate) fn load_dir(dir: &Path) -> Result<(Database, Option<Vec<u8>>), String> {
+    let files = Survey::of(dir)?;
+    if files.foreign() || files.entries == 0 {
+        return Err(format!("{}: not a multiverse data directory", dir.display()));
+    }
+    let recorded = Recorded::read(dir)?;
+    let opts = Options { on_damage: OnDamage::Refuse, ..Options::default() };
+    let l = load(dir, &opts, recorded.as_ref()).map_err(|f| match f {
+        Failure::Error(e) | Failure::Damaged(e) => e,
+    })?;
+    let workload = match recorded {
+        Some(r) => Some(std::fs::read(&r.path).map_err(|e| format!("{}: {e}", r.path.display()))?),
+        None => None,
+    };
+    Ok((l.db, workload))
+}
+
 /// Runs `multiverse recover`. A damaged directory exits here, with
 /// [`EXIT_DAMAGED`], after its report.
 pub fn run(a: RecoverArgs) -> Result<(), String> {

@@ -138,6 +138,8 @@ pub enum Error {
     ShuttingDown,
     /// A file could not be read or written (durable databases).
     Io(String),
+    /// The target of a backup exists and is not an empty directory: nothing is overwritten.
+    NotEmpty(String),
     /// A data file is damaged beyond what recovery drops silently (a
     /// checkpoint, a log without its checkpoint), or a damaged directory
     /// under [`crate::OnDamage::Refuse`].
@@ -200,6 +202,7 @@ impl fmt::Display for Error {
             Error::NotDeclared(s) => write!(f, "not declared: {s}"),
             Error::ShuttingDown => write!(f, "the BOHM server is shutting down; the transaction was not run"),
             Error::Io(m) => write!(f, "{m}"),
+            Error::NotEmpty(m) => write!(f, "{m}"),
             Error::Corrupt(m) => write!(f, "{m}"),
             Error::Locked(m) => write!(f, "{m}"),
             Error::Unsupported(m) => write!(f, "not supported: {m}"),

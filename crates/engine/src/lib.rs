@@ -65,6 +65,7 @@ mod shared;
 mod stats;
 
 pub use db::{Core, Database};
+pub use durability::backup::BackupInfo;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};

@@ -57,27 +57,54 @@ pub struct CheckpointInfo {
 
 /// Writes a checkpoint of generation `generation` into `dir`.
 pub(crate) fn write(db: &Database, dir: &Path, generation: u64) -> Result<CheckpointInfo> {
-    let iso = if db.protocol().isolation_levels().contains(&Isolation::Snapshot) {
+    write_with(db, dir, generation, true)
+}
+
+/// As [`write`]; `freeze` false reads a single-version store with an
+/// ordinary transaction at its strongest level instead of under the
+/// commit freeze: for a database without a log, whose committers do not
+/// enter the freeze (`durability::backup`). Its timestamp is then the
+/// commit sequence as read, which only recording advances.
+pub(crate) fn write_with(db: &Database, dir: &Path, generation: u64, freeze: bool) -> Result<CheckpointInfo> {
+    let freeze = freeze && db.protocol().is_single_version();
+    let iso = if !freeze && db.protocol().is_single_version() {
+        db.protocol().strongest()
+    } else if db.protocol().isolation_levels().contains(&Isolation::Snapshot) {
         Isolation::Snapshot
     } else {
         db.protocol().strongest()
     };
+    let locking = !freeze && db.protocol().is_single_version();
     let mut attempts = 0;
     loop {
         attempts += 1;
-        match write_once(db, dir, generation, iso) {
-            Err(e) if e.is_transient() && attempts < 100 => continue,
+        match write_once(db, dir, generation, iso, freeze) {
+            // A locking (validating) read aborts when writers touch what
+            // it read; it backs off, and gives up sooner: Silo in memory
+            // has no snapshot to read, so a steady write load on the
+            // rows scanned can abort it every time.
+            Err(e) if e.is_transient() && locking && attempts < 20 => {
+                std::thread::sleep(std::time::Duration::from_millis(1 << attempts.min(6)));
+            }
+            Err(e) if e.is_transient() && !locking && attempts < 100 => continue,
             r => return r,
         }
     }
 }
 
-fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation) -> Result<CheckpointInfo> {
-    let single = db.protocol().is_single_version();
+fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation, freeze: bool) -> Result<CheckpointInfo> {
+    let single = freeze;
+    // A single-version store read without the freeze: an ordinary
+    // transaction that tracks its reads (locks them, or validates them at
+    // commit), so that its commit proves them a consistent state.
+    let locking = !freeze && db.protocol().is_single_version();
     let frozen = single.then(|| db.freeze.hold(&db.txns));
-    let t = db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(iso) })?;
+    let t = db.begin_with(TxnOptions { read_only: !locking, ..TxnOptions::new(iso) })?;
     let mut t = if single { t.into_frozen_reader() } else { t };
-    let ts = if single {
+    let ts = if locking {
+        // Relaxed: a number to report; the commit below is what orders.
+        db.globals.single().expect("a single-version database").order.load(Ordering::Relaxed)
+    } else if single {
         // Reads without locks or validation (the frozen reader above):
         // nothing is installed while the freeze is held, so every record
         // read is as of `ts`.

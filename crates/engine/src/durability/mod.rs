@@ -53,6 +53,7 @@
 //! What differs from the papers: a record holds whole new values (not the
 //! difference from the old version, MPDB's 8-byte-metadata format).
 
+pub mod backup;
 pub(crate) mod checkpoint;
 pub(crate) mod open;
 pub(crate) mod recovery;
