@@ -64,7 +64,7 @@ fn node(path: &[String]) -> Option<String> {
     }
     Some(
         match path.get(1).map(String::as_str) {
-            None | Some("transaction") => "cc::facade",
+            None | Some("transaction" | "iter") => "cc::facade",
             Some("core" | "sets" | "single" | "deadlock") => "cc::core",
             Some("mv_occ" | "mv_lock" | "ssn" | "ssi" | "pomvcc") => "cc::mv",
             Some("silo") => "cc::silo",
