@@ -19,7 +19,6 @@ use crate::shared::Shared;
 use crate::table::{Index, Table};
 use crate::txn::table::TxnSlot;
 use crate::{Error, IndexId, Isolation, Result, TableId};
-use crossbeam_utils::Backoff;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Bound;
@@ -233,23 +232,7 @@ impl<'db> TxnCore<'db> {
 
     /// Waits until CommitDepCounter is zero (true) or AbortNow is set (false).
     pub(crate) fn wait_for_dependencies(&self) -> bool {
-        let s = self.slot();
-        let backoff = Backoff::new();
-        loop {
-            // Acquire: pairs with the Release report of the dependency.
-            if s.abort_now.load(Ordering::Acquire) {
-                return false;
-            }
-            // Acquire: as above.
-            if s.dep_counter.load(Ordering::Acquire) == 0 {
-                return true;
-            }
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        }
+        self.slot().await_dependencies()
     }
 
     /// The end of every family's rollback, once its own undo is done:

@@ -10,7 +10,7 @@
 
 use crate::error::AbortReason;
 use crate::Error;
-use crossbeam_utils::CachePadded;
+use crossbeam_utils::{Backoff, CachePadded};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
@@ -111,6 +111,30 @@ pub(crate) struct TxnSlot {
     /// Versions allocated and reclaimed by occupants of this slot.
     pub(crate) created: AtomicU64,
     pub(crate) freed: AtomicU64,
+}
+
+impl TxnSlot {
+    /// Waits until the occupant's CommitDepCounter is zero (true) or its
+    /// AbortNow is set (false): every commit dependency it took so far has
+    /// been resolved (section 2.7). Returns at once when it has none.
+    pub(crate) fn await_dependencies(&self) -> bool {
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: pairs with the Release report of the dependency.
+            if self.abort_now.load(Ordering::Acquire) {
+                return false;
+            }
+            // Acquire: as above.
+            if self.dep_counter.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
 }
 
 thread_local! {

@@ -92,7 +92,7 @@ use crate::txn::table::TxnState;
 use crate::txn::Filter;
 use crate::{Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::Backoff;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::ops::Bound;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -128,6 +128,9 @@ pub(crate) struct LockLocal {
     /// delivered (see `scan`).
     redirected: Vec<VPtr>,
     delivered: Vec<VPtr>,
+    /// Short read locks only: the primary keys a scan handed on (see
+    /// `scan`).
+    delivered_keys: HashSet<Key, BuildHasherDefault<crate::key::PassHasher>>,
     /// Commit phase 1: (WriteSet entry, its new record).
     prepared: Vec<(usize, VPtr)>,
     /// Ordered 2PL: the declared locks, sorted (see `ordered_2pl`).
@@ -574,6 +577,15 @@ impl<'db> LockTxn<'db> {
         let mut failed = None;
         let mut delivered = std::mem::take(&mut self.locks.get().delivered);
         delivered.clear();
+        // With short read locks (read committed), a key the walk has handed
+        // on can be deleted and inserted again, or replaced, by a writer
+        // that commits before the walk is done, and the new record may lie
+        // ahead of the walk: a scan still hands on each key once (the row
+        // it met first, as of some committed state). Long read locks keep
+        // every delivered key's row in place until the end.
+        let dedup = !self.long_reads;
+        let mut delivered_keys = std::mem::take(&mut self.locks.get().delivered_keys);
+        delivered_keys.clear();
         self.locks.get().redirected.clear();
         // Epoch pin: records reached through an index stay allocated until it drops.
         let guard = crossbeam_epoch::pin();
@@ -585,6 +597,9 @@ impl<'db> LockTxn<'db> {
                 return true;
             }
             let pk = v.key();
+            if dedup && delivered_keys.contains(&pk) {
+                return true;
+            }
             let w = Self::lk_word(primary, &pk);
             // A placeholder withdrawn while we wait was never a row: stop
             // waiting (its inserter may be waiting for our range).
@@ -621,6 +636,9 @@ impl<'db> LockTxn<'db> {
                 return true;
             };
             delivered.push(VPtr(rec));
+            if dedup {
+                delivered_keys.insert(pk);
+            }
             let l = &self.core.local.get().silo;
             let go_on = if filter.is_some_and(|p| !p(&pk, &l.copy)) {
                 true
@@ -642,6 +660,7 @@ impl<'db> LockTxn<'db> {
             return Err(e);
         }
         self.locks.get().delivered = delivered;
+        self.locks.get().delivered_keys = delivered_keys;
         // The range lock shrinks to what the walk covered (see MV/O's scan).
         let (lo, hi) = match stopped_at {
             Some(k) if ordered => {

@@ -256,7 +256,11 @@ struct Delivery<'a> {
     locks: &'a mut Vec<VPtr>,
     /// SSN and SSI: every row delivered is an `ssn_read`.
     ssn: Option<SsnRead<'a>>,
-    /// Why a read lock was refused (the scan stopped; the caller aborts).
+    /// Our transaction-table slot: its commit dependencies are settled
+    /// before a row is handed on (see `deliver`).
+    deps: &'a crate::txn::table::TxnSlot,
+    /// Why a read lock was refused, or a dependency aborted (the scan
+    /// stopped; the caller aborts).
     pub(super) refused: Option<AbortReason>,
     rows: Vec<(Key, Writer, Vec<u8>)>,
 }
@@ -286,6 +290,7 @@ impl<'a> Delivery<'a> {
                 slot: t.core.slot,
                 word: t.word,
             }),
+            deps: t.core.db.txns.slot(t.core.slot),
             refused: None,
             rows: Vec::new(),
         }
@@ -294,6 +299,20 @@ impl<'a> Delivery<'a> {
     /// Delivers `v`; returns what `f` returned (false stops the scan).
     #[inline]
     fn deliver(&mut self, v: &Version, f: &mut impl FnMut(&Key, &[u8]) -> bool) -> bool {
+        // Section 2.7: a speculative read or ignore (of a Preparing writer)
+        // is settled before any row is handed on, as `settle_speculation`
+        // settles an absence. A dependency that aborts may be rolling back a
+        // view the scan has partly seen: a Preparing writer T2 that updated
+        // the version of a Preparing T1 is doomed once T1 aborts, but until
+        // T2 notices, its new version stays speculatively visible while
+        // T1's undo (section 3.3) makes the version T1 replaced latest
+        // again: both would be delivered, one key twice. Waiting is safe:
+        // only on Preparing transactions, which never wait for an active
+        // one; and free without speculation (two loads of our own slot).
+        if !self.deps.await_dependencies() {
+            self.refused = Some(AbortReason::CommitDependency);
+            return false;
+        }
         if let Some((id, txns)) = self.lock {
             match read_lock(v, id, txns, self.locks) {
                 Locked::Yes => {}

@@ -4,7 +4,7 @@ use super::{db3, deps_of, get, FakeWriter};
 use crate::error::AbortReason;
 use crate::key::Key;
 use crate::txn::table::Peek;
-use crate::{Database, Error, Isolation, Options, TableId};
+use crate::{Database, Error, Isolation, Options, TableId, TableSpec};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -189,6 +189,58 @@ fn dependency_chain_commits_when_root_commits() {
     assert_eq!(get(&mut y, t, 1).unwrap().as_deref(), Some(&b"f1"[..]));
     assert_eq!(get(&mut y, t, 2).unwrap().as_deref(), Some(&b"t1"[..]));
     assert_eq!(get(&mut y, t, 3).unwrap().as_deref(), Some(&b"t2"[..]));
+}
+
+/// Section 2.7 and a scan: a scanner speculatively reads the new version of
+/// key 1 by a Preparing writer F, which then aborts; F's undo (section 3.3)
+/// makes the version it replaced latest again, and the rest of the scan
+/// reaches it. The scanner must not hand on key 1 twice (F's version, then
+/// the old one): it settles its dependency on F before delivering F's
+/// version, and fails with CommitDependency instead. (In the stress runs
+/// the writer is itself a dependent, still Preparing, of a transaction that
+/// aborted: SSI aborts many Preparing transactions.)
+#[test]
+fn a_scan_never_hands_on_a_key_twice_when_its_dependency_aborts() {
+    for spec in [TableSpec::hash("t", 64), TableSpec::ordered("t")] {
+        let db = Database::new(Options::default()).unwrap();
+        let t = db.create_table(spec).unwrap();
+        db.run(Isolation::Serializable, |x| {
+            for k in 1..=3u64 {
+                x.insert(t, Key::from(k), format!("v{k}").as_bytes())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        // F's new version of key 1 precedes the old one in its chain.
+        let f = FakeWriter::prepare(&db, t, 1, Some(b"f1"));
+        let mut x = db.begin(Isolation::Snapshot).unwrap();
+        let aborted = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                f.abort();
+                aborted.store(true, Ordering::SeqCst);
+            });
+            x.scan(db.primary(t), .., None, |k, v| {
+                if *k == Key::from(1) {
+                    // Hold the scan on key 1 until F has aborted.
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    while !aborted.load(Ordering::SeqCst) && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                }
+                seen.push((*k, v.to_vec()));
+                true
+            })
+        });
+        let ones: Vec<_> = seen.iter().filter(|(k, _)| *k == Key::from(1)).collect();
+        assert!(ones.len() <= 1, "key 1 handed on twice: {ones:?}");
+        assert!(ones.iter().all(|(_, v)| v == b"v1"), "a value of the aborted F was handed on: {ones:?}");
+        assert_eq!(r, Err(Error::Aborted(AbortReason::CommitDependency)));
+        let mut y = db.begin(Isolation::Snapshot).unwrap();
+        assert_eq!(get(&mut y, t, 1).unwrap().as_deref(), Some(&b"v1"[..]), "F was undone");
+    }
 }
 
 /// The GC watermark is the smallest begin timestamp of an open transaction
