@@ -93,7 +93,22 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
         let mut t = s.db.begin_with(TxnOptions { mode, ..TxnOptions::new(iso) }).unwrap();
         let ops = rng.gen_range(1..=5);
         let mut aborted = false;
+        // Sometimes a savepoint, and a rollback to it after some of the
+        // operations: the history keeps only what the transaction kept.
+        let mut sp = None;
         for _ in 0..ops {
+            if sp.is_none() && rng.gen_bool(0.2) {
+                match t.savepoint() {
+                    Ok(p) => sp = Some(p),
+                    // POMVCC's optimistic writes stay private: no savepoints.
+                    Err(Error::Unsupported(_)) => {}
+                    Err(e) if e.abort_reason().is_some() => {
+                        aborted = true;
+                        break;
+                    }
+                    Err(e) => panic!("{} {iso}: savepoint: {e}", s.protocol),
+                }
+            }
             let table = if rng.gen_bool(0.5) { s.hash } else { s.ordered };
             let k = Key::from(rng.gen_range(0..KEYS));
             seq += 1;
@@ -104,7 +119,7 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
                 55..=64 => t.update_with(table, &k, |_old, new| new.extend_from_slice(&v)),
                 65..=74 => t.insert(table, k, &v),
                 75..=84 => t.delete(table, &k),
-                85..=94 => {
+                85..=89 => {
                     let lo = rng.gen_range(0..KEYS);
                     let ix = s.db.primary(s.ordered);
                     // A scan never hands on a key twice (two latest rows, or
@@ -119,6 +134,15 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
                         last = Some(*k);
                         true
                     })
+                }
+                90..=94 => {
+                    // An iterator: forward, backward or from both ends,
+                    // often dropped early (what its batches walked is what
+                    // is recorded, validated and locked).
+                    let lo = rng.gen_range(0..KEYS);
+                    let ix = s.db.primary(s.ordered);
+                    let (take, ends) = (rng.gen_range(1..=8), rng.gen_range(0..3));
+                    iterate(&mut t, ix, Key::from(lo)..Key::from(lo + 7), take, ends, s.unique_rows)
                 }
                 _ => {
                     let ix = s.db.primary(s.hash);
@@ -135,11 +159,50 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
                 aborted = true;
                 break;
             }
+            if let Some(p) = sp.as_ref().filter(|_| rng.gen_bool(0.3)) {
+                if let Step::Aborted = step(t.rollback_to(p)) {
+                    aborted = true;
+                    break;
+                }
+            }
         }
         if !aborted {
             let _ = t.commit();
         }
     }
+}
+
+/// Takes up to `take` rows of `range` through an iterator, from the low
+/// end (`ends` 0), the high end (1) or alternately from both (2); checks
+/// that they stay in the range and come in order, each once (`once`).
+fn iterate(
+    t: &mut multiverse::Transaction<'_>,
+    ix: multiverse::IndexId,
+    range: std::ops::Range<Key>,
+    take: usize,
+    ends: u8,
+    once: bool,
+) -> Result<(), Error> {
+    let mut it = t.range(ix, range.clone())?;
+    let (mut low, mut high): (Option<Key>, Option<Key>) = (None, None);
+    for i in 0..take {
+        let back = ends == 1 || (ends == 2 && i % 2 == 1);
+        let Some(row) = (if back { it.next_back() } else { it.next() }) else { break };
+        let (k, _) = row?;
+        assert!(range.contains(&k), "an iterator handed on {k:?} outside {range:?}");
+        let after = |l: Key| if once { k > l } else { k >= l };
+        let before = |h: Key| if once { k < h } else { k <= h };
+        assert!(
+            low.is_none_or(after) && high.is_none_or(before),
+            "an iterator handed on {k:?} out of order (after {low:?} from the low end, {high:?} from the high end)"
+        );
+        if back {
+            high = Some(k);
+        } else {
+            low = Some(k);
+        }
+    }
+    Ok(())
 }
 
 fn run(protocol: Protocol, iso: Isolation, faults: Faults, txns_per_thread: u64) -> Report {

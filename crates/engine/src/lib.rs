@@ -77,6 +77,7 @@ pub use options::{
 pub use protocol::core::CommitInfo;
 pub use protocol::iter::Range;
 pub use protocol::mv_lock::detect_deadlocks;
+pub use protocol::savepoint::Savepoint;
 pub use protocol::transaction::Transaction;
 pub use shared::Shared;
 pub use stats::Stats;

@@ -10,6 +10,7 @@ pub mod mv_lock;
 pub mod mv_occ;
 pub mod ordered_2pl;
 pub mod pomvcc;
+pub mod savepoint;
 pub(crate) mod sets;
 pub mod silo;
 pub(crate) mod single;

@@ -167,6 +167,11 @@ pub(crate) struct SiloLocal {
     pub(crate) last_tid: u64,
     /// Commits since the epoch was last checked.
     pub(crate) commits: u32,
+    /// A savepoint was taken: `sv_buffer` logs the entries it replaces.
+    pub(crate) savepoints: bool,
+    /// WriteSet entries replaced since the first savepoint, with their
+    /// index, oldest first: `rollback_to` puts them back.
+    pub(crate) replaced: Vec<(u32, SvWrite)>,
 }
 
 impl SiloLocal {
@@ -182,6 +187,8 @@ impl SiloLocal {
         self.nodes.clear();
         self.seen.clear();
         self.values.clear();
+        self.savepoints = false;
+        self.replaced.clear();
     }
 }
 
@@ -301,6 +308,9 @@ impl<'db> TxnCore<'db> {
         l.values.extend_from_slice(value);
         let len = value.len() as u32;
         if let Some(i) = l.writes.iter().rposition(|w| w.rec.0 == rec) {
+            if l.savepoints {
+                l.replaced.push((i as u32, l.writes[i]));
+            }
             let w = &mut l.writes[i];
             // An insert of our own placeholder stays an insert; a delete
             // followed by an insert is an update of the row.

@@ -41,7 +41,9 @@ use std::ops::{Bound, RangeBounds};
 ///
 /// [`commit`]: Transaction::commit
 pub struct Transaction<'db> {
-    family: Family<'db>,
+    pub(crate) family: Family<'db>,
+    /// Savepoints taken and not released (see [`super::savepoint`]).
+    pub(crate) savepoints: u32,
 }
 
 /// The families (module docs).
@@ -132,7 +134,7 @@ impl<'db> Transaction<'db> {
             Globals::Bohm(s) => Family::Bohm(BohmTxn::new(core, s)),
             Globals::Mv(g) => Family::Mv(MvTxn::new(core, g, o)),
         };
-        Transaction { family }
+        Transaction { family, savepoints: 0 }
     }
 
     #[inline]
@@ -189,7 +191,7 @@ impl<'db> Transaction<'db> {
             Family::Mv(_) | Family::Bohm(_) => unreachable!("a frozen reader reads a single-version database"),
         };
         debug_assert!(core.read_only);
-        Transaction { family: Family::Silo(SiloTxn::new(core, g)) }
+        Transaction { family: Family::Silo(SiloTxn::new(core, g)), savepoints: 0 }
     }
 
     /// The isolation level.

@@ -286,20 +286,23 @@ pub(crate) fn write_lock(end: &AtomicU64, expected: u64, new: u64) -> Claim {
 }
 
 /// Drops the write lock of aborted writer `me` from End word `end`, keeping
-/// the read locks. A word no longer naming `me` was taken over by a writer
-/// that saw the abort: it is left alone.
-pub(crate) fn release_write_lock(end: &AtomicU64, me: u64) {
+/// the read locks; returns how many read locks the word held then (`None`
+/// if it did not name `me`). A word no longer naming `me` was taken over by
+/// a writer that saw the abort: it is left alone.
+pub(crate) fn release_write_lock(end: &AtomicU64, me: u64) -> Option<u64> {
     // Relaxed load: the CAS decides.
     let mut raw = end.load(Ordering::Relaxed);
     while writer_of_end(raw) == Some(me) {
         let l = RecordLock::of(raw).expect("a write-locked word is a lock");
         let reset = RecordLock { no_more_read_locks: false, writer: NO_WRITER, ..l }.word();
-        // Release: a later writer that sees the reset sees our abort.
+        // Release: a later writer that sees the reset sees our abort (or
+        // our rollback to a savepoint).
         match end.compare_exchange(raw, reset, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => return,
+            Ok(_) => return Some(l.read_locks),
             Err(now) => raw = now,
         }
     }
+    None
 }
 
 /// Postprocessing of a committed writer (section 3.3): End word `end`,

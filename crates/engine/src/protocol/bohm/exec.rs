@@ -360,6 +360,14 @@ impl ExecTxn<'_> {
         self.write(table, key, WriteKind::Delete, |_, _| {})
     }
 
+    /// Savepoints are refused ([`Error::Unsupported`]): a procedure's
+    /// writes fill placeholders that the concurrency-control phase laid
+    /// out before it ran (BOHM section 3), which cannot be taken back one
+    /// by one. An interactive transaction (`Database::begin`) offers them.
+    pub fn savepoint(&mut self) -> Result<crate::Savepoint> {
+        Err(Error::Unsupported("a savepoint in a BOHM procedure (its writes were laid out before it ran)".into()))
+    }
+
     /// Secondary-index lookups cannot be declared: refused.
     pub fn get_by(&mut self, index: IndexId, _key: &Key, _f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
         Err(self.refuse("secondary-index lookup", index.table(), None))

@@ -62,7 +62,7 @@ impl<'db> BohmTxn<'db> {
         unsafe { self.store().gate.force_unlock() };
     }
 
-    fn bo_enter(&self) -> Result<()> {
+    pub(crate) fn bo_enter(&self) -> Result<()> {
         match self.core.status {
             Status::Aborted(r) => Err(Error::TransactionClosed(Some(r))),
             Status::Active => Ok(()),
@@ -264,9 +264,23 @@ impl<'db> BohmTxn<'db> {
     }
 
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
+        self.undo_to(0);
+        self.bohm_release();
+        self.core.aborted(reason)
+    }
+
+    /// Entries in the undo log (a savepoint's mark).
+    pub(crate) fn undo_len(&self) -> usize {
+        self.undo.len()
+    }
+
+    /// Rolls back the writes after the first `mark` of the undo log, newest
+    /// first; returns the (table, key) pairs they wrote.
+    pub(crate) fn undo_to(&mut self, mark: usize) -> Vec<(u32, Key)> {
         let store = self.store();
         let mut undo = std::mem::take(&mut self.undo);
-        for u in undo.drain(..).rev() {
+        let keys = undo[mark..].iter().map(|u| (u.key.table, u.key.key)).collect();
+        for u in undo.drain(mark..).rev() {
             // SAFETY: the gate makes us the only user of every partition.
             let part = unsafe { store.part(u.part) };
             if u.old.is_null() {
@@ -280,7 +294,6 @@ impl<'db> BohmTxn<'db> {
             store.free(u.part, part, u.new);
         }
         self.undo = undo;
-        self.bohm_release();
-        self.core.aborted(reason)
+        keys
     }
 }

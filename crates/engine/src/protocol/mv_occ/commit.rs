@@ -275,7 +275,7 @@ impl<'db> MvTxn<'db> {
                 // Drop the write lock and keep the read locks; a word no
                 // longer naming us was taken over by a transaction that saw
                 // our abort: it is left alone.
-                word::release_write_lock(&old.end, self.core.id);
+                let _ = word::release_write_lock(&old.end, self.core.id);
             }
         }
         if self.policy.honour_locks {
@@ -315,7 +315,7 @@ impl<'db> MvTxn<'db> {
     }
 
     /// Hands garbage to the collector and, when the queue is long, collects.
-    fn collect_garbage(db: MvDb<'_>, slot: u32, items: impl Iterator<Item = Garbage>) {
+    pub(crate) fn collect_garbage(db: MvDb<'_>, slot: u32, items: impl Iterator<Item = Garbage>) {
         let shard = slot as usize;
         let len = db.gc.push(shard, items);
         if len >= GC_THRESHOLD {
