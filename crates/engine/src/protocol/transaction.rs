@@ -340,6 +340,7 @@ impl<'db> Transaction<'db> {
     /// visible row (the transaction stays usable).
     #[inline]
     pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        self.core().admit(value.len())?;
         match &mut self.family {
             Family::Mv(t) => t.insert(table, key, value),
             Family::Silo(t) => t.insert(table, key, value),
@@ -352,6 +353,7 @@ impl<'db> Transaction<'db> {
     /// [`Error::KeyNotFound`] if `key` has no visible row.
     #[inline]
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        self.core().admit_update(value.len())?;
         let fill = |_: &[u8], new: &mut Vec<u8>| {
             new.extend_from_slice(value);
             true
@@ -374,6 +376,7 @@ impl<'db> Transaction<'db> {
     /// a buffer owned by the transaction: no allocation in the steady state.
     #[inline]
     pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        self.core().admit_update(0)?;
         match &mut self.family {
             Family::Mv(t) => t.update_with(table, key, f),
             Family::Silo(t) => t.write(table, key, |old, new| {
@@ -394,6 +397,7 @@ impl<'db> Transaction<'db> {
     /// makes two), which is what fixed-layout rows want.
     #[inline]
     pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        self.core().admit_update(0)?;
         match &mut self.family {
             Family::Mv(t) => t.modify(table, key, f),
             Family::Silo(t) => t.write(table, key, |old, new| {
