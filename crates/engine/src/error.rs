@@ -155,6 +155,20 @@ pub enum Error {
     /// ([`crate::typed`]) read a key or value of another type or layout.
     /// `ty` names the type, `reason` what was wrong.
     Decode { ty: &'static str, reason: String },
+    /// A write that would allocate was refused: the database holds `used`
+    /// bytes of user data and its [`crate::Options::memory_limit`] is
+    /// `limit`. Nothing was written and the transaction stays open (it
+    /// may commit what it did, or abort). Transient: writes resume once
+    /// garbage collection frees old versions (deletes, and updates whose
+    /// old versions no open transaction can still read), which
+    /// [`crate::Database::run`] runs before it retries.
+    ///
+    /// Counted: each record version from when it is linked into its table
+    /// until garbage collection unlinks it, at its allocation size
+    /// (header, index links, key, value); under BOHM each version of its
+    /// store and its value's buffer. Not counted: index nodes,
+    /// transactions' private buffers, freed blocks kept for reuse.
+    MemoryLimit { used: u64, limit: u64 },
 }
 
 impl Error {
@@ -168,7 +182,11 @@ impl Error {
     }
     /// True when retrying the whole transaction may succeed.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Aborted(r) if r.is_transient())
+        match self {
+            Error::Aborted(r) => r.is_transient(),
+            Error::MemoryLimit { .. } => true,
+            _ => false,
+        }
     }
 }
 
@@ -207,6 +225,10 @@ impl fmt::Display for Error {
             Error::Locked(m) => write!(f, "{m}"),
             Error::Unsupported(m) => write!(f, "not supported: {m}"),
             Error::Decode { ty, reason } => write!(f, "cannot decode a stored {ty}: {reason}"),
+            Error::MemoryLimit { used, limit } => write!(
+                f,
+                "memory limit reached: {used} bytes of data held, the limit is {limit} bytes (retry once garbage collection has freed old versions)"
+            ),
         }
     }
 }

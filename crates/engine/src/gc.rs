@@ -33,6 +33,7 @@
 //! inserts, 2 threads): +8%, the stall on the first write into each new
 //! version's memory going from 10% of the run's cycles to 7%.
 
+use crate::memory::Budget;
 use crate::storage::version::{VPtr, Version};
 use crate::table::Table;
 use crossbeam_utils::CachePadded;
@@ -103,11 +104,15 @@ struct Shard {
 /// The sharded garbage queues.
 pub(crate) struct Gc {
     shards: Box<[CachePadded<Shard>]>,
+    /// The memory budget: what a collection unlinks is no longer counted
+    /// (it is freed at the shard's next collection, see `memory`).
+    budget: Option<Arc<Budget>>,
 }
 
 impl Gc {
-    pub(crate) fn new() -> Gc {
+    pub(crate) fn new(budget: Option<Arc<Budget>>) -> Gc {
         Gc {
+            budget,
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Shard { queue: Mutex::new(VecDeque::new()), ready: Arc::default() }))
                 .collect(),
@@ -219,6 +224,10 @@ impl Gc {
             }
         }
         if n > 0 {
+            if let Some(b) = &self.budget {
+                // SAFETY: unlinked, but alive until the epoch passes; we are pinned.
+                b.release(batch.iter().map(|v| unsafe { &*v.0 }.footprint()).sum());
+            }
             // Relaxed: statistics only.
             shard.ready.unfreed.fetch_add(n, Ordering::Relaxed);
             let ready = Arc::clone(&shard.ready);

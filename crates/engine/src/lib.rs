@@ -60,6 +60,7 @@ pub mod typed;
 mod wal;
 
 mod db;
+mod memory;
 mod options;
 mod shared;
 mod stats;

@@ -280,6 +280,34 @@ pub struct Options {
     /// data directory: keep the longest consistent prefix and report what
     /// was lost (the default), or refuse (see [`OnDamage`]).
     pub on_damage: OnDamage,
+    /// Most bytes of user data the database holds (see
+    /// [`Error::MemoryLimit`] for what is counted). Past it, writes that
+    /// allocate (inserts and updates) fail with [`Error::MemoryLimit`]
+    /// before allocating, and the transaction stays open; reads, deletes
+    /// and commits go on, and writes resume once garbage collection has
+    /// freed old versions ([`crate::Database::collect_garbage`];
+    /// [`crate::Database::run`] collects and retries by itself). `None` (the
+    /// default): no limit, and nothing is counted.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options { memory_limit: Some(64 << 10), ..Options::default() }).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 1024)).unwrap();
+    /// let mut tx = db.begin(Isolation::Serializable).unwrap();
+    /// let mut i = 0;
+    /// let err = loop {
+    ///     if let Err(e) = tx.insert(t, Key::from(i), &[0u8; 100]) {
+    ///         break e;
+    ///     }
+    ///     i += 1;
+    /// };
+    /// assert!(matches!(err, Error::MemoryLimit { .. }) && err.is_transient());
+    /// // The transaction is still open: it reads, and commits what it wrote.
+    /// assert!(tx.get(t, &Key::from(0)).unwrap().is_some());
+    /// tx.commit().unwrap();
+    /// ```
+    pub memory_limit: Option<u64>,
     /// Deliberately broken concurrency control, for testing that the checker
     /// catches what it must. Never set outside tests.
     #[doc(hidden)]
@@ -328,6 +356,7 @@ impl Default for Options {
             checkpoint_every: Some(Duration::from_secs(60)),
             checkpoint_log_bytes: Some(1 << 30),
             on_damage: OnDamage::KeepPrefix,
+            memory_limit: None,
             faults: Faults::default(),
         }
     }

@@ -8,6 +8,7 @@
 
 use crate::gc::Gc;
 use crate::history;
+use crate::memory::Budget;
 use crate::options::{Durability, Options, MAX_TABLES};
 use crate::table::Table;
 use crate::txn::{freeze::Freeze, table::TxnTable};
@@ -17,7 +18,7 @@ use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The state of a database that every protocol shares.
 #[doc(hidden)]
@@ -29,6 +30,8 @@ pub struct Shared {
     pub(crate) tables: Box<[OnceLock<Table>]>,
     pub(crate) names: Mutex<HashMap<String, u32>>,
     pub(crate) gc: Gc,
+    /// The memory budget, with [`Options::memory_limit`] (see `memory`).
+    pub(crate) budget: Option<Arc<Budget>>,
     /// Versions reclaimed by `collect_garbage` (transactions count their own per slot).
     pub(crate) versions_freed: CachePadded<AtomicU64>,
     /// Finished transactions, when recording.
@@ -43,13 +46,15 @@ pub struct Shared {
 
 impl Shared {
     pub(crate) fn new(opts: Options) -> Shared {
+        let budget = opts.memory_limit.map(|l| Arc::new(Budget::new(l)));
         Shared {
             txns: TxnTable::new(opts.max_transactions),
             recording: AtomicBool::new(opts.record_history),
             clock: CachePadded::new(AtomicU64::new(2)),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),
-            gc: Gc::new(),
+            gc: Gc::new(budget.clone()),
+            budget,
             versions_freed: CachePadded::new(AtomicU64::new(0)),
             history: Mutex::new(Vec::new()),
             log: None,

@@ -34,6 +34,22 @@ pub struct Stats {
     /// multi-version protocols, of the clock, one per transaction that took
     /// an end timestamp. 0 for the single-version protocols and BOHM.
     pub timestamp_increments: u64,
+    /// Bytes of user data held, as counted against
+    /// [`crate::Options::memory_limit`] (see [`crate::Error::MemoryLimit`]
+    /// for what is counted); 0 without a limit, when nothing is counted.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options { memory_limit: Some(1 << 20), ..Options::default() }).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |tx| tx.insert(t, Key::from(1), &[0u8; 100])).unwrap();
+    /// let s = db.stats();
+    /// assert!(s.memory_used >= 100 && s.memory_limit == Some(1 << 20));
+    /// ```
+    pub memory_used: u64,
+    /// [`crate::Options::memory_limit`].
+    pub memory_limit: Option<u64>,
 }
 
 impl Stats {

@@ -6,10 +6,12 @@ use crate::index::key_locks::KeyLocks;
 use crate::index::locks::RangeLocks;
 use crate::index::ordered::{IKey, OrderedIndex};
 use crate::key::Key;
+use crate::memory::Budget;
 use crate::storage::version::Version;
 use crate::Error;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Locks in the lock table of an ordered index (single-version locking).
 const ORDERED_LOCKS: usize = 1 << 16;
@@ -272,6 +274,9 @@ pub(crate) struct Table {
     /// much of a row [`crate::Transaction::prefetch`] asks the cache for.
     /// Exact for fixed-layout rows, a guess for the others.
     row_hint: AtomicUsize,
+    /// The database's memory budget (with a limit): linking a new version
+    /// counts its bytes (see `memory`).
+    pub(crate) budget: Option<Arc<Budget>>,
 }
 
 impl Table {
@@ -326,7 +331,7 @@ impl Table {
         }
         // SSN's words come last: the stamp word and the readers bitmap.
         let link_words = if ssn { slot_word + 2 } else { slot_word };
-        Ok(Table { id, name: spec.name.clone(), indexes, link_words, row_hint: AtomicUsize::new(0) })
+        Ok(Table { id, name: spec.name.clone(), indexes, link_words, row_hint: AtomicUsize::new(0), budget: None })
     }
 
     /// Links a new version into every index.
@@ -355,6 +360,9 @@ impl Table {
     unsafe fn link_from(&self, v: *mut Version, first: usize) {
         // SAFETY: `v` is live per the contract.
         let r = unsafe { &*v };
+        // Each version is linked once: by `link_all`, or by
+        // `link_secondaries` after the caller's `insert_if`.
+        self.charge(r);
         // Relaxed: a hint; once set it is only read, so the line stays shared.
         if self.row_hint.load(Ordering::Relaxed) == 0 {
             self.row_hint.store(r.footprint(), Ordering::Relaxed);
@@ -366,6 +374,14 @@ impl Table {
                 // SAFETY: forwarded contract.
                 IndexImpl::Ordered(o) => unsafe { o.insert(v, ix.ikey(r)) },
             }
+        }
+    }
+
+    /// Counts a version being linked against the memory budget, if any.
+    #[inline]
+    fn charge(&self, v: &Version) {
+        if let Some(b) = &self.budget {
+            b.charge(v.footprint());
         }
     }
 
@@ -401,6 +417,7 @@ impl Table {
     pub(crate) unsafe fn link_update(&self, v: *mut Version, old: *mut Version) {
         // SAFETY: both are live per the contract.
         let (r, o) = unsafe { (&*v, &*old) };
+        self.charge(r);
         for ix in &self.indexes {
             match &ix.imp {
                 // SAFETY: forwarded contract.

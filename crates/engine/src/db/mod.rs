@@ -109,12 +109,16 @@ impl Database {
 
 impl Core {
     fn new(opts: Options) -> Core {
-        Core {
+        let core = Core {
             sets: protocol::sets::SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
             globals: protocol::transaction::Globals::new(&opts),
             shared: Shared::new(opts),
             durable: None,
+        };
+        if let (Some(store), Some(b)) = (core.globals.bohm(), &core.shared.budget) {
+            store.set_budget(b.clone());
         }
+        core
     }
 }
 
@@ -140,7 +144,8 @@ impl Database {
             return Err(Error::InvalidArgument(format!("a database holds at most {MAX_TABLES} tables")));
         }
         let ssn = matches!(self.opts.protocol, Protocol::Ssn | Protocol::Ssi);
-        let t = Table::new(id, &spec, self.opts.protocol.uses_key_locks(), ssn)?;
+        let mut t = Table::new(id, &spec, self.opts.protocol.uses_key_locks(), ssn)?;
+        t.budget = self.budget.clone();
         if self.tables[id as usize].set(t).is_err() {
             unreachable!("table ids are handed out under the names lock");
         }
@@ -316,6 +321,11 @@ impl Database {
                 // retry begun now, which reads its versions: no backoff.
                 Err(Error::Aborted(AbortReason::ExclusionWindow)) if attempt < policy.max_attempts => {}
                 Err(e) if e.is_transient() && attempt < policy.max_attempts => {
+                    if let Error::MemoryLimit { .. } = e {
+                        // Writes resume once old versions are freed: free
+                        // what no open transaction can see before waiting.
+                        self.collect_garbage();
+                    }
                     o.after = self.retry_after().or(o.after);
                     // Jittered exponential backoff, seeded cheaply per attempt.
                     let jitter = (attempt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
@@ -357,6 +367,8 @@ impl Database {
             log_records: self.log.as_ref().map_or(0, |l| l.stats().records.load(Ordering::Relaxed)),
             log_syncs: self.log.as_ref().map_or(0, |l| l.stats().syncs.load(Ordering::Relaxed)),
             checkpoints: self.durable.as_ref().map_or(0, |d| d.checkpoints.load(Ordering::Relaxed)),
+            memory_used: self.budget.as_ref().map_or(0, |b| b.used()),
+            memory_limit: self.budget.as_ref().map(|b| b.limit()),
         }
     }
 
@@ -415,6 +427,13 @@ impl Database {
     /// how many were reclaimed. Garbage collection also runs cooperatively as
     /// transactions commit, so calling this is never required.
     pub fn collect_garbage(&self) -> usize {
+        if let Globals::Silo(g) = &self.globals {
+            // Silo's epoch moves with commits (every 64th of a thread): one
+            // asked for here lets what was retired before it be reclaimed
+            // even while nothing commits (writes refused by the memory
+            // limit, say). At most one step per epoch length.
+            g.tick();
+        }
         let w = self.watermark();
         let mut n = 0;
         for s in 0..self.gc.shards() {

@@ -53,6 +53,10 @@ pub(crate) struct Shape {
     pub(crate) snapshot: bool,
 }
 
+/// What [`TxnCore::admit`] asks for beside the value: a version's header
+/// and a few links, and a short key.
+const ADMIT_OVERHEAD: usize = 64;
+
 /// What every transaction has (module docs).
 pub(crate) struct TxnCore<'db> {
     pub(crate) db: &'db Shared,
@@ -182,6 +186,45 @@ impl<'db> TxnCore<'db> {
             return Err(Error::ValueTooLarge { len: value_len, max: self.db.opts.max_value_size });
         }
         self.db.table_ref(table)
+    }
+
+    /// The memory gate of a write that may allocate a version of about
+    /// `value_len` bytes of value (see `memory`): [`Error::MemoryLimit`]
+    /// past [`crate::Options::memory_limit`], the transaction left open.
+    /// Without a limit, one branch. A closed or read-only transaction is
+    /// let through, for the write itself to refuse.
+    #[inline]
+    pub(crate) fn admit(&self, value_len: usize) -> Result<()> {
+        match &self.db.budget {
+            None => Ok(()),
+            Some(b) if self.is_open() && !self.read_only => b.admit(value_len + ADMIT_OVERHEAD),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// [`Self::admit`] for an update. The single-version families update
+    /// in place and check in their own write, once the new value is known
+    /// ([`Self::admit_resize`]).
+    #[inline]
+    pub(crate) fn admit_update(&self, value_len: usize) -> Result<()> {
+        match &self.db.budget {
+            None => Ok(()),
+            Some(_) if self.db.opts.protocol.is_single_version() => Ok(()),
+            Some(_) => self.admit(value_len),
+        }
+    }
+
+    /// [`Self::admit`] for a single-version update to a value of
+    /// `new_len` bytes, once the row's value was read (into the Silo sets'
+    /// copy): a value of the same length is rewritten in place and
+    /// allocates nothing; another length makes a new record at commit.
+    #[inline]
+    pub(crate) fn admit_resize(&mut self, new_len: usize) -> Result<()> {
+        match &self.db.budget {
+            None => Ok(()),
+            Some(_) if self.local.get().silo.copy.len() == new_len => Ok(()),
+            Some(_) => self.admit(new_len),
+        }
     }
 
     /// The table and index of `index`.

@@ -342,6 +342,7 @@ impl<'db> Transaction<'db> {
     /// visible row (the transaction stays usable).
     #[inline]
     pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+        self.core().admit(value.len())?;
         match &mut self.family {
             Family::Mv(t) => t.insert(table, key, value),
             Family::Silo(t) => t.insert(table, key, value),
@@ -354,6 +355,7 @@ impl<'db> Transaction<'db> {
     /// [`Error::KeyNotFound`] if `key` has no visible row.
     #[inline]
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
+        self.core().admit_update(value.len())?;
         let fill = |_: &[u8], new: &mut Vec<u8>| {
             new.extend_from_slice(value);
             true
@@ -376,6 +378,7 @@ impl<'db> Transaction<'db> {
     /// a buffer owned by the transaction: no allocation in the steady state.
     #[inline]
     pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
+        self.core().admit_update(0)?;
         match &mut self.family {
             Family::Mv(t) => t.update_with(table, key, f),
             Family::Silo(t) => t.write(table, key, |old, new| {
@@ -396,6 +399,7 @@ impl<'db> Transaction<'db> {
     /// makes two), which is what fixed-layout rows want.
     #[inline]
     pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        self.core().admit_update(0)?;
         match &mut self.family {
             Family::Mv(t) => t.modify(table, key, f),
             Family::Silo(t) => t.write(table, key, |old, new| {

@@ -127,6 +127,7 @@ impl<'db> BohmTxn<'db> {
                 store.free(p, part, new);
                 return Err(e);
             }
+            store.filled(new);
         }
         if !old.is_null() {
             // Relaxed: nobody else runs.

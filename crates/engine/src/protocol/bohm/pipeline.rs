@@ -613,6 +613,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 }
                 s
             };
+            self.store.filled(v);
             // Release: the value and writer are complete.
             ver.state.store(state, Ordering::Release);
             if state == ABSENT {

@@ -3,6 +3,8 @@
 //! versions and its free list.
 
 use super::*;
+use crate::memory::Budget;
+use std::sync::{Arc, OnceLock};
 
 /// A record version (Figure 3).
 ///
@@ -26,6 +28,9 @@ pub(crate) struct BVersion {
     pub(super) data: UnsafeCell<Vec<u8>>,
     pub(super) table: u32,
     pub(super) key: Key,
+    /// Bytes of `data`'s buffer counted against the memory budget (see
+    /// [`Store::filled`]); written like `data`, by its producer.
+    charged: UnsafeCell<usize>,
 }
 
 impl BVersion {
@@ -119,6 +124,9 @@ pub(crate) struct Store {
     pub(super) next_ts: AtomicU64,
     pub(super) committed: AtomicU64,
     pub(super) aborts: [AtomicU64; AbortReason::COUNT],
+    /// The database's memory budget (with a limit; see `memory`): versions
+    /// count from their allocation, values once written, until freed.
+    budget: OnceLock<Arc<Budget>>,
 }
 
 // SAFETY: partitions are used by the gate's holder only (the pipeline's
@@ -145,6 +153,30 @@ impl Store {
             next_ts: AtomicU64::new(2),
             committed: AtomicU64::new(0),
             aborts: std::array::from_fn(|_| AtomicU64::new(0)),
+            budget: OnceLock::new(),
+        }
+    }
+
+    /// Counts the store's versions against `budget` from now on (set once,
+    /// before any transaction runs).
+    pub(crate) fn set_budget(&self, budget: Arc<Budget>) {
+        let _ = self.budget.set(budget);
+    }
+
+    /// Counts the value just written into `v` against the memory budget.
+    /// Called by the version's producer once its value is final.
+    #[inline]
+    pub(super) fn filled(&self, v: *mut BVersion) {
+        if let Some(b) = self.budget.get() {
+            // SAFETY: (caller) the producer's own version, not yet produced:
+            // nobody else reads or writes its data or `charged`.
+            let (cap, charged) = unsafe { ((*(*v).data.get()).capacity(), &mut *(*v).charged.get()) };
+            if cap > *charged {
+                b.charge(cap - *charged);
+            } else {
+                b.release(*charged - cap);
+            }
+            *charged = cap;
         }
     }
 
@@ -175,6 +207,9 @@ impl Store {
     pub(super) fn alloc(&self, p: usize, inner: &mut PartInner, init: BInit) -> *mut BVersion {
         // Relaxed: statistics only.
         self.parts[p].created.fetch_add(1, Ordering::Relaxed);
+        if let Some(b) = self.budget.get() {
+            b.charge(std::mem::size_of::<BVersion>());
+        }
         if let Some(v) = inner.free.pop() {
             // SAFETY: a freed version of this partition, owned by us.
             let r = unsafe { &mut *v };
@@ -187,6 +222,7 @@ impl Store {
             r.data.get_mut().clear();
             r.table = init.table;
             r.key = init.key;
+            *r.charged.get_mut() = 0;
             return v;
         }
         Box::into_raw(Box::new(BVersion {
@@ -199,6 +235,7 @@ impl Store {
             data: UnsafeCell::new(Vec::new()),
             table: init.table,
             key: init.key,
+            charged: UnsafeCell::new(0),
         }))
     }
 
@@ -206,6 +243,10 @@ impl Store {
     pub(super) fn free(&self, p: usize, inner: &mut PartInner, v: *mut BVersion) {
         // Relaxed: statistics only.
         self.parts[p].freed.fetch_add(1, Ordering::Relaxed);
+        if let Some(b) = self.budget.get() {
+            // SAFETY: unreachable now: ours alone.
+            b.release(std::mem::size_of::<BVersion>() + unsafe { *(*v).charged.get() });
+        }
         if inner.free.len() < FREE_KEEP {
             inner.free.push(v);
         } else {

@@ -375,6 +375,8 @@ impl<'db> LockTxn<'db> {
             Ok(())
         } else if new.len() > self.core.db.opts.max_value_size {
             Err(Error::ValueTooLarge { len: new.len(), max: self.core.db.opts.max_value_size })
+        } else if let Err(e) = self.core.admit_resize(new.len()) {
+            Err(e)
         } else {
             // A row moved in a secondary index: lock its new key there.
             let r = self.lk_lock_moved(t, key, &new);

@@ -332,6 +332,8 @@ impl<'db> SiloTxn<'db> {
             Ok(())
         } else if new.len() > self.core.db.opts.max_value_size {
             Err(Error::ValueTooLarge { len: new.len(), max: self.core.db.opts.max_value_size })
+        } else if let Err(e) = self.core.admit_resize(new.len()) {
+            Err(e)
         } else {
             self.core.sv_buffer(table, rec, WriteKind::Update, &new, false);
             Ok(())
