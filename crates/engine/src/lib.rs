@@ -76,9 +76,9 @@ pub use options::{
     TxnOptions, MAX_TABLES, POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
+pub use protocol::core::Savepoint;
 pub use protocol::iter::Range;
 pub use protocol::mv_lock::detect_deadlocks;
-pub use protocol::savepoint::Savepoint;
 pub use protocol::transaction::Transaction;
 pub use shared::Shared;
 pub use stats::Stats;

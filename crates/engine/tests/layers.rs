@@ -24,8 +24,10 @@ use std::path::{Path, PathBuf};
 const PATH_KEEPERS: &[&str] = &["pub use super::transaction::Transaction;"];
 
 /// The layers below the protocols: they may name none.
-const BELOW_CC: &[&str] =
-    &["error", "key", "options", "stats", "sync", "storage", "index", "table", "txn", "gc", "history", "wal", "shared"];
+const BELOW_CC: &[&str] = &[
+    "error", "key", "options", "stats", "sync", "storage", "index", "table", "txn", "gc", "history", "wal", "shared",
+    "memory",
+];
 
 /// The protocol families: none may name another.
 const FAMILIES: &[&str] = &["cc::mv", "cc::silo", "cc::lock", "cc::bohm"];
@@ -64,7 +66,7 @@ fn node(path: &[String]) -> Option<String> {
     }
     Some(
         match path.get(1).map(String::as_str) {
-            None | Some("transaction" | "iter") => "cc::facade",
+            None | Some("transaction" | "iter" | "savepoint") => "cc::facade",
             Some("core" | "sets" | "single" | "deadlock") => "cc::core",
             Some("mv_occ" | "mv_lock" | "ssn" | "ssi" | "pomvcc") => "cc::mv",
             Some("silo") => "cc::silo",

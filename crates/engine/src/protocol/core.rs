@@ -312,3 +312,43 @@ impl<'db> TxnCore<'db> {
         self.db.txns.close(self.slot);
     }
 }
+
+/// A point inside a transaction to roll back to, from
+/// [`Transaction::savepoint`](crate::Transaction::savepoint). It belongs to its transaction, and stays
+/// usable after a rollback to it (for another rollback to the same point);
+/// a rollback to an earlier savepoint releases the later ones.
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// let mut tx = db.begin(Isolation::Serializable).unwrap();
+/// tx.insert(t, Key::from(1), b"kept").unwrap();
+/// let sp = tx.savepoint().unwrap();
+/// tx.insert(t, Key::from(2), b"undone").unwrap();
+/// tx.update(t, &Key::from(1), b"undone").unwrap();
+/// tx.rollback_to(&sp).unwrap();
+/// assert_eq!(tx.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"kept"[..]));
+/// assert_eq!(tx.get(t, &Key::from(2)).unwrap(), None);
+/// tx.commit().unwrap();
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Savepoint {
+    /// The transaction's id.
+    pub(crate) txn: u64,
+    /// Its number among the transaction's savepoints.
+    pub(crate) seq: u32,
+    pub(crate) mark: Mark,
+}
+
+/// How far a transaction had gone when a savepoint was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// WriteSet entries (or BOHM undo entries).
+    pub(crate) writes: usize,
+    /// Entries of the Silo/1V `replaced` log.
+    pub(crate) replaced: usize,
+    /// Recorded history operations.
+    pub(crate) history: usize,
+}

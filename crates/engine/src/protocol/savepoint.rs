@@ -43,7 +43,7 @@
 //! checker sees the transaction as if those writes never happened.
 
 use super::bohm::BohmTxn;
-use super::core::Hooks;
+use super::core::{Hooks, Mark, Savepoint};
 use super::mv_occ::MvTxn;
 use super::transaction::{Family, Transaction};
 use crate::error::AbortReason;
@@ -56,46 +56,6 @@ use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, INFINITY};
 use crate::{Error, Result, TableId};
 use std::sync::atomic::Ordering;
-
-/// A point inside a transaction to roll back to, from
-/// [`Transaction::savepoint`]. It belongs to its transaction, and stays
-/// usable after a rollback to it (for another rollback to the same point);
-/// a rollback to an earlier savepoint releases the later ones.
-///
-/// ```
-/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
-///
-/// let db = Database::new(Options::default()).unwrap();
-/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
-/// let mut tx = db.begin(Isolation::Serializable).unwrap();
-/// tx.insert(t, Key::from(1), b"kept").unwrap();
-/// let sp = tx.savepoint().unwrap();
-/// tx.insert(t, Key::from(2), b"undone").unwrap();
-/// tx.update(t, &Key::from(1), b"undone").unwrap();
-/// tx.rollback_to(&sp).unwrap();
-/// assert_eq!(tx.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"kept"[..]));
-/// assert_eq!(tx.get(t, &Key::from(2)).unwrap(), None);
-/// tx.commit().unwrap();
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Savepoint {
-    /// The transaction's id.
-    txn: u64,
-    /// Its number among the transaction's savepoints.
-    seq: u32,
-    mark: Mark,
-}
-
-/// How far a transaction had gone when a savepoint was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Mark {
-    /// WriteSet entries (or BOHM undo entries).
-    writes: usize,
-    /// Entries of the Silo/1V `replaced` log.
-    replaced: usize,
-    /// Recorded history operations.
-    history: usize,
-}
 
 impl TxnCore<'_> {
     fn history_mark(&mut self) -> usize {
