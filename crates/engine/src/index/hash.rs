@@ -56,7 +56,9 @@
 //!   all of those finish. One bucket of each family always qualifies (the
 //!   chains are acyclic: if every bucket's first cross lay on another's
 //!   chain, the crosses would precede each other in a cycle), so every
-//!   step makes progress; inserts and unlinks never add a cross. This is
+//!   step makes progress; inserts and unlinks never add a cross, so each
+//!   step visits only the families the previous one left with a cross (the
+//!   first, only those whose bucket had versions of both halves). This is
 //!   the paper's unzip, which fixes one link per step. Readers of the old
 //!   level that began before the migration are waited out the same way
 //!   before the first step.
@@ -158,7 +160,7 @@ struct Level {
 impl Level {
     fn new(n: u64, spread: u32, k: usize, fam: u64) -> Box<Level> {
         let len = (n as usize) << spread;
-        Box::new(Level { words: zeroed(len), mask: n - 1, spread, k, fam: AtomicU64::new(fam) })
+        Box::new(Level { words: zeroed(len, k == 0), mask: n - 1, spread, k, fam: AtomicU64::new(fam) })
     }
 
     /// The family mask now (see `fam`).
@@ -189,9 +191,17 @@ impl Level {
     }
 }
 
-/// `len` zeroed words, from zeroed memory (large arrays come from the
-/// kernel already zeroed, and are not written here).
-fn zeroed(len: usize) -> Box<[AtomicU64]> {
+/// `len` zeroed words. `touch`: written now, so that the pages are faulted
+/// in at creation (the first level: measured, leaving a 1M-bucket array to
+/// fault in under the first inserts cost a fifth of their throughput on
+/// the test machine); else from zeroed memory (a grown level: large arrays
+/// come from the kernel already zeroed, and the migration that writes
+/// every word is spread over many inserts, while zeroing here would stall
+/// the one that starts the growth).
+fn zeroed(len: usize, touch: bool) -> Box<[AtomicU64]> {
+    if touch {
+        return (0..len).map(|_| AtomicU64::new(0)).collect();
+    }
     let layout = std::alloc::Layout::array::<AtomicU64>(len).expect("bucket array size");
     assert!(layout.size() > 0);
     // SAFETY: the layout has a non-zero size.
@@ -205,21 +215,52 @@ fn zeroed(len: usize) -> Box<[AtomicU64]> {
     unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)) }
 }
 
-/// Where a growth stands (under `HashIndex::grow`).
+/// Where a growth stands (under `Growth::phase`).
 enum Phase {
     Idle,
-    /// Moving the buckets of level `cur` into the next, from bucket `next`.
+    /// Moving the buckets of level `cur` into the next, from bucket `next`;
+    /// `todo`: the families of the next level that may need unzipping.
     Migrate {
         next: u64,
+        todo: Bits,
     },
-    /// Unzipping the pairs of level `cur`: this pass is at pair `next`;
-    /// `dirty`: it changed (or could not settle) some pair; it may start
-    /// once `grace` has passed.
+    /// Unzipping level `cur`: this pass is at family `next` of those in
+    /// `todo`; `dirty`: the families it left with a cross (the next pass
+    /// visits only those: inserts and unlinks never add a cross); it may
+    /// start once `grace` has passed.
     Unzip {
         next: u64,
-        dirty: bool,
+        todo: Bits,
+        dirty: Bits,
         grace: Arc<AtomicBool>,
     },
+}
+
+/// A set of family numbers.
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: u64, all: bool) -> Bits {
+        Bits(vec![if all { u64::MAX } else { 0 }; n.div_ceil(64) as usize])
+    }
+    fn set(&mut self, i: u64) {
+        self.0[(i / 64) as usize] |= 1 << (i % 64);
+    }
+    /// The first member at or after `i`.
+    fn next(&self, i: u64) -> Option<u64> {
+        let mut w = (i / 64) as usize;
+        let mut bits = *self.0.get(w)? & (u64::MAX << (i % 64));
+        loop {
+            if bits != 0 {
+                return Some(w as u64 * 64 + bits.trailing_zeros() as u64);
+            }
+            w += 1;
+            bits = *self.0.get(w)?;
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
 }
 
 /// A hash index over the versions of one table; `link` is the version link it owns.
@@ -707,21 +748,26 @@ impl HashIndex {
                 let spread = if n as usize <= SPREAD_MAX { self.base().spread } else { 0 };
                 // The new level's chains are zipped within the families of
                 // this one (bigger by the new bit).
-                let next = Box::into_raw(Level::new(n, spread, l.k + 1, l.fam()));
+                let fam = l.fam();
+                let next = Box::into_raw(Level::new(n, spread, l.k + 1, fam));
                 // Release: the level's fields are initialised before anyone
                 // who finds a moved word reads them.
                 self.g.levels[l.k + 1].store(next, Ordering::Release);
                 // Relaxed: a hint for inserters (the lock decides).
                 self.growing.store(true, Ordering::Relaxed);
-                *phase = Phase::Migrate { next: 0 };
+                // A zipped level's families may all need unzipping; else
+                // those whose bucket had versions of both halves.
+                *phase = Phase::Migrate { next: 0, todo: Bits::new(fam + 1, fam != l.mask) };
             }
             Phase::Idle => {}
-            Phase::Migrate { next } => {
+            Phase::Migrate { next, todo } => {
                 let l = self.current();
                 let nl = self.next_level(l);
                 let end = (*next + CHUNK).min(l.buckets());
                 for b in *next..end {
-                    self.migrate(l, nl, b);
+                    if self.migrate(l, nl, b) {
+                        todo.set(b & nl.fam());
+                    }
                 }
                 *next = end;
                 if end == l.buckets() {
@@ -730,10 +776,12 @@ impl HashIndex {
                     self.cur.store(nl as *const Level as *mut Level, Ordering::Release);
                     // Readers of `l`'s chains that began before the moves
                     // must be gone before the first link changes.
-                    *phase = Phase::Unzip { next: 0, dirty: false, grace: grace() };
+                    let todo = std::mem::replace(todo, Bits(Vec::new()));
+                    let dirty = Bits::new(nl.fam() + 1, false);
+                    *phase = Phase::Unzip { next: 0, todo, dirty, grace: grace() };
                 }
             }
-            Phase::Unzip { next, dirty, grace: g } => {
+            Phase::Unzip { next, todo, dirty, grace: g } => {
                 // Acquire: pairs with the deferred store.
                 if !g.load(Ordering::Acquire) {
                     // Try to advance the epoch and run what is due: the
@@ -743,14 +791,22 @@ impl HashIndex {
                 }
                 let l = self.current();
                 let fam = l.fam();
-                let end = (*next + CHUNK).min(fam + 1);
-                for f in *next..end {
-                    *dirty |= self.unzip(l, f, fam);
+                let mut done = 0;
+                while done < CHUNK {
+                    let Some(f) = todo.next(*next).filter(|&f| f <= fam) else {
+                        *next = fam + 1;
+                        break;
+                    };
+                    if self.unzip(l, f, fam) {
+                        dirty.set(f);
+                    }
+                    *next = f + 1;
+                    done += 1;
                 }
-                *next = end;
-                if end == fam + 1 {
-                    if *dirty {
-                        *phase = Phase::Unzip { next: 0, dirty: false, grace: grace() };
+                if *next > fam {
+                    if !dirty.is_empty() {
+                        let todo = std::mem::replace(dirty, Bits::new(fam + 1, false));
+                        *phase = Phase::Unzip { next: 0, todo, dirty: Bits::new(fam + 1, false), grace: grace() };
                     } else {
                         // Release: the chains were separated before a reader
                         // that sees this skips filtering.
@@ -764,11 +820,13 @@ impl HashIndex {
         }
     }
 
-    /// Moves bucket `b` of level `l` into `nl` (see the module docs).
-    fn migrate(&self, l: &Level, nl: &Level, b: u64) {
+    /// Moves bucket `b` of level `l` into `nl` (see the module docs); true
+    /// if both halves got versions (their chains are zipped).
+    fn migrate(&self, l: &Level, nl: &Level, b: u64) -> bool {
         let _g = self.stripes.lock(b & self.smask);
         let w = l.word(b);
         let (lo, hi) = (nl.word(b), nl.word(b + l.buckets()));
+        let mut both = false;
         bucket::move_out(w, |head| {
             // The first version of each half on `b`'s chain (which may hold
             // other buckets' versions too: its family's); every later one of
@@ -792,7 +850,9 @@ impl HashIndex {
             // CAS publishes `MOVED`.
             lo.store(first_lo, Ordering::Relaxed);
             hi.store(first_hi, Ordering::Relaxed);
+            both = first_lo != 0 && first_hi != 0;
         });
+        both
     }
 
     /// One unzipping step on family `f` (family mask `fam`) of level `l`:
@@ -805,6 +865,11 @@ impl HashIndex {
     /// left (another pass is due).
     fn unzip(&self, l: &Level, f: u64, fam: u64) -> bool {
         let _g = self.stripes.lock(f & self.smask);
+        if (fam + 1) * 2 == l.buckets() {
+            if let Some(dirty) = self.unzip_pair(l, f, f + fam + 1) {
+                return dirty;
+            }
+        }
         let mut cands: Vec<(u64, Pos, bool)> = Vec::new();
         l.family(f, fam, |x| {
             if let Some(p) = self.cross(l, x) {
@@ -840,6 +905,49 @@ impl HashIndex {
     #[inline]
     fn bucket_in(&self, l: &Level, v: &Version) -> u64 {
         self.hash_of(v) & l.mask
+    }
+
+    /// `unzip` for a family of two buckets `a` and `b`, without walking the
+    /// chains to their ends: `a`'s first cross is on `b`'s chain exactly if
+    /// the version after `b`'s first cross (a version of `a`: the only
+    /// other bucket) lies on `a`'s clean prefix, the versions up to `a`'s
+    /// cross (any later version of `a` comes after the cross, and cannot
+    /// lead back to it). `None` if a prefix is too long to keep here (the
+    /// caller walks the chains instead).
+    fn unzip_pair(&self, l: &Level, a: u64, b: u64) -> Option<bool> {
+        const KEEP: usize = 32;
+        let prefix = |x: u64, keep: &mut [*mut Version; KEEP]| -> Option<(usize, Option<(Pos, *mut Version)>)> {
+            // Acquire: the head's fields.
+            let mut next = head_of(l.word(x).load(Ordering::Acquire));
+            let (mut pos, mut n) = (Pos::Head, 0);
+            while !next.is_null() {
+                // SAFETY: the helper is pinned and holds the stripe.
+                let v = unsafe { &*next };
+                if self.bucket_in(l, v) != x {
+                    return Some((n, Some((pos, next))));
+                }
+                *keep.get_mut(n)? = next;
+                n += 1;
+                pos = Pos::Node(next);
+                next = self.next(v);
+            }
+            Some((n, None))
+        };
+        let (mut ka, mut kb) = ([std::ptr::null_mut(); KEEP], [std::ptr::null_mut(); KEEP]);
+        let (na, ca) = prefix(a, &mut ka)?;
+        let (nb, cb) = prefix(b, &mut kb)?;
+        if ca.is_none() && cb.is_none() {
+            return Some(false);
+        }
+        let on = |c: Option<(Pos, *mut Version)>, keep: &[*mut Version]| c.is_some_and(|(_, s)| keep.contains(&s));
+        let safe_a = !on(cb, &ka[..na]);
+        let safe_b = !on(ca, &kb[..nb]);
+        for (x, c, safe) in [(a, ca, safe_a), (b, cb, safe_b)] {
+            if let (Some((p, _)), true) = (c, safe) {
+                self.fix(l, x, p);
+            }
+        }
+        Some(true)
     }
 
     /// The first position of bucket `x`'s chain (its head, or a version of
