@@ -122,7 +122,9 @@ impl<'t, 'db> Range<'t, 'db> {
     fn fill(&mut self, rev: bool) -> Result<()> {
         let n = if rev { self.back_batch } else { self.front_batch };
         let (after, before, key_fn) = (self.after, self.before, self.key_fn);
-        let mut got: VecDeque<(Key, Vec<u8>)> = VecDeque::with_capacity(n);
+        // Rows go straight to the end's queue (reused from batch to batch).
+        let got = if rev { &mut self.back } else { &mut self.front };
+        let start = got.len();
         let mut last: Option<Pos> = None;
         self.txn.scan_dir(self.index, self.lo, self.hi, None, rev, |pk, v| {
             let pos = (key_fn.map_or(*pk, |f| f(pk, v)), *pk);
@@ -134,9 +136,9 @@ impl<'t, 'db> Range<'t, 'db> {
             }
             got.push_back((*pk, v.to_vec()));
             last = Some(pos);
-            got.len() < n
+            got.len() - start < n
         })?;
-        if got.len() < n {
+        if got.len() - start < n {
             self.walked = true;
         } else if let Some(p) = last {
             // The primary index holds one row per key: resume past it. A
@@ -152,11 +154,6 @@ impl<'t, 'db> Range<'t, 'db> {
                 self.after = Some(p);
                 self.front_batch = (n * 2).min(MAX_BATCH);
             }
-        }
-        if rev {
-            self.back.extend(got);
-        } else {
-            self.front.extend(got);
         }
         Ok(())
     }
