@@ -84,4 +84,4 @@ pub use shared::Shared;
 pub use stats::Stats;
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;
-pub use typed::{TableDefinition, TypedTable};
+pub use typed::{TableDefinition, TypedRange, TypedTable};
