@@ -123,11 +123,18 @@ pub(crate) fn head(w: &AtomicU64) -> u64 {
 /// the current head (the version is still private) before each attempt.
 /// False (nothing changed) if the chain has moved out of `w`: the caller
 /// links into the next bucket array.
-pub(crate) fn link(w: &AtomicU64, v: u64, mut set_next: impl FnMut(u64)) -> bool {
-    assert!(v != 0 && v & !PTR_MASK == 0 && v & 7 == 0, "version addresses are aligned and fit in 48 bits");
+#[allow(dead_code)] // the model tests (`tests/loom_models.rs`); the index links with `link_at`
+pub(crate) fn link(w: &AtomicU64, v: u64, set_next: impl FnMut(u64)) -> bool {
     // Relaxed: `v` is not yet reachable; the Release CAS publishes it. A
     // stale `MOVED` cannot be seen: it is final.
-    let mut cur = w.load(Ordering::Relaxed);
+    link_at(w, w.load(Ordering::Relaxed), v, set_next)
+}
+
+/// [`link`] from `cur`, a value of `w` the caller loaded (the CAS checks
+/// it, and retries from the fresher value).
+#[inline]
+pub(crate) fn link_at(w: &AtomicU64, mut cur: u64, v: u64, mut set_next: impl FnMut(u64)) -> bool {
+    assert!(v != 0 && v & !PTR_MASK == 0 && v & 7 == 0, "version addresses are aligned and fit in 48 bits");
     loop {
         if moved(cur) {
             return false;

@@ -185,6 +185,18 @@ impl Level {
         &self.words[(b as usize) << self.spread]
     }
 
+    /// The word of the bucket `hash` falls in: [`Level::word`] of
+    /// `hash & mask`, without the bounds check (every lookup's and
+    /// insert's first step).
+    #[inline]
+    fn word_of(&self, hash: u64) -> &AtomicU64 {
+        let i = ((hash & self.mask) as usize) << self.spread;
+        debug_assert!(i < self.words.len());
+        // SAFETY: `hash & mask` is below `buckets()`, and `words` holds
+        // `buckets() << spread` words.
+        unsafe { self.words.get_unchecked(i) }
+    }
+
     #[inline]
     fn buckets(&self) -> u64 {
         self.mask + 1
@@ -359,7 +371,7 @@ impl HashIndex {
     fn home(&self, hash: u64) -> (&Level, &AtomicU64, u64) {
         let mut l = self.current();
         loop {
-            let w = l.word(hash & l.mask);
+            let w = l.word_of(hash);
             // Acquire: pairs with the Release CAS that linked the head (or
             // moved the word), so the head's fields are visible.
             let cur = w.load(Ordering::Acquire);
@@ -395,7 +407,7 @@ impl HashIndex {
     /// The same word for the index's life.
     #[inline]
     pub(crate) fn bucket_word(&self, hash: u64) -> &AtomicU64 {
-        self.base().word(hash & self.base().mask)
+        self.base().word_of(hash)
     }
 
     /// Increments the LockCount of bucket `b`; false (nothing changed) if
@@ -429,7 +441,7 @@ impl HashIndex {
     #[inline]
     pub fn prefetch_bucket(&self, hash: u64) {
         let l = self.current();
-        prefetch(l.word(hash & l.mask) as *const AtomicU64 as *const u8);
+        prefetch(l.word_of(hash) as *const AtomicU64 as *const u8);
     }
 
     /// Starts loading the first `bytes` of the first version of the chain of
@@ -440,7 +452,7 @@ impl HashIndex {
     pub fn prefetch_head(&self, hash: u64, bytes: usize) {
         let l = self.current();
         // Relaxed: a hint only; the pointer is never dereferenced here.
-        let w = l.word(hash & l.mask).load(Ordering::Relaxed);
+        let w = l.word_of(hash).load(Ordering::Relaxed);
         let h = head_of(w);
         if !h.is_null() && !moved(w) {
             let first = h as usize & !63;
@@ -500,9 +512,9 @@ impl HashIndex {
         // SAFETY: `v` is live and still private to the caller for this link.
         let link = unsafe { (*v).link(self.link) };
         loop {
-            let (_, w, _) = self.home(hash);
+            let (_, w, cur) = self.home(hash);
             // Relaxed: `v` is not yet reachable; the Release CAS publishes it.
-            if bucket::link(w, v as u64, |head| link.store(head as *mut Version, Ordering::Relaxed)) {
+            if bucket::link_at(w, cur, v as u64, |head| link.store(head as *mut Version, Ordering::Relaxed)) {
                 break;
             }
         }
