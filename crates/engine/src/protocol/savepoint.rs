@@ -17,6 +17,10 @@
 //!   bucket or range lock covered a rolled-back new version (section
 //!   4.2.2: we are in its WaitingTxnList) is kept, like the reads: the
 //!   commit waits for that scanner to precommit, which is only stricter.
+//!   A write claim of `get_for_update` (`mv_occ::intent`) is kept,
+//!   taken before or after the savepoint, like the read it is; one that a
+//!   rolled-back update or delete used is unused again, its write lock
+//!   kept.
 //!   A POMVCC optimistic transaction keeps its
 //!   writes private until commit (Figure 13) and refuses savepoints.
 //! * **Silo and 1V/ordered 2PL (single version):** the WriteSet is buffered
@@ -241,6 +245,13 @@ impl MvTxn<'_> {
                 let old = unsafe { &*w.old };
                 if w.new.is_null() {
                     keys.push((w.table, old.key()));
+                }
+                // A claim of `get_for_update` the write used: the claim stays
+                // (unused again), and so does its write lock.
+                let claims = &mut self.core.local.get().claims;
+                if let Some(c) = claims.iter_mut().find(|c| c.used && c.v.0 == w.old) {
+                    c.used = false;
+                    continue;
                 }
                 if let Some(readers) = word::release_write_lock(&old.end, id) {
                     if readers > 0 {

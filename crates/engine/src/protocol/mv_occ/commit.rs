@@ -15,6 +15,11 @@ impl<'db> MvTxn<'db> {
             // Figure 13, step 3: the optimistic writes take their locks now.
             self.po_connect()?;
         }
+        // Claims no write used are reads again, before anything else (see
+        // `intent`: before the end timestamp is drawn).
+        if !self.core.local.get().claims.is_empty() {
+            self.release_claims()?;
+        }
         let db = self.mvdb();
         let local = self.core.local.get();
         let (wrote, scanned) = (!local.write_set.is_empty(), !local.scan_set.is_empty());
@@ -278,6 +283,7 @@ impl<'db> MvTxn<'db> {
                 let _ = word::release_write_lock(&old.end, self.core.id);
             }
         }
+        self.drop_claims();
         if self.policy.honour_locks {
             self.release_locks();
         }

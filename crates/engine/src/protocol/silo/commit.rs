@@ -20,6 +20,8 @@ impl<'db> SiloTxn<'db> {
             let rec = unsafe { &*w.rec.0 };
             rec.begin.fetch_and(!LOCK, Ordering::Release);
         }
+        self.sv_release_claims();
+        let l = &mut self.core.local.get().silo;
         let placeholders: Vec<(u32, VPtr)> =
             l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         for (table, rec) in placeholders {
@@ -127,6 +129,8 @@ impl<'db> SiloTxn<'db> {
             self.sv_install(w, tid);
         }
         self.core.local.get().silo.sorted = order;
+        // The next claimant of a key we claimed reads what we installed.
+        self.sv_release_claims();
         if log.is_some() {
             // Out of the freeze: installed.
             db.txns.set_state(self.core.slot, TxnState::Committed, tid);
