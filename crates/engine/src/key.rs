@@ -13,9 +13,26 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 /// Most bytes a key may hold.
+///
+/// ```
+/// use multiverse::{Error, Key, KEY_MAX};
+///
+/// assert!(Key::from_bytes(&vec![7; KEY_MAX]).is_ok());
+/// assert!(matches!(Key::from_bytes(&vec![7; KEY_MAX + 1]), Err(Error::KeyTooLarge { .. })));
+/// ```
 pub const KEY_MAX: usize = 32;
 
 /// An inline key of up to [`KEY_MAX`] bytes, ordered by its bytes.
+///
+/// ```
+/// use multiverse::Key;
+///
+/// // Keys compare by their bytes: integers are big-endian, so they sort as numbers.
+/// assert!(Key::from(255) < Key::from(256));
+/// let composite = Key::builder().u32(1).u64(2).build().unwrap();
+/// assert_eq!(composite.len(), 12);
+/// assert!(Key::from_bytes(b"apple").unwrap() < Key::from_bytes(b"apples").unwrap());
+/// ```
 #[derive(Clone, Copy)]
 pub struct Key {
     bytes: [u8; KEY_MAX],
@@ -24,12 +41,32 @@ pub struct Key {
 
 impl Key {
     /// The empty key: sorts before every other key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert!(Key::EMPTY.is_empty());
+    /// assert!(Key::EMPTY < Key::from_bytes(&[0]).unwrap());
+    /// ```
     pub const EMPTY: Key = Key { bytes: [0; KEY_MAX], len: 0 };
 
     /// The greatest key: [`KEY_MAX`] bytes of `0xFF`; sorts after every other key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert!(Key::from(u64::MAX) < Key::MAX);
+    /// ```
     pub const MAX: Key = Key { bytes: [0xFF; KEY_MAX], len: KEY_MAX as u8 };
 
     /// An 8-byte big-endian key, the common case for integer primary keys.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from_u64(258).as_bytes(), [0, 0, 0, 0, 0, 0, 1, 2]);
+    /// assert_eq!(Key::from_u64(7), Key::from(7));
+    /// ```
     #[inline]
     pub fn from_u64(k: u64) -> Key {
         let mut bytes = [0u8; KEY_MAX];
@@ -38,6 +75,13 @@ impl Key {
     }
 
     /// A key from raw bytes; fails with [`Error::KeyTooLarge`] beyond [`KEY_MAX`].
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::from_bytes(b"user:42").unwrap();
+    /// assert_eq!(k.as_bytes(), b"user:42");
+    /// ```
     pub fn from_bytes(b: &[u8]) -> Result<Key, Error> {
         if b.len() > KEY_MAX {
             return Err(Error::KeyTooLarge { len: b.len(), max: KEY_MAX });
@@ -48,23 +92,50 @@ impl Key {
     }
 
     /// Starts a composite key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().u32(7).u64(9).build().unwrap();
+    /// assert_eq!((k.u32_at(0), k.u64_at(4)), (Some(7), Some(9)));
+    /// ```
     pub fn builder() -> KeyBuilder {
         KeyBuilder { key: Key::EMPTY, overflow: false }
     }
 
     /// The key's bytes.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u8(1).u16(2).build().unwrap().as_bytes(), [1, 0, 2]);
+    /// ```
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 
     /// Number of bytes.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from(5).len(), 8);
+    /// assert_eq!(Key::EMPTY.len(), 0);
+    /// ```
     #[inline]
     pub fn len(&self) -> usize {
         self.len as usize
     }
 
     /// True for the empty key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert!(Key::EMPTY.is_empty());
+    /// assert!(!Key::from(0).is_empty());
+    /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -72,21 +143,50 @@ impl Key {
 
     /// Reads the first 8 bytes back as the big-endian integer of [`Key::from_u64`];
     /// `None` if the key is shorter.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from(42).to_u64(), Some(42));
+    /// assert_eq!(Key::from_bytes(b"ab").unwrap().to_u64(), None);
+    /// ```
     pub fn to_u64(&self) -> Option<u64> {
         (self.len >= 8).then(|| u64::from_be_bytes(self.bytes[..8].try_into().unwrap()))
     }
 
     /// Reads the big-endian u64 at byte offset `at` of a composite key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().u32(1).u64(77).build().unwrap();
+    /// assert_eq!(k.u64_at(4), Some(77));
+    /// assert_eq!(k.u64_at(8), None); // past the end
+    /// ```
     pub fn u64_at(&self, at: usize) -> Option<u64> {
         self.as_bytes().get(at..at + 8).map(|b| u64::from_be_bytes(b.try_into().unwrap()))
     }
 
     /// Reads the big-endian u32 at byte offset `at` of a composite key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().u32(3).u32(4).build().unwrap();
+    /// assert_eq!((k.u32_at(0), k.u32_at(4), k.u32_at(6)), (Some(3), Some(4), None));
+    /// ```
     pub fn u32_at(&self, at: usize) -> Option<u32> {
         self.as_bytes().get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().unwrap()))
     }
 
     /// A 64-bit hash of the key (used by hash indexes).
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from(1).hash64(), Key::from_bytes(&1u64.to_be_bytes()).unwrap().hash64());
+    /// assert_ne!(Key::from(1).hash64(), Key::from(2).hash64());
+    /// ```
     #[inline]
     pub fn hash64(&self) -> u64 {
         hash_bytes(self.as_bytes())
@@ -94,6 +194,17 @@ impl Key {
 
     /// The smallest key strictly greater than every key that starts with `self`
     /// (for prefix range scans); `None` when no such key fits.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let district = Key::builder().u32(2).build().unwrap();
+    /// let end = district.prefix_end().unwrap();
+    /// assert_eq!(end, Key::builder().u32(3).build().unwrap());
+    /// let order = Key::builder().u32(2).u32(u32::MAX).build().unwrap();
+    /// assert!(district <= order && order < end);
+    /// assert_eq!(Key::from_bytes(&[0xFF, 0xFF]).unwrap().prefix_end(), None);
+    /// ```
     pub fn prefix_end(&self) -> Option<Key> {
         let mut k = *self;
         while k.len > 0 {
@@ -229,6 +340,15 @@ impl From<u64> for Key {
 }
 
 /// Builds a composite key part by part; every integer is written big-endian.
+///
+/// ```
+/// use multiverse::Key;
+///
+/// // (warehouse, district, order) sorts like the tuple.
+/// let key = |w: u32, d: u8, o: u64| Key::builder().u32(w).u8(d).u64(o).build().unwrap();
+/// assert!(key(1, 9, 100) < key(2, 0, 0));
+/// assert!(key(1, 2, 3) < key(1, 2, 4));
+/// ```
 #[derive(Clone, Copy)]
 pub struct KeyBuilder {
     key: Key,
@@ -247,27 +367,65 @@ impl KeyBuilder {
         self
     }
     /// Appends a `u8`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u8(7).build().unwrap().as_bytes(), [7]);
+    /// ```
     pub fn u8(self, v: u8) -> Self {
         self.push(&[v])
     }
     /// Appends a big-endian `u16`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u16(0x0102).build().unwrap().as_bytes(), [1, 2]);
+    /// ```
     pub fn u16(self, v: u16) -> Self {
         self.push(&v.to_be_bytes())
     }
     /// Appends a big-endian `u32`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u32(0x0102_0304).build().unwrap().as_bytes(), [1, 2, 3, 4]);
+    /// ```
     pub fn u32(self, v: u32) -> Self {
         self.push(&v.to_be_bytes())
     }
     /// Appends a big-endian `u64`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u64(5).build().unwrap(), Key::from(5));
+    /// ```
     pub fn u64(self, v: u64) -> Self {
         self.push(&v.to_be_bytes())
     }
     /// Appends raw bytes.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().bytes(b"ab").u8(0).build().unwrap().as_bytes(), b"ab\0");
+    /// ```
     pub fn bytes(self, b: &[u8]) -> Self {
         self.push(b)
     }
     /// Appends a string padded with zero bytes (or cut) to exactly `width` bytes,
     /// so that later parts stay aligned and ordering follows the string.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().str_fixed("ab", 4).u8(1).build().unwrap();
+    /// assert_eq!(k.as_bytes(), b"ab\0\0\x01");
+    /// assert_eq!(Key::builder().str_fixed("abcdef", 3).build().unwrap().as_bytes(), b"abc");
+    /// ```
     pub fn str_fixed(self, s: &str, width: usize) -> Self {
         let mut out = self;
         let b = s.as_bytes();
@@ -279,6 +437,14 @@ impl KeyBuilder {
         out
     }
     /// The key; fails with [`Error::KeyTooLarge`] if the parts overflowed.
+    ///
+    /// ```
+    /// use multiverse::{Error, Key, KEY_MAX};
+    ///
+    /// assert!(Key::builder().u32(1).build().is_ok());
+    /// let too_long = (0..=KEY_MAX).fold(Key::builder(), |b, _| b.u8(0));
+    /// assert!(matches!(too_long.build(), Err(Error::KeyTooLarge { .. })));
+    /// ```
     pub fn build(self) -> Result<Key, Error> {
         if self.overflow {
             return Err(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX });

@@ -43,6 +43,19 @@ pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x01";
 const FOOTER_TABLE: u32 = u32::MAX;
 
 /// What a checkpoint wrote.
+///
+/// ```
+/// use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
+///
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
+/// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+/// let t = db.table("t").unwrap();
+/// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+/// let info = db.checkpoint().unwrap();
+/// assert_eq!(info.rows, 1);
+/// assert!(info.path.exists() && info.bytes > 0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointInfo {
     /// The file.

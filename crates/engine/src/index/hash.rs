@@ -7,7 +7,7 @@
 //! A bucket is one 64-bit word: the chain's head pointer in the low 48 bits
 //! and, in the high 16, the bucket's LockCount (MV/L's bucket locks, VLDB
 //! 2011 section 4.1.2) or single-version locking's key lock; its transitions
-//! are in [`super::bucket`] and [`super::key_locks`]. User-space addresses
+//! are in `super::bucket` and `super::key_locks`. User-space addresses
 //! fit in 48 bits on x86-64 and AArch64 Linux; `insert` checks it.
 //!
 //! A small index (declared capacity up to [`SMALL`]) gets eight buckets per
@@ -98,7 +98,7 @@
 //! with (as before growth existed). What changes is that a grown chain no
 //! longer shares its word with its LockCount; the MV/L ordering of a locker
 //! and an inserter then comes from a pair of `SeqCst` fences (see
-//! [`bucket::locked`]). 1V's key locks need nothing more: holders reach the
+//! `bucket::locked`). 1V's key locks need nothing more: holders reach the
 //! chain only under the lock.
 
 use super::bucket::{self, moved, PTR_MASK};
@@ -425,7 +425,7 @@ impl HashIndex {
     }
 
     /// True if bucket `b` has a lock. Called by an inserter after linking
-    /// into the bucket (see [`bucket::locked`]).
+    /// into the bucket (see `bucket::locked`).
     pub fn bucket_locked(&self, b: u64) -> bool {
         bucket::locked(self.base().word(b))
     }

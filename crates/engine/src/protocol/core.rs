@@ -25,6 +25,21 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
 /// What a successful commit reports.
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// let mut x = db.begin(Isolation::Serializable).unwrap();
+/// x.insert(t, Key::from(1), b"a").unwrap();
+/// x.insert(t, Key::from(2), b"b").unwrap();
+/// let info = x.commit().unwrap();
+/// assert_eq!(info.writes, 2);
+/// // A transaction that begins later is serialized after it.
+/// let later = db.begin(Isolation::Serializable).unwrap().commit().unwrap();
+/// assert!(later.commit_ts > info.commit_ts);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitInfo {
     /// The transaction's position in the serialization order: its end

@@ -145,6 +145,24 @@ impl<'db> Transaction<'db> {
     /// of another transaction or one released by an earlier rollback, and
     /// with [`Error::Aborted`] if a lock the rollback must take again is
     /// refused (MV/L).
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// let mut x = db.begin(Isolation::Snapshot).unwrap();
+    /// let outer = x.savepoint().unwrap();
+    /// x.insert(t, Key::from(1), b"a").unwrap();
+    /// let inner = x.savepoint().unwrap();
+    /// x.insert(t, Key::from(2), b"b").unwrap();
+    /// x.rollback_to(&outer).unwrap(); // undoes both inserts and releases `inner`
+    /// assert!(matches!(x.rollback_to(&inner), Err(Error::InvalidArgument(_))));
+    /// assert_eq!(x.range(db.primary(t), ..).unwrap().count(), 0);
+    /// x.insert(t, Key::from(3), b"c").unwrap();
+    /// x.rollback_to(&outer).unwrap(); // `outer` stays usable
+    /// x.commit().unwrap();
+    /// ```
     pub fn rollback_to(&mut self, savepoint: &Savepoint) -> Result<()> {
         if savepoint.txn != self.id() || savepoint.seq >= self.savepoints {
             return Err(Error::InvalidArgument(

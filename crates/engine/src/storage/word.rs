@@ -31,7 +31,7 @@
 //!
 //! The End word's transitions — read lock, its release, write lock, the
 //! abort's reset and postprocessing's timestamps — are the functions at the
-//! end of this file, on atomics from [`crate::sync`], so that the model tests
+//! end of this file, on atomics from `crate::sync`, so that the model tests
 //! (`tests/loom_models.rs`) check the very code the protocols call.
 
 use crate::sync::atomic::{AtomicU64, Ordering};
