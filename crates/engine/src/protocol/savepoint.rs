@@ -294,6 +294,16 @@ impl MvTxn<'_> {
                 }
             }
         }
+        // Reads of our own new versions since the mark read what no longer
+        // exists: section 3.2's validation would find them invisible (Begin
+        // is INFINITY) and fail every try, and the collector may free them
+        // before we commit. The rows under those keys are read again if
+        // the caller wants them.
+        let mut news: Vec<*mut Version> = gone.iter().map(|w| w.new).filter(|v| !v.is_null()).collect();
+        if !news.is_empty() {
+            news.sort_unstable();
+            self.core.local.get().read_set.retain(|&VPtr(v)| news.binary_search(&v).is_err());
+        }
         // New versions become garbage once every transaction open now is
         // gone, as in `abort_with`. SeqCst: as there.
         let now = db.clock.load(Ordering::SeqCst) - 1;
