@@ -48,6 +48,13 @@ impl Started {
     fn seconds(self) -> f64 {
         self.at.elapsed().as_secs_f64()
     }
+
+    /// Seconds from then to `now`.
+    #[cfg(feature = "metrics")]
+    #[inline]
+    fn seconds_to(self, now: std::time::Instant) -> f64 {
+        now.saturating_duration_since(self.at).as_secs_f64()
+    }
 }
 
 /// An entered span, exited when dropped or ended ([`span!`]).
@@ -144,14 +151,12 @@ impl Metrics {
         Metrics {}
     }
 
-    /// A transaction that began at `began` committed.
+    /// A transaction committed (its durations: [`Self::commit_call`]).
     #[inline(always)]
-    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
-    pub(crate) fn committed(&self, began: Started) {
+    pub(crate) fn committed(&self) {
         #[cfg(feature = "metrics")]
         if let Some(h) = &self.h {
             h.commits.increment(1);
-            h.txn_seconds[0].record(began.seconds());
         }
     }
 
@@ -166,13 +171,17 @@ impl Metrics {
         }
     }
 
-    /// A call of `Transaction::commit` that began at `started` succeeded.
+    /// A call of `Transaction::commit` that began at `started`, of a
+    /// transaction that began at `began`, succeeded: both durations, from
+    /// one reading of the clock.
     #[inline(always)]
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
-    pub(crate) fn commit_call(&self, started: Started) {
+    pub(crate) fn commit_call(&self, began: Started, started: Started) {
         #[cfg(feature = "metrics")]
         if let Some(h) = &self.h {
-            h.commit_seconds.record(started.seconds());
+            let now = std::time::Instant::now();
+            h.commit_seconds.record(started.seconds_to(now));
+            h.txn_seconds[0].record(began.seconds_to(now));
         }
     }
 

@@ -301,7 +301,7 @@ impl<'db> TxnCore<'db> {
     pub(crate) fn terminate(&mut self) {
         // Relaxed: statistics only.
         self.slot().committed.fetch_add(1, Ordering::Relaxed);
-        self.db.obs.committed(self.began);
+        self.db.obs.committed();
         self.release();
         // A committed transaction is consumed; mark it so Drop does nothing.
         self.status = Status::Aborted(AbortReason::User);

@@ -454,7 +454,7 @@ impl<'db> Transaction<'db> {
     pub fn commit(mut self) -> Result<CommitInfo> {
         let db = self.core().db;
         let _span = obs::span!(debug, "commit", txn = self.core().id, protocol = db.opts.protocol.name());
-        let started = obs::Started::now();
+        let (began, started) = (self.core().began, obs::Started::now());
         let (info, visible_once_durable) = match &mut self.family {
             Family::Mv(t) => (t.commit()?, true),
             Family::Silo(t) => (t.commit()?, false),
@@ -464,7 +464,7 @@ impl<'db> Transaction<'db> {
         if info.writes == 0 && !visible_once_durable {
             db.wait_visible()?;
         }
-        db.obs.commit_call(started);
+        db.obs.commit_call(began, started);
         Ok(info)
     }
 
