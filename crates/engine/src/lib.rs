@@ -271,6 +271,16 @@
 //! [`typed`] (typed keys and values, [`TableDefinition`]). This file only
 //! declares the modules and re-exports the public API; `docs/ARCHITECTURE.md`
 //! in the repository describes the layers.
+//!
+//! Optional features: `serde` (typed values through postcard), `metrics`
+//! (counters, a gauge and histograms through the `metrics` facade: commits,
+//! aborts by reason, durations, garbage collection, the log, checkpoints,
+//! memory) and `tracing` (spans around each protocol's commit phases,
+//! BOHM's batches, [`Database::open`], recovery, checkpoints and log
+//! rounds). All are off by default; `metrics` and `tracing` compile to
+//! nothing when off. Their names are listed in `docs/ARCHITECTURE.md`,
+//! "Observability". A database registers its metrics with the recorder
+//! installed when it is created: install the recorder first.
 
 #![warn(missing_docs)]
 
@@ -290,6 +300,7 @@ mod wal;
 
 mod db;
 mod memory;
+mod obs;
 mod options;
 mod shared;
 mod stats;

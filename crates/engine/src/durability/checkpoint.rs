@@ -79,6 +79,7 @@ pub(crate) fn write(db: &Database, dir: &Path, generation: u64) -> Result<Checkp
 /// enter the freeze (`durability::backup`). Its timestamp is then the
 /// commit sequence as read, which only recording advances.
 pub(crate) fn write_with(db: &Database, dir: &Path, generation: u64, freeze: bool) -> Result<CheckpointInfo> {
+    let _span = crate::obs::span!(debug, "checkpoint", generation, dir = %dir.display());
     let freeze = freeze && db.protocol().is_single_version();
     let iso = if !freeze && db.protocol().is_single_version() {
         db.protocol().strongest()

@@ -6,6 +6,7 @@
 
 use crate::db::durable::Durable;
 use crate::durability::{self, Durability, RecoveryReport};
+use crate::obs;
 use crate::*;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +42,7 @@ impl Database {
         let Some(dir) = opts.data_dir.clone() else {
             return Err(Error::InvalidArgument("Database::open needs Options::data_dir".into()));
         };
+        let _span = obs::span!(info, "open", protocol = opts.protocol.name(), dir = %dir.display());
         if opts.durability == Durability::None {
             return Err(Error::InvalidArgument("durability none keeps nothing on disk: choose async or sync".into()));
         }
@@ -61,7 +63,7 @@ impl Database {
         durability::checkpoint::write(&db, &dir, generation)?;
         remove_generations_before(&dir, generation)?;
         let o = &db.opts;
-        let log = durability::log::Log::start(&dir, generation, o, &db.table_list())?;
+        let log = durability::log::Log::start(&dir, generation, o, &db.table_list(), db.obs.clone())?;
         let background = o.checkpoint_every.is_some() || o.checkpoint_log_bytes.is_some();
         let core = std::sync::Arc::get_mut(&mut db.core).expect("no other handle before the open completes");
         core.shared.log = Some(log);
@@ -108,6 +110,7 @@ impl Database {
             return Err(Error::InvalidArgument("checkpoint: not a durable database".into()));
         };
         let _one = d.checkpointing.lock();
+        let started = obs::Started::now();
         // Later commits go to new files: the old ones can go once covered.
         log.rotate_all()?;
         let info = durability::checkpoint::write(self, &d.dir, d.generation)?;
@@ -119,6 +122,7 @@ impl Database {
         log.checkpointed();
         // Relaxed: a counter.
         d.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.obs.checkpointed(started);
         Ok(info)
     }
 

@@ -151,6 +151,7 @@ fn list(dir: &Path, rep: &mut RecoveryReport) -> Result<Listing> {
 /// Recovers `dir` into `db` (whose tables exist and are empty), as
 /// `db`'s [`crate::Options::on_damage`] says.
 pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
+    let _span = crate::obs::span!(info, "recovery", dir = %dir.display());
     let started = Instant::now();
     let mut rep = RecoveryReport::default();
     let listing = list(dir, &mut rep)?;

@@ -23,6 +23,7 @@ use super::single::SiloGlobal;
 use crate::error::AbortReason;
 use crate::history::WriteKind;
 use crate::key::Key;
+use crate::obs;
 use crate::shared::Shared;
 use crate::table::IndexImpl;
 use crate::txn::Filter;
@@ -769,6 +770,8 @@ impl<'db> Transaction<'db> {
     #[inline]
     pub fn commit(mut self) -> Result<CommitInfo> {
         let db = self.core().db;
+        let _span = obs::span!(debug, "commit", txn = self.core().id, protocol = db.opts.protocol.name());
+        let (began, started) = (self.core().began, obs::Started::now());
         let (info, visible_once_durable) = match &mut self.family {
             Family::Mv(t) => (t.commit()?, true),
             Family::Silo(t) => (t.commit()?, false),
@@ -778,6 +781,7 @@ impl<'db> Transaction<'db> {
         if info.writes == 0 && !visible_once_durable {
             db.wait_visible()?;
         }
+        db.obs.commit_call(began, started);
         Ok(info)
     }
 
