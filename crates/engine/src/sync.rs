@@ -14,7 +14,7 @@
 //! explores every interleaving of the real code (see docs on schedules).
 
 pub(crate) mod atomic {
-    pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+    pub(crate) use std::sync::atomic::{fence, AtomicU64, Ordering};
 }
 
 /// Exponential backoff for the short waits inside the lock-free pieces (a

@@ -54,12 +54,16 @@ pub type KeyFn = fn(pk: &Key, value: &[u8]) -> Key;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexKind {
-    /// Lock-free hash index with a fixed bucket array of at least `capacity`
-    /// buckets (equality lookups; full scans visit every bucket). Small
-    /// ones (a capacity up to 256) get eight buckets per key, a cache line
-    /// each: their rows are few and hot.
+    /// Lock-free hash index starting with at least `capacity` buckets
+    /// (equality lookups; full scans visit every bucket, in no particular
+    /// order). It doubles its buckets online, without stopping readers,
+    /// when it holds more than two versions per bucket (see
+    /// [`crate::index::hash`]); its locks (MV/L's bucket locks, 1V's key
+    /// locks) keep the granularity of the initial buckets. Small ones (a
+    /// capacity up to 256) get eight buckets per key, a cache line each:
+    /// their rows are few and hot.
     Hash {
-        /// Expected number of distinct keys.
+        /// Expected number of distinct keys (at least 1).
         capacity: usize,
     },
     /// Concurrent ordered index (equality lookups and range scans).
@@ -79,6 +83,9 @@ pub enum IndexKind {
 impl IndexKind {
     fn check(self) -> Result<(), Error> {
         match self {
+            IndexKind::Hash { capacity: 0 } => {
+                Err(Error::InvalidArgument("a hash index needs a capacity of at least 1 (it grows from there)".into()))
+            }
             IndexKind::OrderedGrouped { prefix } if prefix == 0 || prefix > crate::key::KEY_MAX => {
                 Err(Error::InvalidArgument(format!(
                     "a grouped ordered index needs a prefix of 1 to {} bytes, not {prefix}",
@@ -110,7 +117,9 @@ pub struct TableSpec {
 }
 
 impl TableSpec {
-    /// A table whose primary key lives in a hash index of `capacity` buckets.
+    /// A table whose primary key lives in a hash index of at least
+    /// `capacity` buckets at first (it grows with the table; a capacity of 0
+    /// is refused by [`crate::Database::create_table`]).
     ///
     /// ```
     /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
@@ -334,17 +343,8 @@ impl Index {
     pub(crate) fn for_each_in(&self, lo: Bound<&Key>, hi: Bound<&Key>, rev: bool, mut f: impl FnMut(&Version) -> bool) {
         match &self.imp {
             IndexImpl::Hash(h) => {
-                for b in 0..h.buckets() {
-                    let mut p = h.head_of_bucket(b);
-                    while !p.is_null() {
-                        // SAFETY: as in `for_each_eq`.
-                        let v = unsafe { &*p };
-                        if !f(v) {
-                            return;
-                        }
-                        p = h.next(v);
-                    }
-                }
+                // The caller is pinned, as `scan` requires.
+                h.scan(f);
             }
             IndexImpl::Ordered(o) if rev => o.range_rev(lo, hi, |_, p| walk_chain(o, p, &mut f)),
             IndexImpl::Ordered(o) => o.range(lo, hi, |_, p| walk_chain(o, p, &mut f)),
@@ -393,13 +393,13 @@ impl Table {
         // ordered index (see `OrderedIndex`), numbered from `n`.
         let n = spec.secondary.len() + 1;
         let mut slot_word = n;
-        let mut make = |kind: IndexKind, link: usize| {
+        let mut make = |kind: IndexKind, link: usize, key_fn: Option<KeyFn>| {
             let mut ordered = |prefix| {
                 slot_word += 1;
                 IndexImpl::Ordered(Box::new(OrderedIndex::new(link, slot_word - 1, prefix)))
             };
             match kind {
-                IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link)),
+                IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link, key_fn)),
                 IndexKind::Ordered => ordered(0),
                 IndexKind::OrderedGrouped { prefix } => ordered(prefix),
             }
@@ -417,12 +417,12 @@ impl Table {
             locks: locks(kind),
             gaps: ssn.then(Box::default),
         };
-        let mut indexes = vec![index("primary".into(), make(spec.primary, 0), None, spec.primary)];
+        let mut indexes = vec![index("primary".into(), make(spec.primary, 0, None), None, spec.primary)];
         for (i, (name, kind, f)) in spec.secondary.iter().enumerate() {
             if name == "primary" || spec.secondary[..i].iter().any(|s| &s.0 == name) {
                 return Err(Error::InvalidArgument(format!("duplicate index name '{name}'")));
             }
-            indexes.push(index(name.clone(), make(*kind, i + 1), Some(*f), *kind));
+            indexes.push(index(name.clone(), make(*kind, i + 1, Some(*f)), Some(*f), *kind));
         }
         // SSN's words come last: the stamp word and the readers bitmap.
         let link_words = if ssn { slot_word + 2 } else { slot_word };
@@ -574,7 +574,7 @@ impl Table {
                 // SAFETY: `v` is live per the contract.
                 let r = unsafe { &*v };
                 let chain = match &ix.imp {
-                    IndexImpl::Hash(h) => h.bucket_of(ix.hash_of(r)),
+                    IndexImpl::Hash(h) => h.chain_of(ix.hash_of(r)),
                     IndexImpl::Ordered(o) => o.chain_of(r),
                 };
                 (chain, v)
@@ -585,7 +585,7 @@ impl Table {
                 set.clear();
                 set.extend(run.iter().map(|&(_, v)| v));
                 let found = match &ix.imp {
-                    // SAFETY: forwarded contract; every member is in bucket `run[0].0`.
+                    // SAFETY: forwarded contract; every member has a hash of chain `run[0].0`.
                     IndexImpl::Hash(h) => unsafe { h.unlink_set(run[0].0, set) },
                     // SAFETY: forwarded contract; every member is in the chain of
                     // the same slot, so under the key of any of them.
@@ -621,7 +621,8 @@ impl Table {
         }
     }
 
-    /// Calls `f` on every version linked into the primary index.
+    /// Calls `f` on every version linked into the primary index, once
+    /// each; `f` must not free them while the walk goes on.
     pub(crate) fn for_each_version(&self, mut f: impl FnMut(*mut Version)) {
         let ix = &self.indexes[0];
         let mut walk = |mut p: *mut Version, next: &dyn Fn(&Version) -> *mut Version| {
@@ -634,9 +635,12 @@ impl Table {
         };
         match &ix.imp {
             IndexImpl::Hash(h) => {
-                for b in 0..h.buckets() {
-                    walk(h.head_of_bucket(b), &|v| h.next(v));
-                }
+                // A zipped chain is read again by its sibling's walk: `f`
+                // must not free (the one caller collects first).
+                h.scan(|v| {
+                    f(v as *const Version as *mut Version);
+                    true
+                });
             }
             IndexImpl::Ordered(o) => o.for_each_head(|p| walk(p, &|v| o.next(v))),
         }

@@ -19,7 +19,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 /// The `crate::sync` of the included files, on loom.
 mod sync {
     pub(crate) mod atomic {
-        pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+        pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
     }
 
     /// The engine's backoff spins and yields; under loom every wait must
@@ -418,6 +418,78 @@ fn bucket_lock_count_and_insert_see_each_other() {
             );
         }
         assert_eq!(w.load(Ordering::SeqCst), NEW, "LockCount back at zero, the new head kept");
+    });
+}
+
+/// The index grows while a bucket locker and an inserter race: the grower
+/// moves the chain out of the lock word into a word of the next array
+/// (`bucket::move_out`, keeping the LockCount), the inserter links into
+/// whichever word holds the chain when it gets there and then checks the
+/// count, the locker locks, orders (`bucket::order_after_lock`) and reads
+/// the chain wherever it is. The lock word and the chain may now be two
+/// words: the SeqCst fences make one of them see the other, as the single
+/// word did (or the locker had released its lock, and drew the smaller
+/// stamp). The count survives the move and ends at zero.
+#[test]
+fn bucket_lock_and_insert_see_each_other_across_a_move() {
+    const OLD: u64 = 0x40;
+    const NEW: u64 = 0x80;
+    check("bucket_lock_and_insert_see_each_other_across_a_move", 2, || {
+        // The lock word (first array) and the chain's word in the next one.
+        let w0 = Arc::new(AtomicU64::new(OLD));
+        let w1 = Arc::new(AtomicU64::new(0));
+        let next = Arc::new(AtomicU64::new(0));
+        // The commit clock (SeqCst `fetch_add`, as the engine's).
+        let clock = Arc::new(AtomicU64::new(1));
+        let head = |w0: &AtomicU64, w1: &AtomicU64| {
+            // Acquire: as `HashIndex::home`.
+            let cur = w0.load(Ordering::Acquire);
+            if bucket::moved(cur) {
+                // Acquire: as above.
+                w1.load(Ordering::Acquire) & bucket::PTR_MASK
+            } else {
+                cur & bucket::PTR_MASK
+            }
+        };
+        let grower = {
+            let (w0, w1) = (w0.clone(), w1.clone());
+            // Relaxed: as `HashIndex::migrate` (published by the CAS).
+            thread::spawn(move || bucket::move_out(&w0, |h| w1.store(h, Ordering::Relaxed)))
+        };
+        let inserter = {
+            let (w0, w1, next, clock) = (w0.clone(), w1.clone(), next.clone(), clock.clone());
+            thread::spawn(move || {
+                // Relaxed: as `HashIndex::insert`.
+                if !bucket::link(&w0, NEW, |h| next.store(h, Ordering::Relaxed)) {
+                    // The chain moved: link in the next array (never moves here).
+                    assert!(bucket::link(&w1, NEW, |h| next.store(h, Ordering::Relaxed)));
+                }
+                let saw_lock = bucket::locked(&w0);
+                (saw_lock, clock.fetch_add(1, Ordering::SeqCst))
+            })
+        };
+        let locker = {
+            let (w0, w1, clock) = (w0.clone(), w1.clone(), clock.clone());
+            thread::spawn(move || {
+                assert!(bucket::lock(&w0));
+                bucket::order_after_lock(&w0);
+                let saw = head(&w0, &w1) == NEW;
+                let ts = clock.fetch_add(1, Ordering::SeqCst);
+                bucket::unlock(&w0);
+                (saw, ts)
+            })
+        };
+        grower.join().unwrap();
+        let (saw_lock, insert_ts) = inserter.join().unwrap();
+        let (saw_insert, scan_ts) = locker.join().unwrap();
+        assert!(
+            saw_lock || saw_insert || scan_ts < insert_ts,
+            "a phantom: the locker missed the insert and the inserter the lock, yet commits after it"
+        );
+        assert_eq!(w0.load(Ordering::SeqCst), bucket::MOVED, "moved, LockCount back at zero");
+        assert_eq!(head(&w0, &w1), NEW, "the insert is in the chain, wherever it went");
+        // Relaxed: ordered by the Acquire above.
+        assert_eq!(next.load(Ordering::Relaxed), OLD, "behind it the old chain");
     });
 }
 

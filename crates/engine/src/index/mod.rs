@@ -16,6 +16,8 @@
 
 pub(crate) mod bucket;
 pub(crate) mod gaps;
+#[cfg(test)]
+mod grow_tests;
 pub mod hash;
 pub(crate) mod key_locks;
 #[cfg(test)]
