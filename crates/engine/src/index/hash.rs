@@ -76,8 +76,11 @@
 //!   the hash bits that the first level's mask keeps (the same for a bucket
 //!   and every bucket it splits into), so it excludes migration and
 //!   unzipping of its chain. While a level is zipped, a version can be
-//!   pointed at from the chain of any bucket of its family: the unlinker
-//!   walks them all.
+//!   pointed at from the chain of any bucket of its family (a half-done
+//!   unzip gives a version two predecessors, on two chains): the unlinker
+//!   walks them all, taking the family in the current level, whose words
+//!   are all in place, since during a migration some of the family's
+//!   chains are still in the level being emptied.
 //! * **Counting.** An insert or unlink counts only the versions whose
 //!   address falls in a 1/16 sample (a multiplicative hash of the address,
 //!   the same at insert and unlink): one shared counter touched by few
@@ -689,11 +692,22 @@ impl HashIndex {
             } else {
                 // A member may be pointed at from the chain of any bucket of
                 // its family: walk them all (where they are now: a migration
-                // may be moving them), to the end, for every home.
+                // may be moving them), to the end, for every home. A family
+                // is taken in a level whose words are all in place: a home
+                // in the level being migrated into has family members whose
+                // chains are still in the level before (their words here
+                // are not written yet), so its family is that of its parent
+                // there (the same buckets: a level is created with the
+                // family mask of the one before, which does not change
+                // while it migrates). The stripe keeps the chains from
+                // moving, so `cur` is a level at or before every home.
+                let c = self.current();
                 let mut homes: Vec<(&Level, u64)> = Vec::new();
                 self.each_home(l, b, &mut |l, b| homes.push((l, b)));
                 let mut pairs: Vec<(&Level, u64)> = Vec::new();
                 for (l, b) in homes {
+                    debug_assert!(c.k <= l.k && l.k <= c.k + 1, "chains lie in the current level or the next");
+                    let (l, b) = if l.k > c.k { (c, b & c.mask) } else { (l, b) };
                     l.family(b, l.fam(), |x| {
                         self.each_home(l, x, &mut |m, y| {
                             if !pairs.iter().any(|&(n, z)| std::ptr::eq(m, n) && y == z) {
@@ -1168,6 +1182,29 @@ mod tests {
         out
     }
 
+    /// True if `v` is on any chain of any level (every word that heads a
+    /// chain: not moved, and, on the level being migrated into, the words
+    /// already written).
+    fn reachable(h: &HashIndex, v: *mut Version) -> bool {
+        let _g = crossbeam_epoch::pin();
+        h.g.levels.iter().map(|l| l.load(Ordering::Acquire)).take_while(|l| !l.is_null()).any(|l| {
+            // SAFETY: levels live until the index is dropped.
+            let l = unsafe { &*l };
+            (0..l.buckets()).any(|b| {
+                let w = l.word(b).load(Ordering::Acquire);
+                let mut p = if moved(w) { std::ptr::null_mut() } else { head_of(w) };
+                while !p.is_null() {
+                    if p == v {
+                        return true;
+                    }
+                    // SAFETY: linked versions are alive while the test holds them.
+                    p = h.next(unsafe { &*p });
+                }
+                false
+            })
+        })
+    }
+
     /// `unlink` reports how far it walked; `unlink_set` removes the members
     /// of a set wherever they lie in the chain (the head, runs of them, the
     /// tail) in one walk and leaves every other version in order.
@@ -1230,43 +1267,86 @@ mod tests {
 
     /// Filling a 16-bucket index with 10,000 versions grows it; every key
     /// stays found, by lookup and once by a full scan, in every phase of
-    /// every growth (checked after each step), and unlinking in between
-    /// (single versions and sets, from zipped chains too) loses nothing.
+    /// every growth (checked after each step), and unlinking random keys in
+    /// between (single versions and sets, from zipped chains too) leaves
+    /// them on no chain of any level and loses nothing. Several seeds
+    /// (`MULTIVERSE_STRESS` times more).
     #[test]
     fn grows_step_by_step_and_loses_nothing() {
+        let stress: u64 = std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
+        let runs = 16 * stress;
+        let zipped: Vec<usize> = (1..=runs).map(grow_step_by_step).collect();
+        assert!(
+            zipped.iter().filter(|&&z| z > 0).count() * 2 >= zipped.len(),
+            "growths from zipped levels: {zipped:?}"
+        );
+    }
+
+    /// One run of the test above; returns the growths that started from a
+    /// zipped level.
+    fn grow_step_by_step(seed: u64) -> usize {
+        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut rand = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
         let h = HashIndex::new(1, 0, None);
         let n = 10_000u64;
         let vs: Vec<*mut Version> = (0..n).map(version).collect();
         let mut live = vec![false; n as usize];
+        let mut alive: Vec<u64> = Vec::new();
         let check = |h: &HashIndex, live: &[bool], i: u64| {
-            assert_eq!(found(h, i), live[i as usize] as usize, "key {i}");
+            assert_eq!(found(h, i), live[i as usize] as usize, "key {i} (seed {seed})");
         };
         let mut phases = std::collections::HashSet::new();
+        // Pinned through random stretches: no grace period passes, so
+        // unzipping stops half way and a growth starts while the level
+        // before is still zipped; unlinks then meet chains migrated out of
+        // zipped families, some of their families' chains not yet moved.
+        let mut hold = None;
+        let mut toggle = rand(2000);
+        let mut zipped_growths = 0;
         for i in 0..n {
+            if i == toggle {
+                hold = if hold.is_some() { None } else { Some(crossbeam_epoch::pin()) };
+                toggle += 1 + rand(2000);
+            }
+            if let Phase::Migrate { .. } = &*h.g.phase.lock() {
+                zipped_growths += (h.current().fam() != h.current().mask) as usize;
+            }
             // SAFETY: fresh, linked once.
             unsafe { h.insert(vs[i as usize], hash(i)) };
             live[i as usize] = true;
+            alive.push(i);
             phases.insert(std::mem::discriminant(&*h.g.phase.lock()));
-            // Every 7th key goes again, alone or with a few others (a set of
-            // one chain number), so unlinks meet every phase.
-            if i % 7 == 3 {
-                let j = i - 3;
+            // Every 5th step a random live key goes, alone or with a few
+            // others of its chain number, so unlinks meet every phase and
+            // versions of every age.
+            if i % 5 == 4 {
+                let j = alive[rand(alive.len() as u64) as usize];
                 let _g = crossbeam_epoch::pin();
-                if i % 2 == 0 {
+                let gone: Vec<u64> = if rand(2) == 0 {
                     // SAFETY: linked, freed only at the end.
-                    assert!(unsafe { h.unlink(vs[j as usize], hash(j)) }.is_some());
-                    live[j as usize] = false;
+                    assert!(unsafe { h.unlink(vs[j as usize], hash(j)) }.is_some(), "key {j} (seed {seed})");
+                    vec![j]
                 } else {
                     let c = h.chain_of(hash(j));
-                    let mut set: Vec<_> = (0..i).filter(|&k| live[k as usize] && h.chain_of(hash(k)) == c).collect();
-                    set.truncate(3);
+                    let mut set: Vec<u64> = alive.iter().copied().filter(|&k| h.chain_of(hash(k)) == c).collect();
+                    while set.len() > 3 {
+                        set.swap_remove(rand(set.len() as u64) as usize);
+                    }
                     let mut ptrs: Vec<_> = set.iter().map(|&k| vs[k as usize]).collect();
                     ptrs.sort_unstable();
                     // SAFETY: as above.
-                    assert_eq!(unsafe { h.unlink_set(c, &ptrs) }, ptrs.len());
-                    for k in set {
-                        live[k as usize] = false;
-                    }
+                    assert_eq!(unsafe { h.unlink_set(c, &ptrs) }, ptrs.len(), "seed {seed}");
+                    set
+                };
+                for k in gone {
+                    live[k as usize] = false;
+                    alive.retain(|&a| a != k);
+                    assert!(!reachable(&h, vs[k as usize]), "key {k} still linked (seed {seed})");
                 }
             }
             if i % 97 == 0 || (i > 2000 && i % 13 == 0 && !matches!(*h.g.phase.lock(), Phase::Idle)) {
@@ -1274,23 +1354,24 @@ mod tests {
                     check(&h, &live, k);
                 }
                 let s = scanned(&h);
-                assert!(s.values().all(|&c| c == 1), "a key scanned twice");
-                assert_eq!(s.len(), live.iter().filter(|&&l| l).count());
+                assert!(s.values().all(|&c| c == 1), "a key scanned twice (seed {seed})");
+                assert_eq!(s.len(), alive.len());
             }
             // Let grace periods pass now and then.
-            if i % 64 == 0 {
+            if hold.is_none() && i % 64 == 0 {
                 crossbeam_epoch::pin().flush();
             }
         }
+        drop(hold);
         h.settle();
         assert!(h.buckets() >= 2048, "grew to {} buckets", h.buckets());
-        assert!(phases.len() == 3, "saw every phase");
+        assert!(phases.len() == 3, "saw every phase (seed {seed})");
         for k in 0..n {
             check(&h, &live, k);
         }
         let s = scanned(&h);
         assert!(s.values().all(|&c| c == 1));
-        assert_eq!(s.len(), live.iter().filter(|&&l| l).count());
+        assert_eq!(s.len(), alive.len());
         // Locks stay in the first level's words.
         assert_eq!(h.bucket_of(u64::MAX), 15);
         for (i, v) in vs.into_iter().enumerate() {
@@ -1303,6 +1384,7 @@ mod tests {
             unsafe { Version::free(v) };
         }
         assert!(scanned(&h).is_empty());
+        zipped_growths
     }
 
     /// A moved word keeps its lock bits: a bucket lock taken before the
