@@ -127,11 +127,11 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
                     let mut last: Option<Key> = None;
                     t.scan(ix, Key::from(lo)..Key::from(lo + 4), None, |k, _| {
                         assert!(
-                            !s.unique_rows || last.is_none_or(|l| *k > l),
+                            !s.unique_rows || last.as_ref().is_none_or(|l| k > l),
                             "{} {iso}: scan dup {k:?} after {last:?}",
                             s.protocol
                         );
-                        last = Some(*k);
+                        last = Some(k.clone());
                         true
                     })
                 }
@@ -150,7 +150,7 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
                     let f = rng.gen_bool(0.3).then_some(&even);
                     let mut seen = std::collections::HashSet::new();
                     t.scan(ix, .., f, |k, _| {
-                        assert!(seen.insert(*k) || !s.unique_rows, "{} {iso}: hash scan dup {k:?}", s.protocol);
+                        assert!(seen.insert(k.clone()) || !s.unique_rows, "{} {iso}: hash scan dup {k:?}", s.protocol);
                         true
                     })
                 }
@@ -190,10 +190,10 @@ fn iterate(
         let Some(row) = (if back { it.next_back() } else { it.next() }) else { break };
         let (k, _) = row?;
         assert!(range.contains(&k), "an iterator handed on {k:?} outside {range:?}");
-        let after = |l: Key| if once { k > l } else { k >= l };
-        let before = |h: Key| if once { k < h } else { k <= h };
+        let after = |l: &Key| if once { k > *l } else { k >= *l };
+        let before = |h: &Key| if once { k < *h } else { k <= *h };
         assert!(
-            low.is_none_or(after) && high.is_none_or(before),
+            low.as_ref().is_none_or(after) && high.as_ref().is_none_or(before),
             "an iterator handed on {k:?} out of order (after {low:?} from the low end, {high:?} from the high end)"
         );
         if back {
@@ -534,11 +534,11 @@ fn ordered_2pl_with_declarations_is_serializable() {
                         })
                         .collect();
                     let mut access = multiverse::AccessSet::default();
-                    for &(op, table, k) in &ops {
-                        if op == 0 {
-                            access.reads.push((table, k))
+                    for (op, table, k) in &ops {
+                        if *op == 0 {
+                            access.reads.push((*table, k.clone()))
                         } else {
-                            access.writes.push((table, k))
+                            access.writes.push((*table, k.clone()))
                         }
                     }
                     let opts = multiverse::TxnOptions {
@@ -546,7 +546,7 @@ fn ordered_2pl_with_declarations_is_serializable() {
                         ..multiverse::TxnOptions::new(Isolation::Serializable)
                     };
                     let mut t = s.db.begin_with(opts).unwrap();
-                    for &(op, table, k) in &ops {
+                    for (op, table, k) in ops {
                         seq += 1;
                         let v = value(th, seq);
                         let r = match op {

@@ -267,7 +267,7 @@ mod tests {
         let hash = 7;
         // Prepended: the chain is v9, v8, ..., v0.
         let vs: Vec<*mut Version> =
-            (0..10u64).map(|i| Version::alloc(crate::key::Key::from(i), 1, b"", 1).as_ptr()).collect();
+            (0..10u64).map(|i| Version::alloc(&crate::key::Key::from(i), 1, b"", 1).as_ptr()).collect();
         let chain = |h: &HashIndex| {
             let mut out = Vec::new();
             let mut p = h.head(hash);

@@ -121,18 +121,18 @@ impl<'t, 'db> Range<'t, 'db> {
     /// Walks one batch from the low end (`rev` false) or the high end.
     fn fill(&mut self, rev: bool) -> Result<()> {
         let n = if rev { self.back_batch } else { self.front_batch };
-        let (after, before, key_fn) = (self.after, self.before, self.key_fn);
+        let (after, before, key_fn) = (self.after.clone(), self.before.clone(), self.key_fn);
         let mut got: VecDeque<(Key, Vec<u8>)> = VecDeque::with_capacity(n);
         let mut last: Option<Pos> = None;
-        self.txn.scan_dir(self.index, self.lo, self.hi, None, rev, |pk, v| {
-            let pos = (key_fn.map_or(*pk, |f| f(pk, v)), *pk);
+        self.txn.scan_dir(self.index, self.lo.clone(), self.hi.clone(), None, rev, |pk, v| {
+            let pos = (key_fn.map_or_else(|| pk.clone(), |f| f(pk, v)), pk.clone());
             // Taken by either end already (a resumed group of equal keys).
-            if after.is_some_and(|a| cmp(&pos, &a) != Ordering::Greater)
-                || before.is_some_and(|b| cmp(&pos, &b) != Ordering::Less)
+            if after.as_ref().is_some_and(|a| cmp(&pos, a) != Ordering::Greater)
+                || before.as_ref().is_some_and(|b| cmp(&pos, b) != Ordering::Less)
             {
                 return true;
             }
-            got.push_back((*pk, v.to_vec()));
+            got.push_back((pk.clone(), v.to_vec()));
             last = Some(pos);
             got.len() < n
         })?;
@@ -142,7 +142,7 @@ impl<'t, 'db> Range<'t, 'db> {
             // The primary index holds one row per key: resume past it. A
             // secondary index may hold more rows of that key: resume at it
             // and skip what was taken.
-            let b = if key_fn.is_none() { Bound::Excluded(p.0) } else { Bound::Included(p.0) };
+            let b = if key_fn.is_none() { Bound::Excluded(p.0.clone()) } else { Bound::Included(p.0.clone()) };
             if rev {
                 self.hi = b;
                 self.before = Some(p);
@@ -260,6 +260,6 @@ impl<'db> Transaction<'db> {
             Some(e) => Bound::Excluded(e),
             None => Bound::Unbounded,
         };
-        Range::new(self, index, Bound::Included(*prefix), hi)
+        Range::new(self, index, Bound::Included(prefix.clone()), hi)
     }
 }
