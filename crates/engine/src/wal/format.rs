@@ -393,6 +393,51 @@ pub(crate) fn decode_txn<'a>(
 mod tests {
     use super::*;
 
+    /// Keys of every length round-trip; those of up to 32 bytes are written
+    /// exactly as format 3 wrote them (one length byte), so its files read.
+    #[test]
+    fn key_lengths_round_trip_and_short_ones_keep_the_old_bytes() {
+        for n in [0, 1, 8, 32, 33, 100, 254, 255, 256, 1000, KEY_MAX] {
+            let key = vec![0xA5u8; n];
+            let mut out = Vec::new();
+            put_key(&mut out, &key);
+            if n <= 32 {
+                let mut old = vec![n as u8];
+                old.extend_from_slice(&key);
+                assert_eq!(out, old, "{n} bytes");
+            }
+            out.extend_from_slice(b"next");
+            let mut r = Reader::new(&out);
+            assert_eq!(r.key().unwrap().as_bytes(), &key[..], "{n} bytes");
+            assert_eq!(r.bytes(4).unwrap(), b"next");
+            assert!(r.done());
+        }
+        // A length past the maximum is damage, not a key.
+        let mut out = vec![KEY_LEN_WIDE];
+        out.extend_from_slice(&(KEY_MAX as u16 + 1).to_le_bytes());
+        out.extend_from_slice(&[0; KEY_MAX + 1]);
+        assert!(matches!(Reader::new(&out).key(), Err(Error::Corrupt(m)) if m.contains("1025 bytes")));
+    }
+
+    /// Log files of format 3 are read; 1 and 2, and later formats, are
+    /// refused by name.
+    #[test]
+    fn log_formats_read_and_refused() {
+        let h =
+            LogHeader { generation: 1, stream: 0, streams: 1, seq: 0, start_mark: 0, tables: vec![(0, "t".into())] };
+        let file = h.encode();
+        assert_eq!(LogHeader::decode(&file).unwrap().0, h);
+        let mut v3 = file.clone();
+        v3[7] = 3;
+        assert_eq!(LogHeader::decode(&v3).unwrap().0, h);
+        for (format, word) in [(1, "older format"), (2, "older format"), (5, "newer format")] {
+            let mut f = file.clone();
+            f[7] = format;
+            let e = LogHeader::decode(&f).unwrap_err();
+            assert!(e.contains(word), "format {format}: {e}");
+        }
+    }
+
     #[test]
     fn frames_round_trip_and_damage_is_seen() {
         let mut out = Vec::new();
