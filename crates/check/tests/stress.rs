@@ -1,7 +1,7 @@
 //! The randomized stress suite: for every (protocol, isolation level) pair
 //! this build offers, several threads run many short random transactions
-//! (reads, updates, read-modify-writes, inserts, deletes, range and full
-//! scans) over a small, hot key space with history recording on; the checker
+//! (reads, reads for update, updates, read-modify-writes, inserts, deletes,
+//! range and full scans) over a small, hot key space with history recording on; the checker
 //! must find no anomaly forbidden at that level.
 //!
 //! And the checker must be able to fail: with MV/O's validation switched off
@@ -125,7 +125,16 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
             seq += 1;
             let v = value(thread, seq);
             let r = match rng.gen_range(0..100) {
-                0..=34 => t.get(table, &k).map(|_| ()),
+                0..=29 => t.get(table, &k).map(|_| ()),
+                30..=34 => {
+                    // A read for update, usually followed by the update
+                    // (the claim used), sometimes not (the claim released).
+                    let write = rng.gen_bool(0.7);
+                    match t.get_for_update(table, &k) {
+                        Ok(Some(_)) if write => t.update_with(table, &k, |_old, new| new.extend_from_slice(&v)),
+                        r => r.map(|_| ()),
+                    }
+                }
                 35..=54 => t.update(table, &k, &v),
                 55..=64 => t.update_with(table, &k, |_old, new| new.extend_from_slice(&v)),
                 65..=74 => t.insert(table, k, &v),

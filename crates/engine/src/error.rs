@@ -5,11 +5,36 @@
 use std::fmt;
 
 /// Result type of the engine.
+///
+/// ```
+/// use multiverse::{Error, Protocol, Result};
+///
+/// fn protocol(name: &str) -> Result<Protocol> {
+///     name.parse()
+/// }
+/// assert_eq!(protocol("silo"), Ok(Protocol::Silo));
+/// assert!(matches!(protocol("nope"), Err(Error::Parse(_))));
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Why a transaction was aborted. Counted per database (see
 /// [`crate::Stats::aborts_by_reason`]); the names are stable and appear in the
 /// benchmark JSON and the shell.
+///
+/// ```
+/// use multiverse::{AbortReason, Database, Error, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), b"a")).unwrap();
+/// let mut a = db.begin(Isolation::Snapshot).unwrap();
+/// let mut b = db.begin(Isolation::Snapshot).unwrap();
+/// a.update(t, &Key::from(1), b"b").unwrap();
+/// // First writer wins: the second writer is aborted.
+/// assert_eq!(b.update(t, &Key::from(1), b"c"), Err(Error::Aborted(AbortReason::WriteConflict)));
+/// assert_eq!(b.abort_reason(), Some(AbortReason::WriteConflict));
+/// a.commit().unwrap();
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum AbortReason {
@@ -50,6 +75,13 @@ pub enum AbortReason {
 
 impl AbortReason {
     /// All reasons, in a fixed order.
+    ///
+    /// ```
+    /// use multiverse::AbortReason;
+    ///
+    /// // Every reason but the user's own abort may go away on a retry.
+    /// assert!(AbortReason::ALL.iter().all(|r| r.is_transient() != (*r == AbortReason::User)));
+    /// ```
     pub const ALL: [AbortReason; 11] = [
         AbortReason::WriteConflict,
         AbortReason::ReadValidation,
@@ -64,9 +96,24 @@ impl AbortReason {
         AbortReason::DangerousStructure,
     ];
     /// Number of reasons.
+    ///
+    /// ```
+    /// use multiverse::AbortReason;
+    ///
+    /// let mut per_reason = [0u64; AbortReason::COUNT];
+    /// per_reason[AbortReason::Deadlock as usize] += 1;
+    /// assert_eq!(AbortReason::ALL[AbortReason::Deadlock as usize], AbortReason::Deadlock);
+    /// ```
     pub const COUNT: usize = Self::ALL.len();
 
     /// Stable kebab-case name.
+    ///
+    /// ```
+    /// use multiverse::AbortReason;
+    ///
+    /// assert_eq!(AbortReason::WriteConflict.name(), "write-conflict");
+    /// assert_eq!(AbortReason::ExclusionWindow.to_string(), "exclusion-window");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             AbortReason::WriteConflict => "write-conflict",
@@ -84,6 +131,13 @@ impl AbortReason {
     }
 
     /// True for aborts a retry may cure (everything but a user abort).
+    ///
+    /// ```
+    /// use multiverse::AbortReason;
+    ///
+    /// assert!(AbortReason::Deadlock.is_transient());
+    /// assert!(!AbortReason::User.is_transient());
+    /// ```
     pub fn is_transient(self) -> bool {
         !matches!(self, AbortReason::User)
     }
@@ -96,6 +150,21 @@ impl fmt::Display for AbortReason {
 }
 
 /// Every error the engine returns.
+///
+/// ```
+/// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// let mut x = db.begin(Isolation::Serializable).unwrap();
+/// // An update of a missing row fails and leaves the transaction open.
+/// match x.update(t, &Key::from(1), b"v") {
+///     Err(Error::KeyNotFound) => x.insert(t, Key::from(1), b"v").unwrap(),
+///     other => other.unwrap(),
+/// }
+/// x.commit().unwrap();
+/// assert_eq!(Error::KeyNotFound.to_string(), "key not found");
+/// ```
 #[allow(missing_docs)] // field names (len, max, protocol, isolation) say it all
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -173,6 +242,14 @@ pub enum Error {
 
 impl Error {
     /// The abort reason if this error is (or reports) an abort.
+    ///
+    /// ```
+    /// use multiverse::{AbortReason, Error};
+    ///
+    /// assert_eq!(Error::Aborted(AbortReason::Phantom).abort_reason(), Some(AbortReason::Phantom));
+    /// assert_eq!(Error::TransactionClosed(Some(AbortReason::Deadlock)).abort_reason(), Some(AbortReason::Deadlock));
+    /// assert_eq!(Error::DuplicateKey.abort_reason(), None);
+    /// ```
     pub fn abort_reason(&self) -> Option<AbortReason> {
         match self {
             Error::Aborted(r) => Some(*r),
@@ -181,6 +258,15 @@ impl Error {
         }
     }
     /// True when retrying the whole transaction may succeed.
+    ///
+    /// ```
+    /// use multiverse::{AbortReason, Error};
+    ///
+    /// assert!(Error::Aborted(AbortReason::ReadValidation).is_transient());
+    /// assert!(Error::MemoryLimit { used: 10, limit: 8 }.is_transient());
+    /// assert!(!Error::Aborted(AbortReason::User).is_transient());
+    /// assert!(!Error::DuplicateKey.is_transient());
+    /// ```
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Aborted(r) => r.is_transient(),

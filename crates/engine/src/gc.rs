@@ -34,6 +34,7 @@
 //! version's memory going from 10% of the run's cycles to 7%.
 
 use crate::memory::Budget;
+use crate::obs::Metrics;
 use crate::storage::version::{VPtr, Version};
 use crate::table::Table;
 use crossbeam_utils::CachePadded;
@@ -107,12 +108,15 @@ pub(crate) struct Gc {
     /// The memory budget: what a collection unlinks is no longer counted
     /// (it is freed at the shard's next collection, see `memory`).
     budget: Option<Arc<Budget>>,
+    /// Metric handles (the `metrics` feature).
+    obs: Metrics,
 }
 
 impl Gc {
-    pub(crate) fn new(budget: Option<Arc<Budget>>) -> Gc {
+    pub(crate) fn new(budget: Option<Arc<Budget>>, obs: Metrics) -> Gc {
         Gc {
             budget,
+            obs,
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Shard { queue: Mutex::new(VecDeque::new()), ready: Arc::default() }))
                 .collect(),
@@ -224,9 +228,11 @@ impl Gc {
             }
         }
         if n > 0 {
+            self.obs.collected(n);
             if let Some(b) = &self.budget {
                 // SAFETY: unlinked, but alive until the epoch passes; we are pinned.
                 b.release(batch.iter().map(|v| unsafe { &*v.0 }.footprint()).sum());
+                self.obs.memory_used(|| b.used());
             }
             // Relaxed: statistics only.
             shard.ready.unfreed.fetch_add(n, Ordering::Relaxed);

@@ -22,9 +22,24 @@ use std::ptr;
 use std::sync::Arc;
 
 /// Most bytes a key may hold.
+///
+/// ```
+/// use multiverse::{Error, Key, KEY_MAX};
+///
+/// assert_eq!(KEY_MAX, 1024);
+/// assert!(Key::from_bytes(&vec![7; KEY_MAX]).is_ok());
+/// assert!(matches!(Key::from_bytes(&vec![7; KEY_MAX + 1]), Err(Error::KeyTooLarge { .. })));
+/// ```
 pub const KEY_MAX: usize = 1024;
 
 /// Most bytes a key holds inline (without a heap allocation).
+///
+/// ```
+/// use multiverse::{Key, KEY_INLINE};
+///
+/// assert!(Key::from_bytes(&[1; KEY_INLINE]).unwrap().is_inline());
+/// assert!(!Key::from_bytes(&[1; KEY_INLINE + 1]).unwrap().is_inline());
+/// ```
 pub const KEY_INLINE: usize = 32;
 
 // The length field and the pointer of a long key must fit.
@@ -35,6 +50,19 @@ const _: () = assert!(KEY_MAX <= u16::MAX as usize && KEY_INLINE >= std::mem::si
 static MAX_BYTES: [u8; KEY_MAX] = [0xFF; KEY_MAX];
 
 /// A key of up to [`KEY_MAX`] bytes, ordered by its bytes.
+///
+/// ```
+/// use multiverse::Key;
+///
+/// // Keys compare by their bytes: integers are big-endian, so they sort as numbers.
+/// assert!(Key::from(255) < Key::from(256));
+/// let composite = Key::builder().u32(1).u64(2).build().unwrap();
+/// assert_eq!(composite.len(), 12);
+/// assert!(Key::from_bytes(b"apple").unwrap() < Key::from_bytes(b"apples").unwrap());
+/// // A long key is cloned, not copied: the clone shares its buffer.
+/// let long = Key::from_bytes(&[b'x'; 100]).unwrap();
+/// assert_eq!(long.clone(), long);
+/// ```
 ///
 /// Representation (`len` decides which):
 ///
@@ -54,14 +82,35 @@ pub struct Key {
 
 impl Key {
     /// The empty key: sorts before every other key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert!(Key::EMPTY.is_empty());
+    /// assert!(Key::EMPTY < Key::from_bytes(&[0]).unwrap());
+    /// ```
     pub const EMPTY: Key = Key { bytes: [0; KEY_INLINE], len: 0 };
 
     /// The greatest key: [`KEY_MAX`] bytes of `0xFF`; sorts after every
     /// other key (no key is longer). Equal to the key built from those
     /// bytes.
+    ///
+    /// ```
+    /// use multiverse::{Key, KEY_MAX};
+    ///
+    /// assert!(Key::from(u64::MAX) < Key::MAX);
+    /// assert_eq!(Key::MAX, Key::from_bytes(&[0xFF; KEY_MAX]).unwrap());
+    /// ```
     pub const MAX: Key = Key { bytes: [0; KEY_INLINE], len: KEY_MAX as u16 };
 
     /// An 8-byte big-endian key, the common case for integer primary keys.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from_u64(258).as_bytes(), [0, 0, 0, 0, 0, 0, 1, 2]);
+    /// assert_eq!(Key::from_u64(7), Key::from(7));
+    /// ```
     #[inline]
     pub fn from_u64(k: u64) -> Key {
         let mut bytes = [0u8; KEY_INLINE];
@@ -71,6 +120,13 @@ impl Key {
 
     /// A key from raw bytes; fails with [`Error::KeyTooLarge`] beyond [`KEY_MAX`].
     /// Keys of up to [`KEY_INLINE`] bytes do not allocate.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::from_bytes(b"user:42").unwrap();
+    /// assert_eq!(k.as_bytes(), b"user:42");
+    /// ```
     #[inline]
     pub fn from_bytes(b: &[u8]) -> Result<Key, Error> {
         if b.len() <= KEY_INLINE {
@@ -124,11 +180,24 @@ impl Key {
     }
 
     /// Starts a composite key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().u32(7).u64(9).build().unwrap();
+    /// assert_eq!((k.u32_at(0), k.u64_at(4)), (Some(7), Some(9)));
+    /// ```
     pub fn builder() -> KeyBuilder {
         KeyBuilder { key: Key::EMPTY, long: Vec::new(), overflow: 0 }
     }
 
     /// The key's bytes.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u8(1).u16(2).build().unwrap().as_bytes(), [1, 0, 2]);
+    /// ```
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         if self.is_long() {
@@ -138,18 +207,39 @@ impl Key {
     }
 
     /// Number of bytes.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from(5).len(), 8);
+    /// assert_eq!(Key::EMPTY.len(), 0);
+    /// ```
     #[inline]
     pub fn len(&self) -> usize {
         self.len as usize
     }
 
     /// True for the empty key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert!(Key::EMPTY.is_empty());
+    /// assert!(!Key::from(0).is_empty());
+    /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// True if the key is held inline (at most [`KEY_INLINE`] bytes).
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert!(Key::from(1).is_inline());
+    /// assert!(!Key::from_bytes(&[0; 33]).unwrap().is_inline());
+    /// ```
     #[inline]
     pub fn is_inline(&self) -> bool {
         !self.is_long()
@@ -157,23 +247,52 @@ impl Key {
 
     /// Reads the first 8 bytes back as the big-endian integer of [`Key::from_u64`];
     /// `None` if the key is shorter.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from(42).to_u64(), Some(42));
+    /// assert_eq!(Key::from_bytes(b"ab").unwrap().to_u64(), None);
+    /// ```
     #[inline]
     pub fn to_u64(&self) -> Option<u64> {
         self.u64_at(0)
     }
 
     /// Reads the big-endian u64 at byte offset `at` of a composite key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().u32(1).u64(77).build().unwrap();
+    /// assert_eq!(k.u64_at(4), Some(77));
+    /// assert_eq!(k.u64_at(8), None); // past the end
+    /// ```
     #[inline]
     pub fn u64_at(&self, at: usize) -> Option<u64> {
         self.as_bytes().get(at..at + 8).map(|b| u64::from_be_bytes(b.try_into().unwrap()))
     }
 
     /// Reads the big-endian u32 at byte offset `at` of a composite key.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().u32(3).u32(4).build().unwrap();
+    /// assert_eq!((k.u32_at(0), k.u32_at(4), k.u32_at(6)), (Some(3), Some(4), None));
+    /// ```
     pub fn u32_at(&self, at: usize) -> Option<u32> {
         self.as_bytes().get(at..at + 4).map(|b| u32::from_be_bytes(b.try_into().unwrap()))
     }
 
     /// A 64-bit hash of the key (used by hash indexes).
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::from(1).hash64(), Key::from_bytes(&1u64.to_be_bytes()).unwrap().hash64());
+    /// assert_ne!(Key::from(1).hash64(), Key::from(2).hash64());
+    /// ```
     #[inline]
     pub fn hash64(&self) -> u64 {
         hash_bytes(self.as_bytes())
@@ -181,6 +300,17 @@ impl Key {
 
     /// The smallest key strictly greater than every key that starts with `self`
     /// (for prefix range scans); `None` when no such key fits.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let district = Key::builder().u32(2).build().unwrap();
+    /// let end = district.prefix_end().unwrap();
+    /// assert_eq!(end, Key::builder().u32(3).build().unwrap());
+    /// let order = Key::builder().u32(2).u32(u32::MAX).build().unwrap();
+    /// assert!(district <= order && order < end);
+    /// assert_eq!(Key::from_bytes(&[0xFF, 0xFF]).unwrap().prefix_end(), None);
+    /// ```
     pub fn prefix_end(&self) -> Option<Key> {
         if self.is_long() {
             let mut b = self.as_bytes().to_vec();
@@ -383,6 +513,15 @@ impl From<u64> for Key {
 
 /// Builds a composite key part by part; every integer is written big-endian.
 /// Parts stay inline while the key fits in [`KEY_INLINE`] bytes.
+///
+/// ```
+/// use multiverse::Key;
+///
+/// // (warehouse, district, order) sorts like the tuple.
+/// let key = |w: u32, d: u8, o: u64| Key::builder().u32(w).u8(d).u64(o).build().unwrap();
+/// assert!(key(1, 9, 100) < key(2, 0, 0));
+/// assert!(key(1, 2, 3) < key(1, 2, 4));
+/// ```
 #[derive(Clone)]
 pub struct KeyBuilder {
     /// The key while it is inline (then `long` is empty).
@@ -414,27 +553,65 @@ impl KeyBuilder {
         self
     }
     /// Appends a `u8`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u8(7).build().unwrap().as_bytes(), [7]);
+    /// ```
     pub fn u8(self, v: u8) -> Self {
         self.push(&[v])
     }
     /// Appends a big-endian `u16`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u16(0x0102).build().unwrap().as_bytes(), [1, 2]);
+    /// ```
     pub fn u16(self, v: u16) -> Self {
         self.push(&v.to_be_bytes())
     }
     /// Appends a big-endian `u32`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u32(0x0102_0304).build().unwrap().as_bytes(), [1, 2, 3, 4]);
+    /// ```
     pub fn u32(self, v: u32) -> Self {
         self.push(&v.to_be_bytes())
     }
     /// Appends a big-endian `u64`.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().u64(5).build().unwrap(), Key::from(5));
+    /// ```
     pub fn u64(self, v: u64) -> Self {
         self.push(&v.to_be_bytes())
     }
     /// Appends raw bytes.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert_eq!(Key::builder().bytes(b"ab").u8(0).build().unwrap().as_bytes(), b"ab\0");
+    /// ```
     pub fn bytes(self, b: &[u8]) -> Self {
         self.push(b)
     }
     /// Appends a string padded with zero bytes (or cut) to exactly `width` bytes,
     /// so that later parts stay aligned and ordering follows the string.
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// let k = Key::builder().str_fixed("ab", 4).u8(1).build().unwrap();
+    /// assert_eq!(k.as_bytes(), b"ab\0\0\x01");
+    /// assert_eq!(Key::builder().str_fixed("abcdef", 3).build().unwrap().as_bytes(), b"abc");
+    /// ```
     pub fn str_fixed(self, s: &str, width: usize) -> Self {
         let mut out = self;
         let b = s.as_bytes();
@@ -447,6 +624,14 @@ impl KeyBuilder {
     }
     /// The key; fails with [`Error::KeyTooLarge`] if the parts overflowed
     /// [`KEY_MAX`] bytes.
+    ///
+    /// ```
+    /// use multiverse::{Error, Key, KEY_MAX};
+    ///
+    /// assert!(Key::builder().u32(1).build().is_ok());
+    /// let too_long = (0..=KEY_MAX).fold(Key::builder(), |b, _| b.u8(0));
+    /// assert!(matches!(too_long.build(), Err(Error::KeyTooLarge { .. })));
+    /// ```
     pub fn build(self) -> Result<Key, Error> {
         if self.overflow > 0 {
             let len = self.key.len() + self.long.len() + self.overflow;

@@ -9,10 +9,30 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// Most tables a database can hold.
+///
+/// ```
+/// use multiverse::{Database, Options, TableSpec, MAX_TABLES};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// for i in 0..MAX_TABLES {
+///     db.create_table(TableSpec::hash(&format!("t{i}"), 1)).unwrap();
+/// }
+/// assert!(db.create_table(TableSpec::hash("one more", 1)).is_err());
+/// ```
 pub const MAX_TABLES: usize = 256;
 
 /// Concurrency-control protocols. Every one is built in and accepted by
 /// [`crate::Database::new`].
+///
+/// ```
+/// use multiverse::{Database, Options, Protocol};
+///
+/// let p: Protocol = "ssn".parse().unwrap();
+/// assert_eq!(p, Protocol::Ssn);
+/// let db = Database::new(Options { protocol: p, ..Options::default() }).unwrap();
+/// assert_eq!(db.protocol().to_string(), "ssn");
+/// assert!("nope".parse::<Protocol>().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Protocol {
     /// Hekaton optimistic multi-versioning (MV/O), section 3.
@@ -39,6 +59,13 @@ pub enum Protocol {
 
 impl Protocol {
     /// All protocol names, in the order of DESIGN.md.
+    ///
+    /// ```
+    /// use multiverse::{Isolation, Protocol};
+    ///
+    /// // Every protocol offers serializable.
+    /// assert!(Protocol::ALL.iter().all(|p| p.isolation_levels().contains(&Isolation::Serializable)));
+    /// ```
     pub const ALL: [Protocol; 10] = [
         Protocol::MvOcc,
         Protocol::MvLock,
@@ -53,6 +80,13 @@ impl Protocol {
     ];
 
     /// The command-line name.
+    ///
+    /// ```
+    /// use multiverse::Protocol;
+    ///
+    /// assert_eq!(Protocol::TwoPlOrdered.name(), "2pl-ordered");
+    /// assert_eq!(Protocol::ALL.map(|p| p.name().parse::<Protocol>().unwrap()), Protocol::ALL);
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Protocol::MvOcc => "mv-occ",
@@ -70,6 +104,14 @@ impl Protocol {
 
     /// Always true: every protocol is built in. Kept so that callers from
     /// when some were not still compile.
+    ///
+    /// ```
+    /// use multiverse::Protocol;
+    ///
+    /// #[allow(deprecated)]
+    /// let all = Protocol::ALL.iter().all(|p| p.is_available());
+    /// assert!(all);
+    /// ```
     #[deprecated(note = "every protocol is always built in")]
     pub fn is_available(self) -> bool {
         true
@@ -77,22 +119,54 @@ impl Protocol {
 
     /// True for the single-version locking protocols: every index carries a
     /// lock table (Hekaton section 5).
+    ///
+    /// ```
+    /// use multiverse::Protocol;
+    ///
+    /// assert!(Protocol::OneVLock.uses_key_locks() && Protocol::TwoPlOrdered.uses_key_locks());
+    /// assert!(!Protocol::Silo.uses_key_locks());
+    /// ```
     pub fn uses_key_locks(self) -> bool {
         matches!(self, Protocol::OneVLock | Protocol::TwoPlOrdered)
     }
 
     /// True for the protocols that use a transaction's access declaration
     /// ([`TxnOptions::access`]) before it runs.
+    ///
+    /// ```
+    /// use multiverse::Protocol;
+    ///
+    /// assert!(Protocol::Bohm.uses_declarations() && Protocol::TwoPlOrdered.uses_declarations());
+    /// assert!(!Protocol::MvOcc.uses_declarations());
+    /// ```
     pub fn uses_declarations(self) -> bool {
         matches!(self, Protocol::TwoPlOrdered | Protocol::Bohm)
     }
 
     /// True for the single-version protocols (an in-place store).
+    ///
+    /// ```
+    /// use multiverse::Protocol;
+    ///
+    /// assert!(Protocol::Silo.is_single_version() && Protocol::OneVLock.is_single_version());
+    /// assert!(!Protocol::Bohm.is_single_version() && !Protocol::Pomvcc.is_single_version());
+    /// ```
     pub fn is_single_version(self) -> bool {
         matches!(self, Protocol::OneVLock | Protocol::Silo | Protocol::TwoPlOrdered)
     }
 
     /// The isolation levels the protocol offers, weakest first.
+    ///
+    /// ```
+    /// use multiverse::{Isolation, Protocol};
+    ///
+    /// assert_eq!(Protocol::MvOcc.isolation_levels(), Isolation::ALL);
+    /// assert_eq!(
+    ///     Protocol::OneVLock.isolation_levels(),
+    ///     [Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable]
+    /// );
+    /// assert_eq!(Protocol::Silo.isolation_levels(), [Isolation::Serializable]);
+    /// ```
     pub fn isolation_levels(self) -> &'static [Isolation] {
         match self {
             Protocol::MvOcc | Protocol::MvLock | Protocol::MvMixed => &Isolation::ALL,
@@ -106,6 +180,14 @@ impl Protocol {
 
     /// Whether the protocol runs transactions of `mode` (every protocol runs
     /// [`Mode::Default`]; `mv-mixed` and `pomvcc` run both other modes).
+    ///
+    /// ```
+    /// use multiverse::{Mode, Protocol};
+    ///
+    /// assert!(Protocol::MvMixed.runs_mode(Mode::Pessimistic) && Protocol::MvMixed.runs_mode(Mode::Optimistic));
+    /// assert!(!Protocol::MvOcc.runs_mode(Mode::Pessimistic));
+    /// assert!(Protocol::Silo.runs_mode(Mode::Default) && !Protocol::Silo.runs_mode(Mode::Optimistic));
+    /// ```
     pub fn runs_mode(self, mode: Mode) -> bool {
         match (self, mode) {
             (_, Mode::Default) | (Protocol::MvMixed | Protocol::Pomvcc, _) => true,
@@ -116,11 +198,24 @@ impl Protocol {
     }
 
     /// The strongest level offered (the default of `begin` in the shell).
+    ///
+    /// ```
+    /// use multiverse::{Isolation, Protocol};
+    ///
+    /// assert_eq!(Protocol::MvOcc.strongest(), Isolation::Serializable);
+    /// assert_eq!(Protocol::Pomvcc.strongest(), Isolation::Serializable);
+    /// ```
     pub fn strongest(self) -> Isolation {
         *self.isolation_levels().last().expect("every protocol offers a level")
     }
 
     /// The protocols this build implements: all of them, as [`Protocol::ALL`].
+    ///
+    /// ```
+    /// use multiverse::Protocol;
+    ///
+    /// assert!(Protocol::available().eq(Protocol::ALL));
+    /// ```
     pub fn available() -> impl Iterator<Item = Protocol> {
         Self::ALL.into_iter()
     }
@@ -143,6 +238,16 @@ impl FromStr for Protocol {
 }
 
 /// Isolation levels (Hekaton section 2 and 3.4).
+///
+/// ```
+/// use multiverse::Isolation;
+///
+/// let level: Isolation = "si".parse().unwrap();
+/// assert_eq!(level, Isolation::Snapshot);
+/// assert_eq!(level.to_string(), "snapshot");
+/// assert!(Isolation::ReadCommitted < Isolation::Serializable); // weakest first
+/// assert!("strict".parse::<Isolation>().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Isolation {
     /// Every read sees the latest committed version at the time of the read.
@@ -157,10 +262,24 @@ pub enum Isolation {
 
 impl Isolation {
     /// All levels, weakest first.
+    ///
+    /// ```
+    /// use multiverse::Isolation;
+    ///
+    /// assert_eq!(Isolation::ALL[0], Isolation::ReadCommitted);
+    /// assert!(Isolation::ALL.windows(2).all(|w| w[0] < w[1]));
+    /// ```
     pub const ALL: [Isolation; 4] =
         [Isolation::ReadCommitted, Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable];
 
     /// The command-line name.
+    ///
+    /// ```
+    /// use multiverse::Isolation;
+    ///
+    /// assert_eq!(Isolation::RepeatableRead.name(), "repeatable-read");
+    /// assert_eq!(Isolation::RepeatableRead.name().parse::<Isolation>().unwrap(), Isolation::RepeatableRead);
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Isolation::ReadCommitted => "read-committed",
@@ -193,6 +312,22 @@ impl FromStr for Isolation {
 }
 
 /// Database options.
+///
+/// ```
+/// use multiverse::{Database, Error, Isolation, Options, Protocol};
+/// use std::time::Duration;
+///
+/// let opts = Options {
+///     protocol: Protocol::MvLock,
+///     deadlock_interval: Duration::from_micros(200),
+///     max_transactions: 2,
+///     ..Options::default()
+/// };
+/// let db = Database::new(opts).unwrap();
+/// assert_eq!(db.options().max_transactions, 2);
+/// let (_a, _b) = (db.begin(Isolation::Snapshot).unwrap(), db.begin(Isolation::Snapshot).unwrap());
+/// assert!(matches!(db.begin(Isolation::Snapshot), Err(Error::TooManyTransactions(_))));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The concurrency-control protocol.
@@ -207,11 +342,11 @@ pub struct Options {
     /// this long.
     pub deadlock_interval: Duration,
     /// How long a single-version locking transaction waits for a lock before
-    /// it aborts with [`AbortReason::LockTimeout`] (Hekaton section 5 breaks
+    /// it aborts with [`AbortReason::LockTimeout`](crate::AbortReason::LockTimeout) (Hekaton section 5 breaks
     /// deadlocks with timeouts). Deadlocks are also detected: a waiter
     /// looks for a cycle of waits every [`Options::deadlock_interval`], and
     /// the cycle's youngest transaction aborts with
-    /// [`AbortReason::Deadlock`]; the timeout then bounds waits behind a
+    /// [`AbortReason::Deadlock`](crate::AbortReason::Deadlock); the timeout then bounds waits behind a
     /// running holder. Ordered 2PL waits without limit for the locks it
     /// declared (it cannot deadlock) and uses this only for the locks of
     /// undeclared transactions. 10 ms by default.
@@ -249,11 +384,11 @@ pub struct Options {
     /// it ([`TxnOptions::after`]). 1 ms by default.
     pub pomvcc_interval: Duration,
     /// Record every transaction's operations for the checker
-    /// ([`Database::take_history`]). Off by default.
+    /// ([`Database::take_history`](crate::Database::take_history)). Off by default.
     pub record_history: bool,
     /// When a commit is durable (see [`crate::durability`]); anything but
     /// [`Durability::None`] needs [`Options::data_dir`] and
-    /// [`Database::open`]. None by default.
+    /// [`Database::open`](crate::Database::open). None by default.
     pub durability: Durability,
     /// The data directory of a durable database.
     pub data_dir: Option<std::path::PathBuf>,
@@ -269,14 +404,14 @@ pub struct Options {
     /// (`None`: never on a timer). A background thread writes each
     /// checkpoint that falls due, beside the transactions (the
     /// single-version protocols' commits wait while it scans, see
-    /// [`crate::durability`]); [`Database::checkpoint`] writes one at any
+    /// [`crate::durability`]); [`Database::checkpoint`](crate::Database::checkpoint) writes one at any
     /// time. 60 s by default.
     pub checkpoint_every: Option<Duration>,
     /// A durable database also checkpoints once this many log bytes were
     /// appended since its last checkpoint (`None`: no limit), which bounds
     /// the log and the recovery time. 1 GiB by default.
     pub checkpoint_log_bytes: Option<u64>,
-    /// What opening (or [`Database::recover_from`]) does with a damaged
+    /// What opening (or [`Database::recover_from`](crate::Database::recover_from)) does with a damaged
     /// data directory: keep the longest consistent prefix and report what
     /// was lost (the default), or refuse (see [`OnDamage`]).
     pub on_damage: OnDamage,
@@ -363,10 +498,31 @@ impl Default for Options {
 }
 
 /// A table handle.
+///
+/// ```
+/// use multiverse::{Database, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let a = db.create_table(TableSpec::ordered("a")).unwrap();
+/// let b = db.create_table(TableSpec::ordered("b")).unwrap();
+/// assert_ne!(a, b);
+/// assert_eq!(db.table("b").unwrap(), b);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TableId(pub(crate) u32);
 
 /// An index handle: a table and one of its indexes (0 is the primary index).
+///
+/// ```
+/// use multiverse::{Database, IndexKind, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let spec = TableSpec::hash("t", 64).secondary("by_value", IndexKind::Ordered, |_, v| Key::from_bytes(v).unwrap());
+/// let t = db.create_table(spec).unwrap();
+/// let by_value = db.index(t, "by_value").unwrap();
+/// assert_eq!(by_value.table(), t);
+/// assert_ne!(by_value, db.primary(t));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct IndexId {
     pub(crate) table: u32,
@@ -375,6 +531,14 @@ pub struct IndexId {
 
 impl IndexId {
     /// The table this index belongs to.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// assert_eq!(db.primary(t).table(), t);
+    /// ```
     pub fn table(self) -> TableId {
         TableId(self.table)
     }
@@ -382,6 +546,20 @@ impl IndexId {
 
 /// Keys a transaction declares it will read and write, for protocols that
 /// must know them before execution (BOHM, ordered 2PL). MV/O ignores it.
+///
+/// ```
+/// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableSpec, TxnOptions};
+///
+/// let db = Database::new(Options { protocol: Protocol::TwoPlOrdered, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"a")).unwrap();
+/// // Ordered 2PL takes the declared locks at begin, in one global order.
+/// let access = AccessSet { reads: vec![(t, Key::from(1))], writes: vec![(t, Key::from(2))] };
+/// let mut x = db.begin_with(TxnOptions { access: Some(&access), ..TxnOptions::new(Isolation::Serializable) }).unwrap();
+/// assert!(x.get(t, &Key::from(1)).unwrap().is_some());
+/// x.insert(t, Key::from(2), b"b").unwrap();
+/// assert!(matches!(x.insert(t, Key::from(3), b"c"), Err(Error::NotDeclared(_))));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct AccessSet {
     /// Records to be read.
@@ -393,6 +571,17 @@ pub struct AccessSet {
 /// How a Hekaton transaction keeps its reads valid (section 4.5: both kinds
 /// run side by side under `mv-mixed`), or when a POMVCC transaction takes
 /// its write locks (section V.D: both kinds run side by side too).
+///
+/// ```
+/// use multiverse::{Database, Isolation, Mode, Options, Protocol, TxnOptions};
+///
+/// let db = Database::new(Options { protocol: Protocol::MvMixed, ..Options::default() }).unwrap();
+/// let locking = TxnOptions { mode: Mode::Pessimistic, ..TxnOptions::new(Isolation::Serializable) };
+/// assert!(db.begin_with(locking).unwrap().is_pessimistic());
+/// // mv-occ runs optimistic transactions only.
+/// let occ = Database::new(Options::default()).unwrap();
+/// assert!(occ.begin_with(locking).is_err());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// The protocol's choice: optimistic under `mv-occ`, pessimistic under
@@ -412,6 +601,22 @@ pub enum Mode {
 }
 
 /// Options for one transaction.
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, Protocol, TableSpec, TxnOptions};
+///
+/// let db = Database::new(Options { protocol: Protocol::Pomvcc, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// let mut w = db.begin(Isolation::Snapshot).unwrap();
+/// w.insert(t, Key::from(1), b"v").unwrap();
+/// let ts = w.commit().unwrap().commit_ts;
+/// // A read-only transaction that must see that commit (POMVCC's
+/// // request-based avoidance of the HISTORICAL READ).
+/// let o = TxnOptions { after: Some(ts), read_only: true, ..TxnOptions::new(Isolation::Snapshot) };
+/// let mut r = db.begin_with(o).unwrap();
+/// assert!(r.get(t, &Key::from(1)).unwrap().is_some());
+/// r.commit().unwrap();
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct TxnOptions<'a> {
     /// Isolation level.
@@ -424,19 +629,38 @@ pub struct TxnOptions<'a> {
     pub access: Option<&'a AccessSet>,
     /// POMVCC's request-based avoidance of HISTORICAL READ (section IV.D,
     /// Figure 8): the commit timestamp of a transaction this one must see
-    /// (what [`Transaction::commit`] returned). Ignored by the protocols
+    /// (what [`Transaction::commit`](crate::Transaction::commit) returned). Ignored by the protocols
     /// whose commit timestamps are unique: they see every earlier commit.
     pub after: Option<u64>,
 }
 
 impl TxnOptions<'_> {
     /// Options for a read-write transaction at `isolation`.
+    ///
+    /// ```
+    /// use multiverse::{Isolation, Mode, TxnOptions};
+    ///
+    /// let o = TxnOptions::new(Isolation::Snapshot);
+    /// assert_eq!((o.isolation, o.mode), (Isolation::Snapshot, Mode::Default));
+    /// assert!(!o.read_only && o.access.is_none() && o.after.is_none());
+    /// ```
     pub fn new(isolation: Isolation) -> TxnOptions<'static> {
         TxnOptions { isolation, mode: Mode::Default, read_only: false, access: None, after: None }
     }
 }
 
-/// How [`Database::run`] retries transient aborts.
+/// How [`Database::run`](crate::Database::run) retries transient aborts.
+///
+/// ```
+/// use multiverse::{AbortReason, Database, Error, Isolation, Options, RetryPolicy, TxnOptions};
+///
+/// assert_eq!(RetryPolicy::default().max_attempts, 100);
+/// let db = Database::new(Options::default()).unwrap();
+/// let once = RetryPolicy { max_attempts: 1, ..RetryPolicy::default() };
+/// let r: multiverse::Result<()> =
+///     db.run_with(TxnOptions::new(Isolation::Serializable), once, |_| Err(Error::Aborted(AbortReason::Deadlock)));
+/// assert_eq!(r, Err(Error::Aborted(AbortReason::Deadlock)));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct RetryPolicy {
     /// Attempts in all (the first try included).
@@ -459,9 +683,24 @@ impl Default for RetryPolicy {
 
 /// POMVCC's default `Update_BTs` interval (`Options::pomvcc_interval`):
 /// the paper's 1 ms (see `protocol::pomvcc`).
+///
+/// ```
+/// use multiverse::{Options, POMVCC_TICK};
+///
+/// assert_eq!(Options::default().pomvcc_interval, POMVCC_TICK);
+/// ```
 pub const POMVCC_TICK: Duration = Duration::from_millis(1);
 
 /// When a commit is durable.
+///
+/// ```
+/// use multiverse::Durability;
+///
+/// let d: Durability = "sync".parse().unwrap();
+/// assert_eq!(d, Durability::Sync);
+/// assert_eq!(Durability::default(), Durability::None);
+/// assert!("fsync".parse::<Durability>().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
     /// In memory only: a crash loses everything.
@@ -478,6 +717,13 @@ pub enum Durability {
 
 impl Durability {
     /// The name used on the command line.
+    ///
+    /// ```
+    /// use multiverse::Durability;
+    ///
+    /// assert_eq!(Durability::Async.name(), "async");
+    /// assert_eq!(Durability::Async.name().parse::<Durability>().unwrap(), Durability::Async);
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Durability::None => "none",
@@ -503,6 +749,14 @@ impl std::str::FromStr for Durability {
 /// commits that may have been acknowledged as durable, or holds damage that
 /// a crash cannot explain (see `durability::recovery`). A crash's torn tail is not
 /// damage.
+///
+/// ```
+/// use multiverse::{OnDamage, Options};
+///
+/// let opts = Options { on_damage: "refuse".parse().unwrap(), ..Options::default() };
+/// assert_eq!(opts.on_damage, OnDamage::Refuse);
+/// assert_eq!(Options::default().on_damage, OnDamage::KeepPrefix);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OnDamage {
     /// Recover the longest consistent prefix of the commit order and report

@@ -9,6 +9,7 @@
 use crate::gc::Gc;
 use crate::history;
 use crate::memory::Budget;
+use crate::obs::Metrics;
 use crate::options::{Durability, Options, MAX_TABLES};
 use crate::table::Table;
 use crate::txn::{freeze::Freeze, table::TxnTable};
@@ -42,23 +43,27 @@ pub struct Shared {
     pub(crate) log: Option<Log>,
     /// The commit freeze of single-version checkpoints.
     pub(crate) freeze: Freeze,
+    /// Metric handles (the `metrics` feature; zero-sized without it).
+    pub(crate) obs: Metrics,
 }
 
 impl Shared {
     pub(crate) fn new(opts: Options) -> Shared {
         let budget = opts.memory_limit.map(|l| Arc::new(Budget::new(l)));
+        let obs = Metrics::new(opts.protocol.name());
         Shared {
             txns: TxnTable::new(opts.max_transactions),
             recording: AtomicBool::new(opts.record_history),
             clock: CachePadded::new(AtomicU64::new(2)),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),
-            gc: Gc::new(budget.clone()),
+            gc: Gc::new(budget.clone(), obs.clone()),
             budget,
             versions_freed: CachePadded::new(AtomicU64::new(0)),
             history: Mutex::new(Vec::new()),
             log: None,
             freeze: Default::default(),
+            obs,
             opts,
         }
     }

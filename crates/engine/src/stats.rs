@@ -3,6 +3,17 @@
 use crate::AbortReason;
 
 /// Counters of a database since it was opened.
+///
+/// ```
+/// use multiverse::{AbortReason, Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+/// let s = db.stats();
+/// assert_eq!((s.committed, s.aborted()), (1, 0));
+/// assert_eq!(s.log_bytes, 0); // in memory: no log
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
     /// Durable databases: redo log bytes appended.
@@ -54,10 +65,28 @@ pub struct Stats {
 
 impl Stats {
     /// Total aborts.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Options};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// db.begin(Isolation::Snapshot).unwrap().abort();
+    /// drop(db.begin(Isolation::Snapshot).unwrap()); // dropped while open: aborted too
+    /// assert_eq!(db.stats().aborted(), 2);
+    /// ```
     pub fn aborted(&self) -> u64 {
         self.aborts.iter().sum()
     }
     /// (reason, count) pairs.
+    ///
+    /// ```
+    /// use multiverse::{AbortReason, Database, Isolation, Options};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// db.begin(Isolation::Snapshot).unwrap().abort();
+    /// let user = db.stats().aborts_by_reason().find(|(r, _)| *r == AbortReason::User).map(|(_, n)| n);
+    /// assert_eq!(user, Some(1));
+    /// ```
     pub fn aborts_by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
         AbortReason::ALL.into_iter().zip(self.aborts.iter().copied())
     }

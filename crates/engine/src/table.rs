@@ -18,9 +18,40 @@ const ORDERED_LOCKS: usize = 1 << 16;
 
 /// Derives a secondary-index key from a row's primary key and value. A plain
 /// function pointer: called on writes and on secondary lookups only.
+///
+/// ```
+/// use multiverse::{Database, IndexKind, Isolation, Key, KeyFn, Options, TableSpec};
+///
+/// // Index rows by the first byte of their value.
+/// let first_byte: KeyFn = |_pk, v| Key::from(v[0] as u64);
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64).secondary("first", IndexKind::Ordered, first_byte)).unwrap();
+/// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"xyz")).unwrap();
+/// let mut x = db.begin(Isolation::Serializable).unwrap();
+/// let mut found = vec![];
+/// x.get_by(db.index(t, "first").unwrap(), &Key::from(b'x' as u64), |pk, _| {
+///     found.push(pk.clone());
+///     true
+/// })
+/// .unwrap();
+/// assert_eq!(found, [Key::from(1)]);
+/// ```
 pub type KeyFn = fn(pk: &Key, value: &[u8]) -> Key;
 
 /// The kind of an index.
+///
+/// ```
+/// use multiverse::{Database, IndexKind, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let spec = TableSpec::ordered("orders")
+///     .secondary("by_value", IndexKind::Hash { capacity: 1024 }, |_, v| Key::from_bytes(v).unwrap())
+///     .secondary("by_len", IndexKind::Ordered, |_, v| Key::from(v.len() as u64))
+///     .secondary("grouped", IndexKind::OrderedGrouped { prefix: 4 }, |pk, _| pk.clone());
+/// db.create_table(spec).unwrap();
+/// let bad = TableSpec::hash("bad", 64).secondary("g", IndexKind::OrderedGrouped { prefix: 0 }, |pk, _| pk.clone());
+/// assert!(db.create_table(bad).is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexKind {
     /// Lock-free hash index with a fixed bucket array of at least `capacity`
@@ -60,6 +91,17 @@ impl IndexKind {
 }
 
 /// Declares a table: its name, primary index, and secondary indexes.
+///
+/// ```
+/// use multiverse::{Database, IndexKind, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// // Customers by id, with an index on the name (the value).
+/// let spec = TableSpec::hash("customers", 1 << 16)
+///     .secondary("by_name", IndexKind::Ordered, |_, v| Key::from_bytes(v).unwrap());
+/// let t = db.create_table(spec).unwrap();
+/// assert!(db.index(t, "by_name").is_ok());
+/// ```
 #[derive(Clone, Debug)]
 pub struct TableSpec {
     pub(crate) name: String,
@@ -69,19 +111,72 @@ pub struct TableSpec {
 
 impl TableSpec {
     /// A table whose primary key lives in a hash index of `capacity` buckets.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("sessions", 1024)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"s")).unwrap();
+    /// // A hash index has no key order: no iterators over it.
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// assert!(matches!(x.range(db.primary(t), ..), Err(Error::Unsupported(_))));
+    /// ```
     pub fn hash(name: &str, capacity: usize) -> TableSpec {
         TableSpec { name: name.to_string(), primary: IndexKind::Hash { capacity }, secondary: vec![] }
     }
     /// A table whose primary key lives in an ordered index.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("log")).unwrap();
+    /// db.run(Isolation::Serializable, |x| (1..=3u64).try_for_each(|k| x.insert(t, Key::from(k), b""))).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// let last = x.range(db.primary(t), ..).unwrap().next_back().unwrap().unwrap();
+    /// assert_eq!(last.0, Key::from(3));
+    /// ```
     pub fn ordered(name: &str) -> TableSpec {
         TableSpec { name: name.to_string(), primary: IndexKind::Ordered, secondary: vec![] }
     }
     /// A table whose primary key lives in an ordered index grouped by the
     /// first `prefix` bytes of the key (see [`IndexKind::OrderedGrouped`]).
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// // Orders grouped by customer (the first 4 bytes of the key).
+    /// let orders = db.create_table(TableSpec::ordered_grouped("orders", 4)).unwrap();
+    /// let key = |c: u32, o: u32| Key::builder().u32(c).u32(o).build().unwrap();
+    /// db.run(Isolation::Serializable, |x| {
+    ///     for (c, o) in [(1, 1), (2, 1), (1, 2)] {
+    ///         x.insert(orders, key(c, o), b"")?;
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// let customer = Key::builder().u32(1).build().unwrap();
+    /// assert_eq!(x.prefix(db.primary(orders), &customer).unwrap().count(), 2);
+    /// ```
     pub fn ordered_grouped(name: &str, prefix: usize) -> TableSpec {
         TableSpec { name: name.to_string(), primary: IndexKind::OrderedGrouped { prefix }, secondary: vec![] }
     }
     /// Adds a non-unique secondary index; `key` derives its key from a row.
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexKind, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// // Non-unique: many rows may share a secondary key.
+    /// let spec = TableSpec::hash("t", 64).secondary("parity", IndexKind::Ordered, |pk, _| Key::from(pk.to_u64().unwrap() % 2));
+    /// let t = db.create_table(spec).unwrap();
+    /// db.run(Isolation::Serializable, |x| (0..10u64).try_for_each(|k| x.insert(t, Key::from(k), b""))).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// assert_eq!(x.range(db.index(t, "parity").unwrap(), Key::from(1)..=Key::from(1)).unwrap().count(), 5);
+    /// ```
     pub fn secondary(mut self, name: &str, kind: IndexKind, key: KeyFn) -> TableSpec {
         self.secondary.push((name.to_string(), kind, key));
         self

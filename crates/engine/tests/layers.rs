@@ -26,7 +26,7 @@ const PATH_KEEPERS: &[&str] = &["pub use super::transaction::Transaction;"];
 /// The layers below the protocols: they may name none.
 const BELOW_CC: &[&str] = &[
     "error", "key", "options", "stats", "sync", "storage", "index", "table", "txn", "gc", "history", "wal", "shared",
-    "memory",
+    "memory", "obs",
 ];
 
 /// The protocol families: none may name another.

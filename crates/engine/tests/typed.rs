@@ -241,6 +241,30 @@ fn typed_tables_under_every_protocol() {
             })
             .unwrap();
         assert_eq!(all, 2, "{p}");
+        // The iterator forms: forward, backward, under a prefix, stopped early.
+        let fwd: Vec<i64> = orders
+            .iter(&mut t, (1u32, 2u32, i64::MIN)..=(1, 2, i64::MAX))
+            .unwrap()
+            .map(|r| {
+                r.map(|(k, (_, s))| {
+                    assert_eq!(s, format!("o{}", k.2));
+                    k.2
+                })
+            })
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(fwd, want, "{p}");
+        let back: Vec<i64> = orders
+            .iter_prefix(&mut t, (1u32, 2u32))
+            .unwrap()
+            .rev()
+            .map(|r| r.map(|(k, _)| k.2))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back, want.iter().rev().copied().collect::<Vec<_>>(), "{p}");
+        let first: Vec<_> = orders.iter(&mut t, (1u32, 2u32, -5i64)..).unwrap().take(3).map(|r| r.unwrap().0).collect();
+        assert_eq!(first, [(1, 2, -5), (1, 2, -1), (1, 2, 0)], "{p}");
+        assert!(matches!(names.iter(&mut t, .."z"), Err(Error::Unsupported(_))), "{p}");
         t.commit().unwrap();
 
         db.run(iso, |t| {
@@ -310,6 +334,10 @@ fn bad_stored_bytes_and_long_keys_give_typed_errors() {
     assert_eq!(seen, [((1, "a".to_string()), 5)]);
     let r = t.range(&mut x, (2u32, String::new()).., |_, _| true);
     assert!(matches!(r, Err(Error::Decode { .. })), "{r:?}");
+    // The iterator hands each row that does not decode on as an error, and
+    // goes on with the next.
+    let rows: Vec<_> = t.iter::<(u32, String)>(&mut x, ..).unwrap().collect();
+    assert!(matches!(rows[..], [Ok(_), Err(Error::Decode { .. }), Err(Error::Decode { .. })]), "{rows:?}");
     // Too long a key.
     let long = "x".repeat(multiverse::KEY_MAX);
     assert!(matches!(t.insert(&mut x, (1, &long), 1), Err(Error::KeyTooLarge { .. })));

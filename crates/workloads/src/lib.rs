@@ -120,6 +120,14 @@ pub trait Txn {
     /// Reads the row with primary key `key` and passes its value to `f`
     /// without copying it; `None` if the row does not exist.
     fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>>;
+    /// Reads the row with primary key `key`, declaring that it will be
+    /// written (see `Transaction::get_for_update_with`). By default a
+    /// plain [`Txn::get_with`] (BOHM's procedures declare their writes
+    /// before they run).
+    #[inline]
+    fn get_for_update_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.get_with(table, key, f)
+    }
     /// Replaces the value of an existing row.
     fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()>;
     /// Inserts a new row.
@@ -173,6 +181,10 @@ impl Txn for Transaction<'_> {
     #[inline]
     fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         Transaction::get_with(self, table, key, f)
+    }
+    #[inline]
+    fn get_for_update_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        Transaction::get_for_update_with(self, table, key, f)
     }
     #[inline]
     fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {

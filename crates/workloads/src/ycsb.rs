@@ -116,6 +116,47 @@ pub struct YcsbConfig {
     pub prefetch: bool,
     /// `10op`: percent of its operations that are blind writes.
     pub write_pct: u32,
+    /// How a read-modify-write is issued (see [`Rmw`]).
+    pub rmw: Rmw,
+}
+
+/// How a read-modify-write of `10rmw`, `2rmw-8r` and `scan-rmw` talks to
+/// the engine (`--rmw`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rmw {
+    /// One call, `Transaction::modify`: the engine reads and writes the
+    /// row in one step (the default, and what earlier results measured).
+    #[default]
+    Modify,
+    /// An application's read-modify-write: `get`, then `update` of the
+    /// value read (the read is an ordinary read: shared lock, or validated).
+    ReadUpdate,
+    /// `get_for_update`, then `update`: the read declares the write.
+    ForUpdate,
+}
+
+impl Rmw {
+    /// The names, as `--rmw` takes them.
+    pub const NAMES: &'static [&'static str] = &["modify", "read-update", "for-update"];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rmw::Modify => "modify",
+            Rmw::ReadUpdate => "read-update",
+            Rmw::ForUpdate => "for-update",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(s: &str) -> std::result::Result<Rmw, String> {
+        match s {
+            "modify" => Ok(Rmw::Modify),
+            "read-update" => Ok(Rmw::ReadUpdate),
+            "for-update" => Ok(Rmw::ForUpdate),
+            _ => Err(format!("unknown read-modify-write style {s:?}: one of {}", Rmw::NAMES.join(", "))),
+        }
+    }
 }
 
 impl Default for YcsbConfig {
@@ -129,6 +170,7 @@ impl Default for YcsbConfig {
             mix: Mix::new(TYPES, &[100.0, 0.0, 0.0, 0.0, 0.0]).expect("the default mix is valid"),
             prefetch: true,
             write_pct: 50,
+            rmw: Rmw::Modify,
         }
     }
 }
@@ -285,6 +327,7 @@ impl Workload for Ycsb {
             ("key_bytes", Param::Int(8)),
             ("prefetch", Param::Bool(self.cfg.prefetch)),
             ("write_pct", Param::Int(self.cfg.write_pct as u64)),
+            ("rmw", Param::Str(self.cfg.rmw.name().into())),
         ]
     }
 
@@ -331,6 +374,7 @@ impl Workload for Ycsb {
             scan_keys: Vec::new(),
             rmws: 0,
             checksum: 0,
+            buf: std::cell::Cell::new(Vec::with_capacity(self.cfg.value_bytes)),
         }
     }
 
@@ -434,6 +478,9 @@ pub struct YcsbWorker<'w> {
     rmws: u64,
     /// Folds every value read, so reads cannot be optimized away.
     checksum: u64,
+    /// `--rmw read-update` and `for-update`: the value read, then written
+    /// (taken and put back by `read_then_update`, which takes `&self`).
+    buf: std::cell::Cell<Vec<u8>>,
 }
 
 impl YcsbWorker<'_> {
@@ -517,6 +564,9 @@ impl YcsbWorker<'_> {
     #[inline]
     fn rmw<T: Txn>(&self, t: &mut T, k: u64, ik: &Key) -> Result<(), TxnError> {
         let len = self.w.cfg.value_bytes;
+        if self.w.cfg.rmw != Rmw::Modify {
+            return self.read_then_update(t, k, ik);
+        }
         let mut ok = true;
         let r = t.modify(self.w.table, ik, |v| {
             if v.len() == len && v[0..8] == k.to_le_bytes() {
@@ -532,6 +582,35 @@ impl YcsbWorker<'_> {
             Ok(()) if !ok => Err(damaged(k, len)),
             Ok(()) => Ok(()),
         }
+    }
+
+    /// [`Self::rmw`] as an application writes it (`--rmw read-update` or
+    /// `for-update`): the record is read (for update), its counter
+    /// incremented in the transaction's buffer and the value written back.
+    fn read_then_update<T: Txn>(&self, t: &mut T, k: u64, ik: &Key) -> Result<(), TxnError> {
+        let len = self.w.cfg.value_bytes;
+        let mut buf = self.buf.take();
+        let copy = |v: &[u8]| {
+            buf.clear();
+            buf.extend_from_slice(v);
+        };
+        let r = if self.w.cfg.rmw == Rmw::ForUpdate {
+            t.get_for_update_with(self.w.table, ik, copy)
+        } else {
+            t.get_with(self.w.table, ik, copy)
+        };
+        let r = match r {
+            Ok(None) => Err(missing(k, "a read-modify-write")),
+            Err(e) => Err(e.into()),
+            Ok(Some(())) if buf.len() != len || buf[0..8] != k.to_le_bytes() => Err(damaged(k, len)),
+            Ok(Some(())) => {
+                let c = u64::from_le_bytes(buf[8..16].try_into().unwrap());
+                buf[8..16].copy_from_slice(&c.wrapping_add(1).to_le_bytes());
+                t.update(self.w.table, ik, &buf).map_err(TxnError::from)
+            }
+        };
+        self.buf.set(buf);
+        r
     }
 
     /// Reads record `k`, returning its counter.

@@ -165,6 +165,7 @@ fn cfg(rows: u64, value_bytes: usize, theta: f64, mix: &str) -> YcsbConfig {
         mix: Mix::parse(TYPES, mix).unwrap(),
         prefetch: true,
         write_pct: 50,
+        rmw: Default::default(),
     }
 }
 

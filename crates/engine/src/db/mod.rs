@@ -23,6 +23,32 @@ use std::time::Duration;
 ///
 /// A handle on the shared [`Core`]: a durable database's checkpointer
 /// thread holds a second one (see [`Options::checkpoint_every`]).
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("counters", 64)).unwrap();
+/// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(0), &0u64.to_le_bytes())).unwrap();
+/// // One database, shared by reference between threads (it is Sync).
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| {
+///             for _ in 0..25 {
+///                 db.run(Isolation::Serializable, |x| {
+///                     x.update_with(t, &Key::from(0), |old, new| {
+///                         let n = u64::from_le_bytes(old.try_into().unwrap());
+///                         new.extend_from_slice(&(n + 1).to_le_bytes());
+///                     })
+///                 })
+///                 .unwrap();
+///             }
+///         });
+///     }
+/// });
+/// let v = db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(0))).unwrap().unwrap();
+/// assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), 100);
+/// ```
 pub struct Database {
     pub(crate) core: std::sync::Arc<Core>,
     /// The application's handle, whose drop stops the checkpointer (the
@@ -78,6 +104,15 @@ impl std::ops::Deref for Core {
 
 impl Database {
     /// Opens an empty in-memory database.
+    ///
+    /// ```
+    /// use multiverse::{Database, Durability, Options, Protocol};
+    ///
+    /// let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
+    /// assert_eq!(db.protocol(), Protocol::Silo);
+    /// // A durable database is opened with `Database::open`.
+    /// assert!(Database::new(Options { durability: Durability::Sync, ..Options::default() }).is_err());
+    /// ```
     pub fn new(opts: Options) -> Result<Database> {
         if opts.durability != Durability::None || opts.data_dir.is_some() {
             return Err(Error::InvalidArgument(
@@ -124,16 +159,41 @@ impl Core {
 
 impl Database {
     /// The options the database was opened with.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options};
+    /// use std::time::Duration;
+    ///
+    /// let db = Database::new(Options { lock_timeout: Duration::from_millis(5), ..Options::default() }).unwrap();
+    /// assert_eq!(db.options().lock_timeout, Duration::from_millis(5));
+    /// ```
     pub fn options(&self) -> &Options {
         &self.opts
     }
 
     /// The protocol in use.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options, Protocol};
+    ///
+    /// for p in [Protocol::MvOcc, Protocol::Ssn, Protocol::Bohm] {
+    ///     assert_eq!(Database::new(Options { protocol: p, ..Options::default() }).unwrap().protocol(), p);
+    /// }
+    /// ```
     pub fn protocol(&self) -> Protocol {
         self.opts.protocol
     }
 
     /// Creates a table.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("orders")).unwrap();
+    /// assert_eq!(db.table("orders").unwrap(), t);
+    /// assert_eq!(db.create_table(TableSpec::ordered("orders")), Err(Error::TableExists("orders".into())));
+    /// ```
     pub fn create_table(&self, spec: TableSpec) -> Result<TableId> {
         let mut names = self.names.lock();
         if names.contains_key(&spec.name) {
@@ -158,11 +218,29 @@ impl Database {
     }
 
     /// Looks a table up by name.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("users", 64)).unwrap();
+    /// assert_eq!(db.table("users").unwrap(), t);
+    /// assert!(matches!(db.table("nobody"), Err(Error::UnknownTable(_))));
+    /// ```
     pub fn table(&self, name: &str) -> Result<TableId> {
         self.names.lock().get(name).map(|&i| TableId(i)).ok_or_else(|| Error::UnknownTable(name.to_string()))
     }
 
     /// The names of all tables, in creation order.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// db.create_table(TableSpec::ordered("b")).unwrap();
+    /// db.create_table(TableSpec::ordered("a")).unwrap();
+    /// assert_eq!(db.table_names(), ["b", "a"]);
+    /// ```
     pub fn table_names(&self) -> Vec<String> {
         let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
         v.sort();
@@ -170,6 +248,17 @@ impl Database {
     }
 
     /// Looks an index of a table up by name (`"primary"` is the primary index).
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, IndexKind, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let spec = TableSpec::hash("t", 64).secondary("by_len", IndexKind::Ordered, |_, v| Key::from(v.len() as u64));
+    /// let t = db.create_table(spec).unwrap();
+    /// assert_eq!(db.index(t, "primary").unwrap(), db.primary(t));
+    /// assert_ne!(db.index(t, "by_len").unwrap(), db.primary(t));
+    /// assert!(matches!(db.index(t, "nope"), Err(Error::UnknownIndex(_))));
+    /// ```
     pub fn index(&self, table: TableId, name: &str) -> Result<IndexId> {
         let t = self.table_ref(table)?;
         t.indexes
@@ -180,16 +269,48 @@ impl Database {
     }
 
     /// The primary index of a table.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// let ix = db.primary(t);
+    /// assert_eq!(ix.table(), t);
+    /// assert_eq!(db.index(t, "primary").unwrap(), ix);
+    /// ```
     pub fn primary(&self, table: TableId) -> IndexId {
         IndexId { table: table.0, index: 0 }
     }
 
     /// Begins a transaction at `isolation`.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// x.insert(t, Key::from(1), b"one").unwrap();
+    /// assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
+    /// x.commit().unwrap();
+    /// ```
     pub fn begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
         self.begin_with(TxnOptions::new(isolation))
     }
 
     /// Begins a transaction with options.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec, TxnOptions};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let read_only = TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Snapshot) };
+    /// let mut x = db.begin_with(read_only).unwrap();
+    /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), None);
+    /// assert!(x.insert(t, Key::from(1), b"v").is_err()); // writes are refused
+    /// ```
     pub fn begin_with(&self, o: TxnOptions<'_>) -> Result<Transaction<'_>> {
         if !self.opts.protocol.isolation_levels().contains(&o.isolation) {
             return Err(Error::InvalidIsolation {
@@ -288,6 +409,27 @@ impl Database {
 
     /// Runs `f` in a transaction at `isolation`, committing at the end and
     /// retrying transient aborts with the default [`RetryPolicy`].
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// // The closure's result is returned once the transaction commits.
+    /// let n = db.run(Isolation::Serializable, |x| {
+    ///     x.insert(t, Key::from(1), b"a")?;
+    ///     Ok(1)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(n, 1);
+    /// // An error that a retry cannot cure rolls back and returns at once.
+    /// let r = db.run(Isolation::Serializable, |x| {
+    ///     x.insert(t, Key::from(2), b"b")?;
+    ///     x.insert(t, Key::from(1), b"again")
+    /// });
+    /// assert_eq!(r, Err(Error::DuplicateKey));
+    /// assert_eq!(db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(2))).unwrap(), None);
+    /// ```
     pub fn run<R>(&self, isolation: Isolation, f: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R> {
         self.run_with(TxnOptions::new(isolation), RetryPolicy::default(), f)
     }
@@ -295,6 +437,19 @@ impl Database {
     /// Like [`Database::run`] with explicit options and retry policy. Returns
     /// the last error when the attempts are exhausted; non-transient errors
     /// (a duplicate key, say) are returned at once after rolling back.
+    ///
+    /// ```
+    /// use multiverse::{AbortReason, Database, Error, Isolation, Options, RetryPolicy, TxnOptions};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let policy = RetryPolicy { max_attempts: 3, ..RetryPolicy::default() };
+    /// let mut tries = 0;
+    /// let r: multiverse::Result<()> = db.run_with(TxnOptions::new(Isolation::Serializable), policy, |_| {
+    ///     tries += 1;
+    ///     Err(Error::Aborted(AbortReason::WriteConflict)) // transient: retried
+    /// });
+    /// assert_eq!((tries, r), (3, Err(Error::Aborted(AbortReason::WriteConflict))));
+    /// ```
     pub fn run_with<R>(
         &self,
         o: TxnOptions<'_>,
@@ -339,6 +494,19 @@ impl Database {
     }
 
     /// Counters since the database was opened.
+    ///
+    /// ```
+    /// use multiverse::{AbortReason, Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// db.begin(Isolation::Serializable).unwrap().abort();
+    /// let s = db.stats();
+    /// assert_eq!((s.committed, s.aborted()), (1, 1));
+    /// assert_eq!(s.aborts[AbortReason::User as usize], 1);
+    /// assert_eq!(s.open_transactions, 0);
+    /// ```
     pub fn stats(&self) -> Stats {
         let (mut committed, mut aborts, created, freed) = self.txns.totals();
         let ssn_untracked_reads = self.globals.mv().map_or(0, |g| g.ssn_slots.untracked());
@@ -392,6 +560,19 @@ impl Database {
     /// timestamp and waits until every transaction at it has finished
     /// (they are committing: a short wait). Loaders and consistency checks
     /// call it between phases. A no-op under the other protocols.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, Protocol, TableSpec};
+    ///
+    /// let db = Database::new(Options { protocol: Protocol::Pomvcc, ..Options::default() }).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// assert!(db.sync_commits().unwrap().is_some());
+    /// // Every transaction that begins from now on sees the commit.
+    /// assert!(db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap().is_some());
+    /// // A no-op under the other protocols.
+    /// assert_eq!(Database::new(Options::default()).unwrap().sync_commits().unwrap(), None);
+    /// ```
     pub fn sync_commits(&self) -> Result<Option<u64>> {
         let Some(after) = self.retry_after() else { return Ok(None) };
         let isolation = self.opts.protocol.strongest();
@@ -405,6 +586,14 @@ impl Database {
     /// not meet the same conflict (section VI.C: "the user gives the CTs
     /// during the begin phase during the retry process"). `None` under the
     /// other protocols, whose transactions see every earlier commit anyway.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options, Protocol};
+    ///
+    /// let po = Database::new(Options { protocol: Protocol::Pomvcc, ..Options::default() }).unwrap();
+    /// assert!(po.retry_after().is_some());
+    /// assert_eq!(Database::new(Options::default()).unwrap().retry_after(), None);
+    /// ```
     pub fn retry_after(&self) -> Option<u64> {
         self.po().map(|po| protocol::pomvcc::stamp(po.cts()))
     }
@@ -426,6 +615,20 @@ impl Database {
     /// Reclaims every version no open or future transaction can see; returns
     /// how many were reclaimed. Garbage collection also runs cooperatively as
     /// transactions commit, so calling this is never required.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"0")).unwrap();
+    /// for v in [b"1", b"2", b"3"] {
+    ///     db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), v)).unwrap();
+    /// }
+    /// // Old versions go; the one every new transaction reads stays.
+    /// db.collect_garbage();
+    /// assert_eq!(db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap().as_deref(), Some(&b"3"[..]));
+    /// ```
     pub fn collect_garbage(&self) -> usize {
         if let Globals::Silo(g) = &self.globals {
             // Silo's epoch moves with commits (every 64th of a thread): one
@@ -446,6 +649,18 @@ impl Database {
 
     /// Switches history recording on or off for transactions that begin
     /// from now on (for example after loading, so the load is not recorded).
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.set_recording(false);
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"loaded")).unwrap();
+    /// db.set_recording(true);
+    /// db.run(Isolation::Serializable, |x| x.get(t, &Key::from(1))).unwrap();
+    /// assert_eq!(db.take_history().txns.len(), 1); // the load is not recorded
+    /// ```
     pub fn set_recording(&self, on: bool) {
         if let Globals::Silo(g) = &self.globals {
             // Recorded TIDs come after every unrecorded one (the checker's
@@ -457,17 +672,47 @@ impl Database {
     }
 
     /// True if transactions that begin now record their history.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options};
+    ///
+    /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+    /// assert!(db.is_recording());
+    /// db.set_recording(false);
+    /// assert!(!db.is_recording());
+    /// assert!(!Database::new(Options::default()).unwrap().is_recording());
+    /// ```
     pub fn is_recording(&self) -> bool {
         self.recording()
     }
 
     /// Takes the history recorded so far (empty unless
     /// [`Options::record_history`] is on); recording goes on.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// assert_eq!(db.take_history().txns.len(), 1);
+    /// assert!(db.take_history().txns.is_empty()); // taken
+    /// ```
     pub fn take_history(&self) -> history::History {
         history::History { txns: std::mem::take(&mut *self.history.lock()) }
     }
 
     /// The current value of the timestamp counter.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let before = db.clock();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// assert!(db.clock() > before); // the commit drew an end timestamp
+    /// ```
     pub fn clock(&self) -> u64 {
         // Relaxed: an informational snapshot.
         self.clock.load(Ordering::Relaxed)
@@ -476,6 +721,20 @@ impl Database {
 
 impl Database {
     /// Makes every commit so far durable (a no-op without durability).
+    ///
+    /// ```
+    /// use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
+    ///
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
+    /// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+    /// let t = db.table("t").unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// db.flush_log().unwrap(); // the async commit above is now on disk
+    /// assert!(db.stats().log_records >= 1);
+    /// // A no-op in memory.
+    /// Database::new(Options::default()).unwrap().flush_log().unwrap();
+    /// ```
     pub fn flush_log(&self) -> Result<()> {
         match &self.log {
             Some(log) => log.flush(),
@@ -484,6 +743,12 @@ impl Database {
     }
 
     /// The durability of this database.
+    ///
+    /// ```
+    /// use multiverse::{Database, Durability, Options};
+    ///
+    /// assert_eq!(Database::new(Options::default()).unwrap().durability(), Durability::None);
+    /// ```
     pub fn durability(&self) -> Durability {
         self.log.as_ref().map_or(Durability::None, |l| l.mode())
     }

@@ -1,7 +1,7 @@
 //! Online backups: a consistent copy of a running database, durable or
 //! in memory, into a new directory that [`Database::open`] opens.
 //!
-//! A backup is a checkpoint (see [`super::checkpoint`]) written into a
+//! A backup is a checkpoint (see `super::checkpoint`) written into a
 //! directory of its own: every row as of one snapshot timestamp, read by a
 //! read-only snapshot transaction while updaters go on. A durable
 //! single-version database (silo, 1v-lock, 2pl-ordered) freezes commits

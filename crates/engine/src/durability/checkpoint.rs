@@ -65,6 +65,19 @@ fn check_magic(data: &[u8]) -> std::result::Result<(), String> {
 const FOOTER_TABLE: u32 = u32::MAX;
 
 /// What a checkpoint wrote.
+///
+/// ```
+/// use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
+///
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
+/// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+/// let t = db.table("t").unwrap();
+/// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+/// let info = db.checkpoint().unwrap();
+/// assert_eq!(info.rows, 1);
+/// assert!(info.path.exists() && info.bytes > 0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointInfo {
     /// The file.
@@ -88,6 +101,7 @@ pub(crate) fn write(db: &Database, dir: &Path, generation: u64) -> Result<Checkp
 /// enter the freeze (`durability::backup`). Its timestamp is then the
 /// commit sequence as read, which only recording advances.
 pub(crate) fn write_with(db: &Database, dir: &Path, generation: u64, freeze: bool) -> Result<CheckpointInfo> {
+    let _span = crate::obs::span!(debug, "checkpoint", generation, dir = %dir.display());
     let freeze = freeze && db.protocol().is_single_version();
     let iso = if !freeze && db.protocol().is_single_version() {
         db.protocol().strongest()

@@ -4,8 +4,8 @@
 //! written at commit with group commit (`hekaton-mvcc-vldb2011.txt`
 //! sections 2.4, 3.2 and 5) and MPDB's parallel per-thread logs ordered by
 //! commit timestamp only at recovery (`pomvcc-2018.txt` sections V and
-//! VI.B). See `wal::log` for the streams and epochs, [`checkpoint`] for
-//! snapshots, [`recovery`] for the way back.
+//! VI.B). See `wal::log` for the streams and epochs, `checkpoint` for
+//! snapshots, `recovery` for the way back.
 //!
 //! A data directory holds, for its current *generation* `g` (one per open):
 //!
@@ -47,7 +47,7 @@
 //!   transactions are handed back once its records are durable.
 //!
 //! Checkpoints fall due on a timer and by log size
-//! ([`crate::Options::checkpoint_every`]); see [`checkpoint`] for how each
+//! ([`crate::Options::checkpoint_every`]); see `checkpoint` for how each
 //! kind of store takes a consistent one.
 //!
 //! What differs from the papers: a record holds whole new values (not the

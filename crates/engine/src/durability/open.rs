@@ -6,6 +6,7 @@
 
 use crate::db::durable::Durable;
 use crate::durability::{self, Durability, RecoveryReport};
+use crate::obs;
 use crate::*;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,10 +25,24 @@ impl Database {
     /// reported in the [`RecoveryReport`], or, with
     /// [`OnDamage::Refuse`](crate::OnDamage::Refuse), a directory with damage
     /// a crash cannot explain is refused with [`Error::Corrupt`].
+    ///
+    /// ```
+    /// use multiverse::{Database, Durability, Error, Options, TableSpec};
+    ///
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let opts = Options { durability: Durability::Sync, data_dir: Some(tmp.path().join("db")), ..Options::default() };
+    /// // The schema: the same tables, in the same order, on every open.
+    /// let schema = |db: &Database| db.create_table(TableSpec::ordered("t")).map(drop);
+    /// let (db, _report) = Database::open(opts.clone(), schema).unwrap();
+    /// assert_eq!(db.durability(), Durability::Sync);
+    /// // A directory has one owner at a time.
+    /// assert!(matches!(Database::open(opts, schema), Err(Error::Locked(_))));
+    /// ```
     pub fn open(opts: Options, schema: impl FnOnce(&Database) -> Result<()>) -> Result<(Database, RecoveryReport)> {
         let Some(dir) = opts.data_dir.clone() else {
             return Err(Error::InvalidArgument("Database::open needs Options::data_dir".into()));
         };
+        let _span = obs::span!(info, "open", protocol = opts.protocol.name(), dir = %dir.display());
         if opts.durability == Durability::None {
             return Err(Error::InvalidArgument("durability none keeps nothing on disk: choose async or sync".into()));
         }
@@ -48,7 +63,7 @@ impl Database {
         durability::checkpoint::write(&db, &dir, generation)?;
         remove_generations_before(&dir, generation)?;
         let o = &db.opts;
-        let log = durability::log::Log::start(&dir, generation, o, &db.table_list())?;
+        let log = durability::log::Log::start(&dir, generation, o, &db.table_list(), db.obs.clone())?;
         let background = o.checkpoint_every.is_some() || o.checkpoint_log_bytes.is_some();
         let core = std::sync::Arc::get_mut(&mut db.core).expect("no other handle before the open completes");
         core.shared.log = Some(log);
@@ -76,11 +91,26 @@ impl Database {
     /// Writes a checkpoint (a read-only snapshot transaction, concurrent
     /// with updaters) and drops the log files and older checkpoints it
     /// makes unnecessary. Only for durable databases.
+    ///
+    /// ```
+    /// use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
+    ///
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
+    /// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+    /// let t = db.table("t").unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// assert_eq!(db.checkpoint().unwrap().rows, 1);
+    /// assert_eq!(db.stats().checkpoints, 1);
+    /// // An in-memory database has nothing to checkpoint.
+    /// assert!(Database::new(Options::default()).unwrap().checkpoint().is_err());
+    /// ```
     pub fn checkpoint(&self) -> Result<CheckpointInfo> {
         let (Some(d), Some(log)) = (&self.durable, &self.log) else {
             return Err(Error::InvalidArgument("checkpoint: not a durable database".into()));
         };
         let _one = d.checkpointing.lock();
+        let started = obs::Started::now();
         // Later commits go to new files: the old ones can go once covered.
         log.rotate_all()?;
         let info = durability::checkpoint::write(self, &d.dir, d.generation)?;
@@ -92,12 +122,31 @@ impl Database {
         log.checkpointed();
         // Relaxed: a counter.
         d.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.obs.checkpointed(started);
         Ok(info)
     }
 
     /// Loads the data directory `dir` into this in-memory database (whose
     /// tables exist and are empty), as [`Database::open`] does, but leaves
     /// the directory as it is: for inspecting it (`multiverse recover`).
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// let dir = tmp.path().join("backup");
+    /// db.backup(&dir).unwrap();
+    ///
+    /// // Load the directory into an in-memory database, without owning it.
+    /// let copy = Database::new(Options::default()).unwrap();
+    /// copy.create_table(TableSpec::ordered("t")).unwrap();
+    /// let report = copy.recover_from(&dir).unwrap();
+    /// assert_eq!(report.checkpoint.map(|(_file, _ts, rows)| rows), Some(1));
+    /// assert!(copy.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap().is_some());
+    /// ```
     pub fn recover_from(&self, dir: &std::path::Path) -> Result<RecoveryReport> {
         if self.durable.is_some() {
             return Err(Error::InvalidArgument("recover_from: the database is durable already".into()));
@@ -141,6 +190,13 @@ impl Database {
     /// Why the last checkpoint that fell due failed, if it did (it is
     /// tried again after the next interval; the log keeps growing
     /// meanwhile, and nothing committed is lost).
+    ///
+    /// ```
+    /// use multiverse::{Database, Options};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// assert_eq!(db.checkpoint_error(), None);
+    /// ```
     pub fn checkpoint_error(&self) -> Option<Error> {
         self.durable.as_ref().and_then(|d| d.checkpoint_failed.lock().clone())
     }

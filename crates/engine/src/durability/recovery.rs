@@ -62,6 +62,22 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// What recovery found and did.
+///
+/// ```
+/// use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
+///
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let opts = Options { durability: Durability::Sync, data_dir: Some(tmp.path().into()), ..Options::default() };
+/// let schema = |db: &Database| db.create_table(TableSpec::hash("t", 64)).map(drop);
+/// let (db, report) = Database::open(opts.clone(), schema).unwrap();
+/// assert_eq!((report.generation, report.replayed), (0, 0)); // a new directory
+/// let t = db.table("t").unwrap();
+/// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+/// drop(db);
+/// let (_db, report) = Database::open(opts, schema).unwrap();
+/// assert_eq!((report.generation, report.replayed), (1, 1));
+/// assert!(!report.damaged);
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct RecoveryReport {
     /// The generation recovered (0: the directory was empty).
@@ -135,6 +151,7 @@ fn list(dir: &Path, rep: &mut RecoveryReport) -> Result<Listing> {
 /// Recovers `dir` into `db` (whose tables exist and are empty), as
 /// `db`'s [`crate::Options::on_damage`] says.
 pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
+    let _span = crate::obs::span!(info, "recovery", dir = %dir.display());
     let started = Instant::now();
     let mut rep = RecoveryReport::default();
     let listing = list(dir, &mut rep)?;

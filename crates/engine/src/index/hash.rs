@@ -8,7 +8,7 @@
 //!
 //! A bucket is one 64-bit word: the chain's head pointer in the low 48 bits
 //! and, in the high 16, the bucket's LockCount (MV/L's bucket locks, VLDB
-//! 2011 section 4.1.2); its transitions are in [`super::bucket`]. User-space
+//! 2011 section 4.1.2); its transitions are in `super::bucket`. User-space
 //! addresses fit in 48 bits on x86-64 and AArch64 Linux; `insert` checks it.
 //!
 //! A small index (declared capacity up to [`SMALL`]) gets eight buckets per
@@ -101,7 +101,7 @@ impl HashIndex {
     }
 
     /// True if bucket `b` has a lock. Called by an inserter after linking
-    /// into the bucket (see [`bucket::locked`]).
+    /// into the bucket (see `bucket::locked`).
     pub fn bucket_locked(&self, b: u64) -> bool {
         bucket::locked(self.bucket_no(b))
     }

@@ -15,6 +15,7 @@ use super::sets::Sets;
 use crate::error::AbortReason;
 use crate::history::{Op, Outcome, TxnRecord, Writer};
 use crate::key::Key;
+use crate::obs::Started;
 use crate::shared::Shared;
 use crate::table::{Index, Table};
 use crate::txn::table::TxnSlot;
@@ -25,6 +26,21 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
 /// What a successful commit reports.
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// let mut x = db.begin(Isolation::Serializable).unwrap();
+/// x.insert(t, Key::from(1), b"a").unwrap();
+/// x.insert(t, Key::from(2), b"b").unwrap();
+/// let info = x.commit().unwrap();
+/// assert_eq!(info.writes, 2);
+/// // A transaction that begins later is serialized after it.
+/// let later = db.begin(Isolation::Serializable).unwrap().commit().unwrap();
+/// assert!(later.commit_ts > info.commit_ts);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitInfo {
     /// The transaction's position in the serialization order: its end
@@ -72,6 +88,8 @@ pub(crate) struct TxnCore<'db> {
     /// History recording is on (see [`crate::history`]).
     pub(crate) recording: bool,
     pub(crate) shape: Shape,
+    /// When it began (the `metrics` feature's durations; zero-sized without).
+    pub(crate) began: Started,
     /// The sets, in the slot's [`super::sets::TxnLocal`].
     pub(crate) local: Sets<'db>,
     /// `Send` but not `Sync`: the sets are used without locks.
@@ -147,6 +165,7 @@ impl<'db> TxnCore<'db> {
             created: 0,
             recording: db.recording(),
             shape: Shape { id, locking: false, snapshot: false },
+            began: Started::now(),
             local: Sets::of(sets, slot),
             _not_sync: PhantomData,
         }
@@ -286,6 +305,7 @@ impl<'db> TxnCore<'db> {
         }
         // Relaxed: statistics only.
         self.slot().aborts[reason as usize].fetch_add(1, Ordering::Relaxed);
+        self.db.obs.aborted(self.began, reason);
         self.status = Status::Aborted(reason);
         self.release();
         Error::Aborted(reason)
@@ -296,6 +316,7 @@ impl<'db> TxnCore<'db> {
     pub(crate) fn terminate(&mut self) {
         // Relaxed: statistics only.
         self.slot().committed.fetch_add(1, Ordering::Relaxed);
+        self.db.obs.committed();
         self.release();
         // A committed transaction is consumed; mark it so Drop does nothing.
         self.status = Status::Aborted(AbortReason::User);

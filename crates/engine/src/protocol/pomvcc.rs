@@ -178,7 +178,7 @@ pub fn of_stamp(stamp: u64) -> u64 {
 }
 
 /// POMVCC's timestamp manager (Table VIII, Figures 15, 18 and 19): the
-/// counters of [`clock::TsCounters`] (CTs, BTs, Ts.PC and Ts.CC, checked
+/// counters of `clock::TsCounters` (CTs, BTs, Ts.PC and Ts.CC, checked
 /// by the model tests) and the periodic advance of CTs.
 pub struct TsManager {
     counters: clock::TsCounters,

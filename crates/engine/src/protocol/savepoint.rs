@@ -17,6 +17,10 @@
 //!   bucket or range lock covered a rolled-back new version (section
 //!   4.2.2: we are in its WaitingTxnList) is kept, like the reads: the
 //!   commit waits for that scanner to precommit, which is only stricter.
+//!   A write claim of `get_for_update` (`mv_occ::intent`) is kept,
+//!   taken before or after the savepoint, like the read it is; one that a
+//!   rolled-back update or delete used is unused again, its write lock
+//!   kept.
 //!   A POMVCC optimistic transaction keeps its
 //!   writes private until commit (Figure 13) and refuses savepoints.
 //! * **Silo and 1V/ordered 2PL (single version):** the WriteSet is buffered
@@ -141,6 +145,24 @@ impl<'db> Transaction<'db> {
     /// of another transaction or one released by an earlier rollback, and
     /// with [`Error::Aborted`] if a lock the rollback must take again is
     /// refused (MV/L).
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// let mut x = db.begin(Isolation::Snapshot).unwrap();
+    /// let outer = x.savepoint().unwrap();
+    /// x.insert(t, Key::from(1), b"a").unwrap();
+    /// let inner = x.savepoint().unwrap();
+    /// x.insert(t, Key::from(2), b"b").unwrap();
+    /// x.rollback_to(&outer).unwrap(); // undoes both inserts and releases `inner`
+    /// assert!(matches!(x.rollback_to(&inner), Err(Error::InvalidArgument(_))));
+    /// assert_eq!(x.range(db.primary(t), ..).unwrap().count(), 0);
+    /// x.insert(t, Key::from(3), b"c").unwrap();
+    /// x.rollback_to(&outer).unwrap(); // `outer` stays usable
+    /// x.commit().unwrap();
+    /// ```
     pub fn rollback_to(&mut self, savepoint: &Savepoint) -> Result<()> {
         if savepoint.txn != self.id() || savepoint.seq >= self.savepoints {
             return Err(Error::InvalidArgument(
@@ -242,6 +264,13 @@ impl MvTxn<'_> {
                 if w.new.is_null() {
                     keys.push((w.table, old.key()));
                 }
+                // A claim of `get_for_update` the write used: the claim stays
+                // (unused again), and so does its write lock.
+                let claims = &mut self.core.local.get().claims;
+                if let Some(c) = claims.iter_mut().find(|c| c.used && c.v.0 == w.old) {
+                    c.used = false;
+                    continue;
+                }
                 if let Some(readers) = word::release_write_lock(&old.end, id) {
                     if readers > 0 {
                         // Their last release would have released our
@@ -264,6 +293,16 @@ impl MvTxn<'_> {
                     }
                 }
             }
+        }
+        // Reads of our own new versions since the mark read what no longer
+        // exists: section 3.2's validation would find them invisible (Begin
+        // is INFINITY) and fail every try, and the collector may free them
+        // before we commit. The rows under those keys are read again if
+        // the caller wants them.
+        let mut news: Vec<*mut Version> = gone.iter().map(|w| w.new).filter(|v| !v.is_null()).collect();
+        if !news.is_empty() {
+            news.sort_unstable();
+            self.core.local.get().read_set.retain(|&VPtr(v)| news.binary_search(&v).is_err());
         }
         // New versions become garbage once every transaction open now is
         // gone, as in `abort_with`. SeqCst: as there.

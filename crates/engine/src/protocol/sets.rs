@@ -102,6 +102,18 @@ impl Pending {
     }
 }
 
+/// A write claim of `get_for_update` in the multi-version family (see
+/// `mv_occ::intent`): our id is in the End word of `v`, the visible version
+/// of its key, as an update's write lock is, but no new version is linked.
+/// `used`: an update or delete of the key has taken the claim over (its
+/// WriteSet entry names `v` as the old version and releases it).
+#[derive(Clone, Copy)]
+pub(crate) struct Claim {
+    pub(crate) table: u32,
+    pub(crate) v: VPtr,
+    pub(crate) used: bool,
+}
+
 /// The sets of one transaction, kept per transaction-table slot (in
 /// [`SlotSets`]) so their capacity is reused by the slot's next occupant (no allocation per transaction in
 /// the steady state).
@@ -125,6 +137,9 @@ pub(crate) struct TxnLocal {
     pub(crate) scan_set: Vec<ScanRecord>,
     /// WriteSet: old/new version pairs.
     pub(crate) write_set: Vec<WriteEntry>,
+    /// Write claims of `get_for_update` (multi-version family, see
+    /// [`Claim`]), released at commit or abort.
+    pub(crate) claims: Vec<Claim>,
     /// POMVCC's optimistic writes not yet connected (see [`Pending`]).
     pub(crate) pending: Vec<Pending>,
     /// Scratch buffer for read-modify-write updates.
@@ -146,6 +161,8 @@ impl TxnLocal {
         debug_assert!(self.bucket_locks.is_empty() && self.range_locks.is_empty());
         self.scan_set.clear();
         self.write_set.clear();
+        debug_assert!(self.claims.is_empty(), "claims are released before the sets are cleared");
+        self.claims.clear();
         debug_assert!(self.pending.is_empty(), "pending writes are connected or freed before the sets are cleared");
         self.pending.clear();
         self.history.clear();

@@ -20,7 +20,7 @@ use crate::table::{Index, Table};
 use crate::TableId;
 use crossbeam_utils::CachePadded;
 use std::ops::Bound;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 pub(crate) const EPOCH_SHIFT: u32 = 24;
@@ -37,15 +37,19 @@ pub(crate) struct SiloGlobal {
     start: Instant,
     /// Recording only: the shared TID sequence (see the module docs).
     pub(crate) order: CachePadded<AtomicU64>,
+    /// Silo's `get_for_update`: per slot, its occupant waits for another's
+    /// write claim (see `silo::intent`). Written only around such waits.
+    pub(crate) claim_waits: Box<[AtomicBool]>,
 }
 
 impl SiloGlobal {
-    pub(crate) fn new() -> SiloGlobal {
+    pub(crate) fn new(slots: usize) -> SiloGlobal {
         SiloGlobal {
             epoch: CachePadded::new(AtomicU64::new(1)),
             advanced_ms: AtomicU64::new(0),
             start: Instant::now(),
             order: CachePadded::new(AtomicU64::new(0)),
+            claim_waits: (0..slots).map(|_| AtomicBool::new(false)).collect(),
         }
     }
 
@@ -172,6 +176,9 @@ pub(crate) struct SiloLocal {
     /// WriteSet entries replaced since the first savepoint, with their
     /// index, oldest first: `rollback_to` puts them back.
     pub(crate) replaced: Vec<(u32, SvWrite)>,
+    /// Silo: records whose End word holds our write claim
+    /// (`get_for_update`, see `silo::intent`), released at the end.
+    pub(crate) claims: Vec<VPtr>,
 }
 
 impl SiloLocal {
@@ -189,6 +196,8 @@ impl SiloLocal {
         self.values.clear();
         self.savepoints = false;
         self.replaced.clear();
+        debug_assert!(self.claims.is_empty(), "claims are released before the sets are cleared");
+        self.claims.clear();
     }
 }
 

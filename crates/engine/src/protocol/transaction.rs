@@ -4,10 +4,10 @@
 //!
 //! | family | protocols | struct | where it decides visibility, validation, conflicts |
 //! | --- | --- | --- | --- |
-//! | multi-version (Hekaton) | mv-occ, mv-lock, mv-mixed, ssn, ssi, pomvcc | [`MvTxn`] | `mv_occ/` (with `mv_lock/`, `ssn/`, `ssi.rs`, `pomvcc.rs` for their switches, see [`super::mv_occ::Policy`]) |
-//! | single-version OCC | silo | [`SiloTxn`] | `silo/` |
-//! | single-version locking | 1v-lock, 2pl-ordered | [`LockTxn`] | `lock_1v/`, `ordered_2pl.rs` |
-//! | batch multi-version | bohm (interactive transactions) | [`BohmTxn`] | `bohm/interactive.rs` |
+//! | multi-version (Hekaton) | mv-occ, mv-lock, mv-mixed, ssn, ssi, pomvcc | `MvTxn` | `mv_occ/` (with `mv_lock/`, `ssn/`, `ssi.rs`, `pomvcc.rs` for their switches, see `super::mv_occ::Policy`) |
+//! | single-version OCC | silo | `SiloTxn` | `silo/` |
+//! | single-version locking | 1v-lock, 2pl-ordered | `LockTxn` | `lock_1v/`, `ordered_2pl.rs` |
+//! | batch multi-version | bohm (interactive transactions) | `BohmTxn` | `bohm/interactive.rs` |
 //!
 //! `docs/ARCHITECTURE.md` has the longer table, file by file.
 
@@ -23,6 +23,7 @@ use super::single::SiloGlobal;
 use crate::error::AbortReason;
 use crate::history::WriteKind;
 use crate::key::Key;
+use crate::obs;
 use crate::shared::Shared;
 use crate::table::IndexImpl;
 use crate::txn::Filter;
@@ -40,6 +41,23 @@ use std::ops::{Bound, RangeBounds};
 /// operation returns [`Error::TransactionClosed`].
 ///
 /// [`commit`]: Transaction::commit
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// {
+///     let mut x = db.begin(Isolation::Serializable).unwrap();
+///     x.insert(t, Key::from(1), b"never").unwrap();
+/// } // dropped while open: rolled back
+/// let mut x = db.begin(Isolation::Serializable).unwrap();
+/// assert_eq!(x.get(t, &Key::from(1)).unwrap(), None);
+/// // It may finish on another thread.
+/// std::thread::scope(|s| {
+///     s.spawn(move || x.commit().unwrap());
+/// });
+/// ```
 pub struct Transaction<'db> {
     pub(crate) family: Family<'db>,
     /// Savepoints taken and not released (see [`super::savepoint`]).
@@ -70,7 +88,9 @@ pub(crate) enum Globals {
 impl Globals {
     pub(crate) fn new(opts: &Options) -> Globals {
         match opts.protocol {
-            Protocol::Silo => Globals::Silo(SiloGlobal::new()),
+            Protocol::Silo => {
+                Globals::Silo(SiloGlobal::new(crate::txn::table::TxnTable::slots_for(opts.max_transactions)))
+            }
             Protocol::OneVLock | Protocol::TwoPlOrdered => {
                 Globals::Lock(LockGlobal::new(crate::txn::table::TxnTable::slots_for(opts.max_transactions)))
             }
@@ -195,24 +215,60 @@ impl<'db> Transaction<'db> {
     }
 
     /// The isolation level.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Options};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let x = db.begin(Isolation::RepeatableRead).unwrap();
+    /// assert_eq!(x.isolation(), Isolation::RepeatableRead);
+    /// ```
     #[inline]
     pub fn isolation(&self) -> Isolation {
         self.core().isolation
     }
 
     /// The begin timestamp.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let a = db.begin(Isolation::Snapshot).unwrap();
+    /// db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// let b = db.begin(Isolation::Snapshot).unwrap();
+    /// assert!(b.begin_ts() > a.begin_ts()); // `b` sees the insert, `a` does not
+    /// ```
     #[inline]
     pub fn begin_ts(&self) -> u64 {
         self.core().begin_ts
     }
 
     /// The transaction id (as stored in Begin/End words).
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Options};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let (a, b) = (db.begin(Isolation::Snapshot).unwrap(), db.begin(Isolation::Snapshot).unwrap());
+    /// assert_ne!(a.id(), b.id());
+    /// ```
     #[inline]
     pub fn id(&self) -> u64 {
         self.core().id
     }
 
     /// True for a pessimistic (MV/L) transaction, false for an optimistic one.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Mode, Options, Protocol, TxnOptions};
+    ///
+    /// let db = Database::new(Options { protocol: Protocol::MvMixed, ..Options::default() }).unwrap();
+    /// let o = |mode| TxnOptions { mode, ..TxnOptions::new(Isolation::Serializable) };
+    /// assert!(db.begin_with(o(Mode::Pessimistic)).unwrap().is_pessimistic());
+    /// assert!(!db.begin_with(o(Mode::Optimistic)).unwrap().is_pessimistic());
+    /// ```
     pub fn is_pessimistic(&self) -> bool {
         match &self.family {
             Family::Mv(t) => t.policy.pessimistic,
@@ -221,6 +277,20 @@ impl<'db> Transaction<'db> {
     }
 
     /// The reason this transaction was aborted, if it was.
+    ///
+    /// ```
+    /// use multiverse::{AbortReason, Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), b"a")).unwrap();
+    /// let mut a = db.begin(Isolation::Snapshot).unwrap();
+    /// let mut b = db.begin(Isolation::Snapshot).unwrap();
+    /// a.update(t, &Key::from(1), b"b").unwrap();
+    /// assert_eq!(a.abort_reason(), None);
+    /// assert!(b.update(t, &Key::from(1), b"c").is_err());
+    /// assert_eq!(b.abort_reason(), Some(AbortReason::WriteConflict));
+    /// ```
     #[inline]
     pub fn abort_reason(&self) -> Option<AbortReason> {
         match self.core().status {
@@ -231,6 +301,18 @@ impl<'db> Transaction<'db> {
 
     /// Reads the row with primary key `key` and passes its value to `f`.
     /// No allocation: the value is borrowed for the duration of `f`.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &7u64.to_le_bytes())).unwrap();
+    /// let mut x = db.begin(Isolation::Snapshot).unwrap();
+    /// let n = x.get_with(t, &Key::from(1), |v| u64::from_le_bytes(v.try_into().unwrap())).unwrap();
+    /// assert_eq!(n, Some(7));
+    /// assert_eq!(x.get_with(t, &Key::from(2), |v| v.len()).unwrap(), None);
+    /// ```
     #[inline]
     pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         match &mut self.family {
@@ -242,8 +324,77 @@ impl<'db> Transaction<'db> {
     }
 
     /// Reads the row with primary key `key` (copies the value).
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), None);
+    /// x.insert(t, Key::from(1), b"mine").unwrap();
+    /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), Some(b"mine".to_vec())); // its own write
+    /// ```
     pub fn get(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
         self.get_with(table, key, |v| v.to_vec())
+    }
+
+    /// Reads the row with primary key `key`, declaring the intent to write
+    /// it later in this transaction, and passes its value to `f` (no
+    /// allocation, as [`Transaction::get_with`]). The value is the one
+    /// [`Transaction::get_with`] would pass; what differs is that a
+    /// read-modify-write of a contended row stops aborting late:
+    ///
+    /// | protocols | what the read takes |
+    /// | --- | --- |
+    /// | 1v-lock, 2pl-ordered | the key's exclusive lock instead of a shared one, held to the end (no upgrade later, so no upgrade deadlock); a second reader for update waits for it |
+    /// | mv-occ, mv-lock, mv-mixed, ssn, ssi, pomvcc (pessimistic writes) | the write lock an update would take (Hekaton section 2.6 and 4.1.1: our id in the End word), which the later update or delete of the key uses; a second writer or reader for update gets a write conflict at once |
+    /// | silo | a write claim that makes a second reader for update wait for this transaction to end (a deviation from Silo, which has no read-time locks; validation is unchanged) |
+    /// | pomvcc (optimistic mode), bohm | nothing more than [`Transaction::get_with`]: writes stay private until commit (POMVCC's Figure 13), or are declared before the transaction runs (BOHM) |
+    ///
+    /// A key read for update and never written is only read: its lock or
+    /// claim is released at the commit (under MV/L's repeatable read and
+    /// serializable it becomes the read lock a read would have held) or
+    /// at the abort, and a rollback to a savepoint keeps it. A key with no
+    /// row locks nothing more than a read would (multi-version, Silo).
+    /// Fails with [`Error::InvalidArgument`] in a read-only transaction.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// db.run(Isolation::Serializable, |tx| tx.insert(t, Key::from(1u64), &7u64.to_le_bytes())).unwrap();
+    /// db.run(Isolation::Serializable, |tx| {
+    ///     let k = Key::from(1u64);
+    ///     let n = tx.get_for_update_with(t, &k, |v| u64::from_le_bytes(v.try_into().unwrap()))?.unwrap();
+    ///     tx.update(t, &k, &(n + 1).to_le_bytes())
+    /// })
+    /// .unwrap();
+    /// ```
+    #[inline]
+    pub fn get_for_update_with<R>(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        if self.core().read_only && self.core().is_open() {
+            return Err(Error::InvalidArgument("get_for_update in a read-only transaction".into()));
+        }
+        match &mut self.family {
+            Family::Mv(t) => t.get_for_update_with(table, key, f),
+            Family::Silo(t) => t.get_for_update_with(table, key, f),
+            Family::Lock(t) => t.get_for_update_with(table, key, f),
+            // BOHM: writes are declared before the transaction runs, and an
+            // interactive transaction runs alone (see `bohm::interactive`).
+            Family::Bohm(t) => t.get_with(table, key, f),
+        }
+    }
+
+    /// [`Transaction::get_for_update_with`], copying the value.
+    pub fn get_for_update(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
+        self.get_for_update_with(table, key, |v| v.to_vec())
     }
 
     /// Hints that the rows with these primary keys will be accessed soon.
@@ -255,6 +406,20 @@ impl<'db> Transaction<'db> {
     /// chain's first version (the table's row size, see `Table::row_hint`).
     /// Only a hint: it changes nothing, tracks nothing, and does nothing
     /// for ordered indexes.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 1024)).unwrap();
+    /// db.run(Isolation::Serializable, |x| (0..8u64).try_for_each(|k| x.insert(t, Key::from(k), b"v"))).unwrap();
+    /// let keys: Vec<Key> = (0..8u64).map(Key::from).collect();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// x.prefetch(t, &keys); // the cache misses of the lookups below overlap
+    /// for k in &keys {
+    ///     assert!(x.get(t, k).unwrap().is_some());
+    /// }
+    /// ```
     pub fn prefetch(&self, table: TableId, keys: &[Key]) {
         self.prefetch_many(&[(table, keys)]);
     }
@@ -263,6 +428,18 @@ impl<'db> Transaction<'db> {
     /// The second step (a version's address is in its bucket) waits for
     /// the first bucket to arrive; one call for all the rows a transaction
     /// is about to reach waits once instead of once per table.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let a = db.create_table(TableSpec::hash("a", 64)).unwrap();
+    /// let b = db.create_table(TableSpec::hash("b", 64)).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// let (ka, kb) = ([Key::from(1)], [Key::from(2), Key::from(3)]);
+    /// x.prefetch_many(&[(a, &ka[..]), (b, &kb[..])]);
+    /// assert_eq!(x.get(a, &ka[0]).unwrap(), None);
+    /// ```
     pub fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
         let db = self.core().db;
         let hashed = |table: TableId| match db.table_ref(table) {
@@ -292,6 +469,32 @@ impl<'db> Transaction<'db> {
     /// Calls `f(primary key, value)` for every visible row whose key in
     /// `index` equals `key` (any index; secondary indexes may hold many rows
     /// per key), until `f` returns false.
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexKind, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// // People by id, indexed by city (the value).
+    /// let spec = TableSpec::hash("people", 64).secondary("city", IndexKind::Hash { capacity: 64 }, |_, v| {
+    ///     Key::from_bytes(v).unwrap()
+    /// });
+    /// let people = db.create_table(spec).unwrap();
+    /// db.run(Isolation::Serializable, |x| {
+    ///     x.insert(people, Key::from(1), b"oslo")?;
+    ///     x.insert(people, Key::from(2), b"lima")?;
+    ///     x.insert(people, Key::from(3), b"oslo")
+    /// })
+    /// .unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// let mut in_oslo = vec![];
+    /// x.get_by(db.index(people, "city").unwrap(), &Key::from_bytes(b"oslo").unwrap(), |pk, _| {
+    ///     in_oslo.push(pk.to_u64().unwrap());
+    ///     true
+    /// })
+    /// .unwrap();
+    /// in_oslo.sort();
+    /// assert_eq!(in_oslo, [1, 3]);
+    /// ```
     #[inline]
     pub fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
         let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
@@ -307,6 +510,22 @@ impl<'db> Transaction<'db> {
     /// `index` lies in `range` and that passes `filter`, until `f` returns
     /// false. Ordered indexes deliver rows in key order; hash indexes can only
     /// be scanned whole (in no particular order), filtered by `range`.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// db.run(Isolation::Serializable, |x| (0..10u64).try_for_each(|k| x.insert(t, Key::from(k), b"v"))).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// let mut keys = vec![];
+    /// x.scan(db.primary(t), Key::from(3).., None, |pk, _value| {
+    ///     keys.push(pk.to_u64().unwrap());
+    ///     keys.len() < 4 // stop after four rows
+    /// })
+    /// .unwrap();
+    /// assert_eq!(keys, [3, 4, 5, 6]);
+    /// ```
     #[inline]
     pub fn scan(
         &mut self,
@@ -340,6 +559,17 @@ impl<'db> Transaction<'db> {
 
     /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a
     /// visible row (the transaction stays usable).
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// x.insert(t, Key::from(1), b"a").unwrap();
+    /// assert_eq!(x.insert(t, Key::from(1), b"b"), Err(Error::DuplicateKey));
+    /// x.commit().unwrap(); // the failed insert did not end the transaction
+    /// ```
     #[inline]
     pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         self.core().admit(value.len())?;
@@ -353,6 +583,19 @@ impl<'db> Transaction<'db> {
 
     /// Replaces the value of an existing row; fails with
     /// [`Error::KeyNotFound`] if `key` has no visible row.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// assert_eq!(x.update(t, &Key::from(1), b"a"), Err(Error::KeyNotFound));
+    /// x.insert(t, Key::from(1), b"a").unwrap();
+    /// x.update(t, &Key::from(1), b"longer value").unwrap();
+    /// assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"longer value"[..]));
+    /// x.commit().unwrap();
+    /// ```
     #[inline]
     pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
         self.core().admit_update(value.len())?;
@@ -376,6 +619,23 @@ impl<'db> Transaction<'db> {
     /// Read-modify-write: `f(old, new)` fills `new` (empty on entry) from the
     /// old value, and the new value replaces exactly the version `f` saw. Uses
     /// a buffer owned by the transaction: no allocation in the steady state.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"ab")).unwrap();
+    /// db.run(Isolation::Serializable, |x| {
+    ///     // Append to the value.
+    ///     x.update_with(t, &Key::from(1), |old, new| {
+    ///         new.extend_from_slice(old);
+    ///         new.extend_from_slice(b"cd");
+    ///     })
+    /// })
+    /// .unwrap();
+    /// assert_eq!(db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap(), Some(b"abcd".to_vec()));
+    /// ```
     #[inline]
     pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
         self.core().admit_update(0)?;
@@ -397,6 +657,24 @@ impl<'db> Transaction<'db> {
     /// edits a copy of the current value in place. The copy is made straight
     /// into the new version (one copy of the row; [`Transaction::update_with`]
     /// makes two), which is what fixed-layout rows want.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// // A fixed layout: two little-endian u32 counters.
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0u8; 8])).unwrap();
+    /// db.run(Isolation::Serializable, |x| {
+    ///     x.modify(t, &Key::from(1), |row| {
+    ///         let n = u32::from_le_bytes(row[4..8].try_into().unwrap());
+    ///         row[4..8].copy_from_slice(&(n + 1).to_le_bytes());
+    ///     })
+    /// })
+    /// .unwrap();
+    /// let row = db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap().unwrap();
+    /// assert_eq!(row, [0, 0, 0, 0, 1, 0, 0, 0]);
+    /// ```
     #[inline]
     pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
         self.core().admit_update(0)?;
@@ -420,6 +698,19 @@ impl<'db> Transaction<'db> {
     }
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// x.delete(t, &Key::from(1)).unwrap();
+    /// assert_eq!(x.delete(t, &Key::from(1)), Err(Error::KeyNotFound));
+    /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), None);
+    /// x.commit().unwrap();
+    /// ```
     #[inline]
     pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
         match &mut self.family {
@@ -431,6 +722,18 @@ impl<'db> Transaction<'db> {
     }
 
     /// Inserts the row, or updates it if `key` has a visible row.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// x.put(t, Key::from(1), b"inserted").unwrap();
+    /// x.put(t, Key::from(1), b"updated").unwrap();
+    /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), Some(b"updated".to_vec()));
+    /// x.commit().unwrap();
+    /// ```
     pub fn put(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         match self.update(table, &key, value) {
             Err(Error::KeyNotFound) => self.insert(table, key, value),
@@ -449,9 +752,26 @@ impl<'db> Transaction<'db> {
     /// become visible only once durable (see `mv_occ::commit`); what it
     /// read is durable or a commit dependency it waited for. The others
     /// follow Silo's rule and wait for the round of what they read.
+    ///
+    /// ```
+    /// use multiverse::{AbortReason, Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"a")).unwrap();
+    /// // A serializable reader whose read is overwritten before it commits
+    /// // fails validation.
+    /// let mut r = db.begin(Isolation::Serializable).unwrap();
+    /// r.get(t, &Key::from(1)).unwrap();
+    /// r.insert(t, Key::from(2), b"b").unwrap();
+    /// db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), b"changed")).unwrap();
+    /// assert_eq!(r.commit().unwrap_err(), Error::Aborted(AbortReason::ReadValidation));
+    /// ```
     #[inline]
     pub fn commit(mut self) -> Result<CommitInfo> {
         let db = self.core().db;
+        let _span = obs::span!(debug, "commit", txn = self.core().id, protocol = db.opts.protocol.name());
+        let (began, started) = (self.core().began, obs::Started::now());
         let (info, visible_once_durable) = match &mut self.family {
             Family::Mv(t) => (t.commit()?, true),
             Family::Silo(t) => (t.commit()?, false),
@@ -461,10 +781,22 @@ impl<'db> Transaction<'db> {
         if info.writes == 0 && !visible_once_durable {
             db.wait_visible()?;
         }
+        db.obs.commit_call(began, started);
         Ok(info)
     }
 
     /// Rolls the transaction back.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// x.insert(t, Key::from(1), b"v").unwrap();
+    /// x.abort();
+    /// assert_eq!(db.run(Isolation::Snapshot, |y| y.get(t, &Key::from(1))).unwrap(), None);
+    /// ```
     #[inline]
     pub fn abort(mut self) {
         self.abort_with(AbortReason::User);

@@ -31,7 +31,7 @@
 //!
 //! The End word's transitions — read lock, its release, write lock, the
 //! abort's reset and postprocessing's timestamps — are the functions at the
-//! end of this file, on atomics from [`crate::sync`], so that the model tests
+//! end of this file, on atomics from `crate::sync`, so that the model tests
 //! (`tests/loom_models.rs`) check the very code the protocols call.
 
 use crate::sync::atomic::{AtomicU64, Ordering};
@@ -303,6 +303,32 @@ pub(crate) fn release_write_lock(end: &AtomicU64, me: u64) -> Option<u64> {
         }
     }
     None
+}
+
+/// Turns the write lock of `me` in End word `end` into a read lock of
+/// `me`'s, keeping the others' read locks: a claim of `get_for_update` that
+/// no write used becomes the read it was (section 4.1.1's lock kept until
+/// the end timestamp is drawn, as a pessimistic reader's). Returns how many
+/// read locks others held then (the caller owes itself the wait-for
+/// dependency their last release would have returned, as in
+/// [`release_write_lock`]); `None` if the word no longer names `me` or the
+/// count is full.
+pub(crate) fn downgrade_write_lock(end: &AtomicU64, me: u64) -> Option<u64> {
+    // Relaxed load: the CAS decides.
+    let mut raw = end.load(Ordering::Relaxed);
+    loop {
+        let l = RecordLock::of(raw).filter(|l| l.writer == me)?;
+        if l.read_locks == MAX_READ_LOCKS {
+            return None;
+        }
+        let new = RecordLock { no_more_read_locks: false, read_locks: l.read_locks + 1, writer: NO_WRITER }.word();
+        // Release: as in `release_write_lock`, a writer that sees the word
+        // without our write lock sees what we did before.
+        match end.compare_exchange(raw, new, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return Some(l.read_locks),
+            Err(now) => raw = now,
+        }
+    }
 }
 
 /// Postprocessing of a committed writer (section 3.3): End word `end`,

@@ -17,6 +17,24 @@ use std::sync::Arc;
 
 /// A residual scan predicate over (primary key, value). Shared (`Arc`) so a
 /// serializable transaction can keep it in its ScanSet without copying.
+///
+/// ```
+/// use multiverse::{Database, Filter, Isolation, Key, Options, TableSpec};
+/// use std::sync::Arc;
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+/// db.run(Isolation::Serializable, |x| (0..10u64).try_for_each(|k| x.insert(t, Key::from(k), &[k as u8]))).unwrap();
+/// let even: Filter = Arc::new(|_pk: &Key, v: &[u8]| v[0] % 2 == 0);
+/// let mut seen = vec![];
+/// let mut x = db.begin(Isolation::Serializable).unwrap();
+/// x.scan(db.primary(t), Key::from(2)..Key::from(8), Some(&even), |pk, _| {
+///     seen.push(pk.to_u64().unwrap());
+///     true
+/// })
+/// .unwrap();
+/// assert_eq!(seen, [2, 4, 6]);
+/// ```
 pub type Filter = Arc<dyn Fn(&Key, &[u8]) -> bool + Send + Sync>;
 
 /// One WriteSet entry (section 3.1): the old version (null for an insert) and

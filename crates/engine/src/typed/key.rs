@@ -21,6 +21,14 @@ use crate::{Key, Result};
 /// ```
 pub trait AsKey<K: ?Sized> {
     /// Appends the encoding of the key `K` this stands for to `out`.
+    ///
+    /// ```
+    /// use multiverse::typed::AsKey;
+    ///
+    /// let mut out = Vec::new();
+    /// AsKey::<String>::encode_key(&"a\0b", &mut out);
+    /// assert_eq!(out, b"a\0\xFFb\0\0"); // 0x00 escaped, then the terminator
+    /// ```
     fn encode_key(&self, out: &mut Vec<u8>);
 }
 
@@ -44,10 +52,32 @@ pub trait TypedKey: Sized + AsKey<Self> {
     /// Decodes one value from the front of `input` and advances `input`
     /// past it (the part-by-part decoding of tuples). Damaged bytes give
     /// [`crate::Error::Decode`], never a panic.
+    ///
+    /// ```
+    /// use multiverse::typed::{AsKey, TypedKey};
+    ///
+    /// let mut buf = Vec::new();
+    /// AsKey::<String>::encode_key(&"ab", &mut buf);
+    /// AsKey::<u8>::encode_key(&7u8, &mut buf);
+    /// let mut input = &buf[..];
+    /// assert_eq!(String::decode_key_from(&mut input).unwrap(), "ab");
+    /// assert_eq!(u8::decode_key_from(&mut input).unwrap(), 7);
+    /// assert!(input.is_empty());
+    /// ```
     fn decode_key_from(input: &mut &[u8]) -> Result<Self>;
 
     /// Decodes a value that must fill `bytes` exactly; bytes left over
     /// are an [`crate::Error::Decode`].
+    ///
+    /// ```
+    /// use multiverse::typed::{AsKey, TypedKey};
+    ///
+    /// let mut b = Vec::new();
+    /// AsKey::<i32>::encode_key(&-1i32, &mut b);
+    /// assert_eq!(b, [0x7F, 0xFF, 0xFF, 0xFF]); // the sign bit flipped
+    /// assert_eq!(i32::decode_key(&b).unwrap(), -1);
+    /// assert!(i32::decode_key(&[0; 5]).is_err()); // a byte left over
+    /// ```
     fn decode_key(bytes: &[u8]) -> Result<Self> {
         let mut rest = bytes;
         let v = Self::decode_key_from(&mut rest)?;

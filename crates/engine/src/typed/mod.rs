@@ -546,6 +546,84 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
         self.scan_keys(t, Bound::Included(lo), hi, f)
     }
 
+    /// The rows whose keys fall in `range`, as an iterator of decoded
+    /// `(key, value)` pairs in key order (ordered tables): the typed form of
+    /// [`Transaction::range`]. It is double-ended (`.rev()` walks from the
+    /// high end), may stop early (under serializable, only what it walked
+    /// is validated or locked), and borrows the transaction while it lives.
+    /// A row that does not decode as `K`/`V` is handed on as an error.
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexKind, Isolation, Options, TableDefinition};
+    ///
+    /// const T: TableDefinition<(u32, i64), String> = TableDefinition::new("t");
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = T.create(&db, IndexKind::Ordered).unwrap();
+    /// db.run(Isolation::Serializable, |x| {
+    ///     for o in [-2i64, 5, 0, 9] {
+    ///         t.insert(x, (1, o), format!("order {o}"))?;
+    ///     }
+    ///     t.insert(x, (2, 0), "other".to_string())
+    /// })
+    /// .unwrap();
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// let newest_two: Vec<i64> = t
+    ///     .iter(&mut x, (1u32, -2i64)..(2, 0))
+    ///     .unwrap()
+    ///     .rev()
+    ///     .take(2)
+    ///     .map(|row| row.map(|((_, o), _)| o))
+    ///     .collect::<Result<_, _>>()
+    ///     .unwrap();
+    /// assert_eq!(newest_two, [9, 5]);
+    /// x.commit().unwrap();
+    /// ```
+    pub fn iter<'t, 'db, Q: AsKey<K>>(
+        &self,
+        t: &'t mut Transaction<'db>,
+        range: impl RangeBounds<Q>,
+    ) -> Result<TypedRange<'t, 'db, K, V>> {
+        let bound = |b: Bound<&Q>| -> Result<Bound<Key>> {
+            Ok(match b {
+                Bound::Included(q) => Bound::Included(encode_key::<K>(q)?),
+                Bound::Excluded(q) => Bound::Excluded(encode_key::<K>(q)?),
+                Bound::Unbounded => Bound::Unbounded,
+            })
+        };
+        let (lo, hi) = (bound(range.start_bound())?, bound(range.end_bound())?);
+        Ok(TypedRange { inner: t.range(self.primary(), (lo, hi))?, _types: PhantomData })
+    }
+
+    /// The rows under a key prefix (see [`TypedTable::prefix`]), as an
+    /// iterator like [`TypedTable::iter`]'s.
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexKind, Isolation, Options, TableDefinition};
+    ///
+    /// const T: TableDefinition<(String, u16), u8> = TableDefinition::new("t");
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = T.create(&db, IndexKind::Ordered).unwrap();
+    /// db.run(Isolation::Serializable, |x| {
+    ///     for (k, v) in [(("a", 2), 20), (("a", 1), 10), (("b", 1), 30)] {
+    ///         t.insert(x, k, v)?;
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// let mut x = db.begin(Isolation::Snapshot).unwrap();
+    /// let rows: Vec<_> = t.iter_prefix(&mut x, ("a".to_string(),)).unwrap().collect::<Result<_, _>>().unwrap();
+    /// assert_eq!(rows, [(("a".to_string(), 1), 10), (("a".to_string(), 2), 20)]);
+    /// x.commit().unwrap();
+    /// ```
+    pub fn iter_prefix<'t, 'db, P: TypedKey>(
+        &self,
+        t: &'t mut Transaction<'db>,
+        prefix: P,
+    ) -> Result<TypedRange<'t, 'db, K, V>> {
+        let lo = encode_key::<P>(prefix)?;
+        Ok(TypedRange { inner: t.prefix(self.primary(), &lo)?, _types: PhantomData })
+    }
+
     /// Scans the primary index between `lo` and `hi`, decoding each row.
     fn scan_keys(
         &self,
@@ -563,5 +641,33 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
             }
         })?;
         failed.map_or(Ok(()), Err)
+    }
+}
+
+/// The iterator of [`TypedTable::iter`] and [`TypedTable::iter_prefix`]: a
+/// [`crate::Range`] whose rows are decoded as `(K, V)`.
+pub struct TypedRange<'t, 'db, K, V> {
+    inner: crate::Range<'t, 'db>,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: TypedKey, V: Value> TypedRange<'_, '_, K, V> {
+    fn decode(row: Result<(Key, Vec<u8>)>) -> Result<(K, V)> {
+        let (k, v) = row?;
+        Ok((K::decode_key(k.as_bytes())?, V::decode_value(&v)?))
+    }
+}
+
+impl<K: TypedKey, V: Value> Iterator for TypedRange<'_, '_, K, V> {
+    type Item = Result<(K, V)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(Self::decode)
+    }
+}
+
+impl<K: TypedKey, V: Value> DoubleEndedIterator for TypedRange<'_, '_, K, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(Self::decode)
     }
 }

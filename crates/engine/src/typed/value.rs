@@ -23,6 +23,14 @@ pub trait AsValue<V: ?Sized> {
     /// Appends the encoding of the value `V` this stands for to `out`.
     /// Fails only where the type's own serialization can (`Serde<T>` of
     /// the `serde` feature), with [`crate::Error::InvalidArgument`].
+    ///
+    /// ```
+    /// use multiverse::typed::AsValue;
+    ///
+    /// let mut out = Vec::new();
+    /// AsValue::<u32>::encode_value(&7u32, &mut out).unwrap();
+    /// assert_eq!(out, 7u32.to_le_bytes());
+    /// ```
     fn encode_value(&self, out: &mut Vec<u8>) -> Result<()>;
 }
 
@@ -45,6 +53,14 @@ pub trait Value: Sized + AsValue<Self> {
     const WIDTH: Option<usize> = None;
 
     /// Decodes a value that fills `bytes` exactly.
+    ///
+    /// ```
+    /// use multiverse::typed::Value;
+    ///
+    /// assert_eq!(String::decode_value(b"hi").unwrap(), "hi");
+    /// assert!(String::decode_value(&[0xFF]).is_err()); // not UTF-8
+    /// assert_eq!(<(u8, bool)>::decode_value(&[3, 1]).unwrap(), (3, true));
+    /// ```
     fn decode_value(bytes: &[u8]) -> Result<Self>;
 }
 

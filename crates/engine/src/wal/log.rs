@@ -71,6 +71,7 @@
 
 use super::format::{frame, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
 use super::{log_file_name, sync_dir, MANIFEST_FILE};
+use crate::obs::{self, Metrics};
 use crate::options::Durability;
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
@@ -165,6 +166,8 @@ pub(crate) struct Shared {
     due: CachePadded<AtomicBool>,
     /// When the last checkpoint was taken, and the log's size then.
     since: Mutex<(std::time::Instant, u64)>,
+    /// Metric handles (the `metrics` feature).
+    obs: Metrics,
 }
 
 /// When the flusher declares a checkpoint due (see
@@ -220,7 +223,13 @@ impl Log {
     /// checkpoints fall due); files `log-<generation>-<stream>-<seq>.mvl`,
     /// listed in the `manifest` (written last: a manifest names only files
     /// that exist).
-    pub(crate) fn start(dir: &Path, generation: u64, o: &crate::Options, tables: &[(u32, String)]) -> Result<Log> {
+    pub(crate) fn start(
+        dir: &Path,
+        generation: u64,
+        o: &crate::Options,
+        tables: &[(u32, String)],
+        obs: Metrics,
+    ) -> Result<Log> {
         let (mode, streams, interval, rotate_bytes) =
             (o.durability, o.log_streams, o.group_commit_interval, o.log_rotate_bytes);
         let due = DueAfter { every: o.checkpoint_every, log_bytes: o.checkpoint_log_bytes };
@@ -272,6 +281,7 @@ impl Log {
             due_after: due,
             due: CachePadded::new(AtomicBool::new(false)),
             since: Mutex::new((std::time::Instant::now(), 0)),
+            obs,
         });
         let s2 = Arc::clone(&shared);
         let flusher = std::thread::Builder::new()
@@ -553,6 +563,8 @@ impl Shared {
         // we take its buffer, and every later append after the increment.
         let closed = self.epoch.fetch_add(1, Ordering::SeqCst);
         debug_assert_eq!(closed, e, "only the flusher moves the epoch");
+        let _span = obs::span!(trace, "log_round", epoch = e);
+        let started = obs::Started::now();
         let mut taken = Vec::with_capacity(self.streams.len());
         let mut max_ts = 0;
         for (i, s) in self.streams.iter().enumerate() {
@@ -596,6 +608,7 @@ impl Shared {
         self.write_stream((e % self.streams.len() as u64) as usize, &parts, max_ts, e)?;
         // Relaxed: statistics only.
         self.stats.rounds.fetch_add(1, Ordering::Relaxed);
+        self.obs.wal_flushed(parts.iter().map(|p| p.len() as u64).sum(), started);
         // Release: a committer that sees the epoch durable sees it synced.
         self.durable.store(e, Ordering::Release);
         for (i, (mut buf, _)) in taken.into_iter().enumerate() {

@@ -5,12 +5,13 @@
 //! `10rmw`, `2rmw-8r`, `scan` (`--scan-records`, default 10,000), `10op`
 //! (ten reads or blind writes, `--write-pct` of them writes, default 50:
 //! CCBench's YCSB) and `scan-rmw` (a scan's reads and one read-modify-write:
-//! read-mostly) in `--mix` (default `10rmw:100`).
+//! read-mostly) in `--mix` (default `10rmw:100`); `--rmw` chooses how a
+//! read-modify-write is issued (`modify`, `read-update`, `for-update`).
 
 use super::super::{check_bytes, measure, parse_count, report, Ctx, Measurement};
 use super::Given;
 use multiverse::Database;
-use multiverse_workloads::ycsb::{Ycsb, YcsbConfig, TYPES};
+use multiverse_workloads::ycsb::{Rmw, Ycsb, YcsbConfig, TYPES};
 use multiverse_workloads::Mix;
 
 /// Flags of the ycsb workload, boxed: `BenchArgs` is a variant of the
@@ -43,6 +44,11 @@ pub struct YcsbFlags {
     /// ycsb: percent of a 10op transaction's operations that are blind writes [default: 50].
     #[arg(long, value_name = "PCT", help_heading = "Workload ycsb", value_parser = parse_count)]
     pub write_pct: Option<u64>,
+    /// ycsb: how a read-modify-write reaches the engine: modify (one call),
+    /// read-update (get, then update) or for-update (get_for_update, then
+    /// update) [default: modify].
+    #[arg(long, value_name = "STYLE", help_heading = "Workload ycsb", value_parser = Rmw::parse)]
+    pub rmw: Option<Rmw>,
 }
 
 impl Given for Flags {
@@ -64,6 +70,9 @@ impl Given for Flags {
         if f.write_pct.is_some() {
             g.push("--write-pct");
         }
+        if f.rmw.is_some() {
+            g.push("--rmw");
+        }
         g
     }
 }
@@ -81,6 +90,7 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
         mix: c.mix.as_deref().map(|s| Mix::parse(TYPES, s)).transpose()?.unwrap_or(d.mix),
         prefetch: !f.ycsb_no_prefetch,
         write_pct: f.write_pct.map_or(d.write_pct, |p| u32::try_from(p).unwrap_or(u32::MAX)),
+        rmw: f.rmw.unwrap_or(d.rmw),
     };
     if f.write_pct.is_some() && cfg.mix.pct(multiverse_workloads::ycsb::OP10) == 0.0 {
         return Err("--write-pct applies to 10op transactions: add 10op to --mix (e.g. 10op:100)".into());

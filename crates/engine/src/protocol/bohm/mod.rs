@@ -60,10 +60,10 @@
 //!
 //! # Using it
 //!
-//! [`Database::bohm_run`] runs a stream ([`Feed`]: benchmarks), and
-//! [`Database::bohm_serve`] a server whose [`Server::execute`] blocks until
+//! [`Database::bohm_run`](crate::Database::bohm_run) runs a stream ([`Feed`]: benchmarks), and
+//! [`Database::bohm_serve`](crate::Database::bohm_serve) a server whose [`Server::execute`] blocks until
 //! the transaction has run. Either holds the pipeline for its duration.
-//! Outside them, [`Database::begin`] under `bohm` gives an ordinary
+//! Outside them, [`Database::begin`](crate::Database::begin) under `bohm` gives an ordinary
 //! interactive transaction that runs **alone**: it waits until no pipeline
 //! and no other interactive transaction runs, and then reads and writes the
 //! latest versions directly at the next log position (loaders, consistency
@@ -271,7 +271,7 @@ pub enum Next<P> {
     Stop,
 }
 
-/// A stream of transactions for [`Database::bohm_run`]. Both methods are
+/// A stream of transactions for [`Database::bohm_run`](crate::Database::bohm_run). Both methods are
 /// called on the sequencer thread.
 pub trait Feed<P: Procedure>: Send {
     /// The next transaction. `idle` says nothing is in flight: the feed may
@@ -281,7 +281,7 @@ pub trait Feed<P: Procedure>: Send {
     fn done(&mut self, d: Done<P>);
 }
 
-/// Counters of one [`Database::bohm_run`].
+/// Counters of one [`Database::bohm_run`](crate::Database::bohm_run).
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
     /// Transactions that went through the log.

@@ -4,6 +4,7 @@
 //! (recursively, bounded by `MAX_DEPTH`).
 
 use super::*;
+use crate::obs;
 
 /// Write states an execution tracks for each declared write.
 pub(super) const UNWRITTEN: u8 = 0;
@@ -204,7 +205,9 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             let low = self.low();
             while recycled < low {
                 self.wait_durable(recycled);
-                for i in 0..self.len(recycled) {
+                let n = self.len(recycled);
+                let mut committed = 0;
+                for i in 0..n {
                     let cell = self.cell(recycled, i);
                     // SAFETY: every execution thread has finished the batch
                     // (Acquire in `low`); no one else touches the cell.
@@ -212,7 +215,15 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                     let proc = inner.proc.take().expect("a logged transaction has its procedure");
                     let outcome = inner.decided.take().expect("a finished transaction has its outcome");
                     let latency = inner.finished.saturating_duration_since(inner.submitted);
+                    let ok = matches!(outcome, Outcome::Committed);
+                    committed += u64::from(ok);
+                    self.db.obs.batch_txn(ok, latency);
                     feed.done(Done { proc, outcome, ts: inner.plan.ts, latency });
+                }
+                // Counted as `execute` counts them for the statistics.
+                self.db.obs.batch(committed, n as u64 - committed, AbortReason::User);
+                if let Some(b) = &self.db.budget {
+                    self.db.obs.memory_used(|| b.used());
                 }
                 recycled += 1;
                 idle = Idle::new();
@@ -341,6 +352,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         let mine: Vec<usize> = (0..PARTITIONS).filter(|p| p % m == me).collect();
         let mut b = 0u64;
         while self.wait_published(b) {
+            let span = obs::span!(trace, "cc", batch = b);
             let low = self.low();
             for &p in &mine {
                 self.store.collect(p, b, low);
@@ -351,6 +363,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             // Release: the placeholders and annotations of batch b are
             // written; execution threads Acquire this before running it.
             self.cc_done[me].store(b + 1, Ordering::Release);
+            span.end();
             b += 1;
         }
         // The end of the run: wait for the execution threads, then free
@@ -457,6 +470,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         let mut pending = Vec::new();
         let mut b = 0u64;
         while self.wait_published(b) {
+            let span = obs::span!(trace, "exec", batch = b);
             // Wait for every concurrency-control thread to finish the batch.
             let mut idle = Idle::new();
             // Acquire: pairs with their Release; placeholders are in place.
@@ -487,6 +501,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             // Release: this batch's transactions are complete (GC and the
             // sequencer Acquire it in `low`).
             self.exec_done[me].store(b + 1, Ordering::Release);
+            span.end();
             b += 1;
         }
         tally

@@ -163,7 +163,7 @@ impl<P: Procedure> Feed<Ticket<P>> for ServerFeed<P> {
     }
 }
 
-/// A running BOHM server (see [`Database::bohm_serve`]).
+/// A running BOHM server (see [`Database::bohm_serve`](crate::Database::bohm_serve)).
 pub struct Server<P: Procedure> {
     shared: Arc<ServerShared<P>>,
 }

@@ -3,6 +3,7 @@
 //! install.
 
 use super::*;
+use crate::obs;
 
 impl<'db> LockTxn<'db> {
     /// Releases every lock: the LockSet and the key-range locks.
@@ -86,6 +87,7 @@ impl<'db> LockTxn<'db> {
         self.enter()?;
         let db = self.core.db;
         // Phase 1: prepare.
+        let phase = obs::span!(trace, "prepare", txn = self.core.id);
         loop {
             let mut hit = Vec::new();
             // Epoch pin: records stay allocated while we prepare.
@@ -96,9 +98,11 @@ impl<'db> LockTxn<'db> {
             drop(guard);
             self.lk_wait_ranges(&hit)?;
         }
+        phase.end();
         // Phase 2: the commit TID (recording and durable commits only;
         // module docs). A durable commit with writes enters the checkpoint
         // freeze first and logs before it installs (`durability`).
+        let phase = obs::span!(trace, "log", txn = self.core.id);
         let recording = self.core.recording;
         let log = db.log.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty());
         if log.is_some() {
@@ -108,7 +112,9 @@ impl<'db> LockTxn<'db> {
         let tid = if recording || log.is_some() { self.g.single.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
         debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
         let epoch = log.map(|log| self.core.sv_log_redo(log, tid));
+        phase.end();
         // Phase 3: install, then release.
+        let phase = obs::span!(trace, "install", txn = self.core.id);
         let writes = self.core.local.get().silo.writes.len();
         {
             // Epoch pin: records stay allocated while we install.
@@ -146,9 +152,12 @@ impl<'db> LockTxn<'db> {
         if recording {
             self.core.record_end(Some(tid), Outcome::Committed);
         }
+        phase.end();
+        let phase = obs::span!(trace, "release", txn = self.core.id);
         self.lk_release_locks();
         db.txns.report_outcome(self.core.slot, true);
         self.core.terminate();
+        phase.end();
         db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts: tid, writes })
     }

@@ -189,7 +189,7 @@ pub(crate) struct LockGlobal {
 
 impl LockGlobal {
     pub(crate) fn new(slots: usize) -> LockGlobal {
-        LockGlobal { single: SiloGlobal::new(), sets: SlotSets::new(slots) }
+        LockGlobal { single: SiloGlobal::new(slots), sets: SlotSets::new(slots) }
     }
 }
 
@@ -328,16 +328,47 @@ impl<'db> LockTxn<'db> {
 
     /// 1V's `get_with`.
     pub(crate) fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.lk_get(table, key, LockMode::Shared, f)
+    }
+
+    /// 1V's `get_for_update`: the read takes the key's exclusive lock, the
+    /// one the update will need, held to the end (section 5: "a write locks
+    /// the key X to the end"). Two read-modify-writes of one key then meet
+    /// at the read, where the second waits (or, in a cycle, one is the
+    /// deadlock victim), instead of both holding S locks and deadlocking on
+    /// the upgrade. Under ordered 2PL the lock is the one declared (a key
+    /// declared read only is refused as a write, `Error::NotDeclared`).
+    pub(crate) fn get_for_update_with<R>(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.lk_get(table, key, LockMode::Exclusive, f)
+    }
+
+    /// A point read of `key` under its lock in `mode` (a shared lock is a
+    /// short one at read committed).
+    fn lk_get<R>(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        mode: LockMode,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
         self.enter()?;
         let t = self.core.db.table_ref(table)?;
         let w = Self::lk_word(&t.indexes[0], key);
-        let got = self.lk_lock(w, LockMode::Shared, !self.long_reads, true, || false)?;
+        let short = mode == LockMode::Shared && !self.long_reads;
+        let got = self.lk_lock(w, mode, short, true, || false)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let guard = crossbeam_epoch::pin();
         let rec = find_latest(t, key, None);
         let found = if rec.is_null() { None } else { self.lk_read(rec) };
         drop(guard);
-        self.lk_short_release(w, got);
+        if short {
+            self.lk_short_release(w, got);
+        }
         if self.core.recording {
             let version = found.map(|wr| (wr, self.core.local.get().silo.copy.clone()));
             self.core.record(Op::Read { table: table.0, key: key.clone(), version });

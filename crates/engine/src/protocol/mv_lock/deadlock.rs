@@ -59,6 +59,15 @@ fn edges(nodes: &[Node]) -> Vec<Vec<usize>> {
 /// blocked and still wait for each other, and marks the victim: the member
 /// of a cycle that blocked last, the one whose wait closed it. Returns true if it broke a deadlock. Only one
 /// detector runs at a time; a call that finds another one running returns.
+///
+/// ```
+/// use multiverse::{detect_deadlocks, Database, Options, Protocol};
+///
+/// let db = Database::new(Options { protocol: Protocol::MvLock, ..Options::default() }).unwrap();
+/// // Blocked transactions run it by themselves; with nothing blocked there
+/// // is no deadlock to break.
+/// assert!(!detect_deadlocks(&db));
+/// ```
 pub fn detect_deadlocks(db: &Shared) -> bool {
     let txns = &db.txns;
     let Some(_one) = txns.detector.try_lock() else { return false };

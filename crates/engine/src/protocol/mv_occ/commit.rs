@@ -4,6 +4,7 @@
 //! versions), and abort.
 
 use super::*;
+use crate::obs;
 
 impl<'db> MvTxn<'db> {
     /// MV/O's commit (sections 3.2 and 3.3). A transaction becomes
@@ -14,6 +15,11 @@ impl<'db> MvTxn<'db> {
         if self.policy.po_occ {
             // Figure 13, step 3: the optimistic writes take their locks now.
             self.po_connect()?;
+        }
+        // Claims no write used are reads again, before anything else (see
+        // `intent`: before the end timestamp is drawn).
+        if !self.core.local.get().claims.is_empty() {
+            self.release_claims()?;
         }
         let db = self.mvdb();
         let local = self.core.local.get();
@@ -48,6 +54,7 @@ impl<'db> MvTxn<'db> {
 
         // Wait-for dependencies (section 4.2): wait until no read lock or
         // bucket lock holds us back, before taking the end timestamp.
+        let phase = obs::span!(trace, "precommit", txn = self.core.id);
         if self.policy.honour_locks {
             if let Err(r) = self.await_wait_fors() {
                 return Err(self.abort_with(r));
@@ -74,9 +81,12 @@ impl<'db> MvTxn<'db> {
             self.release_locks();
         }
 
+        phase.end();
+
         // Preparation: validation, then wait for commit dependencies. Under
         // POMVCC others commit at our timestamp too: validating just past it
         // counts their writes as conflicts (see `protocol::pomvcc`).
+        let phase = obs::span!(trace, "validate", txn = self.core.id, end_ts);
         let validate = !db.opts.faults.skip_validation;
         let check_ts = if db.g.po.is_some() { end_ts + 1 } else { end_ts };
         if validate && self.core.isolation >= Isolation::RepeatableRead && !self.validate_reads(check_ts) {
@@ -90,9 +100,12 @@ impl<'db> MvTxn<'db> {
                 return Err(self.abort_with(r));
             }
         }
+        phase.end();
+        let phase = obs::span!(trace, "dependencies", txn = self.core.id);
         if !self.core.wait_for_dependencies() {
             return Err(self.abort_with(AbortReason::CommitDependency));
         }
+        phase.end();
         // Logging (section 3.2, "write the new versions to the log"): the
         // redo record is appended before we become Committed, so that
         // whoever reads or overwrites our writes appends after us (see
@@ -104,11 +117,14 @@ impl<'db> MvTxn<'db> {
         // transaction never waits for a round it did not read from. If the
         // log fails we still commit in memory (others may depend on us) and
         // report it at the end, as before.
+        let phase = obs::span!(trace, "log", txn = self.core.id);
         let epoch = db.log.as_ref().filter(|_| wrote).map(|log| self.log_redo(log, end_ts));
         let durable = db.wait_durable(epoch);
         db.txns.set_state(self.core.slot, TxnState::Committed, end_ts);
+        phase.end();
 
         // Postprocessing: propagate the end timestamp (SSN's stamps first).
+        let phase = obs::span!(trace, "postprocess", txn = self.core.id);
         if self.policy.cert != Cert::Off {
             self.ssn_postcommit(end_ts);
         }
@@ -156,6 +172,7 @@ impl<'db> MvTxn<'db> {
             db.g.po_clock(&db);
         }
         self.core.terminate();
+        phase.end();
         durable?;
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
@@ -278,6 +295,7 @@ impl<'db> MvTxn<'db> {
                 let _ = word::release_write_lock(&old.end, self.core.id);
             }
         }
+        self.drop_claims();
         if self.policy.honour_locks {
             self.release_locks();
         }

@@ -71,9 +71,11 @@
 //!
 //! Files: this one (the `Transaction`, its state and the helpers every
 //! phase uses), `read.rs` (reads and scans), `write.rs` (writes),
-//! `commit.rs` (commit and abort).
+//! `intent.rs` (`get_for_update`'s write claims), `commit.rs` (commit and
+//! abort).
 
 mod commit;
+mod intent;
 mod read;
 mod write;
 

@@ -3,6 +3,7 @@
 //! and the `Delivery` that hands visible rows to the caller while it
 //! fills the ReadSet, the ScanSet and the recorded history.
 
+use super::intent::claimed;
 use super::*;
 
 impl<'db> MvTxn<'db> {
@@ -10,6 +11,19 @@ impl<'db> MvTxn<'db> {
     /// No allocation: the value is borrowed for the duration of `f`.
     #[inline]
     pub(crate) fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.read_key(table, key, false, f)
+    }
+
+    /// A point lookup of `key`; `intent`: `get_for_update`'s, which claims
+    /// the version found instead of read-locking it (see `intent`).
+    #[inline]
+    pub(super) fn read_key<R>(
+        &mut self,
+        table: TableId,
+        key: &Key,
+        intent: bool,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
         self.enter()?;
         if self.policy.po_occ {
             if let Some(i) = self.po_find(table.0, key) {
@@ -24,7 +38,16 @@ impl<'db> MvTxn<'db> {
         } else {
             self.find_visible(t, key, self.lookup_time())
         };
-        if self.policy.lock_reads {
+        if v.is_null() {
+            v = self.claimed_row(table.0, key);
+        }
+        if intent {
+            if !v.is_null() {
+                // The claim turns a read lock of ours into the write lock
+                // (section 4.5, rule 1): none is taken first.
+                self.claim_found(table.0, v)?;
+            }
+        } else if self.policy.lock_reads {
             v = self.lock_found(t, key, v)?;
         }
         if v.is_null() {
@@ -92,12 +115,13 @@ impl<'db> MvTxn<'db> {
         if self.policy.cert != Cert::Off {
             self.ssn_scan(t, index.index, &ScanKind::Eq(key.clone()));
         }
+        let claims = std::mem::take(&mut self.core.local.get().claims);
         let mut out = Delivery::new(self);
         ix.for_each_eq(key, |v| {
             if !ix.matches(v, key) {
                 return true;
             }
-            if visible_at(v, rt, &me).is_none() {
+            if visible_at(v, rt, &me).is_none() && !claimed(&claims, v) {
                 out.ssn_absent(v, rt);
                 return true;
             }
@@ -108,10 +132,11 @@ impl<'db> MvTxn<'db> {
                 out.refused = out.refused.or(Some(r));
             }
         }
-        if let Some(r) = out.refused {
+        let (refused, rows) = (out.refused, out.rows);
+        self.core.local.get().claims = claims;
+        if let Some(r) = refused {
             return Err(self.abort_with(r));
         }
-        let rows = out.rows;
         if self.core.recording {
             let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
             self.core.record(Op::Scan {
@@ -168,6 +193,8 @@ impl<'db> MvTxn<'db> {
         // Writers of versions a serializable pessimistic scan cannot see yet.
         let mut uncommitted = std::mem::take(&mut self.core.local.get().uncommitted);
         let (lock_scans, db, id) = (self.policy.lock_scans, self.core.db, self.core.id);
+        // Versions we claimed and did not replace: ours to see (see `intent`).
+        let claims = std::mem::take(&mut self.core.local.get().claims);
         let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
         let mut stopped_at = None;
@@ -180,13 +207,13 @@ impl<'db> MvTxn<'db> {
                 if !p(&v.key(), v.value()) {
                     // SSN and SSI: the predicate read this row too, so an
                     // update that makes it match overwrites a version read.
-                    if out.ssn.is_some() && visible_at(v, rt, &me).is_some() {
+                    if out.ssn.is_some() && (visible_at(v, rt, &me).is_some() || claimed(&claims, v)) {
                         return out.ssn_read(v);
                     }
                     return true;
                 }
             }
-            if visible_at(v, rt, &me).is_none() {
+            if visible_at(v, rt, &me).is_none() && !claimed(&claims, v) {
                 if lock_scans {
                     uncommitted.extend(Self::uncommitted_writer(db, id, v, rt));
                 }
@@ -207,6 +234,7 @@ impl<'db> MvTxn<'db> {
         let refused = out.refused;
         let rows = out.rows;
         self.core.local.get().uncommitted = uncommitted;
+        self.core.local.get().claims = claims;
         if let Some(r) = refused {
             return Err(self.abort_with(r));
         }

@@ -31,6 +31,11 @@ impl<'db> MvTxn<'db> {
     ) -> Result<()> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
+        // A row we claimed is ours to see (see `intent`): a duplicate.
+        let claimed = self.claimed_row(table.0, &key);
+        if !claimed.is_null() && ready.is_null() {
+            return self.duplicate(claimed);
+        }
         let rt = self.read_time();
         let me = self.me();
         let make = || {
@@ -177,7 +182,7 @@ impl<'db> MvTxn<'db> {
         let mut buf = std::mem::take(&mut self.core.local.get().scratch);
         buf.clear();
         let rt = self.lookup_time();
-        let v = self.find_visible(t, key, rt);
+        let v = self.find_row(t, table, key, rt);
         let r = if v.is_null() {
             self.not_found(table, key)
         } else {
@@ -209,7 +214,7 @@ impl<'db> MvTxn<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let rt = self.lookup_time();
-        let v = self.find_visible(t, key, rt);
+        let v = self.find_row(t, table, key, rt);
         if v.is_null() {
             return self.not_found(table, key);
         }
@@ -239,7 +244,7 @@ impl<'db> MvTxn<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let rt = self.lookup_time();
-        let v = self.find_visible(t, key, rt);
+        let v = self.find_row(t, table, key, rt);
         if v.is_null() {
             return self.not_found(table, key);
         }
@@ -260,6 +265,17 @@ impl<'db> MvTxn<'db> {
             return Err(self.abort_with(AbortReason::CommitDependency));
         }
         Ok(())
+    }
+
+    /// [`Self::find_visible`], or the version of `key` we claimed and no
+    /// write used yet (our visibility check hides it, see `intent`).
+    #[inline]
+    fn find_row(&mut self, t: &Table, table: TableId, key: &Key, rt: u64) -> *mut Version {
+        let v = self.find_visible(t, key, rt);
+        if v.is_null() {
+            return self.claimed_row(table.0, key);
+        }
+        v
     }
 
     /// An update or delete found no visible row.
@@ -309,6 +325,11 @@ impl<'db> MvTxn<'db> {
     /// we take a wait-for dependency on the version (section 4.2.1); a read
     /// lock of our own is turned into the write lock in the same CAS.
     pub(crate) fn claim(&mut self, v: *mut Version) -> Result<()> {
+        // A claim of `get_for_update` on `v` is the write lock already.
+        if let Some(c) = self.core.local.get().claims.iter_mut().find(|c| !c.used && c.v.0 == v) {
+            c.used = true;
+            return Ok(());
+        }
         let me = self.me();
         // SAFETY: found under the epoch guard; it cannot be reclaimed while
         // we hold its write lock or are pinned.

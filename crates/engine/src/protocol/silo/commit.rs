@@ -3,6 +3,7 @@
 //! ReadSet and node set, phase 3 installs and unlocks; and abort.
 
 use super::*;
+use crate::obs;
 
 impl<'db> SiloTxn<'db> {
     /// Rolls back: unlocks what phase 1 locked (`locked` WriteSet entries in
@@ -20,6 +21,8 @@ impl<'db> SiloTxn<'db> {
             let rec = unsafe { &*w.rec.0 };
             rec.begin.fetch_and(!LOCK, Ordering::Release);
         }
+        self.sv_release_claims();
+        let l = &mut self.core.local.get().silo;
         let placeholders: Vec<(u32, VPtr)> =
             l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         for (table, rec) in placeholders {
@@ -47,6 +50,7 @@ impl<'db> SiloTxn<'db> {
         let _guard = crossbeam_epoch::pin();
 
         // Phase 1: lock the WriteSet in address order.
+        let phase = obs::span!(trace, "lock", txn = self.core.id);
         let mut order = std::mem::take(&mut self.core.local.get().silo.sorted);
         order.clear();
         order.extend(0..self.core.local.get().silo.writes.len());
@@ -99,7 +103,10 @@ impl<'db> SiloTxn<'db> {
                 .unwrap_or(floor);
         }
 
+        phase.end();
+
         // Phase 2: validation.
+        let phase = obs::span!(trace, "validate", txn = self.core.id);
         let validate = !db.opts.faults.skip_validation;
         if validate {
             if let Err(reason) = self.sv_validate() {
@@ -109,7 +116,10 @@ impl<'db> SiloTxn<'db> {
             }
         }
 
+        phase.end();
+
         // Phase 3: the commit TID, then the writes.
+        let phase = obs::span!(trace, "install", txn = self.core.id);
         let l = &mut self.core.local.get().silo;
         for r in &l.reads {
             max_tid = max_tid.max(r.word & TID);
@@ -127,6 +137,8 @@ impl<'db> SiloTxn<'db> {
             self.sv_install(w, tid);
         }
         self.core.local.get().silo.sorted = order;
+        // The next claimant of a key we claimed reads what we installed.
+        self.sv_release_claims();
         if log.is_some() {
             // Out of the freeze: installed.
             db.txns.set_state(self.core.slot, TxnState::Committed, tid);
@@ -143,6 +155,7 @@ impl<'db> SiloTxn<'db> {
             self.core.record_end(Some(commit_ts), Outcome::Committed);
         }
         self.core.terminate();
+        phase.end();
         db.wait_durable(epoch)?;
         Ok(CommitInfo { commit_ts, writes })
     }

@@ -68,9 +68,12 @@
 //!   locked (value logging, section 4.10; see `crate::durability` for
 //!   why recovery orders by this sequence rather than SiloR's epochs);
 //! * records that are replaced or deleted are unlinked by the shared garbage
-//!   collector and freed after an epoch of crossbeam-epoch.
+//!   collector and freed after an epoch of crossbeam-epoch;
+//! * `get_for_update` takes a write claim that orders the read-modify-writes
+//!   of a key (the paper has none; see `intent.rs`).
 
 mod commit;
+mod intent;
 
 pub(crate) use super::single::*;
 
