@@ -1,6 +1,6 @@
 //! `multiverse export`, `import` and `backup`: a data directory exported
-//! and imported holds the same rows (any bytes in keys and values, odd
-//! table names); bad input is one line naming the file and line, exit 1,
+//! and imported holds the same rows (any bytes in keys and values, keys
+//! up to the maximum length, odd table names); bad input is one line naming the file and line, exit 1,
 //! and writes nothing; a used output directory is refused.
 
 mod common;
@@ -45,6 +45,9 @@ fn source(dir: &Path) {
         for i in 0..300u64 {
             t.insert(p, Key::from(i), &i.to_le_bytes())?;
         }
+        // Long keys (past the 32 inline bytes, up to the 1024-byte maximum).
+        t.insert(p, Key::from_bytes(&[0xab; 100]).unwrap(), b"long")?;
+        t.insert(p, Key::from_bytes(&[0xcd; multiverse::KEY_MAX]).unwrap(), b"longest")?;
         t.insert(o, Key::from_bytes(&[0, 0xff, b'"', b'\n']).unwrap(), &[0xc3, 0x28, 0, b'\\'])?;
         t.insert(o, Key::from_bytes(b"k").unwrap(), b"")
     })
@@ -79,9 +82,9 @@ fn export_then_import_round_trips_and_backup_copies() {
         (tmp.path().join("data"), tmp.path().join("out"), tmp.path().join("back"), tmp.path().join("copy"));
     source(&data);
     let expect = rows(&data);
-    assert_eq!(expect.len(), 302);
+    assert_eq!(expect.len(), 304);
     let said = ok(&["export", s(&data), "--out", s(&out)]);
-    assert!(said.contains("3 tables, 302 rows"), "{said}");
+    assert!(said.contains("3 tables, 304 rows"), "{said}");
     let mut files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
     files.sort();
     assert_eq!(files, ["empty.jsonl", "export.json", "odd%2Fname%2Ex.jsonl", "plain.jsonl"]);

@@ -31,7 +31,7 @@ pub struct AppendMismatch {
 
 impl fmt::Display for AppendMismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", key_name((self.table, self.key)), self.message)
+        write!(f, "{}: {}", key_name(&(self.table, self.key.clone())), self.message)
     }
 }
 
@@ -59,9 +59,9 @@ pub fn check_appends(history: &History) -> Vec<AppendMismatch> {
     let mut out = Vec::new();
     let mut finals: FxMap<(u32, Key), &[u8]> = FxMap::default();
     let mut sorted: Vec<_> = keys.into_iter().filter(|(_, a)| !a.deleted && !a.writes.is_empty()).collect();
-    sorted.sort_by_key(|a| a.0);
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
     for ((table, key), mut appends) in sorted {
-        let mismatch = |message| AppendMismatch { table, key, message };
+        let mismatch = |message| AppendMismatch { table, key: key.clone(), message };
         appends.writes.sort_by_key(|a| (a.commit_ts, a.txn));
         match value_order(&appends.writes) {
             Err(message) => out.push(mismatch(message)),
@@ -69,7 +69,7 @@ pub fn check_appends(history: &History) -> Vec<AppendMismatch> {
                 if let Some(message) = compare_orders(&appends.writes, &by_value) {
                     out.push(mismatch(message));
                 }
-                finals.insert((table, key), by_value.last().expect("non-empty").value);
+                finals.insert((table, key.clone()), by_value.last().expect("non-empty").value);
             }
         }
     }
@@ -86,7 +86,7 @@ fn collect_writes(history: &History) -> FxMap<(u32, Key), KeyAppends<'_>> {
         for op in &t.ops {
             if let Op::Write { table, key, kind, value } = op {
                 let v = if *kind == WriteKind::Delete { None } else { Some(value.as_slice()) };
-                let slot = last.entry((*table, *key)).or_insert(v);
+                let slot = last.entry((*table, key.clone())).or_insert(v);
                 *slot = slot.and(v);
             }
         }
@@ -140,8 +140,8 @@ fn compare_orders(by_ts: &[Append<'_>], by_value: &[&Append<'_>]) -> Option<Stri
 fn check_reads(history: &History, finals: &FxMap<(u32, Key), &[u8]>, out: &mut Vec<AppendMismatch>) {
     let mut reported: FxMap<(u32, Key), ()> = FxMap::default();
     let mut report = |table: u32, key: Key, txn: u64, value: &[u8], out: &mut Vec<AppendMismatch>| {
-        let Some(fin) = finals.get(&(table, key)) else { return };
-        if fin.starts_with(value) || reported.insert((table, key), ()).is_some() {
+        let Some(fin) = finals.get(&(table, key.clone())) else { return };
+        if fin.starts_with(value) || reported.insert((table, key.clone()), ()).is_some() {
             return;
         }
         let message = format!("T{txn} read {}, which is not a prefix of the final list", short_value(value));
@@ -150,10 +150,10 @@ fn check_reads(history: &History, finals: &FxMap<(u32, Key), &[u8]>, out: &mut V
     for t in history.txns.iter().filter(|t| t.outcome == Outcome::Committed) {
         for op in &t.ops {
             match op {
-                Op::Read { table, key, version: Some((_, v)) } => report(*table, *key, t.id, v, out),
+                Op::Read { table, key, version: Some((_, v)) } => report(*table, key.clone(), t.id, v, out),
                 Op::Scan { table, index: 0, rows, .. } => {
                     for (key, _, v) in rows {
-                        report(*table, *key, t.id, v, out);
+                        report(*table, key.clone(), t.id, v, out);
                     }
                 }
                 _ => {}

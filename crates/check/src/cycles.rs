@@ -219,7 +219,7 @@ fn cycle_anomaly(m: &Model<'_>, cycle: &Cycle) -> Anomaly {
     let mut details = Vec::new();
     for &(v, e) in cycle {
         let (from, to) = (m.txn(v).id, m.txn(e.to).id);
-        let key = key_name(m.names[e.key as usize]);
+        let key = key_name(&m.names[e.key as usize]);
         summary.push_str(&format!("T{from} -{}({key})-> ", e.dep.label()));
         details.push(match e.dep {
             Dep::Ww => format!("T{from} wrote {key}; T{to} wrote a later version"),

@@ -91,7 +91,7 @@ impl<'m, 'h> Deps<'m, 'h> {
     }
 
     fn key_name(&self, k: KeyId) -> String {
-        key_name(self.m.names[k as usize])
+        key_name(&self.m.names[k as usize])
     }
 
     /// A transaction at snapshot-type isolation reads as of its begin timestamp.

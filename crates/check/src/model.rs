@@ -161,17 +161,17 @@ impl<'h> Model<'h> {
         for op in &t.ops {
             match op {
                 Op::Write { table, key, kind, value } => {
-                    let k = self.intern(*table, *key);
+                    let k = self.intern(*table, key.clone());
                     self.op_keys.push(k);
                     last.insert(k, (*kind != WriteKind::Delete).then_some(value.as_slice()));
                 }
                 Op::Read { table, key, .. } => {
-                    let k = self.intern(*table, *key);
+                    let k = self.intern(*table, key.clone());
                     self.op_keys.push(k);
                 }
                 Op::Scan { table, rows, .. } => {
                     for (key, _, _) in rows {
-                        let k = self.intern(*table, *key);
+                        let k = self.intern(*table, key.clone());
                         self.op_keys.push(k);
                     }
                 }
@@ -193,7 +193,7 @@ impl<'h> Model<'h> {
 
     fn intern(&mut self, table: u32, key: Key) -> KeyId {
         let next = self.names.len() as KeyId;
-        let id = *self.keys.entry((table, key)).or_insert(next);
+        let id = *self.keys.entry((table, key.clone())).or_insert(next);
         if id == next {
             self.names.push((table, key));
             self.versions.push(Vec::new());
@@ -212,13 +212,13 @@ impl<'h> Model<'h> {
             for pair in vs.windows(2) {
                 if pair[0].ts == pair[1].ts {
                     let (a, b) = (self.txns[pair[0].txn as usize].id, self.txns[pair[1].txn as usize].id);
-                    let (key, ts) = (key_name(self.names[k]), pair[0].ts);
+                    let (key, ts) = (key_name(&self.names[k]), pair[0].ts);
                     found.note(Class::Invalid, &[a, b], || {
                         format!("T{a} and T{b} both wrote {key} with the same commit timestamp {ts}")
                     });
                 }
             }
-            let (table, key) = self.names[k];
+            let (table, key) = self.names[k].clone();
             self.tables.entry(table).or_default().insert(key, k as KeyId);
         }
     }
@@ -316,17 +316,15 @@ impl<'h> Model<'h> {
         if !range_is_valid(lo, hi) {
             return Vec::new();
         }
-        keys.range((lo.as_ref(), hi.as_ref())).map(|(k, &id)| (*k, id)).collect()
+        keys.range((lo.as_ref(), hi.as_ref())).map(|(k, &id)| (k.clone(), id)).collect()
     }
 
     /// Whether the first write of key `k` by transaction `t` was an insert:
     /// the row was absent before `t`.
     pub(crate) fn first_write_inserts(&self, t: TxnIx, k: KeyId) -> bool {
-        let (table, key) = self.names[k as usize];
+        let (table, key) = &self.names[k as usize];
         self.txn(t).ops.iter().find_map(|op| match op {
-            Op::Write { table: tb, key: ky, kind, .. } if *tb == table && *ky == key => {
-                Some(*kind == WriteKind::Insert)
-            }
+            Op::Write { table: tb, key: ky, kind, .. } if tb == table && ky == key => Some(*kind == WriteKind::Insert),
             _ => None,
         }) == Some(true)
     }
@@ -334,10 +332,10 @@ impl<'h> Model<'h> {
     /// Whether transaction `t` wrote a value equal to `value` to key `k`
     /// (at any point, not only last).
     pub(crate) fn ever_wrote(&self, t: TxnIx, k: KeyId, value: &[u8]) -> bool {
-        let (table, key) = self.names[k as usize];
+        let (table, key) = &self.names[k as usize];
         self.txn(t).ops.iter().any(|op| {
             matches!(op, Op::Write { table: tb, key: ky, kind, value: v }
-                if *tb == table && *ky == key && *kind != WriteKind::Delete && v.as_slice() == value)
+                if tb == table && ky == key && *kind != WriteKind::Delete && v.as_slice() == value)
         })
     }
 }
@@ -368,7 +366,7 @@ pub(crate) fn in_range(key: &Key, lo: &Bound<Key>, hi: &Bound<Key>) -> bool {
 }
 
 /// `t0/key 5` for 8-byte keys, `t0/key 0x0102` otherwise.
-pub(crate) fn key_name((table, key): (u32, Key)) -> String {
+pub(crate) fn key_name((table, key): &(u32, Key)) -> String {
     match (key.len(), key.to_u64()) {
         (8, Some(n)) => format!("t{table}/key {n}"),
         _ => format!("t{table}/key 0x{}", hex(key.as_bytes())),

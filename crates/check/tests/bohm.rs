@@ -289,7 +289,7 @@ fn replay(h: &History, initial: &Rows) -> Result<Rows, String> {
         for op in &t.ops {
             match op {
                 Op::Read { table, key, version } => {
-                    let k = (*table, *key);
+                    let k = (*table, key.clone());
                     let expect = match mine.get(&k) {
                         Some(own) => own.clone().map(|v| (Writer::Committed(ts), v)),
                         None => rows.get(&k).map(|(w, v)| (Writer::Committed(*w), v.clone())),
@@ -299,7 +299,7 @@ fn replay(h: &History, initial: &Rows) -> Result<Rows, String> {
                     }
                 }
                 Op::Write { table, key, kind, value } => {
-                    let k = (*table, *key);
+                    let k = (*table, key.clone());
                     let old: Option<Vec<u8>> = match mine.get(&k) {
                         Some(own) => own.clone(),
                         None => rows.get(&k).map(|(_, v)| v.clone()),
@@ -341,7 +341,7 @@ fn contents(s: &Setup) -> BTreeMap<(u32, Key), Vec<u8>> {
     let mut tx = s.db.begin(Isolation::Serializable).unwrap();
     for (t, no) in s.tables.into_iter().zip(s.numbers) {
         tx.scan(s.db.primary(t), .., None, |k, v| {
-            got.insert((no, *k), v.to_vec());
+            got.insert((no, k.clone()), v.to_vec());
             true
         })
         .unwrap();
@@ -436,7 +436,7 @@ fn tamper(h: &History) -> Option<History> {
             });
             if let (true, Some(before)) = (writes_after, a_read) {
                 let mut h = h.clone();
-                h.txns[bi].ops[ri] = Op::Read { table: *table, key: *key, version: Some(before) };
+                h.txns[bi].ops[ri] = Op::Read { table: *table, key: key.clone(), version: Some(before) };
                 return Some(h);
             }
         }

@@ -194,10 +194,10 @@ fn parse_errors_name_the_line() {
         assert!(e.message.contains(msg), "{text:?} -> {e}");
         assert!(!e.message.contains('\n'), "one-line message: {e}");
     }
-    let long_key = format!("{h}txn 1 si begin=1 commit=2 committed\n  r 0 {} none\n", "00".repeat(33));
+    let long_key = format!("{h}txn 1 si begin=1 commit=2 committed\n  r 0 {} none\n", "00".repeat(1025));
     let e = err(&long_key);
-    assert_eq!((e.line, e.message.as_str()), (3, "key of 33 bytes is longer than the 32-byte maximum"));
-    assert_eq!(e.to_string(), "line 3: key of 33 bytes is longer than the 32-byte maximum");
+    assert_eq!((e.line, e.message.as_str()), (3, "key of 1025 bytes is longer than the 1024-byte maximum"));
+    assert_eq!(e.to_string(), "line 3: key of 1025 bytes is longer than the 1024-byte maximum");
     let huge = format!("{h}txn {} si begin=1 commit=2 committed\n", "9".repeat(30));
     assert!(err(&huge).message.contains("out of range"));
 }

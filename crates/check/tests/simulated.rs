@@ -182,7 +182,7 @@ impl Sim {
         };
         if let (Some(w), Some(v)) = (writer, &current) {
             // As the engine does: an update or delete records the version it replaces.
-            a.rec.ops.push(Op::Read { table: 0, key, version: Some((w, v.clone())) });
+            a.rec.ops.push(Op::Read { table: 0, key: key.clone(), version: Some((w, v.clone())) });
         }
         let value = if kind == WriteKind::Delete {
             Vec::new()

@@ -1,28 +1,55 @@
-//! Keys: small, inline, byte-ordered.
+//! Keys: byte strings of up to [`KEY_MAX`] bytes, ordered by their bytes.
 //!
-//! A [`Key`] holds up to [`KEY_MAX`] bytes inline (no heap allocation), compares
-//! lexicographically by its bytes, and is `Copy`. Composite keys (warehouse,
-//! district, order) are built with [`KeyBuilder`], which writes each part
-//! big-endian so that byte order equals the tuple's natural order; that makes
-//! range scans over a prefix (all orders of one district) work on the ordered
-//! index.
+//! A [`Key`] of up to [`KEY_INLINE`] bytes (every integer and composite key
+//! the workloads build) lives inline, with no heap allocation: building,
+//! comparing, hashing and cloning it costs what it cost when keys could not
+//! be longer. A longer key, up to [`KEY_MAX`] bytes, keeps its bytes in a
+//! shared heap buffer (`Arc<[u8]>`), so a clone is a reference-count
+//! increment. Which representation a key has follows from its length
+//! alone, so equal keys always have the same one. Keys are `Clone`, not
+//! `Copy`; pass `&Key` where a key is only looked at.
+//!
+//! Composite keys (warehouse, district, order) are built with
+//! [`KeyBuilder`], which writes each part big-endian so that byte order
+//! equals the tuple's natural order; that makes range scans over a prefix
+//! (all orders of one district) work on the ordered index.
 
 use crate::Error;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::ptr;
+use std::sync::Arc;
 
 /// Most bytes a key may hold.
 ///
 /// ```
 /// use multiverse::{Error, Key, KEY_MAX};
 ///
+/// assert_eq!(KEY_MAX, 1024);
 /// assert!(Key::from_bytes(&vec![7; KEY_MAX]).is_ok());
 /// assert!(matches!(Key::from_bytes(&vec![7; KEY_MAX + 1]), Err(Error::KeyTooLarge { .. })));
 /// ```
-pub const KEY_MAX: usize = 32;
+pub const KEY_MAX: usize = 1024;
 
-/// An inline key of up to [`KEY_MAX`] bytes, ordered by its bytes.
+/// Most bytes a key holds inline (without a heap allocation).
+///
+/// ```
+/// use multiverse::{Key, KEY_INLINE};
+///
+/// assert!(Key::from_bytes(&[1; KEY_INLINE]).unwrap().is_inline());
+/// assert!(!Key::from_bytes(&[1; KEY_INLINE + 1]).unwrap().is_inline());
+/// ```
+pub const KEY_INLINE: usize = 32;
+
+// The length field and the pointer of a long key must fit.
+const _: () = assert!(KEY_MAX <= u16::MAX as usize && KEY_INLINE >= std::mem::size_of::<usize>());
+
+/// The bytes of [`Key::MAX`] (its long representation points here, not
+/// to a reference-counted buffer).
+static MAX_BYTES: [u8; KEY_MAX] = [0xFF; KEY_MAX];
+
+/// A key of up to [`KEY_MAX`] bytes, ordered by its bytes.
 ///
 /// ```
 /// use multiverse::Key;
@@ -32,12 +59,26 @@ pub const KEY_MAX: usize = 32;
 /// let composite = Key::builder().u32(1).u64(2).build().unwrap();
 /// assert_eq!(composite.len(), 12);
 /// assert!(Key::from_bytes(b"apple").unwrap() < Key::from_bytes(b"apples").unwrap());
+/// // A long key is cloned, not copied: the clone shares its buffer.
+/// let long = Key::from_bytes(&[b'x'; 100]).unwrap();
+/// assert_eq!(long.clone(), long);
 /// ```
-#[derive(Clone, Copy)]
+///
+/// Representation (`len` decides which):
+///
+/// - `len <= KEY_INLINE`: the bytes are `bytes[..len]`, the rest of
+///   `bytes` is zero (the word-wise comparison relies on it).
+/// - `len > KEY_INLINE`: `bytes[..size_of::<usize>()]` holds, native-endian,
+///   the address of the key's `len` bytes: the data pointer of an
+///   `Arc<[u8]>` that this key owns one strong count of, or 0 for
+///   [`Key::MAX`], whose bytes are the static `MAX_BYTES`.
 pub struct Key {
-    bytes: [u8; KEY_MAX],
-    len: u8,
+    bytes: [u8; KEY_INLINE],
+    len: u16,
 }
+
+// `Key` is `Send` and `Sync` on its own (plain bytes); that is right, since
+// what a long key points to is an `Arc<[u8]>`, which is both.
 
 impl Key {
     /// The empty key: sorts before every other key.
@@ -48,16 +89,19 @@ impl Key {
     /// assert!(Key::EMPTY.is_empty());
     /// assert!(Key::EMPTY < Key::from_bytes(&[0]).unwrap());
     /// ```
-    pub const EMPTY: Key = Key { bytes: [0; KEY_MAX], len: 0 };
+    pub const EMPTY: Key = Key { bytes: [0; KEY_INLINE], len: 0 };
 
-    /// The greatest key: [`KEY_MAX`] bytes of `0xFF`; sorts after every other key.
+    /// The greatest key: [`KEY_MAX`] bytes of `0xFF`; sorts after every
+    /// other key (no key is longer). Equal to the key built from those
+    /// bytes.
     ///
     /// ```
-    /// use multiverse::Key;
+    /// use multiverse::{Key, KEY_MAX};
     ///
     /// assert!(Key::from(u64::MAX) < Key::MAX);
+    /// assert_eq!(Key::MAX, Key::from_bytes(&[0xFF; KEY_MAX]).unwrap());
     /// ```
-    pub const MAX: Key = Key { bytes: [0xFF; KEY_MAX], len: KEY_MAX as u8 };
+    pub const MAX: Key = Key { bytes: [0; KEY_INLINE], len: KEY_MAX as u16 };
 
     /// An 8-byte big-endian key, the common case for integer primary keys.
     ///
@@ -69,12 +113,13 @@ impl Key {
     /// ```
     #[inline]
     pub fn from_u64(k: u64) -> Key {
-        let mut bytes = [0u8; KEY_MAX];
+        let mut bytes = [0u8; KEY_INLINE];
         bytes[..8].copy_from_slice(&k.to_be_bytes());
         Key { bytes, len: 8 }
     }
 
     /// A key from raw bytes; fails with [`Error::KeyTooLarge`] beyond [`KEY_MAX`].
+    /// Keys of up to [`KEY_INLINE`] bytes do not allocate.
     ///
     /// ```
     /// use multiverse::Key;
@@ -82,13 +127,56 @@ impl Key {
     /// let k = Key::from_bytes(b"user:42").unwrap();
     /// assert_eq!(k.as_bytes(), b"user:42");
     /// ```
+    #[inline]
     pub fn from_bytes(b: &[u8]) -> Result<Key, Error> {
+        if b.len() <= KEY_INLINE {
+            let mut bytes = [0u8; KEY_INLINE];
+            bytes[..b.len()].copy_from_slice(b);
+            return Ok(Key { bytes, len: b.len() as u16 });
+        }
+        Key::long(b)
+    }
+
+    /// A key of more than [`KEY_INLINE`] bytes: one heap buffer.
+    #[cold]
+    fn long(b: &[u8]) -> Result<Key, Error> {
+        debug_assert!(b.len() > KEY_INLINE);
         if b.len() > KEY_MAX {
             return Err(Error::KeyTooLarge { len: b.len(), max: KEY_MAX });
         }
-        let mut bytes = [0u8; KEY_MAX];
-        bytes[..b.len()].copy_from_slice(b);
-        Ok(Key { bytes, len: b.len() as u8 })
+        let shared: Arc<[u8]> = Arc::from(b);
+        // The strong count moves into the key; `Drop` gives it back.
+        let p = Arc::into_raw(shared) as *const u8 as usize;
+        let mut bytes = [0u8; KEY_INLINE];
+        bytes[..std::mem::size_of::<usize>()].copy_from_slice(&p.to_ne_bytes());
+        Ok(Key { bytes, len: b.len() as u16 })
+    }
+
+    /// True for a key whose bytes live on the heap (or are `MAX_BYTES`).
+    #[inline(always)]
+    fn is_long(&self) -> bool {
+        self.len as usize > KEY_INLINE
+    }
+
+    /// The address a long key's bytes start at (0 for [`Key::MAX`]).
+    #[inline(always)]
+    fn long_addr(&self) -> usize {
+        debug_assert!(self.is_long());
+        usize::from_ne_bytes(self.bytes[..std::mem::size_of::<usize>()].try_into().unwrap())
+    }
+
+    /// The bytes of a long key.
+    #[cold]
+    #[inline(never)]
+    fn long_bytes(&self) -> &[u8] {
+        let p = self.long_addr();
+        if p == 0 {
+            return &MAX_BYTES[..self.len as usize];
+        }
+        // SAFETY: `p` is the data pointer of an `Arc<[u8]>` of `len` bytes
+        // (type docs) whose strong count this key holds, so the buffer
+        // lives at least as long as `&self`, and nobody writes it.
+        unsafe { std::slice::from_raw_parts(p as *const u8, self.len as usize) }
     }
 
     /// Starts a composite key.
@@ -100,7 +188,7 @@ impl Key {
     /// assert_eq!((k.u32_at(0), k.u64_at(4)), (Some(7), Some(9)));
     /// ```
     pub fn builder() -> KeyBuilder {
-        KeyBuilder { key: Key::EMPTY, overflow: false }
+        KeyBuilder { key: Key::EMPTY, long: Vec::new(), overflow: 0 }
     }
 
     /// The key's bytes.
@@ -112,6 +200,9 @@ impl Key {
     /// ```
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
+        if self.is_long() {
+            return self.long_bytes();
+        }
         &self.bytes[..self.len as usize]
     }
 
@@ -141,6 +232,19 @@ impl Key {
         self.len == 0
     }
 
+    /// True if the key is held inline (at most [`KEY_INLINE`] bytes).
+    ///
+    /// ```
+    /// use multiverse::Key;
+    ///
+    /// assert!(Key::from(1).is_inline());
+    /// assert!(!Key::from_bytes(&[0; 33]).unwrap().is_inline());
+    /// ```
+    #[inline]
+    pub fn is_inline(&self) -> bool {
+        !self.is_long()
+    }
+
     /// Reads the first 8 bytes back as the big-endian integer of [`Key::from_u64`];
     /// `None` if the key is shorter.
     ///
@@ -150,8 +254,9 @@ impl Key {
     /// assert_eq!(Key::from(42).to_u64(), Some(42));
     /// assert_eq!(Key::from_bytes(b"ab").unwrap().to_u64(), None);
     /// ```
+    #[inline]
     pub fn to_u64(&self) -> Option<u64> {
-        (self.len >= 8).then(|| u64::from_be_bytes(self.bytes[..8].try_into().unwrap()))
+        self.u64_at(0)
     }
 
     /// Reads the big-endian u64 at byte offset `at` of a composite key.
@@ -163,6 +268,7 @@ impl Key {
     /// assert_eq!(k.u64_at(4), Some(77));
     /// assert_eq!(k.u64_at(8), None); // past the end
     /// ```
+    #[inline]
     pub fn u64_at(&self, at: usize) -> Option<u64> {
         self.as_bytes().get(at..at + 8).map(|b| u64::from_be_bytes(b.try_into().unwrap()))
     }
@@ -206,7 +312,17 @@ impl Key {
     /// assert_eq!(Key::from_bytes(&[0xFF, 0xFF]).unwrap().prefix_end(), None);
     /// ```
     pub fn prefix_end(&self) -> Option<Key> {
-        let mut k = *self;
+        if self.is_long() {
+            let mut b = self.as_bytes().to_vec();
+            while let Some(last) = b.pop() {
+                if last < 0xFF {
+                    b.push(last + 1);
+                    return Some(Key::from_bytes(&b).expect("no longer than the key"));
+                }
+            }
+            return None;
+        }
+        let mut k = Key { bytes: self.bytes, len: self.len };
         while k.len > 0 {
             let i = k.len as usize - 1;
             if k.bytes[i] < 0xFF {
@@ -217,6 +333,37 @@ impl Key {
             k.len -= 1;
         }
         None
+    }
+}
+
+impl Clone for Key {
+    #[inline]
+    fn clone(&self) -> Key {
+        if self.is_long() {
+            let p = self.long_addr();
+            if p != 0 {
+                // SAFETY: `p` and `len` are the data pointer and length of
+                // the `Arc<[u8]>` this key holds a strong count of (type
+                // docs): the Arc is alive, and the clone takes a count of
+                // its own.
+                unsafe { Arc::increment_strong_count(ptr::slice_from_raw_parts(p as *const u8, self.len as usize)) };
+            }
+        }
+        Key { bytes: self.bytes, len: self.len }
+    }
+}
+
+impl Drop for Key {
+    #[inline]
+    fn drop(&mut self) {
+        if self.is_long() {
+            let p = self.long_addr();
+            if p != 0 {
+                // SAFETY: as in `clone`: this key's strong count of the
+                // `Arc<[u8]>` at `p` (of `len` bytes), given back once.
+                unsafe { Arc::decrement_strong_count(ptr::slice_from_raw_parts(p as *const u8, self.len as usize)) };
+            }
+        }
     }
 }
 
@@ -279,23 +426,35 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 impl PartialEq for Key {
     #[inline]
     fn eq(&self, other: &Key) -> bool {
-        self.len == other.len && self.bytes == other.bytes
+        if self.len != other.len {
+            return false;
+        }
+        if self.is_long() {
+            return self.long_bytes() == other.long_bytes();
+        }
+        self.bytes == other.bytes
     }
 }
 impl Eq for Key {}
 
 impl Ord for Key {
-    /// Lexicographic order of the bytes, compared a big-endian word at a
-    /// time (ordered indexes compare keys at every skip-list level; a call
-    /// to `memcmp` per comparison cost more than the comparison).
+    /// Lexicographic order of the bytes. Two inline keys compare a
+    /// big-endian word at a time (ordered indexes compare keys at every
+    /// skip-list level; a call to `memcmp` per comparison cost more than
+    /// the comparison); a long key compares as a byte slice.
     ///
-    /// Bytes past `len` are always zero (every constructor starts from
-    /// zeros, and `prefix_end` clears what it cuts), so the zero-padded
-    /// words order like the bytes, except that a key ordered equal to a
-    /// longer one is a prefix of it: then the shorter sorts first.
+    /// Bytes of an inline key past `len` are always zero (every
+    /// constructor starts from zeros, and `prefix_end` clears what it
+    /// cuts), so the zero-padded words order like the bytes, except that a
+    /// key ordered equal to a longer one is a prefix of it: then the
+    /// shorter sorts first.
     #[inline]
     fn cmp(&self, other: &Key) -> Ordering {
-        let words = (self.len.max(other.len) as usize).div_ceil(8);
+        let longest = self.len.max(other.len) as usize;
+        if longest > KEY_INLINE {
+            return self.as_bytes().cmp(other.as_bytes());
+        }
+        let words = longest.div_ceil(8);
         for i in 0..words {
             let a = u64::from_be_bytes(self.bytes[i * 8..i * 8 + 8].try_into().unwrap());
             let b = u64::from_be_bytes(other.bytes[i * 8..i * 8 + 8].try_into().unwrap());
@@ -320,13 +479,26 @@ impl Hash for Key {
 }
 
 impl fmt::Debug for Key {
+    /// `Key(n)` for an 8-byte key (an integer key), else `Key(hex)`; a
+    /// long key shows its first and last 16 bytes and its length.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.len == 8 {
             return write!(f, "Key({})", self.to_u64().unwrap());
         }
+        let b = self.as_bytes();
         write!(f, "Key(")?;
-        for b in self.as_bytes() {
-            write!(f, "{b:02x}")?;
+        if b.len() > 48 {
+            for x in &b[..16] {
+                write!(f, "{x:02x}")?;
+            }
+            write!(f, "..")?;
+            for x in &b[b.len() - 16..] {
+                write!(f, "{x:02x}")?;
+            }
+            return write!(f, "; {} bytes)", b.len());
+        }
+        for x in b {
+            write!(f, "{x:02x}")?;
         }
         write!(f, ")")
     }
@@ -340,6 +512,7 @@ impl From<u64> for Key {
 }
 
 /// Builds a composite key part by part; every integer is written big-endian.
+/// Parts stay inline while the key fits in [`KEY_INLINE`] bytes.
 ///
 /// ```
 /// use multiverse::Key;
@@ -349,21 +522,34 @@ impl From<u64> for Key {
 /// assert!(key(1, 9, 100) < key(2, 0, 0));
 /// assert!(key(1, 2, 3) < key(1, 2, 4));
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct KeyBuilder {
+    /// The key while it is inline (then `long` is empty).
     key: Key,
-    overflow: bool,
+    /// The bytes once they outgrew [`KEY_INLINE`].
+    long: Vec<u8>,
+    /// Bytes asked for beyond [`KEY_MAX`]: the key's length would have been
+    /// `KEY_MAX + overflow` at least.
+    overflow: usize,
 }
 
 impl KeyBuilder {
     fn push(mut self, b: &[u8]) -> Self {
-        let at = self.key.len as usize;
-        if at + b.len() > KEY_MAX {
-            self.overflow = true;
+        let at = self.key.len as usize + self.long.len();
+        if self.overflow > 0 || at + b.len() > KEY_MAX {
+            self.overflow += b.len();
             return self;
         }
-        self.key.bytes[at..at + b.len()].copy_from_slice(b);
-        self.key.len += b.len() as u8;
+        if self.long.is_empty() && at + b.len() <= KEY_INLINE {
+            self.key.bytes[at..at + b.len()].copy_from_slice(b);
+            self.key.len += b.len() as u16;
+            return self;
+        }
+        if self.long.is_empty() {
+            self.long.extend_from_slice(self.key.as_bytes());
+            self.key = Key::EMPTY;
+        }
+        self.long.extend_from_slice(b);
         self
     }
     /// Appends a `u8`.
@@ -436,7 +622,8 @@ impl KeyBuilder {
         }
         out
     }
-    /// The key; fails with [`Error::KeyTooLarge`] if the parts overflowed.
+    /// The key; fails with [`Error::KeyTooLarge`] if the parts overflowed
+    /// [`KEY_MAX`] bytes.
     ///
     /// ```
     /// use multiverse::{Error, Key, KEY_MAX};
@@ -446,10 +633,14 @@ impl KeyBuilder {
     /// assert!(matches!(too_long.build(), Err(Error::KeyTooLarge { .. })));
     /// ```
     pub fn build(self) -> Result<Key, Error> {
-        if self.overflow {
-            return Err(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX });
+        if self.overflow > 0 {
+            let len = self.key.len() + self.long.len() + self.overflow;
+            return Err(Error::KeyTooLarge { len, max: KEY_MAX });
         }
-        Ok(self.key)
+        if self.long.is_empty() {
+            return Ok(self.key);
+        }
+        Key::from_bytes(&self.long)
     }
 }
 
@@ -485,7 +676,14 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let len = (x % 33) as usize;
+            // Mostly inline lengths, some long ones (just past the inline
+            // size, and up to the maximum), so that both representations
+            // meet in the comparisons.
+            let len = match n % 5 {
+                4 => KEY_INLINE + 1 + (x % 40) as usize,
+                3 if n % 15 == 3 => KEY_MAX - (x % 3) as usize,
+                _ => (x % 33) as usize,
+            };
             let mut b = [0u8; KEY_MAX];
             for (i, byte) in b.iter_mut().enumerate().take(len) {
                 *byte = match (x >> (i % 60)) % 4 {
@@ -529,9 +727,95 @@ mod tests {
 
     #[test]
     fn too_long_keys_are_refused() {
-        assert!(Key::from_bytes(&[1u8; 33]).is_err());
-        assert!(Key::builder().u64(1).u64(2).u64(3).u64(4).u8(5).build().is_err());
-        assert!(Key::from_bytes(&[1u8; 32]).is_ok());
+        assert_eq!(
+            Key::from_bytes(&[1u8; KEY_MAX + 1]).err(),
+            Some(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX })
+        );
+        assert!(Key::from_bytes(&[1u8; KEY_MAX]).is_ok());
+        let b = Key::builder().bytes(&[7; KEY_MAX - 8]).u64(1);
+        assert_eq!(b.clone().build().unwrap().len(), KEY_MAX);
+        assert_eq!(b.u8(5).u32(1).build().err(), Some(Error::KeyTooLarge { len: KEY_MAX + 5, max: KEY_MAX }));
+    }
+
+    #[test]
+    fn short_keys_stay_inline_and_long_ones_do_not() {
+        for n in [0, 1, 8, KEY_INLINE] {
+            let k = Key::from_bytes(&vec![3u8; n]).unwrap();
+            assert!(k.is_inline() && k.len() == n);
+        }
+        for n in [KEY_INLINE + 1, 100, KEY_MAX] {
+            let k = Key::from_bytes(&vec![3u8; n]).unwrap();
+            assert!(!k.is_inline() && k.len() == n && k.as_bytes() == &vec![3u8; n][..]);
+        }
+        // The builder moves to the heap only when the key outgrows the
+        // inline size, and the result equals the key from the same bytes.
+        let k = Key::builder().u64(1).u64(2).u64(3).u64(4).build().unwrap();
+        assert!(k.is_inline());
+        let k = Key::builder().u64(1).u64(2).u64(3).u64(4).u8(5).str_fixed("ab", 4).build().unwrap();
+        assert!(!k.is_inline());
+        let mut want = Vec::new();
+        for i in 1..=4u64 {
+            want.extend_from_slice(&i.to_be_bytes());
+        }
+        want.extend_from_slice(&[5, b'a', b'b', 0, 0]);
+        assert_eq!(k, Key::from_bytes(&want).unwrap());
+        assert_eq!(k.hash64(), hash_bytes(&want));
+        assert_eq!(k.u64_at(24), Some(4));
+    }
+
+    #[test]
+    fn long_keys_share_their_buffer_and_free_it() {
+        let k = Key::from_bytes(&[9u8; 100]).unwrap();
+        let copies: Vec<Key> = (0..10).map(|_| k.clone()).collect();
+        let addr = k.long_addr();
+        // SAFETY: `addr` is the key's Arc data pointer (the type's docs);
+        // the count is only read, and `k` keeps the Arc alive.
+        let count = || unsafe {
+            let a = Arc::from_raw(ptr::slice_from_raw_parts(addr as *const u8, 100));
+            let n = Arc::strong_count(&a);
+            std::mem::forget(a);
+            n
+        };
+        assert_eq!(count(), 11);
+        assert!(copies.iter().all(|c| c.long_addr() == addr && *c == k));
+        drop(copies);
+        assert_eq!(count(), 1);
+    }
+
+    #[test]
+    fn max_is_the_greatest_key() {
+        let max = Key::from_bytes(&[0xFF; KEY_MAX]).unwrap();
+        assert_eq!(Key::MAX, max);
+        assert_eq!(Key::MAX.hash64(), max.hash64());
+        assert_eq!(Key::MAX.cmp(&max), Ordering::Equal);
+        assert_eq!(Key::MAX.clone().len(), KEY_MAX);
+        for k in [Key::EMPTY, Key::from(u64::MAX), Key::from_bytes(&[0xFF; KEY_MAX - 1]).unwrap()] {
+            assert!(k < Key::MAX && Key::MAX.cmp(&k) == Ordering::Greater, "{k:?}");
+        }
+        assert_eq!(Key::MAX.prefix_end(), None);
+    }
+
+    #[test]
+    fn prefix_end_of_long_keys() {
+        let mut b = vec![1u8; 40];
+        b.extend_from_slice(&[0xFF; 10]);
+        let k = Key::from_bytes(&b).unwrap();
+        let mut want = vec![1u8; 39];
+        want.push(2);
+        assert_eq!(k.prefix_end(), Some(Key::from_bytes(&want).unwrap()));
+        // The end of a long key that shortens to the inline size is inline.
+        let mut b = vec![1u8; KEY_INLINE];
+        b.extend_from_slice(&[0xFF; 8]);
+        let end = Key::from_bytes(&b).unwrap().prefix_end().unwrap();
+        assert!(end.is_inline() && end.len() == KEY_INLINE);
+    }
+
+    #[test]
+    fn debug_shows_long_keys_shortened() {
+        assert_eq!(format!("{:?}", Key::from(7)), "Key(7)");
+        assert_eq!(format!("{:?}", Key::from_bytes(b"ab").unwrap()), "Key(6162)");
+        let s = format!("{:?}", Key::from_bytes(&[0xAB; 300]).unwrap());
+        assert!(s.ends_with("; 300 bytes)") && s.len() < 100, "{s}");
     }
 
     #[test]

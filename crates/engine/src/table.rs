@@ -30,7 +30,7 @@ const ORDERED_LOCKS: usize = 1 << 16;
 /// let mut x = db.begin(Isolation::Serializable).unwrap();
 /// let mut found = vec![];
 /// x.get_by(db.index(t, "first").unwrap(), &Key::from(b'x' as u64), |pk, _| {
-///     found.push(*pk);
+///     found.push(pk.clone());
 ///     true
 /// })
 /// .unwrap();
@@ -47,9 +47,9 @@ pub type KeyFn = fn(pk: &Key, value: &[u8]) -> Key;
 /// let spec = TableSpec::ordered("orders")
 ///     .secondary("by_value", IndexKind::Hash { capacity: 1024 }, |_, v| Key::from_bytes(v).unwrap())
 ///     .secondary("by_len", IndexKind::Ordered, |_, v| Key::from(v.len() as u64))
-///     .secondary("grouped", IndexKind::OrderedGrouped { prefix: 4 }, |pk, _| *pk);
+///     .secondary("grouped", IndexKind::OrderedGrouped { prefix: 4 }, |pk, _| pk.clone());
 /// db.create_table(spec).unwrap();
-/// let bad = TableSpec::hash("bad", 64).secondary("g", IndexKind::OrderedGrouped { prefix: 0 }, |pk, _| *pk);
+/// let bad = TableSpec::hash("bad", 64).secondary("g", IndexKind::OrderedGrouped { prefix: 0 }, |pk, _| pk.clone());
 /// assert!(db.create_table(bad).is_err());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,7 +282,7 @@ impl Index {
             }
             IndexImpl::Ordered(o) => {
                 if self.key_fn.is_none() {
-                    walk_chain(o, o.head(&(*k, Key::EMPTY)), &mut f);
+                    walk_chain(o, o.head(&(k.clone(), Key::EMPTY)), &mut f);
                 } else {
                     o.range(Bound::Included(k), Bound::Included(k), |_, h| walk_chain(o, h, &mut f));
                 }
@@ -657,8 +657,8 @@ mod tests {
     fn row_hint_follows_the_first_row() {
         let t = Table::new(0, &TableSpec::hash("t", 16), false, false).unwrap();
         assert_eq!(t.row_hint(), 64);
-        let a = Version::alloc(Key::from(1), t.link_words(), &[0u8; 300], 2).as_ptr();
-        let b = Version::alloc(Key::from(2), t.link_words(), &[0u8; 20], 2).as_ptr();
+        let a = Version::alloc(&Key::from(1), t.link_words(), &[0u8; 300], 2).as_ptr();
+        let b = Version::alloc(&Key::from(2), t.link_words(), &[0u8; 20], 2).as_ptr();
         // SAFETY: fresh, unlinked versions; the table is ours alone.
         unsafe {
             t.link_all(a);
@@ -667,7 +667,7 @@ mod tests {
         // SAFETY: `a` is live.
         assert_eq!(t.row_hint(), unsafe { &*a }.footprint(), "the first row sets it; later ones do not");
         let w = Table::new(1, &TableSpec::hash("w", 16), false, false).unwrap();
-        let big = Version::alloc(Key::from(1), w.link_words(), &[0u8; 4000], 2).as_ptr();
+        let big = Version::alloc(&Key::from(1), w.link_words(), &[0u8; 4000], 2).as_ptr();
         // SAFETY: as above.
         unsafe { w.link_all(big) };
         assert_eq!(w.row_hint(), 1024);

@@ -225,7 +225,7 @@ fn shared_insert_delete(spec: TableSpec, iso: Isolation) {
                             x.delete(t, &key)?;
                             -1
                         } else {
-                            x.insert(t, key, b"present")?;
+                            x.insert(t, key.clone(), b"present")?;
                             1
                         };
                         x.update_with(t, &Key::from(COUNT_KEY), |o, n| {

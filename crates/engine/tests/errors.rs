@@ -14,7 +14,7 @@ fn db() -> (Database, TableId) {
 /// (handles cannot be forged outside the crate).
 fn foreign_handles() -> (Database, TableId, IndexId) {
     fn sk(pk: &Key, _: &[u8]) -> Key {
-        *pk
+        pk.clone()
     }
     let other = Database::new(Options::default()).unwrap();
     other.create_table(TableSpec::hash("a", 16)).unwrap();
@@ -68,7 +68,7 @@ fn unknown_index_by_name_and_number() {
 #[test]
 fn invalid_schemas_are_refused() {
     fn sk(pk: &Key, _: &[u8]) -> Key {
-        *pk
+        pk.clone()
     }
     let (db, _) = db();
     assert_eq!(db.create_table(TableSpec::hash("t", 4)), Err(Error::TableExists("t".into())));
@@ -79,7 +79,10 @@ fn invalid_schemas_are_refused() {
     assert!(matches!(db.create_table(prim), Err(Error::InvalidArgument(_))));
     for prefix in [0, multiverse::KEY_MAX + 1] {
         let e = db.create_table(TableSpec::ordered_grouped("g", prefix)).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("prefix of 1 to 32 bytes")), "{e}");
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains(&format!("prefix of 1 to {} bytes", multiverse::KEY_MAX))),
+            "{e}"
+        );
         let sec = TableSpec::hash("g", 4).secondary("s", IndexKind::OrderedGrouped { prefix }, sk);
         assert!(matches!(db.create_table(sec), Err(Error::InvalidArgument(_))));
     }
@@ -181,7 +184,11 @@ fn value_too_large() {
 fn key_too_large() {
     assert_eq!(Key::from_bytes(&[1; KEY_MAX + 1]).err(), Some(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX }));
     assert!(Key::from_bytes(&[1; KEY_MAX]).is_ok());
-    assert!(matches!(Key::builder().u64(1).u64(2).u64(3).u64(4).u8(5).build(), Err(Error::KeyTooLarge { .. })));
+    // Past the inline size is fine; past the maximum is not.
+    assert_eq!(Key::builder().u64(1).u64(2).u64(3).u64(4).u8(5).build().map(|k| k.len()), Ok(33));
+    let full = Key::builder().bytes(&[2; KEY_MAX - 4]).u32(7);
+    assert_eq!(full.clone().build().map(|k| k.len()), Ok(KEY_MAX));
+    assert_eq!(full.u8(5).build().err(), Some(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX }));
 }
 
 /// Every operation after an abort reports TransactionClosed with the reason.

@@ -42,7 +42,7 @@ fn k(n: u64) -> Key {
 fn scan(db: &Database, x: &mut Transaction<'_>, t: TableId) -> Vec<(Key, Vec<u8>)> {
     let mut rows = Vec::new();
     x.scan(db.primary(t), .., None, |k, v| {
-        rows.push((*k, v.to_vec()));
+        rows.push((k.clone(), v.to_vec()));
         true
     })
     .unwrap();

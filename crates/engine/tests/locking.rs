@@ -60,7 +60,7 @@ fn operations_and_own_writes() {
             x.insert(t, Key::from(2), b"deux").unwrap();
             let mut seen = Vec::new();
             x.scan(db.primary(t), .., None, |k, v| {
-                seen.push((*k, v.to_vec()));
+                seen.push((k.clone(), v.to_vec()));
                 true
             })
             .unwrap();
@@ -317,7 +317,7 @@ fn a_scan_waiting_on_a_replaced_record_reads_its_successor() {
                 let mut x = db.begin(Isolation::Serializable).unwrap();
                 let mut rows = Vec::new();
                 x.scan(db.primary(t), .., None, |k, v| {
-                    rows.push((*k, v.to_vec()));
+                    rows.push((k.clone(), v.to_vec()));
                     true
                 })
                 .unwrap();
@@ -364,7 +364,7 @@ fn secondary_lookups_lock_their_key() {
     db.run(Isolation::Serializable, |x| {
         rows.clear();
         x.get_by(by, &Key::from(8), |k, _| {
-            rows.push(*k);
+            rows.push(k.clone());
             true
         })
     })

@@ -161,9 +161,9 @@ fn optimistic_writes_read_their_own_pending_versions() {
     db.sync_commits().unwrap();
     let mut x = begin(&db, Mode::Optimistic);
     let (k1, k2) = (Key::from(1), Key::from(2));
-    assert_eq!(x.insert(t, k1, &0u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
-    x.insert(t, k2, &5u64.to_le_bytes()).unwrap();
-    assert_eq!(x.insert(t, k2, &6u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
+    assert_eq!(x.insert(t, k1.clone(), &0u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
+    x.insert(t, k2.clone(), &5u64.to_le_bytes()).unwrap();
+    assert_eq!(x.insert(t, k2.clone(), &6u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
     x.modify(t, &k2, |v| v[0] += 1).unwrap();
     x.update_with(t, &k1, |old, new| new.extend_from_slice(&(val(old) + 1).to_le_bytes())).unwrap();
     x.update_with(t, &k1, |old, new| new.extend_from_slice(&(val(old) + 1).to_le_bytes())).unwrap();
@@ -173,7 +173,7 @@ fn optimistic_writes_read_their_own_pending_versions() {
     assert_eq!(x.get(t, &k1).unwrap(), None);
     assert_eq!(x.delete(t, &k1).unwrap_err(), Error::KeyNotFound);
     assert_eq!(x.update(t, &k1, &1u64.to_le_bytes()).unwrap_err(), Error::KeyNotFound);
-    x.insert(t, k1, &40u64.to_le_bytes()).unwrap(); // the delete becomes an update
+    x.insert(t, k1.clone(), &40u64.to_le_bytes()).unwrap(); // the delete becomes an update
     x.insert(t, Key::from(3), &3u64.to_le_bytes()).unwrap();
     x.delete(t, &Key::from(3)).unwrap(); // an insert deleted again: nothing
                                          // Nobody else sees a pending write.

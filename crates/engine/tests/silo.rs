@@ -178,7 +178,7 @@ fn retired_records_are_freed() {
     while start.elapsed() < Duration::from_millis(300) {
         let k = Key::from(i % 8);
         db.run(Isolation::Serializable, |x| match x.delete(t, &k) {
-            Err(Error::KeyNotFound) => x.insert(t, k, &i.to_le_bytes()),
+            Err(Error::KeyNotFound) => x.insert(t, k.clone(), &i.to_le_bytes()),
             r => r,
         })
         .unwrap();
@@ -290,7 +290,7 @@ fn a_scan_hands_each_row_once_while_rows_move() {
                     let mut x = db.begin(Isolation::Serializable).unwrap();
                     let mut keys = Vec::new();
                     let r = x.scan(db.primary(t), .., None, |k, _| {
-                        keys.push(*k);
+                        keys.push(k.clone());
                         true
                     });
                     // Silo reads optimistically: a scan may see a moving

@@ -12,11 +12,11 @@ fn insert_get_update_delete() {
     for iso in Isolation::ALL {
         let k = Key::from(iso as u64);
         let mut x = db.begin(iso).unwrap();
-        x.insert(t, k, b"a").unwrap();
+        x.insert(t, k.clone(), b"a").unwrap();
         assert_eq!(x.get(t, &k).unwrap().as_deref(), Some(&b"a"[..]));
         x.update(t, &k, b"b").unwrap();
         assert_eq!(x.get(t, &k).unwrap().as_deref(), Some(&b"b"[..]));
-        assert_eq!(x.insert(t, k, b"c"), Err(Error::DuplicateKey));
+        assert_eq!(x.insert(t, k.clone(), b"c"), Err(Error::DuplicateKey));
         x.commit().unwrap();
         let mut y = db.begin(iso).unwrap();
         assert_eq!(y.get(t, &k).unwrap().as_deref(), Some(&b"b"[..]));
@@ -26,7 +26,7 @@ fn insert_get_update_delete() {
         y.commit().unwrap();
         let mut z = db.begin(iso).unwrap();
         assert_eq!(z.get(t, &k).unwrap(), None);
-        z.insert(t, k, b"again").unwrap();
+        z.insert(t, k.clone(), b"again").unwrap();
         z.commit().unwrap();
     }
     assert_eq!(db.stats().committed, 12);
@@ -48,7 +48,7 @@ fn first_writer_wins() {
 fn modify_edits_a_copy_in_place_and_conflicts_like_an_update() {
     let (db, t) = db();
     let k = Key::from(7u64);
-    db.run(Isolation::Snapshot, |x| x.insert(t, k, b"abcd")).unwrap();
+    db.run(Isolation::Snapshot, |x| x.insert(t, k.clone(), b"abcd")).unwrap();
     for iso in Isolation::ALL {
         let mut x = db.begin(iso).unwrap();
         x.modify(t, &k, |v| {

@@ -295,7 +295,7 @@ fn typed_tables_under_every_protocol() {
 
         // Declared accesses (BOHM, ordered 2PL) name keys through `key`.
         let k = orders.key((1u32, 3u32, 0i64)).unwrap();
-        let access = AccessSet { reads: vec![(orders.id(), k)], writes: vec![(orders.id(), k)] };
+        let access = AccessSet { reads: vec![(orders.id(), k.clone())], writes: vec![(orders.id(), k)] };
         let opts = TxnOptions { access: Some(&access), ..TxnOptions::new(iso) };
         db.run_with(opts, Default::default(), |t| {
             let (n, s) = orders.get(t, (1, 3, 0))?.unwrap();

@@ -532,8 +532,8 @@ impl Worker for HekatonWorker<'_> {
             return true;
         }
         let (rd, wr) = self.ikeys[..self.n_keys].split_at(self.w.cfg.reads as usize);
-        access.reads.extend(rd.iter().map(|&k| (t, k)));
-        access.writes.extend(wr.iter().map(|&k| (t, k)));
+        access.reads.extend(rd.iter().map(|k| (t, k.clone())));
+        access.writes.extend(wr.iter().map(|k| (t, k.clone())));
         true
     }
 }

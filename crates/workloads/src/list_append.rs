@@ -369,7 +369,7 @@ impl Worker for ListAppendWorker<'_> {
             // finds a list updates it. An insert that finds a row committed
             // since the lookup (read committed) appends to it instead.
             match t.update_with(table, &k, append) {
-                Err(Error::KeyNotFound) => match t.insert(table, k, &tg) {
+                Err(Error::KeyNotFound) => match t.insert(table, k.clone(), &tg) {
                     Err(Error::DuplicateKey) => t.update_with(table, &k, append)?,
                     r => r?,
                 },
@@ -410,7 +410,7 @@ impl Worker for ListAppendWorker<'_> {
         for op in &self.ops {
             let k = (t, Key::from_u64(op.key));
             if !access.reads.contains(&k) {
-                access.reads.push(k);
+                access.reads.push(k.clone());
             }
             if op.append && !access.writes.contains(&k) {
                 access.writes.push(k);

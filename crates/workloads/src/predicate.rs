@@ -539,7 +539,7 @@ impl Worker for PredicateWorker<'_> {
         if self.ty == TOGGLE || !scanned.contains(&self.toggle) {
             access.reads.push((rows, Key::from_u64(self.toggle)));
         }
-        access.reads.push((counts, range));
+        access.reads.push((counts, range.clone()));
         access.writes.extend([(rows, Key::from_u64(self.toggle)), (counts, range)]);
         true
     }

@@ -529,7 +529,7 @@ impl Worker for SibenchWorker<'_> {
         access.reads.extend(self.keys[..reads].iter().map(|&k| (t, Key::from_u64(k))));
         access.writes.extend(self.keys[reads..].iter().map(|&k| (t, Key::from_u64(k))));
         for l in [&mut access.reads, &mut access.writes] {
-            l.sort_unstable_by_key(|a| a.1);
+            l.sort_unstable_by_key(|a| a.1.clone());
             l.dedup_by(|a, b| a.1 == b.1);
         }
         true

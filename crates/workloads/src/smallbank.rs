@@ -708,24 +708,29 @@ impl Worker for SmallBankWorker<'_> {
         let (cu, sav, chk) = (self.w.customer, self.w.savings, self.w.checking);
         let SmallBankInput { ty, c1, c2, .. } = self.input;
         let (a1, a2) = (Key::from_u64(c1), Key::from_u64(c2));
-        access.reads.push((cu, self.name1));
+        access.reads.push((cu, self.name1.clone()));
         match ty {
-            BALANCE => access.reads.extend([(sav, a1), (chk, a1)]),
+            BALANCE => access.reads.extend([(sav, a1.clone()), (chk, a1.clone())]),
             DEPOSIT_CHECKING => {
-                access.reads.push((chk, a1));
-                access.writes.push((chk, a1));
+                access.reads.push((chk, a1.clone()));
+                access.writes.push((chk, a1.clone()));
             }
             TRANSACT_SAVINGS => {
-                access.reads.push((sav, a1));
-                access.writes.push((sav, a1));
+                access.reads.push((sav, a1.clone()));
+                access.writes.push((sav, a1.clone()));
             }
             AMALGAMATE => {
-                access.reads.extend([(cu, self.name2), (sav, a1), (chk, a1), (chk, a2)]);
-                access.writes.extend([(sav, a1), (chk, a1), (chk, a2)]);
+                access.reads.extend([
+                    (cu, self.name2.clone()),
+                    (sav, a1.clone()),
+                    (chk, a1.clone()),
+                    (chk, a2.clone()),
+                ]);
+                access.writes.extend([(sav, a1.clone()), (chk, a1.clone()), (chk, a2.clone())]);
             }
             WRITE_CHECK => {
-                access.reads.extend([(sav, a1), (chk, a1)]);
-                access.writes.push((chk, a1));
+                access.reads.extend([(sav, a1.clone()), (chk, a1.clone())]);
+                access.writes.push((chk, a1.clone()));
             }
             _ => {}
         }

@@ -977,7 +977,7 @@ impl TatpWorker<'_> {
     fn by_sub_nbr<T: Txn>(&self, t: &mut T) -> Result<Key, TxnError> {
         let (mut pk, mut hits) = (Key::EMPTY, 0u32);
         t.get_by(self.w.sub_nbr_ix, &self.nbr_key, |k, _| {
-            pk = *k;
+            pk = k.clone();
             hits += 1;
             true
         })?;
@@ -1142,7 +1142,7 @@ impl Worker for TatpWorker<'_> {
                     let mut v = [0u8; CF_LEN];
                     v[0] = i.end_time;
                     v[1..].copy_from_slice(&i.numberx);
-                    match t.insert(w.cf, self.cf_key, &v) {
+                    match t.insert(w.cf, self.cf_key.clone(), &v) {
                         Err(Error::DuplicateKey) => {}
                         r => {
                             r?;
@@ -1207,32 +1207,32 @@ impl Worker for TatpWorker<'_> {
         let w = self.w;
         let i = self.input;
         match i.ty {
-            GET_SUBSCRIBER_DATA => access.reads.push((w.sub, self.sub_key)),
+            GET_SUBSCRIBER_DATA => access.reads.push((w.sub, self.sub_key.clone())),
             GET_NEW_DESTINATION => {
-                access.reads.push((w.sf, self.sf_key));
+                access.reads.push((w.sf, self.sf_key.clone()));
                 // The lookup by special facility reads every call forwarding
                 // of it, whatever its start time; the query filters after.
                 for st in START_TIMES {
                     access.reads.push((w.cf, cf_key(i.s_id, i.sf_type, st)));
                 }
             }
-            GET_ACCESS_DATA => access.reads.push((w.ai, self.ai_key)),
+            GET_ACCESS_DATA => access.reads.push((w.ai, self.ai_key.clone())),
             UPDATE_SUBSCRIBER_DATA => {
-                access.reads.extend([(w.sf, self.sf_key), (w.sub, self.sub_key)]);
-                access.writes.extend([(w.sf, self.sf_key), (w.sub, self.sub_key)]);
+                access.reads.extend([(w.sf, self.sf_key.clone()), (w.sub, self.sub_key.clone())]);
+                access.writes.extend([(w.sf, self.sf_key.clone()), (w.sub, self.sub_key.clone())]);
             }
             UPDATE_LOCATION => {
-                access.reads.push((w.sub, self.sub_key));
-                access.writes.push((w.sub, self.sub_key));
+                access.reads.push((w.sub, self.sub_key.clone()));
+                access.writes.push((w.sub, self.sub_key.clone()));
             }
             INSERT_CALL_FORWARDING => {
-                access.reads.push((w.sub, self.sub_key));
+                access.reads.push((w.sub, self.sub_key.clone()));
                 access.reads.extend((1..=4).map(|ty| (w.sf, sf_key(i.s_id, ty))));
-                access.writes.push((w.cf, self.cf_key));
+                access.writes.push((w.cf, self.cf_key.clone()));
             }
             DELETE_CALL_FORWARDING => {
-                access.reads.push((w.sub, self.sub_key));
-                access.writes.push((w.cf, self.cf_key));
+                access.reads.push((w.sub, self.sub_key.clone()));
+                access.writes.push((w.cf, self.cf_key.clone()));
             }
             _ => {}
         }

@@ -745,27 +745,27 @@ impl Worker for YcsbWorker<'_> {
         let t = self.w.table;
         match self.ty {
             RMW10 => {
-                access.reads.extend(self.ikeys.iter().map(|&k| (t, k)));
-                access.writes.extend(self.ikeys.iter().map(|&k| (t, k)));
+                access.reads.extend(self.ikeys.iter().map(|k| (t, k.clone())));
+                access.writes.extend(self.ikeys.iter().map(|k| (t, k.clone())));
             }
             RMW2_R8 => {
-                access.reads.extend(self.ikeys.iter().map(|&k| (t, k)));
-                access.writes.extend(self.ikeys[..RMWS_2R8].iter().map(|&k| (t, k)));
+                access.reads.extend(self.ikeys.iter().map(|k| (t, k.clone())));
+                access.writes.extend(self.ikeys[..RMWS_2R8].iter().map(|k| (t, k.clone())));
             }
             OP10 => {
-                for (i, &k) in self.ikeys.iter().enumerate() {
+                for (i, k) in self.ikeys.iter().enumerate() {
                     if self.writes & (1 << i) != 0 {
-                        access.writes.push((t, k));
+                        access.writes.push((t, k.clone()));
                     } else {
-                        access.reads.push((t, k));
+                        access.reads.push((t, k.clone()));
                     }
                 }
             }
             _ => {
                 access.reads.extend(self.scan_keys.iter().map(|&k| (t, Key::from_u64(k))));
                 if self.ty == SCAN_RMW {
-                    access.reads.push((t, self.ikeys[0]));
-                    access.writes.push((t, self.ikeys[0]));
+                    access.reads.push((t, self.ikeys[0].clone()));
+                    access.writes.push((t, self.ikeys[0].clone()));
                 }
             }
         }

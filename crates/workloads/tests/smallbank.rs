@@ -210,9 +210,9 @@ fn the_generator_draws_valid_inputs_and_declares_them() {
         assert_eq!(access.reads[0], (cu, customer_key(i.c1)));
         let want_writes: Vec<_> = match i.ty {
             BALANCE => vec![],
-            DEPOSIT_CHECKING | WRITE_CHECK => vec![(chk, a1)],
-            TRANSACT_SAVINGS => vec![(sav, a1)],
-            AMALGAMATE => vec![(sav, a1), (chk, a1), (chk, a2)],
+            DEPOSIT_CHECKING | WRITE_CHECK => vec![(chk, a1.clone())],
+            TRANSACT_SAVINGS => vec![(sav, a1.clone())],
+            AMALGAMATE => vec![(sav, a1.clone()), (chk, a1.clone()), (chk, a2.clone())],
             _ => unreachable!(),
         };
         assert_eq!(access.writes, want_writes);

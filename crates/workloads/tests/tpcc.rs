@@ -31,7 +31,7 @@ fn rows(db: &Database, table: TableId) -> Vec<(Key, Vec<u8>)> {
     let mut out = Vec::new();
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     t.scan(db.primary(table), .., None, |k, v| {
-        out.push((*k, v.to_vec()));
+        out.push((k.clone(), v.to_vec()));
         true
     })
     .unwrap();
@@ -396,12 +396,12 @@ fn the_check_catches_broken_conditions() {
     let gap = o_key(1, 6, 2500);
     db.run(Isolation::Snapshot, |t| t.delete(new_order, &gap)).unwrap();
     assert!(w.check_consistency(&db).unwrap_err().contains("condition 3: district (1, 6)"));
-    db.run(Isolation::Snapshot, |t| t.insert(new_order, gap, &[])).unwrap();
+    db.run(Isolation::Snapshot, |t| t.insert(new_order, gap.clone(), &[])).unwrap();
     let lk = ol_key(1, 2, 17, 1);
     let lv = get(&db, order_line, &lk).unwrap();
     db.run(Isolation::Snapshot, |t| t.delete(order_line, &lk)).unwrap();
     assert!(w.check_consistency(&db).unwrap_err().contains("condition 4: district (1, 2)"));
-    db.run(Isolation::Snapshot, |t| t.insert(order_line, lk, &lv)).unwrap();
+    db.run(Isolation::Snapshot, |t| t.insert(order_line, lk.clone(), &lv)).unwrap();
     w.check_consistency(&db).unwrap();
     // Rows no committed transaction of the workload accounts for.
     db.run(Isolation::Snapshot, |t| t.insert(history, h_key(1, 9, 9), &[0; H_LEN])).unwrap();
@@ -412,7 +412,7 @@ fn the_check_catches_broken_conditions() {
     db.run(Isolation::Snapshot, |t| t.delete(order, &ok)).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("condition 4: district (1, 1)"), "{e}");
-    db.run(Isolation::Snapshot, |t| t.insert(order, ok, &ov)).unwrap();
+    db.run(Isolation::Snapshot, |t| t.insert(order, ok.clone(), &ov)).unwrap();
     w.check_consistency(&db).unwrap();
 }
 

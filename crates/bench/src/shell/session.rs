@@ -336,7 +336,7 @@ fn scan(t: &mut Transaction<'_>, ctx: &Context, pred: Option<Pred>) -> Result<Ro
         pred.map(|p| -> Filter { Arc::new(move |_: &Key, v: &[u8]| rows::value(v).is_ok_and(|v| p.matches(v))) });
     let mut raw = Vec::new();
     t.scan(ctx.primary, .., filter.as_ref(), |k, v| {
-        raw.push((*k, v.to_vec()));
+        raw.push((k.clone(), v.to_vec()));
         true
     })?;
     raw.iter()

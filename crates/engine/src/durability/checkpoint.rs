@@ -7,10 +7,15 @@
 //! synced, and renamed, so a crash leaves either the whole file or none:
 //!
 //! ```text
-//!  "MVCKPT\0\x01" | frame(generation u64 | ts u64 | tables u32
+//!  "MVCKPT\0\x02" | frame(generation u64 | ts u64 | tables u32
 //!                         | (id u32 | name_len u16 | name)*)
 //!                 | frame(row)* | frame(u32::MAX | rows u64)
 //! ```
+//!
+//! Format 2 writes keys of up to `KEY_MAX` bytes (the row's key length is
+//! one byte, or 255 and a u16; see `format`); format 1 wrote one byte, for
+//! keys of at most 32 bytes, the same bytes: its files are read too. A
+//! file of a later format is refused with a word that says so.
 //!
 //! Each row is framed with its CRC (see `format`); the footer's count
 //! proves that no row is missing at the end.
@@ -39,7 +44,24 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x01";
+pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x02";
+/// The oldest checkpoint format read (see the module docs).
+const CHECKPOINT_FORMAT_READ: u8 = 1;
+
+/// Why `data` is not a checkpoint this version reads, if it is not.
+fn check_magic(data: &[u8]) -> std::result::Result<(), String> {
+    let n = CHECKPOINT_MAGIC.len();
+    if data.len() < n || data[..n - 1] != CHECKPOINT_MAGIC[..n - 1] {
+        return Err("not a checkpoint file (bad magic)".into());
+    }
+    match data[n - 1] {
+        f if (CHECKPOINT_FORMAT_READ..=CHECKPOINT_MAGIC[n - 1]).contains(&f) => Ok(()),
+        f if f > CHECKPOINT_MAGIC[n - 1] => {
+            Err(format!("a checkpoint of a newer format ({f}) than this version writes ({})", CHECKPOINT_MAGIC[n - 1]))
+        }
+        f => Err(format!("a checkpoint of an older format ({f}), which this version does not read")),
+    }
+}
 const FOOTER_TABLE: u32 = u32::MAX;
 
 /// What a checkpoint wrote.
@@ -217,9 +239,7 @@ pub(crate) struct Loaded {
 /// The table names of the checkpoint `data` (from `name`), in id order.
 pub(crate) fn tables(name: &str, data: &[u8]) -> Result<Vec<String>> {
     let bad = |what: &str| Error::Corrupt(format!("checkpoint {name}: {what}; refusing to open it"));
-    if data.len() < CHECKPOINT_MAGIC.len() || &data[..CHECKPOINT_MAGIC.len()] != CHECKPOINT_MAGIC {
-        return Err(bad("not a checkpoint file (bad magic)"));
-    }
+    check_magic(data).map_err(|what| bad(&what))?;
     let Framed::Body(body, _) = next_frame(data, CHECKPOINT_MAGIC.len()) else {
         return Err(bad("a damaged header"));
     };
@@ -240,9 +260,7 @@ pub(crate) fn tables(name: &str, data: &[u8]) -> Result<Vec<String>> {
 /// or refused.
 pub(crate) fn read(name: &str, data: &[u8], mut row: impl FnMut(&str, Key, &[u8]) -> Result<()>) -> Result<Loaded> {
     let bad = |what: String| Error::Corrupt(format!("checkpoint {name}: {what}; refusing to open it"));
-    if data.len() < CHECKPOINT_MAGIC.len() || &data[..CHECKPOINT_MAGIC.len()] != CHECKPOINT_MAGIC {
-        return Err(bad("not a checkpoint file (bad magic)".into()));
-    }
+    check_magic(data).map_err(bad)?;
     let mut at = CHECKPOINT_MAGIC.len();
     let body = match next_frame(data, at) {
         Framed::Body(b, next) => {
@@ -289,5 +307,25 @@ pub(crate) fn read(name: &str, data: &[u8], mut row: impl FnMut(&str, Key, &[u8]
             Framed::End => return Err(bad(format!("it ends after {rows} rows without its footer"))),
             Framed::Damaged(what) => return Err(bad(format!("{what} at byte {at}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Checkpoints of format 1 (keys of at most 32 bytes, the same row
+    /// bytes) are read; a later format is refused by name.
+    #[test]
+    fn checkpoint_formats_read_and_refused() {
+        let mut m = CHECKPOINT_MAGIC.to_vec();
+        assert_eq!(check_magic(&m), Ok(()));
+        m[7] = 1;
+        assert_eq!(check_magic(&m), Ok(()));
+        m[7] = 0;
+        assert!(check_magic(&m).unwrap_err().contains("older format"));
+        m[7] = 3;
+        assert!(check_magic(&m).unwrap_err().contains("newer format (3)"));
+        assert!(check_magic(b"MVLOG\x00\x00\x04").unwrap_err().contains("bad magic"));
     }
 }

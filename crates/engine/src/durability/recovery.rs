@@ -680,7 +680,7 @@ impl<'a> Batch<'a> {
             self.t = Some(self.db.begin_with(TxnOptions::new(replay_isolation(self.db)))?);
         }
         let t = self.t.as_mut().expect("just begun");
-        match t.insert(table, key, value) {
+        match t.insert(table, key.clone(), value) {
             Err(Error::DuplicateKey) => {
                 return Err(Error::Corrupt(format!("the checkpoint holds key {key:?} of one table twice")))
             }

@@ -1149,7 +1149,7 @@ mod tests {
     use crate::key::Key;
 
     fn version(i: u64) -> *mut Version {
-        Version::alloc(Key::from(i), 1, b"", 1).as_ptr()
+        Version::alloc(&Key::from(i), 1, b"", 1).as_ptr()
     }
 
     fn hash(i: u64) -> u64 {

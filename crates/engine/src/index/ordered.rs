@@ -168,7 +168,7 @@ impl OrderedIndex {
         if self.prefix == 0 {
             Key::EMPTY
         } else if k.len() <= self.prefix {
-            *k
+            k.clone()
         } else {
             Key::from_bytes(&k.as_bytes()[..self.prefix]).expect("a prefix of a key fits")
         }
@@ -210,9 +210,9 @@ impl OrderedIndex {
         let guard = &crossbeam_epoch::pin();
         let mut mine: *const Group = ptr::null();
         let e = self.groups.get_or_insert_with(
-            *gk,
+            gk.clone(),
             || {
-                let g = Box::new(Group { key: *gk, list: new_list(), next: AtomicPtr::new(ptr::null_mut()) });
+                let g = Box::new(Group { key: gk.clone(), list: new_list(), next: AtomicPtr::new(ptr::null_mut()) });
                 mine = &*g;
                 g
             },
@@ -265,7 +265,7 @@ impl OrderedIndex {
     /// order, until `f` returns false or the key passes `hi`.
     pub fn range(&self, lo: Bound<&Key>, hi: Bound<&Key>, mut f: impl FnMut(&IKey, *mut Version) -> bool) {
         let start = match lo {
-            Bound::Included(k) | Bound::Excluded(k) => Bound::Included((*k, Key::EMPTY)),
+            Bound::Included(k) | Bound::Excluded(k) => Bound::Included((k.clone(), Key::EMPTY)),
             Bound::Unbounded => Bound::Unbounded,
         };
         // Groups before the one of `lo` hold only keys below it.
@@ -278,7 +278,7 @@ impl OrderedIndex {
         // Epoch pin: entries met by the scan stay allocated until it ends.
         let guard = &crossbeam_epoch::pin();
         let mut visit = |g: &Group| -> bool {
-            for e in g.list.range((start, Bound::Unbounded), guard) {
+            for e in g.list.range((start.as_ref(), Bound::Unbounded), guard) {
                 let k = e.key();
                 if let Bound::Excluded(l) = lo {
                     if k.0 == *l {
@@ -317,8 +317,8 @@ impl OrderedIndex {
     pub fn range_rev(&self, lo: Bound<&Key>, hi: Bound<&Key>, mut f: impl FnMut(&IKey, *mut Version) -> bool) {
         // Every entry of key `k` is `(k, pk)` with `EMPTY <= pk <= MAX`.
         let end = match hi {
-            Bound::Included(k) => Bound::Included((*k, Key::MAX)),
-            Bound::Excluded(k) => Bound::Excluded((*k, Key::EMPTY)),
+            Bound::Included(k) => Bound::Included((k.clone(), Key::MAX)),
+            Bound::Excluded(k) => Bound::Excluded((k.clone(), Key::EMPTY)),
             Bound::Unbounded => Bound::Unbounded,
         };
         // Groups after the one of `hi` hold only keys above it.
@@ -330,7 +330,7 @@ impl OrderedIndex {
         // Epoch pin: entries met by the scan stay allocated until it ends.
         let guard = &crossbeam_epoch::pin();
         let mut visit = |g: &Group| -> bool {
-            for e in g.list.range((Bound::Unbounded, end), guard).rev() {
+            for e in g.list.range((Bound::Unbounded, end.as_ref()), guard).rev() {
                 let k = e.key();
                 let past = match lo {
                     Bound::Included(l) => k.0 < *l,
@@ -407,7 +407,7 @@ impl OrderedIndex {
         // Epoch pin: the entry and the chain stay allocated while we use them.
         let guard = &crossbeam_epoch::pin();
         loop {
-            let e = g.list.get_or_insert_with(k, || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
+            let e = g.list.get_or_insert_with(k.clone(), || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
             let slot = e.value();
             // Acquire: the chain's versions are read below.
             let head = slot.head.load(Ordering::Acquire);
@@ -608,7 +608,7 @@ mod tests {
     fn keys_in_rev(ix: &OrderedIndex, lo: Bound<&Key>, hi: Bound<&Key>) -> Vec<Key> {
         let mut got = vec![];
         ix.range_rev(lo, hi, |k, _| {
-            got.push(k.0);
+            got.push(k.0.clone());
             true
         });
         got
@@ -617,7 +617,7 @@ mod tests {
     fn keys_in(ix: &OrderedIndex, lo: Bound<&Key>, hi: Bound<&Key>) -> Vec<Key> {
         let mut got = vec![];
         ix.range(lo, hi, |k, _| {
-            got.push(k.0);
+            got.push(k.0.clone());
             true
         });
         got
@@ -645,17 +645,17 @@ mod tests {
     #[test]
     fn grouped_scans_match_a_sorted_set() {
         let keys = small_keys(400, 0x9E37_79B9);
-        let model: BTreeSet<Key> = keys.iter().copied().collect();
+        let model: BTreeSet<Key> = keys.iter().cloned().collect();
         let bounds: Vec<Key> = small_keys(40, 77);
         for prefix in [0, 1, 2, 3, 32] {
             let ix = OrderedIndex::new(0, 1, prefix);
             for k in &model {
-                let v = Version::alloc(*k, 2, b"", 2).as_ptr();
+                let v = Version::alloc(k, 2, b"", 2).as_ptr();
                 // SAFETY: fresh version, linked once.
-                unsafe { ix.insert(v, (*k, Key::EMPTY)) };
+                unsafe { ix.insert(v, (k.clone(), Key::EMPTY)) };
             }
             assert_eq!(ix.len(), model.len());
-            let all: Vec<Key> = model.iter().copied().collect();
+            let all: Vec<Key> = model.iter().cloned().collect();
             assert_eq!(keys_in(&ix, Bound::Unbounded, Bound::Unbounded), all, "prefix {prefix}");
             for l in &bounds {
                 // A bound and the end of its prefix, as a prefix scan uses.
@@ -682,7 +682,7 @@ mod tests {
                                 Bound::Excluded(h) => *k < h,
                                 Bound::Unbounded => true,
                             })
-                            .copied()
+                            .cloned()
                             .collect();
                         assert_eq!(keys_in(&ix, lo, hi), want, "prefix {prefix}, {lo:?}..{hi:?}");
                         let mut back = keys_in_rev(&ix, lo, hi);
@@ -690,7 +690,7 @@ mod tests {
                         assert_eq!(back, want, "reverse, prefix {prefix}, {lo:?}..{hi:?}");
                     }
                 }
-                assert_eq!(ix.head(&(*l, Key::EMPTY)).is_null(), !model.contains(l));
+                assert_eq!(ix.head(&(l.clone(), Key::EMPTY)).is_null(), !model.contains(l));
             }
             free_all(&ix);
         }
@@ -748,7 +748,7 @@ mod tests {
                         for i in 0..PER {
                             let _g = crossbeam_epoch::pin();
                             let k = key(t, i);
-                            let v = Version::alloc(k, 2, b"", 2).as_ptr();
+                            let v = Version::alloc(&k, 2, b"", 2).as_ptr();
                             // SAFETY: fresh version, linked once.
                             unsafe { ix.insert(v, (k, Key::EMPTY)) };
                         }
@@ -796,9 +796,9 @@ mod tests {
         }
         assert_eq!(ix.len(), 0, "every emptied entry was retired");
         let k = key(0, 5);
-        let v = Version::alloc(k, 2, b"", 2).as_ptr();
+        let v = Version::alloc(&k, 2, b"", 2).as_ptr();
         // SAFETY: fresh version, linked once.
-        unsafe { ix.insert(v, (k, Key::EMPTY)) };
+        unsafe { ix.insert(v, (k.clone(), Key::EMPTY)) };
         assert_eq!(ix.head(&(k, Key::EMPTY)), v);
         drop(guard);
         free_all(&ix);
@@ -811,11 +811,11 @@ mod tests {
         let ix = OrderedIndex::new(0, 1, 0);
         let k = (Key::from(42), Key::EMPTY);
         let guard = crossbeam_epoch::pin();
-        let vs: Vec<*mut Version> = (0..8).map(|_| Version::alloc(k.0, 2, b"", 2).as_ptr()).collect();
+        let vs: Vec<*mut Version> = (0..8).map(|_| Version::alloc(&k.0, 2, b"", 2).as_ptr()).collect();
         // SAFETY: each fresh version is linked once; all are freed at the end, unlinked.
         unsafe {
             for &v in &vs {
-                ix.insert(v, k);
+                ix.insert(v, k.clone());
             }
             assert_eq!(ix.chain_of(&*vs[0]), ix.chain_of(&*vs[7]), "one key, one chain");
             // The chain is v7, ..., v0.

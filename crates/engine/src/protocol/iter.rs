@@ -121,30 +121,37 @@ impl<'t, 'db> Range<'t, 'db> {
     /// Walks one batch from the low end (`rev` false) or the high end.
     fn fill(&mut self, rev: bool) -> Result<()> {
         let n = if rev { self.back_batch } else { self.front_batch };
-        let (after, before, key_fn) = (self.after, self.before, self.key_fn);
+        let key_fn = self.key_fn;
+        // Borrowed, not cloned: the callback runs once per row.
+        let (after, before) = (&self.after, &self.before);
         // Rows go straight to the end's queue (reused from batch to batch).
         let got = if rev { &mut self.back } else { &mut self.front };
         let start = got.len();
-        let mut last: Option<Pos> = None;
-        self.txn.scan_dir(self.index, self.lo, self.hi, None, rev, |pk, v| {
-            let pos = (key_fn.map_or(*pk, |f| f(pk, v)), *pk);
+        // The index key of the last row taken, for a secondary index (a
+        // primary index's is the row's key, the last one in `got`).
+        let mut last_ix: Option<Key> = None;
+        self.txn.scan_dir(self.index, self.lo.clone(), self.hi.clone(), None, rev, |pk, v| {
+            let derived = key_fn.map(|f| f(pk, v));
+            let ix = derived.as_ref().unwrap_or(pk);
             // Taken by either end already (a resumed group of equal keys).
-            if after.is_some_and(|a| cmp(&pos, &a) != Ordering::Greater)
-                || before.is_some_and(|b| cmp(&pos, &b) != Ordering::Less)
+            if after.as_ref().is_some_and(|a| cmp(ix, pk, a) != Ordering::Greater)
+                || before.as_ref().is_some_and(|b| cmp(ix, pk, b) != Ordering::Less)
             {
                 return true;
             }
-            got.push_back((*pk, v.to_vec()));
-            last = Some(pos);
+            got.push_back((pk.clone(), v.to_vec()));
+            last_ix = derived;
             got.len() - start < n
         })?;
         if got.len() - start < n {
             self.walked = true;
-        } else if let Some(p) = last {
+        } else if let Some((pk, _)) = got.back() {
+            // The last row taken (a full batch took at least one).
+            let p: Pos = (last_ix.unwrap_or_else(|| pk.clone()), pk.clone());
             // The primary index holds one row per key: resume past it. A
             // secondary index may hold more rows of that key: resume at it
             // and skip what was taken.
-            let b = if key_fn.is_none() { Bound::Excluded(p.0) } else { Bound::Included(p.0) };
+            let b = if key_fn.is_none() { Bound::Excluded(p.0.clone()) } else { Bound::Included(p.0.clone()) };
             if rev {
                 self.hi = b;
                 self.before = Some(p);
@@ -159,9 +166,9 @@ impl<'t, 'db> Range<'t, 'db> {
     }
 }
 
-/// Order of row positions.
-fn cmp(a: &Pos, b: &Pos) -> Ordering {
-    a.0.cmp(&b.0).then(a.1.cmp(&b.1))
+/// Order of the row at (index key `ix`, primary key `pk`) against position `p`.
+fn cmp(ix: &Key, pk: &Key, p: &Pos) -> Ordering {
+    ix.cmp(&p.0).then_with(|| pk.cmp(&p.1))
 }
 
 impl Iterator for Range<'_, '_> {
@@ -257,6 +264,6 @@ impl<'db> Transaction<'db> {
             Some(e) => Bound::Excluded(e),
             None => Bound::Unbounded,
         };
-        Range::new(self, index, Bound::Included(*prefix), hi)
+        Range::new(self, index, Bound::Included(prefix.clone()), hi)
     }
 }

@@ -334,7 +334,7 @@ impl MvTxn<'_> {
     /// A read of our own pending write `i`: its new value, or no row if it
     /// is a delete. Nothing to validate: the row is ours.
     pub(crate) fn po_read<R>(&mut self, i: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let p = self.core.local.get().pending[i];
+        let p = self.core.local.get().pending[i].clone();
         // SAFETY: made by this transaction and never connected: ours alone.
         let new = unsafe { p.row().as_ref() };
         if self.core.recording {
@@ -359,7 +359,7 @@ impl MvTxn<'_> {
         let _guard = crossbeam_epoch::pin();
         let (i, old, mine) = match self.po_find(table.0, key) {
             Some(i) => {
-                let p = self.core.local.get().pending[i];
+                let p = self.core.local.get().pending[i].clone();
                 if p.row().is_null() {
                     return self.not_found(table, key); // we deleted it
                 }
@@ -390,7 +390,7 @@ impl MvTxn<'_> {
         }
         let new = if keep {
             self.core.created += 1;
-            Version::alloc(*key, t.link_words(), &buf, self.word).as_ptr()
+            Version::alloc(key, t.link_words(), &buf, self.word).as_ptr()
         } else {
             ptr::null_mut()
         };
@@ -405,7 +405,7 @@ impl MvTxn<'_> {
                 unsafe { Version::free(old) };
                 pending[i].new = new;
             }
-            None => pending.push(Pending { table: table.0, key: *key, old, new, deleted: false }),
+            None => pending.push(Pending { table: table.0, key: key.clone(), old, new, deleted: false }),
         }
         Ok(())
     }
@@ -415,14 +415,14 @@ impl MvTxn<'_> {
     pub(crate) fn po_insert(&mut self, t: &Table, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         match self.po_find(table.0, &key) {
             Some(i) => {
-                let p = self.core.local.get().pending[i];
+                let p = self.core.local.get().pending[i].clone();
                 if !p.row().is_null() {
                     return Err(Error::DuplicateKey);
                 }
                 // We deleted the row: the insert makes the delete an update
                 // (of the row that was there, or of our own insert).
                 self.core.created += 1;
-                let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
+                let nv = Version::alloc(&key, t.link_words(), value, self.word).as_ptr();
                 if !p.new.is_null() {
                     // SAFETY: our private version, replaced by `nv`.
                     unsafe { Version::free(p.new) };
@@ -437,8 +437,8 @@ impl MvTxn<'_> {
                     return self.duplicate(dup);
                 }
                 self.core.created += 1;
-                let nv = Version::alloc(key, t.link_words(), value, self.word).as_ptr();
-                let p = Pending { table: table.0, key, old: ptr::null_mut(), new: nv, deleted: false };
+                let nv = Version::alloc(&key, t.link_words(), value, self.word).as_ptr();
+                let p = Pending { table: table.0, key: key.clone(), old: ptr::null_mut(), new: nv, deleted: false };
                 self.core.local.get().pending.push(p);
             }
         }
@@ -457,7 +457,7 @@ impl MvTxn<'_> {
         // Epoch pin: the old versions stay allocated (see `po_write`).
         let _guard = crossbeam_epoch::pin();
         for i in 0..self.core.local.get().pending.len() {
-            let p = self.core.local.get().pending[i];
+            let p = self.core.local.get().pending[i].clone();
             // From here `p.new` is linked or freed below, not by an abort.
             self.core.local.get().pending[i].new = ptr::null_mut();
             let t = self.core.db.table_by_id(p.table);

@@ -86,7 +86,7 @@ impl TxnCore<'_> {
             }
             match op {
                 Op::Write { .. } => false,
-                Op::Read { table, key, .. } => !keys.contains(&(*table, *key)),
+                Op::Read { table, key, .. } => !keys.contains(&(*table, key.clone())),
                 Op::Scan { table, .. } => !keys.iter().any(|(t, _)| t == table),
                 #[allow(unreachable_patterns)]
                 _ => true,

@@ -78,7 +78,7 @@ impl<'db, T> Sets<'db, T> {
 /// version is created but not yet connected. It stays private to the
 /// transaction until commit takes the write lock on `old` (null: an
 /// insert) and links `new` (null: a delete) — see `protocol::pomvcc`.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct Pending {
     pub(crate) table: u32,
     pub(crate) key: Key,

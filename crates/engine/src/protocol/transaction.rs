@@ -497,7 +497,7 @@ impl<'db> Transaction<'db> {
     /// ```
     #[inline]
     pub fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
+        let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
         match &mut self.family {
             Family::Mv(t) => t.get_by(index, key, f),
             Family::Silo(t) => t.scan(index, lo, hi, None, false, f),

@@ -3,12 +3,16 @@
 //! One allocation per version, header first:
 //!
 //! ```text
-//!  0           8           16          20  21  22  24
-//! +-----------+-----------+-----------+---+---+---+---------------------+-----------+-------------+
-//! | Begin     | End       | value len | n | k | - | link[0..n] (8 B ea) | key bytes | value bytes |
-//! | AtomicU64 | AtomicU64 |   u32     |u8 |u8 |   | one per index       | (k bytes) |             |
-//! +-----------+-----------+-----------+---+---+---+---------------------+-----------+-------------+
+//!  0           8           16          20    22  23  24
+//! +-----------+-----------+-----------+-----+---+---+---------------------+-----------+-------------+
+//! | Begin     | End       | value len | k   | n | p | link[0..n] (8 B ea) | key bytes | value bytes |
+//! | AtomicU64 | AtomicU64 |   u32     | u16 |u8 |u8 | one per index       | (k bytes) |             |
+//! +-----------+-----------+-----------+-----+---+---+---------------------+-----------+-------------+
 //! ```
+//!
+//! (`p`: the in-place flag below.) The key's bytes are always stored in
+//! the version, whether the [`Key`] held them inline or on the heap: a
+//! version of a long key is longer, nothing else.
 //!
 //! A row of the Hekaton workload (one index, 8-byte key, 24-byte payload) is
 //! exactly 64 bytes: one cache line, so reaching a row costs one miss for
@@ -36,8 +40,8 @@ pub struct Version {
     /// the transaction updating or deleting it (the write lock, section 2.6).
     pub end: AtomicU64,
     value_len: u32,
+    key_len: u16,
     n_links: u8,
-    key_len: u8,
     /// 1: a single-version record (value word-aligned, rewritten in place).
     in_place: u8,
 }
@@ -70,7 +74,7 @@ fn in_place_layout(n_links: usize, key_len: usize, value_len: usize) -> Layout {
 impl Version {
     /// Allocates a version with the given Begin word, End = INFINITY and null
     /// links. The caller owns it until it is published in an index.
-    pub fn alloc(key: Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
+    pub fn alloc(key: &Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
         let lay = layout(n_links, key.len(), value.len());
         let nn = Self::alloc_header(key, n_links, value.len(), lay, 0, begin);
         // SAFETY: fresh and ours; the value's bytes follow the key inside
@@ -84,7 +88,7 @@ impl Version {
 
     /// Allocates `lay` and writes the header, null links and the key.
     fn alloc_header(
-        key: Key,
+        key: &Key,
         n_links: usize,
         value_len: usize,
         lay: Layout,
@@ -106,7 +110,7 @@ impl Version {
                 end: AtomicU64::new(INFINITY),
                 value_len: value_len as u32,
                 n_links: n_links as u8,
-                key_len: kb.len() as u8,
+                key_len: kb.len() as u16,
                 in_place,
             });
             let links = (raw as *mut u8).add(HEADER) as *mut AtomicPtr<Version>;
@@ -236,7 +240,7 @@ impl Version {
 
     /// Allocates a single-version record: like [`Version::alloc`], with the
     /// value in whole words so that it can be rewritten in place.
-    pub fn alloc_in_place(key: Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
+    pub fn alloc_in_place(key: &Key, n_links: usize, value: &[u8], begin: u64) -> NonNull<Version> {
         let lay = in_place_layout(n_links, key.len(), value.len());
         let nn = Self::alloc_header(key, n_links, value.len(), lay, 1, begin);
         // SAFETY: just allocated, not yet shared.
@@ -428,19 +432,19 @@ mod tests {
     #[test]
     fn freed_blocks_are_reused_by_exact_size() {
         std::thread::spawn(|| {
-            let a = Version::alloc(Key::from(1), 1, &[7u8; 24], 2).as_ptr();
+            let a = Version::alloc(&Key::from(1), 1, &[7u8; 24], 2).as_ptr();
             // SAFETY: never published.
             unsafe { Version::free(a) };
-            let b = Version::alloc(Key::from(2), 1, &[8u8; 24], 4).as_ptr();
+            let b = Version::alloc(&Key::from(2), 1, &[8u8; 24], 4).as_ptr();
             assert_eq!(a, b, "same size: the freed block comes back");
             // SAFETY: freshly allocated, unshared.
             let r = unsafe { &*b };
             assert_eq!((r.key(), r.value(), r.begin.load(Ordering::Relaxed)), (Key::from(2), &[8u8; 24][..], 4));
             assert!(r.link(0).load(Ordering::Relaxed).is_null());
-            let c = Version::alloc(Key::from(3), 1, &[9u8; 40], 6).as_ptr();
+            let c = Version::alloc(&Key::from(3), 1, &[9u8; 40], 6).as_ptr();
             assert_ne!(b, c, "another size never gets a cached block");
             // Fill one size past the cache's capacity, then free it all.
-            let many: Vec<_> = (0..2000).map(|i| Version::alloc(Key::from(i), 2, b"v", 8).as_ptr()).collect();
+            let many: Vec<_> = (0..2000).map(|i| Version::alloc(&Key::from(i), 2, b"v", 8).as_ptr()).collect();
             for v in many.into_iter().chain([b, c]) {
                 // SAFETY: never published, freed once.
                 unsafe { Version::free(v) };
@@ -452,7 +456,7 @@ mod tests {
 
     #[test]
     fn alloc_layout_round_trips() {
-        let v = Version::alloc(Key::from(9), 3, b"hello world", 4);
+        let v = Version::alloc(&Key::from(9), 3, b"hello world", 4);
         // SAFETY: freshly allocated, unshared.
         let r = unsafe { v.as_ref() };
         assert_eq!(r.value(), b"hello world");
@@ -465,7 +469,7 @@ mod tests {
         }
         // SAFETY: never published.
         unsafe { Version::free(v.as_ptr()) };
-        let e = Version::alloc(Key::EMPTY, 1, b"", 0);
+        let e = Version::alloc(&Key::EMPTY, 1, b"", 0);
         // SAFETY: as above.
         unsafe {
             assert_eq!(e.as_ref().value(), b"");

@@ -316,7 +316,8 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
     /// # let db = multiverse::Database::new(multiverse::Options::default()).unwrap();
     /// let t: TypedTable<(u32, String), u8> = TableDefinition::new("t").create(&db, multiverse::IndexKind::Ordered).unwrap();
     /// assert_eq!(t.key((1u32, "a")).unwrap().as_bytes(), [0, 0, 0, 1, b'a', 0, 0]);
-    /// assert!(t.key((1u32, "x".repeat(40))).is_err());
+    /// assert_eq!(t.key((1u32, "x".repeat(40))).unwrap().len(), 4 + 40 + 2);
+    /// assert!(t.key((1u32, "x".repeat(2000))).is_err());
     /// ```
     pub fn key(&self, key: impl AsKey<K>) -> Result<Key> {
         encode_key::<K>(key)

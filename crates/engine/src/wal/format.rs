@@ -17,13 +17,18 @@
 //!
 //! ```text
 //!  TXN:  kind=1 u8 | epoch u64 | commit_ts u64 | writes u32 | write*
-//!        write: table u32 | op u8 (0 put, 1 delete) | key_len u8 | key
+//!        write: table u32 | op u8 (0 put, 1 delete) | key_len | key
 //!               | (put only) value_len u32 | value
 //!  MARK: kind=2 u8 | epoch u64       (every record of this stream with
 //!                                     an epoch <= epoch precedes it)
 //! ```
 //!
-//! Every log file begins with `"MVLOG\0\0\x02"` and one framed header
+//! `key_len` is one byte for a key of up to 254 bytes, else the byte 255
+//! and the length as a u16 (keys are at most [`KEY_MAX`] bytes). Format 3
+//! wrote one byte, for keys of at most 32 bytes: the same bytes, so format
+//! 4 reads its files.
+//!
+//! Every log file begins with `"MVLOG\0\0\x04"` and one framed header
 //! that says where the file belongs, so that recovery can tell a missing,
 //! duplicated or misplaced file from a complete stream:
 //!
@@ -44,8 +49,8 @@
 //!                          | (first_seq u32 | last_seq u32) * streams)
 //! ```
 //!
-//! A checkpoint row body is `table u32 | key_len u8 | key | value_len u32 |
-//! value`. Integers are little-endian.
+//! A checkpoint row body is `table u32 | key_len | key | value_len u32 |
+//! value`, `key_len` as in a log record. Integers are little-endian.
 
 use crate::key::{Key, KEY_MAX};
 use crate::{Error, Result};
@@ -62,13 +67,19 @@ pub(crate) const OP_DELETE: u8 = 1;
 /// but a transaction record this large is not something we write).
 pub(crate) const MAX_BODY: usize = 1 << 30;
 
-/// The first bytes of every log file (format 3: placed headers; round
-/// `e` and its mark in stream `e % streams` only).
-pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x03";
-/// The first bytes of the log files of older formats, minus their last
-/// byte (1: no headers; 2: every round marked in every stream): refused
-/// with a clear word.
+/// The first bytes of every log file (format 4: keys of up to
+/// [`KEY_MAX`] bytes, see `key_len` in the module docs).
+pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x04";
+/// The oldest log format still read: 3 (placed headers; round `e` and its
+/// mark in stream `e % streams` only; keys of at most 32 bytes, whose
+/// one-byte length format 4 writes alike).
+pub(crate) const LOG_FORMAT_READ: u8 = 3;
+/// The first bytes of the log files of every format, minus their last
+/// byte (the format: 1, no headers; 2, every round marked in every stream,
+/// both refused with a clear word; 3 and 4 read).
 pub(crate) const LOG_MAGIC_OLD: &[u8; 7] = b"MVLOG\x00\x00";
+/// A `key_len` byte that says a u16 length follows.
+const KEY_LEN_WIDE: u8 = 0xFF;
 /// The first bytes of a manifest.
 pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"MVMANI\x00\x01";
 /// At most this many streams (checked by `Database::open`).
@@ -110,11 +121,20 @@ impl LogHeader {
     pub(crate) fn decode(data: &[u8]) -> std::result::Result<(LogHeader, usize), String> {
         if data.len() >= LOG_MAGIC.len()
             && data[..LOG_MAGIC_OLD.len()] == LOG_MAGIC_OLD[..]
-            && (1..LOG_MAGIC[7]).contains(&data[7])
+            && (1..LOG_FORMAT_READ).contains(&data[7])
         {
             return Err(format!("a log file of an older format ({}), which this version does not read", data[7]));
         }
-        if data.len() < LOG_MAGIC.len() || &data[..LOG_MAGIC.len()] != LOG_MAGIC {
+        if data.len() >= LOG_MAGIC.len() && data[..LOG_MAGIC_OLD.len()] == LOG_MAGIC_OLD[..] && data[7] > LOG_MAGIC[7] {
+            return Err(format!(
+                "a log file of a newer format ({}) than this version writes ({})",
+                data[7], LOG_MAGIC[7]
+            ));
+        }
+        if data.len() < LOG_MAGIC.len()
+            || data[..LOG_MAGIC_OLD.len()] != LOG_MAGIC_OLD[..]
+            || !(LOG_FORMAT_READ..=LOG_MAGIC[7]).contains(&data[7])
+        {
             return Err("not a log file (bad magic)".into());
         }
         let (body, next) = match next_frame(data, LOG_MAGIC.len()) {
@@ -284,11 +304,22 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn key(&mut self) -> Result<Key> {
-        let n = self.u8()? as usize;
+        let n = self.key_len()?;
+        Key::from_bytes(self.take(n)?)
+    }
+
+    /// A key's length (see `key_len` in the module docs), checked against
+    /// [`KEY_MAX`].
+    #[inline]
+    pub(crate) fn key_len(&mut self) -> Result<usize> {
+        let n = match self.u8()? {
+            KEY_LEN_WIDE => self.u16()? as usize,
+            n => n as usize,
+        };
         if n > KEY_MAX {
             return Err(Error::Corrupt(format!("a key of {n} bytes (at most {KEY_MAX})")));
         }
-        Key::from_bytes(self.take(n)?)
+        Ok(n)
     }
 
     pub(crate) fn value(&mut self) -> Result<&'a [u8]> {
@@ -301,9 +332,16 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Appends a key (length byte, bytes).
+/// Appends a key (its length, see `key_len` in the module docs, and its bytes).
+#[inline]
 pub(crate) fn put_key(out: &mut Vec<u8>, key: &[u8]) {
-    out.push(key.len() as u8);
+    debug_assert!(key.len() <= KEY_MAX);
+    if key.len() < KEY_LEN_WIDE as usize {
+        out.push(key.len() as u8);
+    } else {
+        out.push(KEY_LEN_WIDE);
+        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    }
     out.extend_from_slice(key);
 }
 
@@ -332,10 +370,7 @@ pub(crate) fn decode_txn<'a>(
     for _ in 0..n {
         let table = r.u32()?;
         let op = r.u8()?;
-        let klen = r.u8()? as usize;
-        if klen > KEY_MAX {
-            return Err(Error::Corrupt(format!("a key of {klen} bytes (at most {KEY_MAX})")));
-        }
+        let klen = r.key_len()?;
         let kb = r.take(klen)?;
         let value = match op {
             OP_PUT => Some(r.value()?),
@@ -357,6 +392,51 @@ pub(crate) fn decode_txn<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Keys of every length round-trip; those of up to 32 bytes are written
+    /// exactly as format 3 wrote them (one length byte), so its files read.
+    #[test]
+    fn key_lengths_round_trip_and_short_ones_keep_the_old_bytes() {
+        for n in [0, 1, 8, 32, 33, 100, 254, 255, 256, 1000, KEY_MAX] {
+            let key = vec![0xA5u8; n];
+            let mut out = Vec::new();
+            put_key(&mut out, &key);
+            if n <= 32 {
+                let mut old = vec![n as u8];
+                old.extend_from_slice(&key);
+                assert_eq!(out, old, "{n} bytes");
+            }
+            out.extend_from_slice(b"next");
+            let mut r = Reader::new(&out);
+            assert_eq!(r.key().unwrap().as_bytes(), &key[..], "{n} bytes");
+            assert_eq!(r.bytes(4).unwrap(), b"next");
+            assert!(r.done());
+        }
+        // A length past the maximum is damage, not a key.
+        let mut out = vec![KEY_LEN_WIDE];
+        out.extend_from_slice(&(KEY_MAX as u16 + 1).to_le_bytes());
+        out.extend_from_slice(&[0; KEY_MAX + 1]);
+        assert!(matches!(Reader::new(&out).key(), Err(Error::Corrupt(m)) if m.contains("1025 bytes")));
+    }
+
+    /// Log files of format 3 are read; 1 and 2, and later formats, are
+    /// refused by name.
+    #[test]
+    fn log_formats_read_and_refused() {
+        let h =
+            LogHeader { generation: 1, stream: 0, streams: 1, seq: 0, start_mark: 0, tables: vec![(0, "t".into())] };
+        let file = h.encode();
+        assert_eq!(LogHeader::decode(&file).unwrap().0, h);
+        let mut v3 = file.clone();
+        v3[7] = 3;
+        assert_eq!(LogHeader::decode(&v3).unwrap().0, h);
+        for (format, word) in [(1, "older format"), (2, "older format"), (5, "newer format")] {
+            let mut f = file.clone();
+            f[7] = format;
+            let e = LogHeader::decode(&f).unwrap_err();
+            assert!(e.contains(word), "format {format}: {e}");
+        }
+    }
 
     #[test]
     fn frames_round_trip_and_damage_is_seen() {

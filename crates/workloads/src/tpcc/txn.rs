@@ -298,15 +298,15 @@ impl<'w> TpccWorker<'w> {
         let mut name = [0u8; 16];
         last_name(n as u32, &mut name);
         let lo = by_last_prefix(i.c_w, i.c_d, &name[..15]);
-        let hi = lo.prefix_end().unwrap_or(lo);
+        let hi = lo.prefix_end().unwrap_or_else(|| lo.clone());
         let named = &mut self.named;
         named.clear();
         t.scan(self.w.by_last, lo..hi, None, |pk, _| {
-            named.push(*pk);
+            named.push(pk.clone());
             true
         })?;
         match named.get(named.len().saturating_sub(1) / 2) {
-            Some(pk) => Ok(*pk),
+            Some(pk) => Ok(pk.clone()),
             None => Err(TxnError::Invariant(format!(
                 "tpcc: no customer of district ({}, {}) is named {} (the load names one of each)",
                 i.c_w,
@@ -329,9 +329,9 @@ impl<'w> TpccWorker<'w> {
         let n = i.ol_cnt as usize;
         let (wk, dk, ck) = (w_key(i.w), d_key(i.w, i.d), c_key(i.w, i.d, i.c));
         t.prefetch_many(&[
-            (tp.warehouse, &[wk]),
-            (tp.district, &[dk]),
-            (tp.customer, &[ck]),
+            (tp.warehouse, std::slice::from_ref(&wk)),
+            (tp.district, std::slice::from_ref(&dk)),
+            (tp.customer, std::slice::from_ref(&ck)),
             (tp.item, &self.item_keys[..n]),
             (tp.stock, &self.stock_keys[..n]),
         ]);
@@ -365,12 +365,12 @@ impl<'w> TpccWorker<'w> {
         let ok = o_key(i.w, i.d, o_id);
         let inserts = !tp.cfg.skip_inserts;
         if inserts {
-            t.insert(tp.order, ok, &ov).map_err(order_id_taken)?;
+            t.insert(tp.order, ok.clone(), &ov).map_err(order_id_taken)?;
             t.insert(tp.new_order, ok, &[]).map_err(order_id_taken)?;
         }
         let mut total = 0i64;
         let mut brand = 0u64;
-        for (k, &line_key) in line_keys[..n].iter().enumerate() {
+        for (k, line_key) in line_keys[..n].iter().enumerate() {
             let item = t.get_with(tp.item, &self.item_keys[k], |v| {
                 (get_i64(v, I_PRICE), has_original(&v[I_DATA..I_LEN]), v[I_NAME] as u64)
             })?;
@@ -405,7 +405,7 @@ impl<'w> TpccWorker<'w> {
             brand = fold(brand, name ^ ((i_original && s_original) as u64) << 9);
             let lv = line_value(i.items[k], i.supply[k], qty as u8, amount, &dist);
             if inserts {
-                t.insert(tp.order_line, line_key, &lv).map_err(order_id_taken)?;
+                t.insert(tp.order_line, line_key.clone(), &lv).map_err(order_id_taken)?;
             }
         }
         // total * (1 - c_discount) * (1 + w_tax + d_tax), rates in 1/10,000.
@@ -424,7 +424,11 @@ impl<'w> TpccWorker<'w> {
         let (wk, dk) = (w_key(i.w), d_key(i.w, i.d));
         let ck = [c_key(i.c_w, i.c_d, i.c)];
         let by_id = if i.c_last.is_none() { &ck[..] } else { &[] };
-        t.prefetch_many(&[(tp.warehouse, &[wk]), (tp.district, &[dk]), (tp.customer, by_id)]);
+        t.prefetch_many(&[
+            (tp.warehouse, std::slice::from_ref(&wk)),
+            (tp.district, std::slice::from_ref(&dk)),
+            (tp.customer, by_id),
+        ]);
         let r = t.modify(tp.warehouse, &wk, |v| {
             put_i64(v, W_YTD, get_i64(v, W_YTD) + i.amount);
             h_data[..10].copy_from_slice(&v[W_NAME..W_NAME + 10]);
@@ -481,7 +485,7 @@ impl<'w> TpccWorker<'w> {
         })?
         .ok_or_else(|| missing("customer", &ck))?;
         let lo = by_customer_prefix(i.c_w, i.c_d, c);
-        let hi = lo.prefix_end().unwrap_or(lo);
+        let hi = lo.prefix_end().unwrap_or_else(|| lo.clone());
         let mut last = None;
         t.scan(tp.by_customer, lo..hi, None, |pk, v| {
             last = Some((pk.u32_at(3).unwrap_or(0), v[O_OL_CNT]));
@@ -522,14 +526,14 @@ impl<'w> TpccWorker<'w> {
         let mut oldest = [None::<u32>; DISTRICTS as usize];
         for (slot, d) in oldest.iter_mut().zip(1..=DISTRICTS) {
             let lo = d_key(i.w, d);
-            let hi = lo.prefix_end().unwrap_or(lo);
+            let hi = lo.prefix_end().unwrap_or_else(|| lo.clone());
             // The oldest new order, deleted. At read committed a concurrent
             // Delivery may delete the one found between the scan and the
             // delete (the scan reads the latest committed state): find the
             // next oldest then. At the other levels that is a write conflict.
             while slot.is_none() {
                 let mut first = None;
-                t.scan(tp.new_order_pk, lo..hi, None, |pk, _| {
+                t.scan(tp.new_order_pk, lo.clone()..hi.clone(), None, |pk, _| {
                     first = pk.u32_at(3);
                     false
                 })?;

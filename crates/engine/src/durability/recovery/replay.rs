@@ -467,8 +467,9 @@ fn replay_part(db: &Database, rx: Receiver<Arc<Ordered>>, part: usize, parts: us
             if let Some(w) = writes.get(i + AHEAD) {
                 rows.prefetch_value(w.0);
             }
-            let (hash, table, key, value) = writes[i];
-            rows.put(hash, table, key, value);
+            // Taken, not cloned: a long key moves without touching its count.
+            let (hash, table, ref mut key, value) = writes[i];
+            rows.put(hash, table, std::mem::replace(key, Key::EMPTY), value);
         }
         // Bounded memory: past `MAX_ROWS` rows the values so far go into
         // the database (later writes of those rows overwrite them there).
@@ -519,7 +520,7 @@ fn install(db: &Database, rows: Rows) -> Result<()> {
 fn put(t: &mut crate::Transaction<'_>, table: TableId, key: &Key, value: Option<&[u8]>) -> Result<()> {
     match value {
         Some(v) => match t.update(table, key, v) {
-            Err(Error::KeyNotFound) => t.insert(table, *key, v),
+            Err(Error::KeyNotFound) => t.insert(table, key.clone(), v),
             r => r,
         },
         None => match t.delete(table, key) {
@@ -587,7 +588,7 @@ mod tests {
                 } else {
                     let v = vec![i as u8; (i as usize * 13) % 200];
                     match tx.update(t, &k, &v) {
-                        Err(Error::KeyNotFound) => tx.insert(t, k, &v),
+                        Err(Error::KeyNotFound) => tx.insert(t, k.clone(), &v),
                         r => r,
                     }
                 }

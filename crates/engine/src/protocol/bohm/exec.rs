@@ -68,16 +68,16 @@ impl ExecTxn<'_> {
         }
         if self.plan.lookup.is_empty() {
             for (i, (t, k)) in a.reads.iter().enumerate() {
-                self.plan.lookup.entry(MapKey { table: t.0, key: *k }).or_insert((0, 0)).0 = i as u32 + 1;
+                self.plan.lookup.entry(MapKey { table: t.0, key: k.clone() }).or_insert((0, 0)).0 = i as u32 + 1;
             }
             for (i, (t, k)) in a.writes.iter().enumerate() {
-                let e = self.plan.lookup.entry(MapKey { table: t.0, key: *k }).or_insert((0, 0));
+                let e = self.plan.lookup.entry(MapKey { table: t.0, key: k.clone() }).or_insert((0, 0));
                 if e.1 == 0 {
                     e.1 = i as u32 + 1;
                 }
             }
         }
-        match self.plan.lookup.get(&MapKey { table: table.0, key: *key }) {
+        match self.plan.lookup.get(&MapKey { table: table.0, key: key.clone() }) {
             None => (None, None),
             Some(&(r, w)) => (r.checked_sub(1).map(|r| r as usize), w.checked_sub(1).map(|w| w as usize)),
         }
@@ -254,7 +254,7 @@ impl ExecTxn<'_> {
                 };
                 if recording {
                     let version = found.map(|(d, w)| (Writer::Committed(w), d.to_vec()));
-                    self.plan.history.push(Op::Read { table: table.0, key: *key, version });
+                    self.plan.history.push(Op::Read { table: table.0, key: key.clone(), version });
                 }
                 Ok(found.map(|(d, _)| f(d)))
             }
@@ -289,7 +289,7 @@ impl ExecTxn<'_> {
                 let (writer, data) = unsafe { ((*v).writer(), (*v).data().to_vec()) };
                 self.plan.history.push(Op::Read {
                     table: table.0,
-                    key: *key,
+                    key: key.clone(),
                     version: Some((Writer::Committed(writer), data)),
                 });
             }
@@ -327,7 +327,7 @@ impl ExecTxn<'_> {
         }
         if self.plan.recording {
             let value = if kind == WriteKind::Delete { Vec::new() } else { data.clone() };
-            self.plan.history.push(Op::Write { table: table.0, key: *key, kind, value });
+            self.plan.history.push(Op::Write { table: table.0, key: key.clone(), kind, value });
         }
         Ok(())
     }

@@ -72,7 +72,7 @@ impl<'db> BohmTxn<'db> {
     /// The latest version of a record if it holds a row.
     fn bo_latest(&self, table: TableId, key: &Key) -> Result<(usize, MapKey, *mut BVersion)> {
         self.core.db.table_ref(table)?;
-        let mk = MapKey { table: table.0, key: *key };
+        let mk = MapKey { table: table.0, key: key.clone() };
         let p = partition_of(table.0, key);
         // SAFETY: the gate makes us the only user of every partition.
         let v = unsafe { self.store().part(p) }.latest.get(table.0, key);
@@ -87,7 +87,7 @@ impl<'db> BohmTxn<'db> {
         if self.core.recording {
             // SAFETY: produced.
             let version = found.map(|v| unsafe { (Writer::Committed(v.writer()), v.data().to_vec()) });
-            self.core.record(Op::Read { table: table.0, key: *key, version });
+            self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
         // SAFETY: as above.
         Ok(found.map(|v| f(unsafe { v.data() })))
@@ -115,7 +115,8 @@ impl<'db> BohmTxn<'db> {
         // SAFETY: the gate makes us the only user of every partition.
         let part = unsafe { store.part(p) };
         let state = if kind == WriteKind::Delete { ABSENT } else { PRESENT };
-        let init = BInit { begin: self.core.begin_ts, txn: ptr::null(), prev: old, state, table: table.0, key: *key };
+        let init =
+            BInit { begin: self.core.begin_ts, txn: ptr::null(), prev: old, state, table: table.0, key: key.clone() };
         let new = store.alloc(p, part, init);
         if kind != WriteKind::Delete {
             // SAFETY: fresh, ours alone; `old` is a different, produced version.
@@ -139,7 +140,7 @@ impl<'db> BohmTxn<'db> {
         if self.core.recording {
             // SAFETY: ours.
             let value = if kind == WriteKind::Delete { Vec::new() } else { unsafe { (*(*new).data.get()).clone() } };
-            self.core.record(Op::Write { table: table.0, key: *key, kind, value });
+            self.core.record(Op::Write { table: table.0, key: key.clone(), kind, value });
         }
         Ok(())
     }
@@ -171,10 +172,10 @@ impl<'db> BohmTxn<'db> {
                 let ik = match key_fn {
                     // SAFETY: produced (PRESENT), so its data is final.
                     Some(kf) => kf(&ver.key, unsafe { ver.data() }),
-                    None => ver.key,
+                    None => ver.key.clone(),
                 };
                 if (lo.as_ref(), hi.as_ref()).contains(&ik) {
-                    rows.push((ik, ver.key, v));
+                    rows.push((ik, ver.key.clone(), v));
                 }
             }
         }
@@ -191,7 +192,7 @@ impl<'db> BohmTxn<'db> {
                 continue;
             }
             if self.core.recording {
-                seen.push((pk, Writer::Committed(writer), data.to_vec()));
+                seen.push((pk.clone(), Writer::Committed(writer), data.to_vec()));
             }
             if !f(&pk, data) {
                 // Stopped: the history claims the range only up to here
@@ -280,7 +281,7 @@ impl<'db> BohmTxn<'db> {
     pub(crate) fn undo_to(&mut self, mark: usize) -> Vec<(u32, Key)> {
         let store = self.store();
         let mut undo = std::mem::take(&mut self.undo);
-        let keys = undo[mark..].iter().map(|u| (u.key.table, u.key.key)).collect();
+        let keys = undo[mark..].iter().map(|u| (u.key.table, u.key.key.clone())).collect();
         for u in undo.drain(mark..).rev() {
             // SAFETY: the gate makes us the only user of every partition.
             let part = unsafe { store.part(u.part) };

@@ -97,15 +97,15 @@ impl Latest {
     /// replacing the one there was.
     pub(super) fn set(&mut self, v: *mut BVersion) {
         // SAFETY: (caller) alive.
-        let (table, key) = unsafe { ((*v).table, (*v).key) };
-        self.set_hashed(record_hash(table, &key), v);
+        let (table, key) = unsafe { ((*v).table, &(*v).key) };
+        self.set_hashed(record_hash(table, key), v);
     }
 
     fn set_hashed(&mut self, hash: u64, v: *mut BVersion) {
         debug_assert!(!v.is_null());
         // SAFETY: (caller) alive.
-        let (table, key) = unsafe { ((*v).table, (*v).key) };
-        match self.find(hash, table, &key) {
+        let (table, key) = unsafe { ((*v).table, &(*v).key) };
+        match self.find(hash, table, key) {
             Ok(i) => self.slots[i].v = v,
             Err(i) => {
                 self.slots[i] = Slot { hash, v };

@@ -445,7 +445,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 prev,
                 state: PENDING,
                 table: t.0,
-                key: *k,
+                key: k.clone(),
             };
             let v = self.store.alloc(p, part, init);
             if !prev.is_null() {
@@ -634,7 +634,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             if state == ABSENT {
                 self.store.parts[partition_of(ver.table, &ver.key)].notes.lock().push(Note {
                     table: ver.table,
-                    key: ver.key,
+                    key: ver.key.clone(),
                     v,
                 });
             }

@@ -54,7 +54,7 @@ impl BVersion {
 }
 
 /// A map key: table and primary key, hashed once.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(super) struct MapKey {
     pub(super) table: u32,
     pub(super) key: Key,

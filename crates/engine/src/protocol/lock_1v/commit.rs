@@ -53,7 +53,7 @@ impl<'db> LockTxn<'db> {
             if TxnCore::sv_in_place(t, rec, value) {
                 continue;
             }
-            let nv = Version::alloc_in_place(rec.key(), t.link_words(), value, LATEST | ABSENT).as_ptr();
+            let nv = Version::alloc_in_place(&rec.key(), t.link_words(), value, LATEST | ABSENT).as_ptr();
             // SAFETY: fresh, unlinked.
             unsafe { t.link_all(nv) };
             self.core.created += 1;

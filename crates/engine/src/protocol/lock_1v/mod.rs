@@ -371,7 +371,7 @@ impl<'db> LockTxn<'db> {
         }
         if self.core.recording {
             let version = found.map(|wr| (wr, self.core.local.get().silo.copy.clone()));
-            self.core.record(Op::Read { table: table.0, key: *key, version });
+            self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
         Ok(found.map(|_| f(&self.core.local.get().silo.copy)))
     }
@@ -393,7 +393,7 @@ impl<'db> LockTxn<'db> {
         let found = if rec.is_null() { None } else { self.lk_read(rec) };
         if self.core.recording {
             let version = found.map(|wr| (wr, self.core.local.get().silo.copy.clone()));
-            self.core.record(Op::Read { table: table.0, key: *key, version });
+            self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
         if found.is_none() {
             return Err(Error::KeyNotFound);
@@ -461,7 +461,7 @@ impl<'db> LockTxn<'db> {
             let mut ids = std::mem::take(&mut self.core.local.get().ids);
             ids.clear();
             for (t, i, k) in keys {
-                self.core.db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
+                self.core.db.table_by_id(*t).indexes[*i].ranges.lockers(|| k.clone(), &mut ids);
             }
             ids.retain(|&i| i != self.core.id);
             let free = ids.is_empty();
@@ -547,7 +547,7 @@ impl<'db> LockTxn<'db> {
                     }
                 }
             }
-            let rec = Version::alloc_in_place(key, t.link_words(), value, LATEST | ABSENT).as_ptr();
+            let rec = Version::alloc_in_place(&key, t.link_words(), value, LATEST | ABSENT).as_ptr();
             // SAFETY: fresh and unlinked; its value (and so its secondary keys) is final.
             unsafe { t.link_all(rec) };
             self.core.created += 1;
@@ -596,7 +596,7 @@ impl<'db> LockTxn<'db> {
                 self.lk_lock(Self::lk_word(ix, k), LockMode::Shared, false, false, || false)?;
             } else {
                 // Before the walk (module docs: the scanner's side).
-                ix.ranges.lock(lo, hi, self.core.id);
+                ix.ranges.lock(lo.clone(), hi.clone(), self.core.id);
                 let l = self.locks.get();
                 if !l.ranges.contains(&(index.table, index.index)) {
                     l.ranges.push((index.table, index.index));
@@ -670,14 +670,14 @@ impl<'db> LockTxn<'db> {
             };
             delivered.push(VPtr(rec));
             if dedup {
-                delivered_keys.insert(pk);
+                delivered_keys.insert(pk.clone());
             }
             let l = &self.core.local.get().silo;
             let go_on = if filter.is_some_and(|p| !p(&pk, &l.copy)) {
                 true
             } else {
                 if self.core.recording {
-                    rows.push((pk, writer, l.copy.clone()));
+                    rows.push((pk.clone(), writer, l.copy.clone()));
                 }
                 f(&pk, &l.copy)
             };
@@ -699,7 +699,7 @@ impl<'db> LockTxn<'db> {
             Some(k) if ordered => {
                 let (lo, hi) = if rev { (Bound::Included(k), hi) } else { (lo, Bound::Included(k)) };
                 if self.key_range && !eq {
-                    ix.ranges.narrow_last(self.core.id, lo, hi);
+                    ix.ranges.narrow_last(self.core.id, lo.clone(), hi.clone());
                 }
                 (lo, hi)
             }

@@ -126,7 +126,7 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
             WaitOn::Ranges(keys) => {
                 let mut ids = Vec::new();
                 for (t, i, k) in keys {
-                    db.table_by_id(*t).indexes[*i].ranges.lockers(|| *k, &mut ids);
+                    db.table_by_id(*t).indexes[*i].ranges.lockers(|| k.clone(), &mut ids);
                 }
                 for h in ids {
                     graph.edge(w.id, h);

@@ -267,7 +267,9 @@ impl MvTxn<'_> {
                 }
                 self.core.local.get().bucket_locks.push((table, index, b));
             }
-            IndexImpl::Ordered(_) => self.lock_range(table, index, ix, Bound::Included(*key), Bound::Included(*key)),
+            IndexImpl::Ordered(_) => {
+                self.lock_range(table, index, ix, Bound::Included(key.clone()), Bound::Included(key.clone()))
+            }
         }
         Ok(())
     }

@@ -56,18 +56,18 @@ impl<'db> MvTxn<'db> {
                 self.core.local.get().scan_set.push(ScanRecord {
                     table: table.0,
                     index: 0,
-                    kind: ScanKind::Eq(*key),
+                    kind: ScanKind::Eq(key.clone()),
                     filter: None,
                     since: self.core.begin_ts,
                 });
             }
             if self.policy.cert != Cert::Off {
-                self.ssn_scan(t, 0, &ScanKind::Eq(*key));
+                self.ssn_scan(t, 0, &ScanKind::Eq(key.clone()));
                 self.ssn_absent_key(t, key);
                 self.ssn.get().verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
             }
             if self.core.recording {
-                self.core.record(Op::Read { table: table.0, key: *key, version: None });
+                self.core.record(Op::Read { table: table.0, key: key.clone(), version: None });
             }
             return Ok(None);
         }
@@ -80,7 +80,11 @@ impl<'db> MvTxn<'db> {
         // SAFETY: found under the epoch guard, which is still held.
         let v = unsafe { &*v };
         if self.core.recording {
-            self.core.record(Op::Read { table: table.0, key: *key, version: Some((writer_of(v), v.value().to_vec())) });
+            self.core.record(Op::Read {
+                table: table.0,
+                key: key.clone(),
+                version: Some((writer_of(v), v.value().to_vec())),
+            });
         }
         Ok(Some(f(v.value())))
     }
@@ -103,13 +107,13 @@ impl<'db> MvTxn<'db> {
             self.core.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
-                kind: ScanKind::Eq(*key),
+                kind: ScanKind::Eq(key.clone()),
                 filter: None,
                 since: rt,
             });
         }
         if self.policy.cert != Cert::Off {
-            self.ssn_scan(t, index.index, &ScanKind::Eq(*key));
+            self.ssn_scan(t, index.index, &ScanKind::Eq(key.clone()));
         }
         let claims = std::mem::take(&mut self.core.local.get().claims);
         let mut out = Delivery::new(self);
@@ -134,7 +138,7 @@ impl<'db> MvTxn<'db> {
             return Err(self.abort_with(r));
         }
         if self.core.recording {
-            let (lo, hi) = (Bound::Included(*key), Bound::Included(*key));
+            let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
             self.core.record(Op::Scan {
                 table: index.table,
                 index: index.index,
@@ -170,7 +174,7 @@ impl<'db> MvTxn<'db> {
         if self.policy.lock_scans {
             // Before the read time is taken: a version committed after the
             // lock is one whose writer saw the lock and waited for us.
-            self.lock_range(index.table, index.index, ix, lo, hi);
+            self.lock_range(index.table, index.index, ix, lo.clone(), hi.clone());
         }
         let rt = self.read_time();
         let me = self.me();
@@ -178,13 +182,13 @@ impl<'db> MvTxn<'db> {
             self.core.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
-                kind: ScanKind::Range(lo, hi),
+                kind: ScanKind::Range(lo.clone(), hi.clone()),
                 filter: filter.cloned(),
                 since: rt,
             });
         }
         if self.policy.cert != Cert::Off {
-            self.ssn_scan(t, index.index, &ScanKind::Range(lo, hi));
+            self.ssn_scan(t, index.index, &ScanKind::Range(lo.clone(), hi.clone()));
         }
         // Writers of versions a serializable pessimistic scan cannot see yet.
         let mut uncommitted = std::mem::take(&mut self.core.local.get().uncommitted);
@@ -251,13 +255,13 @@ impl<'db> MvTxn<'db> {
             Some(k) if ordered => {
                 let (lo, hi) = if rev { (Bound::Included(k), hi) } else { (lo, Bound::Included(k)) };
                 if self.policy.lock_scans {
-                    ix.ranges.narrow_last(self.core.id, lo, hi);
+                    ix.ranges.narrow_last(self.core.id, lo.clone(), hi.clone());
                 }
                 if self.policy.track_scans {
                     if let Some(ScanRecord { kind: ScanKind::Range(l, h), .. }) =
                         self.core.local.get().scan_set.last_mut()
                     {
-                        (*l, *h) = (lo, hi);
+                        (*l, *h) = (lo.clone(), hi.clone());
                     }
                 }
                 (lo, hi)

@@ -40,7 +40,7 @@ impl<'db> MvTxn<'db> {
         let me = self.me();
         let make = || {
             if ready.is_null() {
-                Version::alloc(key, t.link_words(), value, self.word).as_ptr()
+                Version::alloc(&key, t.link_words(), value, self.word).as_ptr()
             } else {
                 ready
             }
@@ -57,7 +57,7 @@ impl<'db> MvTxn<'db> {
                 IndexImpl::Ordered(o) => {
                     let nv = make();
                     // SAFETY: `nv` is fresh (or was kept private), initialised and unlinked.
-                    if unsafe { o.insert_if(nv, (key, Key::EMPTY), precheck) } {
+                    if unsafe { o.insert_if(nv, (key.clone(), Key::EMPTY), precheck) } {
                         // SAFETY: as above; linked into the primary index only.
                         unsafe { t.link_secondaries(nv) };
                         (Some(nv), ptr::null_mut())
@@ -101,7 +101,12 @@ impl<'db> MvTxn<'db> {
             }
         }
         if self.core.recording && ready.is_null() {
-            self.core.record(Op::Write { table: table.0, key, kind: WriteKind::Insert, value: value.to_vec() });
+            self.core.record(Op::Write {
+                table: table.0,
+                key: key.clone(),
+                kind: WriteKind::Insert,
+                value: value.to_vec(),
+            });
         }
         // After linking: any competing version linked before ours is a
         // concurrent insert we must not overtake (exactly one of two racing
@@ -214,7 +219,7 @@ impl<'db> MvTxn<'db> {
             return self.not_found(table, key);
         }
         // SAFETY: found under the epoch guard, which is still held.
-        let nv = Version::alloc(*key, t.link_words(), unsafe { &*v }.value(), self.word);
+        let nv = Version::alloc(key, t.link_words(), unsafe { &*v }.value(), self.word);
         // SAFETY: `nv` is fresh and not yet linked anywhere: ours alone.
         f(unsafe { Version::value_mut(nv) });
         if let Err(e) = self.claim(v) {
@@ -289,14 +294,14 @@ impl<'db> MvTxn<'db> {
             self.core.local.get().scan_set.push(ScanRecord {
                 table: table.0,
                 index: 0,
-                kind: ScanKind::Eq(*key),
+                kind: ScanKind::Eq(key.clone()),
                 filter: None,
                 since,
             });
         }
         if self.policy.cert != Cert::Off {
             let t = self.core.db.table_ref(table)?;
-            self.ssn_scan(t, 0, &ScanKind::Eq(*key));
+            self.ssn_scan(t, 0, &ScanKind::Eq(key.clone()));
             self.ssn_absent_key(t, key);
             self.ssn.get().verdict_now(self.policy.cert).map_err(|r| self.abort_with(r))?;
         }
@@ -308,7 +313,7 @@ impl<'db> MvTxn<'db> {
     fn install(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, value: Option<&[u8]>) -> Result<()> {
         self.claim(v)?;
         let new = match value {
-            Some(val) => Version::alloc(*key, t.link_words(), val, self.word).as_ptr(),
+            Some(val) => Version::alloc(key, t.link_words(), val, self.word).as_ptr(),
             None => ptr::null_mut(),
         };
         self.publish(t, table, key, v, new)
@@ -403,12 +408,12 @@ impl<'db> MvTxn<'db> {
     /// `old` (its writer and value).
     pub(crate) fn record_replace(&mut self, table: TableId, key: &Key, old: (Writer, &[u8]), new: Option<&[u8]>) {
         // An update or delete reads the version it replaces (Property 4.5).
-        self.core.record(Op::Read { table: table.0, key: *key, version: Some((old.0, old.1.to_vec())) });
+        self.core.record(Op::Read { table: table.0, key: key.clone(), version: Some((old.0, old.1.to_vec())) });
         let (kind, value) = match new {
             Some(v) => (WriteKind::Update, v.to_vec()),
             None => (WriteKind::Delete, Vec::new()),
         };
-        self.core.record(Op::Write { table: table.0, key: *key, kind, value });
+        self.core.record(Op::Write { table: table.0, key: key.clone(), kind, value });
     }
 
     /// The part of [`Self::publish`] that POMVCC's optimistic commit shares:

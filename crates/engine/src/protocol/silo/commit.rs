@@ -265,7 +265,7 @@ impl<'db> SiloTxn<'db> {
                 // secondary index) goes to a new record; the old one stops
                 // being the latest.
                 let key = rec.key();
-                let nv = Version::alloc_in_place(key, t.link_words(), value, tid | LATEST | LOCK).as_ptr();
+                let nv = Version::alloc_in_place(&key, t.link_words(), value, tid | LATEST | LOCK).as_ptr();
                 // SAFETY: fresh, unlinked.
                 unsafe { t.link_all(nv) };
                 self.core.created += 1;

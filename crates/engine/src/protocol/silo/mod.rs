@@ -185,7 +185,7 @@ impl<'db> SiloTxn<'db> {
             let rec = lookup_latest(t, key, Some(&mut l.seen))?;
             if rec.is_null() {
                 let seen = (first, l.seen.len() as u32);
-                l.nodes.push(SvNode::Missing { table: table.0, key: *key, seen });
+                l.nodes.push(SvNode::Missing { table: table.0, key: key.clone(), seen });
                 return Ok(None);
             }
             l.seen.truncate(first as usize);
@@ -222,7 +222,7 @@ impl<'db> SiloTxn<'db> {
         let found = self.sv_lookup(t, table, key).map_err(|Moving| self.abort_with(AbortReason::ReadValidation))?;
         if self.core.recording {
             let version = found.map(|rec| (self.sv_writer(rec), self.core.local.get().silo.copy.clone()));
-            self.core.record(Op::Read { table: table.0, key: *key, version });
+            self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
         Ok(found.map(|_| f(&self.core.local.get().silo.copy)))
     }
@@ -276,7 +276,7 @@ impl<'db> SiloTxn<'db> {
                 Seen::Gone => continue,
             }
         }
-        let rec = Version::alloc_in_place(key, t.link_words(), value, LATEST | ABSENT).as_ptr();
+        let rec = Version::alloc_in_place(&key, t.link_words(), value, LATEST | ABSENT).as_ptr();
         // SAFETY: fresh and unlinked; linked into every index (its value is
         // final, so its secondary keys are).
         unsafe { t.link_all(rec) };
@@ -318,13 +318,13 @@ impl<'db> SiloTxn<'db> {
         let found = self.sv_lookup(t, table, key).map_err(|Moving| self.abort_with(AbortReason::ReadValidation))?;
         let Some(rec) = found else {
             if self.core.recording {
-                self.core.record(Op::Read { table: table.0, key: *key, version: None });
+                self.core.record(Op::Read { table: table.0, key: key.clone(), version: None });
             }
             return Err(Error::KeyNotFound);
         };
         if self.core.recording {
             let version = Some((self.sv_writer(rec), self.core.local.get().silo.copy.clone()));
-            self.core.record(Op::Read { table: table.0, key: *key, version });
+            self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
         let mut new = std::mem::take(&mut self.core.local.get().scratch);
         new.clear();
@@ -423,7 +423,7 @@ impl<'db> SiloTxn<'db> {
                     return true;
                 }
                 if self.core.recording {
-                    rows.push((k, self.sv_writer(rec), copy.clone()));
+                    rows.push((k.clone(), self.sv_writer(rec), copy.clone()));
                 }
                 delivered = true;
                 if f(&k, &copy) {
@@ -440,15 +440,20 @@ impl<'db> SiloTxn<'db> {
         // Validation repeats only what the walk covered (see MV/O's scan).
         // A secondary index may hold more rows of the last key, past the
         // row the walk stopped at: `stop` keeps validation from them.
-        let (lo, hi) = match stopped_at {
-            Some((k, _)) if ordered && rev => (Bound::Included(k), hi),
-            Some((k, _)) if ordered => (lo, Bound::Included(k)),
-            _ => (lo, hi),
+        let (lo, hi, stop) = match stopped_at {
+            Some((k, pk)) if ordered => {
+                let stop = ix.key_fn.is_some().then_some((pk, rev));
+                if rev {
+                    (Bound::Included(k), hi, stop)
+                } else {
+                    (lo, Bound::Included(k), stop)
+                }
+            }
+            _ => (lo, hi, None),
         };
-        let stop = match stopped_at {
-            Some((_, pk)) if ordered && ix.key_fn.is_some() => Some((pk, rev)),
-            _ => None,
-        };
+        if self.core.recording {
+            self.core.record_scan(index, lo.clone(), hi.clone(), filter.is_some(), rows);
+        }
         let seen = (first_seen, self.core.local.get().silo.seen.len() as u32);
         self.core.local.get().silo.nodes.push(SvNode::Scan {
             table: index.table,
@@ -458,9 +463,6 @@ impl<'db> SiloTxn<'db> {
             stop,
             seen,
         });
-        if self.core.recording {
-            self.core.record_scan(index, lo, hi, filter.is_some(), rows);
-        }
         Ok(())
     }
 }

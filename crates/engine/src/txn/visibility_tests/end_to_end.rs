@@ -230,7 +230,7 @@ fn a_scan_never_hands_on_a_key_twice_when_its_dependency_aborts() {
                         std::thread::yield_now();
                     }
                 }
-                seen.push((*k, v.to_vec()));
+                seen.push((k.clone(), v.to_vec()));
                 true
             })
         });

@@ -43,7 +43,7 @@ struct V(NonNull<Version>);
 impl V {
     /// A version with the given raw Begin and End words.
     fn new(begin: u64, end: u64) -> V {
-        let v = Version::alloc(Key::from(1), 1, b"row", begin);
+        let v = Version::alloc(&Key::from(1), 1, b"row", begin);
         // SAFETY: freshly allocated and not shared yet.
         unsafe { v.as_ref() }.end.store(end, Ordering::SeqCst);
         V(v)
@@ -177,7 +177,7 @@ impl<'a> FakeWriter<'a> {
         o.end.compare_exchange(INFINITY, txn_word(id), Ordering::SeqCst, Ordering::SeqCst).unwrap();
         let new = match value {
             Some(val) => {
-                let nv = Version::alloc(key, t.link_words(), val, txn_word(id)).as_ptr();
+                let nv = Version::alloc(&key, t.link_words(), val, txn_word(id)).as_ptr();
                 // SAFETY: fresh, initialised, unlinked.
                 unsafe { t.link_all(nv) };
                 nv
