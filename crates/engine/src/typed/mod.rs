@@ -261,6 +261,18 @@ impl<K, V> fmt::Debug for TypedTable<K, V> {
     }
 }
 
+/// The encoded bounds of a range of typed keys.
+fn key_bounds<K, Q: AsKey<K>>(range: &impl RangeBounds<Q>) -> Result<(Bound<Key>, Bound<Key>)> {
+    let bound = |b: Bound<&Q>| -> Result<Bound<Key>> {
+        Ok(match b {
+            Bound::Included(q) => Bound::Included(encode_key::<K>(q)?),
+            Bound::Excluded(q) => Bound::Excluded(encode_key::<K>(q)?),
+            Bound::Unbounded => Bound::Unbounded,
+        })
+    };
+    Ok((bound(range.start_bound())?, bound(range.end_bound())?))
+}
+
 impl<K: TypedKey, V: Value> TypedTable<K, V> {
     /// The typed handle of the table `table`, whose rows must have been
     /// written with these types.
@@ -480,14 +492,7 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
         range: impl RangeBounds<Q>,
         f: impl FnMut(K, V) -> bool,
     ) -> Result<()> {
-        let bound = |b: Bound<&Q>| -> Result<Bound<Key>> {
-            Ok(match b {
-                Bound::Included(q) => Bound::Included(encode_key::<K>(q)?),
-                Bound::Excluded(q) => Bound::Excluded(encode_key::<K>(q)?),
-                Bound::Unbounded => Bound::Unbounded,
-            })
-        };
-        let (lo, hi) = (bound(range.start_bound())?, bound(range.end_bound())?);
+        let (lo, hi) = key_bounds::<K, Q>(&range)?;
         self.scan_keys(t, lo, hi, f)
     }
 
@@ -583,14 +588,7 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
         t: &'t mut Transaction<'db>,
         range: impl RangeBounds<Q>,
     ) -> Result<TypedRange<'t, 'db, K, V>> {
-        let bound = |b: Bound<&Q>| -> Result<Bound<Key>> {
-            Ok(match b {
-                Bound::Included(q) => Bound::Included(encode_key::<K>(q)?),
-                Bound::Excluded(q) => Bound::Excluded(encode_key::<K>(q)?),
-                Bound::Unbounded => Bound::Unbounded,
-            })
-        };
-        let (lo, hi) = (bound(range.start_bound())?, bound(range.end_bound())?);
+        let (lo, hi) = key_bounds::<K, Q>(&range)?;
         Ok(TypedRange { inner: t.range(self.primary(), (lo, hi))?, _types: PhantomData })
     }
 
