@@ -282,7 +282,10 @@ struct WorkerOutcome {
 }
 
 /// The per-thread loop: one `Instant` and one histogram record per
-/// committed transaction, into the histogram of its type.
+/// committed transaction, into the histogram of its type. Never inlined:
+/// `scripts/perf-gate` counts instructions from its entry (callgrind's
+/// `--toggle-collect=*worker_loop*`), and it is called once per thread.
+#[inline(never)]
 fn worker_loop<K: Worker>(
     db: &Database,
     worker: &mut K,
