@@ -187,8 +187,9 @@ impl Key {
     /// let k = Key::builder().u32(7).u64(9).build().unwrap();
     /// assert_eq!((k.u32_at(0), k.u64_at(4)), (Some(7), Some(9)));
     /// ```
+    #[inline]
     pub fn builder() -> KeyBuilder {
-        KeyBuilder { key: Key::EMPTY, long: Vec::new(), overflow: 0 }
+        KeyBuilder { bytes: [0; KEY_INLINE], len: 0, long: Vec::new(), overflow: 0 }
     }
 
     /// The key's bytes.
@@ -524,9 +525,13 @@ impl From<u64> for Key {
 /// ```
 #[derive(Clone)]
 pub struct KeyBuilder {
-    /// The key while it is inline (then `long` is empty).
-    key: Key,
-    /// The bytes once they outgrew [`KEY_INLINE`].
+    /// The key's bytes while they fit in [`KEY_INLINE`] (then `long` is
+    /// empty and has no buffer): building an inline key never allocates,
+    /// and the builder holds no `Key` (no drop glue on the common path).
+    bytes: [u8; KEY_INLINE],
+    /// How many of `bytes` are written.
+    len: u16,
+    /// All the bytes once they outgrew [`KEY_INLINE`].
     long: Vec<u8>,
     /// Bytes asked for beyond [`KEY_MAX`]: the key's length would have been
     /// `KEY_MAX + overflow` at least.
@@ -534,24 +539,37 @@ pub struct KeyBuilder {
 }
 
 impl KeyBuilder {
+    /// Appends `b`: inline while the key fits (the common case, inlined
+    /// into the caller), else [`KeyBuilder::push_long`].
+    #[inline(always)]
     fn push(mut self, b: &[u8]) -> Self {
-        let at = self.key.len as usize + self.long.len();
-        if self.overflow > 0 || at + b.len() > KEY_MAX {
-            self.overflow += b.len();
-            return self;
+        let at = self.len as usize;
+        if self.long.capacity() == 0 && at + b.len() <= KEY_INLINE {
+            self.bytes[at..at + b.len()].copy_from_slice(b);
+            self.len += b.len() as u16;
+        } else {
+            self.push_long(b);
         }
-        if self.long.is_empty() && at + b.len() <= KEY_INLINE {
-            self.key.bytes[at..at + b.len()].copy_from_slice(b);
-            self.key.len += b.len() as u16;
-            return self;
-        }
-        if self.long.is_empty() {
-            self.long.extend_from_slice(self.key.as_bytes());
-            self.key = Key::EMPTY;
-        }
-        self.long.extend_from_slice(b);
         self
     }
+
+    /// [`KeyBuilder::push`] past [`KEY_INLINE`] bytes: spills to `long`,
+    /// or counts the overflow past [`KEY_MAX`].
+    #[cold]
+    #[inline(never)]
+    fn push_long(&mut self, b: &[u8]) {
+        let at = if self.long.capacity() == 0 { self.len as usize } else { self.long.len() };
+        if self.overflow > 0 || at + b.len() > KEY_MAX {
+            self.overflow += b.len();
+            return;
+        }
+        if self.long.capacity() == 0 {
+            self.long.reserve(KEY_INLINE * 2);
+            self.long.extend_from_slice(&self.bytes[..at]);
+        }
+        self.long.extend_from_slice(b);
+    }
+
     /// Appends a `u8`.
     ///
     /// ```
@@ -559,6 +577,7 @@ impl KeyBuilder {
     ///
     /// assert_eq!(Key::builder().u8(7).build().unwrap().as_bytes(), [7]);
     /// ```
+    #[inline]
     pub fn u8(self, v: u8) -> Self {
         self.push(&[v])
     }
@@ -569,6 +588,7 @@ impl KeyBuilder {
     ///
     /// assert_eq!(Key::builder().u16(0x0102).build().unwrap().as_bytes(), [1, 2]);
     /// ```
+    #[inline]
     pub fn u16(self, v: u16) -> Self {
         self.push(&v.to_be_bytes())
     }
@@ -579,6 +599,7 @@ impl KeyBuilder {
     ///
     /// assert_eq!(Key::builder().u32(0x0102_0304).build().unwrap().as_bytes(), [1, 2, 3, 4]);
     /// ```
+    #[inline]
     pub fn u32(self, v: u32) -> Self {
         self.push(&v.to_be_bytes())
     }
@@ -589,6 +610,7 @@ impl KeyBuilder {
     ///
     /// assert_eq!(Key::builder().u64(5).build().unwrap(), Key::from(5));
     /// ```
+    #[inline]
     pub fn u64(self, v: u64) -> Self {
         self.push(&v.to_be_bytes())
     }
@@ -599,6 +621,7 @@ impl KeyBuilder {
     ///
     /// assert_eq!(Key::builder().bytes(b"ab").u8(0).build().unwrap().as_bytes(), b"ab\0");
     /// ```
+    #[inline]
     pub fn bytes(self, b: &[u8]) -> Self {
         self.push(b)
     }
@@ -612,6 +635,7 @@ impl KeyBuilder {
     /// assert_eq!(k.as_bytes(), b"ab\0\0\x01");
     /// assert_eq!(Key::builder().str_fixed("abcdef", 3).build().unwrap().as_bytes(), b"abc");
     /// ```
+    #[inline]
     pub fn str_fixed(self, s: &str, width: usize) -> Self {
         let mut out = self;
         let b = s.as_bytes();
@@ -632,13 +656,21 @@ impl KeyBuilder {
     /// let too_long = (0..=KEY_MAX).fold(Key::builder(), |b, _| b.u8(0));
     /// assert!(matches!(too_long.build(), Err(Error::KeyTooLarge { .. })));
     /// ```
+    #[inline]
     pub fn build(self) -> Result<Key, Error> {
-        if self.overflow > 0 {
-            let len = self.key.len() + self.long.len() + self.overflow;
-            return Err(Error::KeyTooLarge { len, max: KEY_MAX });
+        if self.long.capacity() == 0 && self.overflow == 0 {
+            return Ok(Key { bytes: self.bytes, len: self.len });
         }
-        if self.long.is_empty() {
-            return Ok(self.key);
+        self.build_long()
+    }
+
+    /// [`KeyBuilder::build`] of a key that outgrew [`KEY_INLINE`] bytes.
+    #[cold]
+    #[inline(never)]
+    fn build_long(self) -> Result<Key, Error> {
+        if self.overflow > 0 {
+            let len = if self.long.capacity() == 0 { self.len as usize } else { self.long.len() };
+            return Err(Error::KeyTooLarge { len: len + self.overflow, max: KEY_MAX });
         }
         Key::from_bytes(&self.long)
     }
