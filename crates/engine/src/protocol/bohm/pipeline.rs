@@ -347,6 +347,9 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     // ---------- concurrency control (sections 3.2.2-3.2.4) ----------
 
+    // Never inlined (as `execute`): a thread's entry, called once, where
+    // `scripts/perf-gate` starts counting instructions.
+    #[inline(never)]
     pub(super) fn control(&self, me: usize) {
         let m = self.cfg.cc_threads;
         let mine: Vec<usize> = (0..PARTITIONS).filter(|p| p % m == me).collect();
@@ -464,6 +467,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     // ---------------- execution (section 3.3.1) ----------------
 
+    #[inline(never)]
     pub(super) fn execute(&self, me: usize) -> (u64, [u64; AbortReason::COUNT]) {
         let k = self.cfg.exec_threads;
         let mut tally = (0u64, [0u64; AbortReason::COUNT]);
