@@ -112,7 +112,7 @@ fn a_small_hash_table_grows_to_ten_thousand_rows_under_every_protocol() {
 fn a_zero_capacity_hash_table_is_refused() {
     let db = Database::new(Options::default()).unwrap();
     assert!(matches!(db.create_table(TableSpec::hash("t", 0)), Err(crate::Error::InvalidArgument(_))));
-    let spec = TableSpec::ordered("u").secondary("h", crate::IndexKind::Hash { capacity: 0 }, |k, _| *k);
+    let spec = TableSpec::ordered("u").secondary("h", crate::IndexKind::Hash { capacity: 0 }, |k, _| k.clone());
     assert!(matches!(db.create_table(spec), Err(crate::Error::InvalidArgument(_))));
     assert!(db.create_table(TableSpec::hash("t", 1)).is_ok(), "the name is still free");
 }
