@@ -427,13 +427,12 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
 impl PartialEq for Key {
     #[inline]
     fn eq(&self, other: &Key) -> bool {
-        if self.len != other.len {
-            return false;
-        }
-        if self.is_long() {
-            return self.long_bytes() == other.long_bytes();
-        }
-        self.bytes == other.bytes
+        // Equal inline bytes (zero past `len`) are equal keys, and so are
+        // long keys that share a buffer (the same pointer); only long keys
+        // in different buffers compare their bytes. Inline keys, the
+        // common case, take no branch on their kind.
+        self.len == other.len
+            && (self.bytes == other.bytes || (self.is_long() && self.long_bytes() == other.long_bytes()))
     }
 }
 impl Eq for Key {}
