@@ -296,7 +296,18 @@ impl Key {
     /// ```
     #[inline]
     pub fn hash64(&self) -> u64 {
-        hash_bytes(self.as_bytes())
+        if self.is_long() {
+            return hash_bytes(self.long_bytes());
+        }
+        // `hash_bytes` of the inline bytes, a word at a time: they are zero
+        // past `len`, which is the zero padding of the last word, and at
+        // most four words are read (a bounded loop, not a slice walk).
+        let n = self.len as usize;
+        let mut h = (n as u64).wrapping_mul(HASH_SEED);
+        for i in 0..n.div_ceil(8) {
+            h = mix(h, u64::from_le_bytes(self.bytes[i * 8..i * 8 + 8].try_into().unwrap()));
+        }
+        fmix64(h)
     }
 
     /// The smallest key strictly greater than every key that starts with `self`
@@ -373,7 +384,7 @@ impl Drop for Key {
 /// (the last one zero-padded) and the length.
 #[inline]
 pub fn hash_bytes(b: &[u8]) -> u64 {
-    let mut h = (b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut h = (b.len() as u64).wrapping_mul(HASH_SEED);
     let mut chunks = b.chunks_exact(8);
     for c in &mut chunks {
         h = mix(h, u64::from_le_bytes(c.try_into().unwrap()));
@@ -386,6 +397,9 @@ pub fn hash_bytes(b: &[u8]) -> u64 {
     }
     fmix64(h)
 }
+
+/// The multiplier of a key's length that starts its hash.
+const HASH_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
 #[inline(always)]
 fn mix(h: u64, w: u64) -> u64 {
@@ -766,6 +780,18 @@ mod tests {
         let b = Key::builder().bytes(&[7; KEY_MAX - 8]).u64(1);
         assert_eq!(b.clone().build().unwrap().len(), KEY_MAX);
         assert_eq!(b.u8(5).u32(1).build().err(), Some(Error::KeyTooLarge { len: KEY_MAX + 5, max: KEY_MAX }));
+    }
+
+    /// `Key::hash64` (a word at a time over the inline bytes) is
+    /// `hash_bytes` of the key's bytes at every length, inline or long
+    /// (hash indexes hash stored versions' bytes and probe with keys).
+    #[test]
+    fn hash64_is_hash_bytes_at_every_length() {
+        for n in 0..=KEY_INLINE + 9 {
+            let b: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(151).wrapping_add(7)).collect();
+            assert_eq!(Key::from_bytes(&b).unwrap().hash64(), hash_bytes(&b), "len {n}");
+        }
+        assert_eq!(Key::MAX.hash64(), hash_bytes(&[0xFF; KEY_MAX]));
     }
 
     #[test]
