@@ -188,6 +188,19 @@ impl SiloLocal {
         self.writes.iter().rposition(|w| w.rec.0 == rec)
     }
 
+    /// Our own insert placeholder for `key` in `table`, if the WriteSet
+    /// holds one. A racing inserter links a second placeholder of the key
+    /// before it meets ours and withdraws (see `SiloTxn::insert`): until it
+    /// does, a walk may meet its placeholder first, and we must not take it
+    /// for the key's row. Only on that rare path (an absent record that is
+    /// not ours), so a walk of the WriteSet.
+    pub(crate) fn own_placeholder(&self, table: u32, key: &Key) -> Option<usize> {
+        self.writes.iter().rposition(|w| {
+            // SAFETY: our own placeholder, linked and not retired while we run.
+            w.placeholder && w.table == table && unsafe { &*w.rec.0 }.key_eq(key)
+        })
+    }
+
     pub(crate) fn clear(&mut self) {
         self.reads.clear();
         self.writes.clear();
@@ -201,35 +214,78 @@ impl SiloLocal {
     }
 }
 
-/// The latest record of `key` in `t`'s primary index, or null. The caller
-/// is pinned. When `seen` is given and nothing is found, every record of the
-/// key passed is added to it (the node-set of a missing key).
+/// What a walk of a key's chain found: the latest record, or null; and
+/// whether it passed an unlocked placeholder (Silo only: see below).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Latest {
+    pub(crate) rec: *mut Version,
+    pub(crate) placeholder: bool,
+}
+
+/// Silo's walk of `key`'s chain in `t`'s primary index (the caller is
+/// pinned): the key's row, or null. When `seen` is given and no row is
+/// found, every record of the key passed is added to it (the node-set of a
+/// missing key).
 ///
-/// A committer that moves a row to a new record (section 4.5: a value of
-/// another length) links the new record first and then retires the old
-/// one, but a walk that passed the new record's place before it was linked
-/// meets the old one retired, and finds no latest record of a row that
-/// never stopped existing. So a walk that finds none but passes a record a
-/// commit retired (TID set) walks again: the retirement it saw was ordered
-/// after the new record's link (Acquire on the word, Release in
+/// **Placeholders.** An unlocked placeholder (latest, absent) is not
+/// taken for the key's record: it is passed (and added to `seen`), and the
+/// walk goes on. Its inserter is before its serialization point, and may
+/// be one that lost a race and has not yet withdrawn (`SiloTxn::insert`):
+/// linked after the key's row or after the winning placeholder, so met
+/// first, it would hide them. `Latest::placeholder` says one was passed
+/// (perhaps the caller's own insert). A locked placeholder is an inserter
+/// in its commit, which won its race: it is the key's record.
+///
+/// **Moves.** A committer that moves a row to a new record (section 4.5: a
+/// value of another length) links the new record first and then retires
+/// the old one, but a walk that passed the new record's place before it
+/// was linked meets the old one retired, and finds no latest record of a
+/// row that never stopped existing. So a walk that finds none but passes a
+/// record a commit retired (TID set) walks again: the retirement it saw was
+/// ordered after the new record's link (Acquire on the word, Release in
 /// `sv_retire`), so the next walk meets the new record, unless yet another
 /// move retired that one meanwhile, which the next walk sees as one more
 /// retired record. A deleted key's retired records stay the same from walk
 /// to walk: its second walk is its last. After `WALKS` walks that each
 /// met one more retired record (moves faster than walks) it gives up with
 /// [`Moving`]: the caller must not report the row absent (it never was),
-/// and aborts instead (Silo), or cannot meet it (1V holds the key's lock,
-/// so no move of the key runs beside its walk: [`find_latest`]).
-pub(crate) fn lookup_latest(
+/// and aborts instead. (A count can also miss a move that coincides with
+/// the collector unlinking an old retired record; a lookup's node-set
+/// catches what it missed at validation, and an insert checks its key's
+/// chain again after linking.)
+#[inline]
+pub(crate) fn lookup_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>) -> Result<Latest, Moving> {
+    walk_latest(t, key, seen, true)
+}
+
+/// [`lookup_latest`] for a caller that holds the key's lock (1V, ordered
+/// 2PL): no move of the key can run beside the walk, so the walk settles,
+/// and no other transaction's placeholder of the key exists (1V links its
+/// placeholders under the key's X lock): the first latest record, our own
+/// placeholder included, is the key's.
+pub(crate) fn find_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
+    match walk_latest(t, key, seen, false) {
+        Ok(l) => l.rec,
+        Err(Moving) => {
+            debug_assert!(false, "a key whose lock we hold moved under our walk");
+            std::ptr::null_mut()
+        }
+    }
+}
+
+#[inline(always)]
+fn walk_latest(
     t: &Table,
     key: &Key,
     mut seen: Option<&mut Vec<(VPtr, u64)>>,
-) -> Result<*mut Version, Moving> {
+    pass_placeholders: bool,
+) -> Result<Latest, Moving> {
     const WALKS: usize = 8;
     let start = seen.as_deref().map_or(0, |s| s.len());
     let mut retired_before = 0;
     for walk in 1.. {
         let mut found = std::ptr::null_mut();
+        let mut placeholder = false;
         let mut retired = 0;
         if let Some(s) = seen.as_deref_mut() {
             s.truncate(start);
@@ -241,10 +297,12 @@ pub(crate) fn lookup_latest(
             // Acquire: pairs with the Release stores of the word.
             let w = v.begin.load(Ordering::Acquire);
             if w & LATEST != 0 {
-                found = v as *const Version as *mut Version;
-                return false;
-            }
-            if w & TID != 0 {
+                if !(pass_placeholders && w & (ABSENT | LOCK) == ABSENT) {
+                    found = v as *const Version as *mut Version;
+                    return false;
+                }
+                placeholder = true;
+            } else if w & TID != 0 {
                 retired += 1; // retired by a commit (an aborted insert leaves TID 0)
             }
             if let Some(s) = seen.as_deref_mut() {
@@ -253,7 +311,7 @@ pub(crate) fn lookup_latest(
             true
         });
         if !found.is_null() || retired <= retired_before {
-            return Ok(found);
+            return Ok(Latest { rec: found, placeholder });
         }
         if walk == WALKS {
             return Err(Moving);
@@ -267,15 +325,6 @@ pub(crate) fn lookup_latest(
 /// could walk its chain: it exists, but no walk met its latest record.
 #[derive(Debug)]
 pub(crate) struct Moving;
-
-/// [`lookup_latest`] for a caller that holds the key's lock (1V, ordered
-/// 2PL): no move of the key can run beside the walk, so the walk settles.
-pub(crate) fn find_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
-    lookup_latest(t, key, seen).unwrap_or_else(|Moving| {
-        debug_assert!(false, "a key whose lock we hold moved under our walk");
-        std::ptr::null_mut()
-    })
-}
 
 /// Calls `f` on every record (latest or not) whose key in `ix` lies in the
 /// range, until it returns false: one chain for a single key (`get_by`),

@@ -189,8 +189,9 @@ impl<'db> SiloTxn<'db> {
 
     /// True if the repeated lookup or scan meets a record its original walk
     /// did not pass (or passed in another state: an address reused after a
-    /// free) that has been a row since. A record the walk passed as the
-    /// latest is checked by the ReadSet instead.
+    /// free, a placeholder whose inserter has since locked or committed it)
+    /// that has been a row since. A row the walk passed as the latest is
+    /// checked by the ReadSet instead.
     fn sv_phantom(l: &SiloLocal, v: &Version, seen: &[(VPtr, u64)]) -> bool {
         let p = v as *const Version as *mut Version;
         // Acquire: as in validation.
@@ -198,7 +199,9 @@ impl<'db> SiloTxn<'db> {
         // `seen` is sorted by address (see `sv_validate`).
         if let Ok(i) = seen.binary_search_by_key(&(p as usize), |(r, _)| r.0 as usize) {
             let then = seen[i].1;
-            if then & LATEST != 0 || then == w & !LOCK {
+            // `then` was stored without the lock bit: a placeholder locked
+            // since differs (its inserter is committing).
+            if then & (LATEST | ABSENT) == LATEST || then == w {
                 return false;
             }
         }

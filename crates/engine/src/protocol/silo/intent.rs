@@ -49,7 +49,8 @@ impl<'db> SiloTxn<'db> {
             // Epoch pin: records reached through an index stay allocated until it drops.
             let _guard = crossbeam_epoch::pin();
             loop {
-                let rec = lookup_latest(t, key, None).map_err(|Moving| self.abort_with(AbortReason::ReadValidation))?;
+                let rec =
+                    lookup_latest(t, key, None).map_err(|Moving| self.abort_with(AbortReason::ReadValidation))?.rec;
                 // No row: nothing to claim (the read records the absence).
                 // Our own write: we lock it at commit anyway.
                 if rec.is_null() || self.sv_written(rec).is_some() || self.sv_claim(rec)? {
