@@ -158,6 +158,8 @@ impl Gc {
         let guard = crossbeam_epoch::pin();
         let mut n = 0;
         let mut batch = Vec::new();
+        // Bytes given back to the memory budget (with a limit).
+        let mut released = 0;
         // Unlinking is a chain of cache misses per version (its key, its
         // bucket, the chain up to it), and garbage is cold by now: take the
         // versions a few at a time and hint each step for all of them before
@@ -188,6 +190,10 @@ impl Gc {
                 // unlinks, once) and alive; we are pinned while unlinking.
                 let walked = unsafe { table(tables[j]).unlink_all(group[j].0) };
                 sweep |= walked >= LONG_WALK;
+                if self.budget.is_some() {
+                    // SAFETY: unlinked, but alive until the epoch passes; we are pinned.
+                    released += table(tables[j]).charged(unsafe { &*group[j].0 });
+                }
                 batch.push(group[j]);
             }
             n += k;
@@ -219,6 +225,11 @@ impl Gc {
                     // the run: queued, so linked and alive until its
                     // collector (we, who popped it) unlinks it; we are pinned.
                     unsafe { table(run[0].table).unlink_many(&vs, &mut chains, &mut set) };
+                    if self.budget.is_some() {
+                        let t = table(run[0].table);
+                        // SAFETY: unlinked, but alive until the epoch passes; we are pinned.
+                        released += vs.iter().map(|&v| t.charged(unsafe { &*v })).sum::<usize>();
+                    }
                 }
                 n += chunk.len();
                 batch.extend(chunk.iter().map(|g| g.v));
@@ -231,7 +242,7 @@ impl Gc {
             self.obs.collected(n);
             if let Some(b) = &self.budget {
                 // SAFETY: unlinked, but alive until the epoch passes; we are pinned.
-                b.release(batch.iter().map(|v| unsafe { &*v.0 }.footprint()).sum());
+                b.release(released);
                 self.obs.memory_used(|| b.used());
             }
             // Relaxed: statistics only.

@@ -146,7 +146,10 @@ impl Key {
         }
         let shared: Arc<[u8]> = Arc::from(b);
         // The strong count moves into the key; `Drop` gives it back.
-        let p = Arc::into_raw(shared) as *const u8 as usize;
+        // Exposed: the address is stored as bytes, and `long_ptr` takes
+        // the buffer's provenance back from it (strict provenance cannot
+        // travel through the byte array the inline keys share).
+        let p = Arc::into_raw(shared).cast::<u8>().expose_provenance();
         let mut bytes = [0u8; KEY_INLINE];
         bytes[..std::mem::size_of::<usize>()].copy_from_slice(&p.to_ne_bytes());
         Ok(Key { bytes, len: b.len() as u16 })
@@ -165,6 +168,13 @@ impl Key {
         usize::from_ne_bytes(self.bytes[..std::mem::size_of::<usize>()].try_into().unwrap())
     }
 
+    /// The pointer a long key's bytes start at (null for [`Key::MAX`]),
+    /// with the provenance [`Key::long`] exposed.
+    #[inline(always)]
+    fn long_ptr(&self) -> *const u8 {
+        ptr::with_exposed_provenance(self.long_addr())
+    }
+
     /// The bytes of a long key.
     #[cold]
     #[inline(never)]
@@ -176,7 +186,7 @@ impl Key {
         // SAFETY: `p` is the data pointer of an `Arc<[u8]>` of `len` bytes
         // (type docs) whose strong count this key holds, so the buffer
         // lives at least as long as `&self`, and nobody writes it.
-        unsafe { std::slice::from_raw_parts(p as *const u8, self.len as usize) }
+        unsafe { std::slice::from_raw_parts(self.long_ptr(), self.len as usize) }
     }
 
     /// Starts a composite key.
@@ -358,7 +368,7 @@ impl Clone for Key {
                 // the `Arc<[u8]>` this key holds a strong count of (type
                 // docs): the Arc is alive, and the clone takes a count of
                 // its own.
-                unsafe { Arc::increment_strong_count(ptr::slice_from_raw_parts(p as *const u8, self.len as usize)) };
+                unsafe { Arc::increment_strong_count(ptr::slice_from_raw_parts(self.long_ptr(), self.len as usize)) };
             }
         }
         Key { bytes: self.bytes, len: self.len }
@@ -373,7 +383,7 @@ impl Drop for Key {
             if p != 0 {
                 // SAFETY: as in `clone`: this key's strong count of the
                 // `Arc<[u8]>` at `p` (of `len` bytes), given back once.
-                unsafe { Arc::decrement_strong_count(ptr::slice_from_raw_parts(p as *const u8, self.len as usize)) };
+                unsafe { Arc::decrement_strong_count(ptr::slice_from_raw_parts(self.long_ptr(), self.len as usize)) };
             }
         }
     }
@@ -825,10 +835,11 @@ mod tests {
         let k = Key::from_bytes(&[9u8; 100]).unwrap();
         let copies: Vec<Key> = (0..10).map(|_| k.clone()).collect();
         let addr = k.long_addr();
-        // SAFETY: `addr` is the key's Arc data pointer (the type's docs);
+        let p = k.long_ptr();
+        // SAFETY: `p` is the key's Arc data pointer (the type's docs);
         // the count is only read, and `k` keeps the Arc alive.
         let count = || unsafe {
-            let a = Arc::from_raw(ptr::slice_from_raw_parts(addr as *const u8, 100));
+            let a = Arc::from_raw(ptr::slice_from_raw_parts(p, 100));
             let n = Arc::strong_count(&a);
             std::mem::forget(a);
             n

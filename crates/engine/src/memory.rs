@@ -6,11 +6,14 @@
 //! at its allocation size ([`Version::footprint`](crate::storage::version::Version::footprint):
 //! header, index links, key and value), from the moment it is linked
 //! (`Table::link_*`) until garbage collection unlinks it (`Gc::collect`);
-//! it is freed at the shard's next collection, once an epoch has passed.
+//! it is freed at the shard's next collection, once an epoch has passed;
+//! for a key longer than [`crate::KEY_INLINE`], also the copy of the key
+//! each ordered index keeps in its entry (`Table::charged`).
 //! Under BOHM, every version of its store (the struct, and its value's
 //! buffer once written) from its allocation until it is freed. Not counted:
 //! index nodes (hash buckets are allocated with the table; ordered-index
-//! nodes, about one per key), transactions' private buffers (write sets,
+//! nodes, about one per key, beyond a long key's copy), long keys in
+//! BOHM's own index of its store, transactions' private buffers (write sets,
 //! Silo's buffered values, POMVCC's private versions before commit), and
 //! freed blocks kept for reuse (`storage::version`'s per-thread cache,
 //! BOHM's free lists).

@@ -5,7 +5,7 @@ use crate::index::hash::HashIndex;
 use crate::index::key_locks::KeyLocks;
 use crate::index::locks::RangeLocks;
 use crate::index::ordered::{IKey, OrderedIndex};
-use crate::key::Key;
+use crate::key::{Key, KEY_INLINE};
 use crate::memory::Budget;
 use crate::storage::version::Version;
 use crate::Error;
@@ -252,6 +252,25 @@ impl Index {
         }
     }
 
+    /// True if `v`'s key in this index lies in the range (a hash index's
+    /// full walk filters its rows by it). A long primary key is compared
+    /// in place ([`Version::key_cmp`]): no allocation per row.
+    #[inline]
+    pub(crate) fn covers(&self, v: &Version, lo: &Bound<Key>, hi: &Bound<Key>) -> bool {
+        if self.key_fn.is_some() || v.key_bytes().len() <= KEY_INLINE {
+            return crate::index::locks::contains(lo, hi, &self.key_of(v));
+        }
+        (match lo {
+            Bound::Included(l) => v.key_cmp(l).is_ge(),
+            Bound::Excluded(l) => v.key_cmp(l).is_gt(),
+            Bound::Unbounded => true,
+        }) && (match hi {
+            Bound::Included(h) => v.key_cmp(h).is_le(),
+            Bound::Excluded(h) => v.key_cmp(h).is_lt(),
+            Bound::Unbounded => true,
+        })
+    }
+
     #[inline]
     fn ikey(&self, v: &Version) -> IKey {
         match self.key_fn {
@@ -483,8 +502,24 @@ impl Table {
     #[inline]
     fn charge(&self, v: &Version) {
         if let Some(b) = &self.budget {
-            b.charge(v.footprint());
+            b.charge(self.charged(v));
         }
+    }
+
+    /// The bytes a version of this table counts against the memory budget
+    /// (see `memory`), the same when it is linked and when the collector
+    /// unlinks it: its allocation ([`Version::footprint`]), and for a key
+    /// longer than [`KEY_INLINE`] the heap copy each ordered index keeps in
+    /// its entry for the key (an `Arc` buffer of the key's bytes). Counted
+    /// per version, though versions of a key share their entry: it errs
+    /// on the side of refusing writes early.
+    #[inline]
+    pub(crate) fn charged(&self, v: &Version) -> usize {
+        let key = v.key_bytes().len();
+        if key <= KEY_INLINE {
+            return v.footprint();
+        }
+        v.footprint() + key * self.indexes.iter().filter(|ix| ix.is_ordered()).count()
     }
 
     /// The link words each version of this table carries

@@ -12,7 +12,6 @@
 use super::core::TxnCore;
 use crate::gc::Garbage;
 use crate::history::{Op, WriteKind};
-use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
@@ -338,7 +337,7 @@ pub(crate) fn walk_range(ix: &Index, lo: &Bound<Key>, hi: &Bound<Key>, rev: bool
         }
     }
     let ordered = ix.is_ordered();
-    ix.for_each_in(lo.as_ref(), hi.as_ref(), rev, |v| (!ordered && !in_range(lo, hi, &ix.key_of(v))) || f(v));
+    ix.for_each_in(lo.as_ref(), hi.as_ref(), rev, |v| (!ordered && !ix.covers(v, lo, hi)) || f(v));
 }
 
 /// The primary key of a record (for the history).

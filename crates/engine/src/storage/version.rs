@@ -186,6 +186,18 @@ impl Version {
         Key::from_bytes(self.key_bytes()).expect("stored keys fit")
     }
 
+    /// The order of the row's primary key against `k`; a key longer than
+    /// [`KEY_INLINE`](crate::KEY_INLINE) is compared in place rather than
+    /// built (which allocates).
+    #[inline]
+    pub fn key_cmp(&self, k: &Key) -> std::cmp::Ordering {
+        let b = self.key_bytes();
+        if b.len() <= crate::KEY_INLINE {
+            return self.key().cmp(k);
+        }
+        b.cmp(k.as_bytes())
+    }
+
     /// True if the row's primary key is `k`.
     #[inline]
     pub fn key_eq(&self, k: &Key) -> bool {

@@ -256,9 +256,7 @@ impl<'db> MvTxn<'db> {
                 ScanKind::Eq(k) => ix.for_each_eq(k, |v| !ix.matches(v, k) || check(v)),
                 ScanKind::Range(lo, hi) => {
                     let ordered = ix.is_ordered();
-                    ix.for_each_in(lo.as_ref(), hi.as_ref(), false, |v| {
-                        (!ordered && !in_range(lo, hi, &ix.key_of(v))) || check(v)
-                    })
+                    ix.for_each_in(lo.as_ref(), hi.as_ref(), false, |v| (!ordered && !ix.covers(v, lo, hi)) || check(v))
                 }
             }
             if phantom {

@@ -82,7 +82,6 @@ mod write;
 use crate::error::AbortReason;
 use crate::gc::Garbage;
 use crate::history::{Op, Outcome, WriteKind, Writer};
-use crate::index::locks::contains as in_range;
 use crate::key::Key;
 use crate::protocol::core::{Hooks, Shape, TxnCore};
 use crate::protocol::mv_lock::{read_lock, Locked};

@@ -200,7 +200,7 @@ impl<'db> MvTxn<'db> {
         let mut stopped_at = None;
         ix.for_each_in(lo.as_ref(), hi.as_ref(), rev, |v| {
             // Check predicate (search predicate, then residual), then visibility.
-            if !ordered && !in_range(&lo, &hi, &ix.key_of(v)) {
+            if !ordered && !ix.covers(v, &lo, &hi) {
                 return true;
             }
             if let Some(p) = filter {

@@ -229,8 +229,8 @@ impl<'db> SiloTxn<'db> {
                 // The rows of the bound's index key past the stop were not
                 // walked: not phantoms (module `single`'s `SvNode::Scan`).
                 let unwalked = |v: &Version| match (stop, lo, hi) {
-                    (Some((pk, false)), _, Bound::Included(k)) => v.key() > *pk && ix.key_of(v) == *k,
-                    (Some((pk, true)), Bound::Included(k), _) => v.key() < *pk && ix.key_of(v) == *k,
+                    (Some((pk, false)), _, Bound::Included(k)) => v.key_cmp(pk).is_gt() && ix.key_of(v) == *k,
+                    (Some((pk, true)), Bound::Included(k), _) => v.key_cmp(pk).is_lt() && ix.key_of(v) == *k,
                     _ => false,
                 };
                 walk_range(ix, lo, hi, false, |v| {
