@@ -70,8 +70,38 @@ impl Me<'_> {
 /// the operation compares against that reading. A writer seen Active then
 /// draws a later end timestamp, so a version it ends in the meantime is still
 /// seen (the clock reading is SeqCst, like `set_pending`).
-#[inline]
+///
+/// The common case, a version whose Begin and End words both hold
+/// timestamps, is decided inline: every read walks
+/// through it, and as one big function the compiler's choice to inline it
+/// moved with unrelated changes (measured: 540 of hekaton's 11,600
+/// instructions per SSI transaction went to the call when it stopped). The
+/// rest is [`visible_at_words`], out of line.
+#[inline(always)]
 pub(crate) fn visible_at(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
+    // Acquire: as in `resolve` (Begin first, then End, as below).
+    let (b, e) = (v.begin.load(Ordering::Acquire), v.end.load(Ordering::Acquire));
+    if let (Word::Ts(b), Word::Ts(e)) = (Word::decode(b), Word::decode(e)) {
+        let rt = match (rt, me.now.get()) {
+            // Read committed before any clock reading: the latest
+            // committed version is visible (see `visible_at_words`).
+            (NOW, 0) => return (b != INFINITY && e == INFINITY).then_some(b),
+            (NOW, now) => now,
+            (rt, _) => rt,
+        };
+        // Table 1 (a committed Begin; INFINITY marks garbage) and
+        // Table 2 (a committed End; a peer's fails the validation).
+        if b == INFINITY || b >= rt || me.is_peer(e) {
+            return None;
+        }
+        return (rt < e).then_some(b);
+    }
+    visible_at_words(v, rt, me)
+}
+
+/// [`visible_at`] when a word holds a transaction id.
+#[inline(never)]
+fn visible_at_words(v: &Version, rt: u64, me: &Me<'_>) -> Option<u64> {
     let rt = if rt == NOW {
         match me.now.get() {
             0 => {
