@@ -57,7 +57,7 @@ pub enum IndexKind {
     /// Lock-free hash index starting with at least `capacity` buckets
     /// (equality lookups; full scans visit every bucket, in no particular
     /// order). It doubles its buckets online, without stopping readers,
-    /// when it holds more than two versions per bucket (see
+    /// when it holds more versions than buckets (see
     /// [`crate::index::hash`]); its locks (MV/L's bucket locks, 1V's key
     /// locks) keep the granularity of the initial buckets. Small ones (a
     /// capacity up to 256) get eight buckets per key, a cache line each:
@@ -520,6 +520,19 @@ impl Table {
             return v.footprint();
         }
         v.footprint() + key * self.indexes.iter().filter(|ix| ix.is_ordered()).count()
+    }
+
+    /// Drives the growths under way in this table's hash indexes, each for
+    /// at most `budget` (see `HashIndex::advance_growth`); true if one is
+    /// still under way. The caller must not be pinned.
+    pub(crate) fn advance_growth(&self, budget: std::time::Duration) -> bool {
+        let mut left = false;
+        for ix in &self.indexes {
+            if let IndexImpl::Hash(h) = &ix.imp {
+                left |= h.advance_growth(budget);
+            }
+        }
+        left
     }
 
     /// The link words each version of this table carries

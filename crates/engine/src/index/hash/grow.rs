@@ -10,8 +10,9 @@
 //!
 //! # Growth
 //!
-//! The index doubles its bucket count when it holds more than two versions
-//! per bucket, online: readers never lock, wait or retry, and an insert
+//! The index doubles its bucket count when it holds more versions than
+//! buckets (as a table declared at its size starts: a power of two at
+//! least its capacity), online: readers never lock, wait or retry, and an insert
 //! does no more than before unless it is one of the sampled few that drive
 //! the growth. The scheme is the relativistic hash table's expansion
 //! (Triplett, McKenney and Walpole, "Resizable, Scalable, Concurrent Hash
@@ -60,7 +61,7 @@
 //!   the next level even when the current one is still zipped: its
 //!   families double (the family mask `fam` of a level keeps the bucket
 //!   bits its zipped chains agree on), chains are always migrated at about
-//!   two versions a bucket, and unzipping catches up with all of them when
+//!   one version a bucket, and unzipping catches up with all of them when
 //!   grace periods allow. Until then a lookup walks past the foreign
 //!   versions of its family: slower, never wrong.
 //! * **Unlinking** (garbage collection) keeps its stripe lock, now chosen by
@@ -192,7 +193,7 @@ impl HashIndex {
     /// True if `n` versions call for more buckets than level `cur` has.
     fn overloaded(&self, n: i64) -> bool {
         let b = self.current().buckets();
-        n >= MIN_GROW && n as u64 > 2 * b && 2 * b <= MAX_BUCKETS
+        n >= MIN_GROW && n as u64 > b && 2 * b <= MAX_BUCKETS
     }
 
     /// [`HashIndex::unlink`] and [`HashIndex::unlink_set`]: bypasses the
@@ -628,6 +629,25 @@ impl HashIndex {
                 let _ = w.compare_exchange(cur, t as u64 | (cur & !PTR_MASK), Ordering::Release, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Drives a growth under way along for at most `budget`, stepping as
+    /// `help` does and letting grace periods pass in between: for quiet
+    /// moments, when no inserts drive it (after a bulk load, lookups walk
+    /// the zipped chains' foreign versions until unzipping ends). True if
+    /// it is still under way. The caller must not be pinned.
+    pub fn advance_growth(&self, budget: std::time::Duration) -> bool {
+        let start = std::time::Instant::now();
+        // Relaxed: a hint; `help` decides under its lock.
+        while self.growing.load(Ordering::Relaxed) {
+            if start.elapsed() >= budget {
+                return true;
+            }
+            self.help();
+            // Flushing and re-pinning lets the epoch (and the grace marker) advance.
+            crossbeam_epoch::pin().flush();
+        }
+        false
     }
 
     /// Drives any growth under way, and any the load calls for, to its

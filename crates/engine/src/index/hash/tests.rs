@@ -399,3 +399,48 @@ fn randomized_growth_under_concurrent_inserts_unlinks_and_reads() {
         }
     }
 }
+
+/// A growth left under way when the inserts stopped (here: no grace period
+/// could pass while they ran, so unzipping never began) is carried to its
+/// end by `advance_growth`, what `Database::collect_garbage` calls.
+#[test]
+fn advance_growth_finishes_what_the_inserts_left() {
+    let h = HashIndex::new(1, 0, None);
+    let vs: Vec<*mut Version> = (0..4000).map(version).collect();
+    {
+        // Pinned through the load: grace periods wait for us.
+        let _hold = crossbeam_epoch::pin();
+        for (i, &v) in vs.iter().enumerate() {
+            // SAFETY: fresh, linked once.
+            unsafe { h.insert(v, hash(i as u64)) };
+        }
+    }
+    // Relaxed: read by this thread only.
+    assert!(h.growing.load(Ordering::Relaxed), "the load left a growth under way");
+    assert!(!h.advance_growth(std::time::Duration::from_secs(30)), "finished within the budget");
+    assert!(matches!(*h.g.phase.lock(), Phase::Idle));
+    assert!(h.buckets() >= 2048, "grew to {} buckets", h.buckets());
+    // Every key found, on an unzipped chain: no foreign version on any.
+    let g = crossbeam_epoch::pin();
+    let mask = h.current().mask;
+    let key = |v: &Version| u64::from_be_bytes(v.key_bytes()[..8].try_into().unwrap());
+    for (i, &v) in vs.iter().enumerate() {
+        let (mut p, mut found) = (h.head(hash(i as u64)), false);
+        while !p.is_null() {
+            found |= p == v;
+            // SAFETY: linked and alive while the test holds them.
+            let w = unsafe { &*p };
+            assert_eq!(hash(key(w)) & mask, hash(i as u64) & mask, "a foreign version on key {i}'s chain");
+            p = h.next(w);
+        }
+        assert!(found, "key {i}");
+    }
+    drop(g);
+    for (i, v) in vs.into_iter().enumerate() {
+        let _g = crossbeam_epoch::pin();
+        // SAFETY: linked; freed right after, no reader left.
+        assert!(unsafe { h.unlink(v, hash(i as u64)) }.is_some());
+        // SAFETY: unlinked, and no reader is left.
+        unsafe { Version::free(v) };
+    }
+}
