@@ -347,8 +347,9 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     // ---------- concurrency control (sections 3.2.2-3.2.4) ----------
 
-    // Never inlined (as `execute`): a thread's entry, called once, where
-    // `scripts/perf-gate` starts counting instructions.
+    // Never inlined (as `execute`): a thread's entry, called once, which
+    // a profile names apart (`scripts/perf-gate` counts BOHM over the
+    // whole program: see its CALLGRIND_TOGGLES).
     #[inline(never)]
     pub(super) fn control(&self, me: usize) {
         let m = self.cfg.cc_threads;
