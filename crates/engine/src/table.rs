@@ -257,18 +257,11 @@ impl Index {
     /// in place ([`Version::key_cmp`]): no allocation per row.
     #[inline]
     pub(crate) fn covers(&self, v: &Version, lo: &Bound<Key>, hi: &Bound<Key>) -> bool {
+        use crate::index::locks::{contains, contains_by};
         if self.key_fn.is_some() || v.key_bytes().len() <= KEY_INLINE {
-            return crate::index::locks::contains(lo, hi, &self.key_of(v));
+            return contains(lo, hi, &self.key_of(v));
         }
-        (match lo {
-            Bound::Included(l) => v.key_cmp(l).is_ge(),
-            Bound::Excluded(l) => v.key_cmp(l).is_gt(),
-            Bound::Unbounded => true,
-        }) && (match hi {
-            Bound::Included(h) => v.key_cmp(h).is_le(),
-            Bound::Excluded(h) => v.key_cmp(h).is_lt(),
-            Bound::Unbounded => true,
-        })
+        contains_by(lo, hi, |b| v.key_cmp(b))
     }
 
     #[inline]
@@ -523,16 +516,14 @@ impl Table {
     }
 
     /// Drives the growths under way in this table's hash indexes, each for
-    /// at most `budget` (see `HashIndex::advance_growth`); true if one is
-    /// still under way. The caller must not be pinned.
-    pub(crate) fn advance_growth(&self, budget: std::time::Duration) -> bool {
-        let mut left = false;
+    /// at most `budget` (see `HashIndex::advance_growth`). The caller must
+    /// not be pinned.
+    pub(crate) fn advance_growth(&self, budget: std::time::Duration) {
         for ix in &self.indexes {
             if let IndexImpl::Hash(h) = &ix.imp {
-                left |= h.advance_growth(budget);
+                h.advance_growth(budget);
             }
         }
-        left
     }
 
     /// The link words each version of this table carries

@@ -94,13 +94,20 @@ impl RangeLocks {
 /// True if `k` lies between the bounds.
 #[inline]
 pub(crate) fn contains(lo: &Bound<Key>, hi: &Bound<Key>, k: &Key) -> bool {
+    contains_by(lo, hi, |b| k.cmp(b))
+}
+
+/// [`contains`] for a key known only by `cmp`, its order against a bound
+/// (a long key compared in place: `Index::covers`).
+#[inline]
+pub(crate) fn contains_by(lo: &Bound<Key>, hi: &Bound<Key>, cmp: impl Fn(&Key) -> std::cmp::Ordering) -> bool {
     (match lo {
-        Bound::Included(l) => k >= l,
-        Bound::Excluded(l) => k > l,
+        Bound::Included(l) => cmp(l).is_ge(),
+        Bound::Excluded(l) => cmp(l).is_gt(),
         Bound::Unbounded => true,
     }) && (match hi {
-        Bound::Included(h) => k <= h,
-        Bound::Excluded(h) => k < h,
+        Bound::Included(h) => cmp(h).is_le(),
+        Bound::Excluded(h) => cmp(h).is_lt(),
         Bound::Unbounded => true,
     })
 }

@@ -248,10 +248,7 @@ impl<'db> SiloTxn<'db> {
             let found = lookup_latest(t, key, Some(&mut l.seen))?;
             // Our own write: our insert (a placeholder the walk passed), or
             // the record found.
-            let own = match found.placeholder {
-                true => l.own_placeholder(table.0, key),
-                false => None,
-            };
+            let own = if found.placeholder { l.own_placeholder(table.0, key) } else { None };
             let own = own.or_else(|| if found.rec.is_null() { None } else { l.written(found.rec) });
             if let Some(i) = own {
                 l.seen.truncate(first as usize);
