@@ -204,7 +204,8 @@ impl Database {
 
 /// Takes the lock of the data directory `dir` for the database opening it:
 /// a second open (of this process or another) fails with
-/// [`Error::Locked`] naming the holder. The lock (`flock`) goes with the
+/// [`Error::Locked`] naming the holder (after a moment's retry if the
+/// holder is this process: see below). The lock (`flock`) goes with the
 /// file handle, so a crashed owner's lock is gone with its process.
 fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File> {
     use std::io::{Read, Seek, Write};
@@ -212,16 +213,29 @@ fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File> {
     let io = |e: std::io::Error| Error::Io(format!("cannot lock {}: {e}", path.display()));
     let mut f =
         std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
-    match f.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = f.read_to_string(&mut holder);
-            let holder = holder.trim();
-            let holder = if holder.is_empty() { "another process or handle".to_string() } else { holder.to_string() };
-            return Err(Error::Locked(format!("{} is in use by another open database ({holder})", dir.display())));
+    // A lock that names this process may be one we just let go of: a
+    // child forked by another thread of ours (`Command::spawn`) shares the
+    // lock's open file until it execs, microseconds later. Such a lock is
+    // retried for a moment; another process's is refused at once.
+    let ours = format!("process {},", std::process::id());
+    let start = std::time::Instant::now();
+    loop {
+        match f.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = f.seek(std::io::SeekFrom::Start(0)).and_then(|_| f.read_to_string(&mut holder));
+                let holder = holder.trim();
+                if holder.starts_with(&ours) && start.elapsed() < std::time::Duration::from_millis(200) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
+                }
+                let holder =
+                    if holder.is_empty() { "another process or handle".to_string() } else { holder.to_string() };
+                return Err(Error::Locked(format!("{} is in use by another open database ({holder})", dir.display())));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
     }
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let who = format!("process {}, opened at unix time {since}\n", std::process::id());
