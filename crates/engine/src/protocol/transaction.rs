@@ -352,6 +352,15 @@ impl<'db> Transaction<'db> {
     /// | silo | a write claim that makes a second reader for update wait for this transaction to end (a deviation from Silo, which has no read-time locks; validation is unchanged) |
     /// | pomvcc (optimistic mode), bohm | nothing more than [`Transaction::get_with`]: writes stay private until commit (POMVCC's Figure 13), or are declared before the transaction runs (BOHM) |
     ///
+    /// Under the multi-version protocols the conflict comes earlier but does
+    /// not go away: a transaction can update only the latest version, and
+    /// Hekaton section 2.6 makes the second writer of a row abort at once
+    /// (first writer wins) rather than wait, since once the first commits
+    /// its version is newer than the second's snapshot anyway. The read
+    /// intent there buys a guarantee (no later writer invalidates the read),
+    /// not fewer aborts; under 1V locking and Silo it removes most of them
+    /// (docs/BENCHMARKS.md, "Read intent again").
+    ///
     /// A key read for update and never written is only read: its lock or
     /// claim is released at the commit (under MV/L's repeatable read and
     /// serializable it becomes the read lock a read would have held) or

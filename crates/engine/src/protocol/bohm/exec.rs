@@ -42,42 +42,60 @@ impl ExecTxn<'_> {
         self.plan.ts
     }
 
-    /// Positions of a record in the declared reads and writes (the first
-    /// declared write: duplicates share a placeholder, and only the first
-    /// position tracks what this run wrote).
+    /// Where a record is declared: its first declared write (duplicates
+    /// share a placeholder, and only the first position tracks what this
+    /// run wrote), else its declared read. A record declared written is
+    /// read through its placeholder, so its read position is not looked
+    /// for (None).
+    ///
+    /// The declared writes are searched first (few, in every workload),
+    /// then the read at the cursor: procedures mostly read in the order
+    /// they declared, so a read is usually found at once. Records are
+    /// compared by their hashes, a word each, and by key on a hash match.
     fn find(&mut self, table: TableId, key: &Key) -> (Option<usize>, Option<usize>) {
-        let a = &self.plan.access;
-        let at = |l: &[(TableId, Key)]| l.iter().position(|(t, k)| *t == table && k == key);
+        let p = &*self.plan;
+        let (a, h) = (&p.access, record_hash(table.0, key));
         if a.writes.len() <= LINEAR {
-            if a.reads.len() <= LINEAR {
-                return (at(&a.reads), at(&a.writes));
-            }
-            // A declared read at the cursor (or the one just matched: a
-            // write looks its record up twice) needs no map; a duplicate
-            // read was annotated with the same version as its first one.
+            let w = declared_at(&p.write_hash, &a.writes, h, table, key);
+            let is = |i: usize| p.read_hash.get(i) == Some(&h) && a.reads[i].0 == table && a.reads[i].1 == *key;
             let c = self.cursor;
-            let is = |i: usize| a.reads.get(i).is_some_and(|(t, k)| *t == table && k == key);
-            if is(c) {
+            if w.is_none() && is(c) {
                 self.cursor = c + 1;
-                self.read_ahead(c);
-                return (Some(c), at(&self.plan.access.writes));
+                if a.reads.len() > LINEAR {
+                    self.read_ahead(c);
+                }
+                return (Some(c), None);
             }
+            if w.is_some() {
+                return (None, w);
+            }
+            if a.reads.len() <= LINEAR {
+                let r = declared_at(&p.read_hash, &a.reads, h, table, key);
+                if let Some(r) = r {
+                    self.cursor = r + 1;
+                }
+                return (r, None);
+            }
+            // In a long read set, the read just matched (read twice) is
+            // found without the map too; a duplicate read was annotated
+            // with the same version as its first one.
             if c > 0 && is(c - 1) {
-                return (Some(c - 1), at(&a.writes));
+                return (Some(c - 1), None);
             }
         }
-        if self.plan.lookup.is_empty() {
+        let Plan { access: a, lookup, .. } = &mut *self.plan;
+        if lookup.is_empty() {
             for (i, (t, k)) in a.reads.iter().enumerate() {
-                self.plan.lookup.entry(MapKey { table: t.0, key: k.clone() }).or_insert((0, 0)).0 = i as u32 + 1;
+                lookup.entry(MapKey { table: t.0, key: k.clone() }).or_insert((0, 0)).0 = i as u32 + 1;
             }
             for (i, (t, k)) in a.writes.iter().enumerate() {
-                let e = self.plan.lookup.entry(MapKey { table: t.0, key: k.clone() }).or_insert((0, 0));
+                let e = lookup.entry(MapKey { table: t.0, key: k.clone() }).or_insert((0, 0));
                 if e.1 == 0 {
                     e.1 = i as u32 + 1;
                 }
             }
         }
-        match self.plan.lookup.get(&MapKey { table: table.0, key: key.clone() }) {
+        match lookup.get(&MapKey { table: table.0, key: key.clone() }) {
             None => (None, None),
             Some(&(r, w)) => (r.checked_sub(1).map(|r| r as usize), w.checked_sub(1).map(|w| w as usize)),
         }
@@ -123,20 +141,25 @@ impl ExecTxn<'_> {
         if a.reads.len() > LINEAR || a.writes.len() > LINEAR {
             return;
         }
-        let at = |l: &[(TableId, Key)], key: &Key| l.iter().position(|(t, k)| *t == table && k == key);
+        let p = &*self.plan;
         let keys = &keys[..keys.len().min(LINEAR)];
         let mut seen = [Seen::Version(ptr::null_mut()); LINEAR];
+        // As in `find`: writes first, then the read expected next.
+        let mut next = 0;
         for (key, s) in keys.iter().zip(seen.iter_mut()) {
-            *s = match (at(&a.writes, key), at(&a.reads, key)) {
-                (Some(w), _) => {
-                    // Relaxed: as in `placeholder`.
-                    prefetch(self.plan.writes[w].load(Ordering::Relaxed) as *const u8);
-                    Seen::Own(w)
-                }
-                // Relaxed: as in `seen`.
-                (None, Some(r)) => Seen::Version(self.plan.reads[r].load(Ordering::Relaxed)),
-                (None, None) => continue,
-            };
+            let h = record_hash(table.0, key);
+            if let Some(w) = declared_at(&p.write_hash, &a.writes, h, table, key) {
+                // Relaxed: as in `placeholder`.
+                prefetch(p.writes[w].load(Ordering::Relaxed) as *const u8);
+                *s = Seen::Own(w);
+                continue;
+            }
+            let at_next = p.read_hash.get(next) == Some(&h) && a.reads[next].0 == table && a.reads[next].1 == *key;
+            let r = if at_next { Some(next) } else { declared_at(&p.read_hash, &a.reads, h, table, key) };
+            let Some(r) = r else { continue };
+            next = r + 1;
+            // Relaxed: as in `seen`.
+            *s = Seen::Version(p.reads[r].load(Ordering::Relaxed));
         }
         for s in seen[..keys.len()].iter_mut() {
             if let Seen::Own(w) = *s {

@@ -101,7 +101,8 @@ impl Latest {
         self.set_hashed(record_hash(table, key), v);
     }
 
-    fn set_hashed(&mut self, hash: u64, v: *mut BVersion) {
+    /// [`Latest::set`] with the record's hash already computed.
+    pub(super) fn set_hashed(&mut self, hash: u64, v: *mut BVersion) {
         debug_assert!(!v.is_null());
         // SAFETY: (caller) alive.
         let (table, key) = unsafe { ((*v).table, &(*v).key) };

@@ -311,13 +311,15 @@ mod tests {
                 plan.reads.push(AtomicPtr::new(ptr::null_mut()));
                 plan.writes.push(AtomicPtr::new(ptr::null_mut()));
                 plan.written.push(UNWRITTEN);
+                plan.read_hash.push(k);
+                plan.write_hash.push(k);
                 plan.lookup.insert(MapKey { table: 0, key: Key::from_u64(k) }, (0, 0));
             }
         };
         let caps = |p: &Plan| {
             [p.access.reads.capacity(), p.access.writes.capacity(), p.reads.capacity(), p.writes.capacity()]
                 .into_iter()
-                .chain([p.written.capacity(), p.lookup.capacity()])
+                .chain([p.written.capacity(), p.lookup.capacity(), p.read_hash.capacity(), p.write_hash.capacity()])
                 .max()
                 .unwrap()
         };
@@ -330,5 +332,27 @@ mod tests {
         let before = plan.access.reads.as_ptr();
         plan.reset();
         assert_eq!(plan.access.reads.as_ptr(), before, "a short declaration's room is kept");
+    }
+
+    /// A declared record is found by hash, table and key: records whose
+    /// hashes collide, or that share a key in another table, are told
+    /// apart, and the first of duplicates is the one found.
+    #[test]
+    fn declared_records_are_told_apart_past_their_hashes() {
+        let (a, b) = (Key::from_u64(1), Key::from_u64(2));
+        let list = [(TableId(0), a.clone()), (TableId(0), b.clone()), (TableId(1), a.clone()), (TableId(0), b.clone())];
+        // Every hash equal: only the table and key decide.
+        let same = [7u64; 4];
+        assert_eq!(declared_at(&same, &list, 7, TableId(0), &b), Some(1));
+        assert_eq!(declared_at(&same, &list, 7, TableId(1), &a), Some(2));
+        assert_eq!(declared_at(&same, &list, 7, TableId(1), &b), None);
+        assert_eq!(declared_at(&same, &list, 8, TableId(0), &a), None, "another hash is another record");
+        // Real hashes.
+        let real: Vec<u64> = list.iter().map(|(t, k)| record_hash(t.0, k)).collect();
+        for (i, (t, k)) in list.iter().enumerate().take(3) {
+            assert_eq!(declared_at(&real, &list, record_hash(t.0, k), *t, k), Some(i));
+        }
+        let c = Key::from_u64(3);
+        assert_eq!(declared_at(&real, &list, record_hash(0, &c), TableId(0), &c), None);
     }
 }

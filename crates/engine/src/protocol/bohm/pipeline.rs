@@ -22,6 +22,13 @@ pub(super) const KEEP: usize = 64;
 pub(super) struct Plan {
     pub(super) ts: u64,
     pub(super) access: AccessSet,
+    /// The `record_hash` of each declared read and of each declared write,
+    /// computed once when the transaction enters the log: the
+    /// concurrency-control threads partition and look up records by it,
+    /// and an execution finds a record among its declared ones by
+    /// comparing hashes (one word each) before keys.
+    pub(super) read_hash: Vec<u64>,
+    pub(super) write_hash: Vec<u64>,
     /// Section 3.2.3: for each declared read, the version to read (null: no
     /// record), written by the partition's concurrency-control thread.
     pub(super) reads: Vec<AtomicPtr<BVersion>>,
@@ -44,14 +51,21 @@ impl Plan {
         self.access.reads.shrink_to(KEEP);
         self.access.writes.clear();
         self.access.writes.shrink_to(KEEP);
+        self.read_hash.clear();
+        self.read_hash.shrink_to(KEEP);
+        self.write_hash.clear();
+        self.write_hash.shrink_to(KEEP);
         self.reads.clear();
         self.reads.shrink_to(KEEP);
         self.writes.clear();
         self.writes.shrink_to(KEEP);
         self.written.clear();
         self.written.shrink_to(KEEP);
-        self.lookup.clear();
-        self.lookup.shrink_to(KEEP);
+        // Only large declarations build the map: most resets skip it.
+        if self.lookup.capacity() > 0 {
+            self.lookup.clear();
+            self.lookup.shrink_to(KEEP);
+        }
     }
 }
 
@@ -335,6 +349,9 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         inner.proc = Some(p);
         inner.decided = None;
         inner.epoch = None;
+        let plan = &mut inner.plan;
+        plan.read_hash.extend(plan.access.reads.iter().map(|(t, k)| record_hash(t.0, k)));
+        plan.write_hash.extend(plan.access.writes.iter().map(|(t, k)| record_hash(t.0, k)));
         let (nr, nw) = (inner.plan.access.reads.len(), inner.plan.access.writes.len());
         inner.plan.reads.resize_with(nr, || AtomicPtr::new(ptr::null_mut()));
         inner.plan.writes.resize_with(nw, || AtomicPtr::new(ptr::null_mut()));
@@ -391,15 +408,14 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         // done with it).
         let inner = unsafe { &*cell.inner.get() };
         let ts = inner.plan.ts;
-        let writes = &inner.plan.access.writes;
-        let reads = &inner.plan.access.reads;
+        let plan = &inner.plan;
+        let (reads, writes) = (&plan.access.reads, &plan.access.writes);
         // A long read set's lookups overlap their misses: the slot of the
         // read AHEAD on, and the version of the one half as far, are
         // requested before this one is looked up (see `Latest`).
         let long = reads.len() > LINEAR;
         let ahead = |j: usize, f: fn(&Latest, u64)| {
-            if let Some((t, k)) = reads.get(j) {
-                let h = record_hash(t.0, k);
+            if let Some(&h) = plan.read_hash.get(j) {
                 let p = partition_of_hash(h);
                 if p % m == me {
                     // SAFETY: we own partition p during the run; the
@@ -413,34 +429,35 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 ahead(i + AHEAD, Latest::prefetch_slot);
                 ahead(i + AHEAD / 2, Latest::prefetch_version);
             }
-            let h = record_hash(t.0, k);
+            let h = plan.read_hash[i];
             let p = partition_of_hash(h);
             if p % m != me {
                 continue;
             }
             // A record the transaction also writes is read through its
             // placeholder's Prev Pointer (`ExecTxn::seen`): no annotation.
-            if writes.len() <= LINEAR && writes.iter().any(|(wt, wk)| wt == t && wk == k) {
+            if writes.len() <= LINEAR && declared_at(&plan.write_hash, writes, h, *t, k).is_some() {
                 continue;
             }
             // SAFETY: we own partition p during the run.
             let part = unsafe { self.store.part(p) };
             let v = part.latest.get_hashed(h, t.0, k);
             // Relaxed: published by the Release on cc_done.
-            inner.plan.reads[i].store(v, Ordering::Relaxed);
+            plan.reads[i].store(v, Ordering::Relaxed);
         }
-        for (i, (t, k)) in inner.plan.access.writes.iter().enumerate() {
-            let p = partition_of(t.0, k);
+        for (i, (t, k)) in writes.iter().enumerate() {
+            let h = plan.write_hash[i];
+            let p = partition_of_hash(h);
             if p % m != me {
                 continue;
             }
             // SAFETY: as above.
             let part = unsafe { self.store.part(p) };
-            let prev = part.latest.get(t.0, k);
+            let prev = part.latest.get_hashed(h, t.0, k);
             // SAFETY: the latest version of a record is alive.
             if !prev.is_null() && unsafe { &*prev }.begin == ts {
                 // Declared twice: one placeholder.
-                inner.plan.writes[i].store(prev, Ordering::Relaxed);
+                plan.writes[i].store(prev, Ordering::Relaxed);
                 continue;
             }
             let init = BInit {
@@ -460,9 +477,9 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                 // this batch.
                 part.retired.push_back((batch, prev));
             }
-            part.latest.set(v);
+            part.latest.set_hashed(h, v);
             // Relaxed: published by the Release on cc_done.
-            inner.plan.writes[i].store(v, Ordering::Relaxed);
+            plan.writes[i].store(v, Ordering::Relaxed);
         }
     }
 

@@ -72,6 +72,21 @@ impl Hash for MapKey {
     }
 }
 
+/// Where a record is among declared ones, given their hashes (`hashes[i]`
+/// is the `record_hash` of `list[i]`) and its own, `h`: the first
+/// position whose hash, table and key all match. Hashes are compared
+/// first, a word each, so a search costs a key comparison only on a hit.
+#[inline]
+pub(super) fn declared_at(hashes: &[u64], list: &[(TableId, Key)], h: u64, table: TableId, key: &Key) -> Option<usize> {
+    debug_assert_eq!(hashes.len(), list.len());
+    for (i, &x) in hashes.iter().enumerate() {
+        if x == h && list[i].0 == table && list[i].1 == *key {
+            return Some(i);
+        }
+    }
+    None
+}
+
 pub(super) type Map<V> = HashMap<MapKey, V, BuildHasherDefault<crate::key::PassHasher>>;
 
 /// A record's partition: the high half of its hash (the maps use it all).
