@@ -263,9 +263,9 @@
 //! # Layout
 //!
 //! From the bottom up: [`error`], [`key`], the options and ids
-//! (`options.rs`), [`storage`] (versions, tables), [`index`] (hash and
-//! ordered indexes), [`txn`] (transaction table, visibility, commit
-//! dependencies), [`gc`] (version reclamation), [`history`], [`protocol`]
+//! (`options.rs`), `storage` (versions, tables), `index` (hash and
+//! ordered indexes), `txn` (transaction table, visibility, commit
+//! dependencies), `gc` (version reclamation), [`history`], [`protocol`]
 //! (one module per protocol), [`Database`] (`db/`), and [`durability`]
 //! (log, checkpoints, recovery, opening a data directory), and above them
 //! [`typed`] (typed keys and values, [`TableDefinition`]). This file only
@@ -286,15 +286,15 @@
 
 pub mod durability;
 pub mod error;
-pub mod gc;
+pub(crate) mod gc;
 pub mod history;
-pub mod index;
+pub(crate) mod index;
 pub mod key;
 pub mod protocol;
-pub mod storage;
+pub(crate) mod storage;
 mod sync;
 pub mod table;
-pub mod txn;
+pub(crate) mod txn;
 pub mod typed;
 mod wal;
 

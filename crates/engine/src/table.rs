@@ -58,7 +58,7 @@ pub enum IndexKind {
     /// (equality lookups; full scans visit every bucket, in no particular
     /// order). It doubles its buckets online, without stopping readers,
     /// when it holds more versions than buckets (see
-    /// [`crate::index::hash`]); its locks (MV/L's bucket locks, 1V's key
+    /// `index::hash`); its locks (MV/L's bucket locks, 1V's key
     /// locks) keep the granularity of the initial buckets. Small ones (a
     /// capacity up to 256) get eight buckets per key, a cache line each:
     /// their rows are few and hot.

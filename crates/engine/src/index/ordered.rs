@@ -152,14 +152,10 @@ impl OrderedIndex {
     }
 
     /// Number of entries (distinct index keys with a chain).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         let guard = &crossbeam_epoch::pin();
         self.groups.iter(guard).map(|g| g.value().list.len()).sum()
-    }
-
-    /// True when no entry exists.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The group prefix of an index key.

@@ -5,7 +5,7 @@
 //! 18 and 19). The transactions are MV/O's ([`super::mv_occ`]) on the shared
 //! multi-version store, with these timestamps:
 //!
-//! * the clock that a begin reads follows BTs (`2 BTs + 2`, see [`stamp`]):
+//! * the clock that a begin reads follows BTs (`2 BTs + 2`, see `stamp`):
 //!   a transaction reads as of BTs, at read committed per statement (Table
 //!   VII); [`crate::TxnOptions::after`] is Allocate_BTs(Ts);
 //! * a commit's end timestamp is the shared CTs (Allocate_CTs); Ts.CC counts
@@ -37,7 +37,7 @@
 //!   OCC just before Allocate_CTs). R's validation *clashes*, and R aborts,
 //!   on every trace of a peer it meets: a version a peer created or ended,
 //!   whether the peer is Preparing, Committed or done
-//!   ([`crate::txn::visibility`], `Me::peer`; a peer that only created a
+//!   (`txn::visibility`, `Me::peer`; a peer that only created a
 //!   row R then finds is a phantom anyway). So R saw no trace of W, and
 //!   looked at that row before W wrote it: after R's own pre-commit, before
 //!   W's. The edge points forward, and no cycle can form.
@@ -135,8 +135,8 @@
 //! # Deliberate differences
 //!
 //! * "Periodically and asynchronously": there is no timer thread; whoever
-//!   calls [`TsManager::tick`] (committers, say) advances CTs if
-//!   [`TsManager::new`]'s interval has passed since the last advance, and
+//!   calls `TsManager::tick` (committers, say) advances CTs if
+//!   `TsManager::new`'s interval has passed since the last advance, and
 //!   then BTs as far as D6 allows.
 //! * Update_CTs refuses to run CTs [`WINDOW`] timestamps ahead of BTs (the
 //!   slot would still belong to an unfinished timestamp); the paper's
@@ -167,20 +167,20 @@ pub const TICK_INTERVAL: Duration = crate::options::POMVCC_TICK;
 /// steps of two (commit stamps even, read times odd), so commit timestamp
 /// `c` is stamp `2c` and a transaction that begins at BTs `b` reads at
 /// `2b + 1`, past every commit of `b` and before every commit after it.
-pub fn stamp(ts: u64) -> u64 {
+pub(crate) fn stamp(ts: u64) -> u64 {
     ts * 2
 }
 
 /// The POMVCC timestamp of an engine stamp (a commit timestamp returned by
 /// `Transaction::commit`); a read time maps to the BTs it was taken at.
-pub fn of_stamp(stamp: u64) -> u64 {
+pub(crate) fn of_stamp(stamp: u64) -> u64 {
     stamp / 2
 }
 
 /// POMVCC's timestamp manager (Table VIII, Figures 15, 18 and 19): the
 /// counters of `clock::TsCounters` (CTs, BTs, Ts.PC and Ts.CC, checked
 /// by the model tests) and the periodic advance of CTs.
-pub struct TsManager {
+pub(crate) struct TsManager {
     counters: clock::TsCounters,
     /// When CTs last advanced (nanoseconds since `epoch`), for `tick`.
     advanced_ns: AtomicU64,
@@ -313,6 +313,7 @@ impl TsManager {
 
     /// (Ts.PC, Ts.CC) of a timestamp's ring slot (cumulative over the
     /// timestamps that share the slot).
+    #[cfg(test)]
     pub fn counters(&self, ts: u64) -> (u64, u64) {
         self.counters.counters(ts)
     }

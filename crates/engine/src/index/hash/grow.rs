@@ -653,6 +653,7 @@ impl HashIndex {
     /// Drives any growth under way, and any the load calls for, to its
     /// end, waiting for grace periods. For tests and quiet moments; the
     /// caller must not be pinned.
+    #[cfg(test)]
     pub fn settle(&self) {
         // Relaxed: hints; `help` decides.
         while self.growing.load(Ordering::Relaxed) || self.overloaded(self.g.count.load(Ordering::Relaxed)) {

@@ -262,6 +262,7 @@ impl HashIndex {
     }
 
     /// Number of buckets now.
+    #[cfg(test)]
     pub fn buckets(&self) -> usize {
         self.current().buckets() as usize
     }

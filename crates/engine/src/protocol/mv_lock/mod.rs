@@ -10,7 +10,7 @@
 //!
 //! * **Record locks** (section 4.1.1) live in the End word of the latest
 //!   version: NoMoreReadLocks, ReadLockCount and WriteLock, laid out in
-//!   [`crate::storage::word`]. `read_lock` increments the count by CAS; it
+//!   `storage::word`. `read_lock` increments the count by CAS; it
 //!   is refused (the reader aborts, reason `read-lock`) when NoMoreReadLocks
 //!   is set or the count is at 255. Only latest versions are locked.
 //! * **Wait-for dependencies** (section 4.2): WaitForCounter and

@@ -5,7 +5,7 @@
 //!
 //! 1. **Begin**: take a begin timestamp (a clock reading), become Active.
 //! 2. **Normal processing** (section 3.1): reads check visibility (Tables 1
-//!    and 2, in [`crate::txn::visibility`]) as of the logical read time — the
+//!    and 2, in `txn::visibility`) as of the logical read time — the
 //!    current time under read committed, the begin timestamp otherwise.
 //!    Serializable and repeatable-read transactions record the versions they
 //!    read in their **ReadSet**; serializable ones record every scan in their

@@ -144,6 +144,7 @@ impl TsCounters {
 
     /// (Ts.PC, Ts.CC) of a timestamp's ring slot (cumulative over the
     /// timestamps that share the slot).
+    #[cfg(test)]
     pub(crate) fn counters(&self, ts: u64) -> (u64, u64) {
         let s = self.slot(ts);
         // SeqCst: as above.

@@ -3,7 +3,7 @@
 //! single-version baseline of BOHM (VLDB 2015, section 4) and SSN (section 8).
 //!
 //! **Records.** A Silo database stores one record per key, rewritten in
-//! place: [`Version::alloc_in_place`] records on the same tables and indexes
+//! place: `Version::alloc_in_place` records on the same tables and indexes
 //! as the multi-version store. The Begin word is the record's **TID word**
 //! (section 4.2); the End word is unused.
 //!
