@@ -62,11 +62,52 @@ use multiverse::Isolation;
 /// Checks `history` against the isolation level `claimed`, with the default
 /// [`Limits`]. `report.ok()` is true when no anomaly forbidden at that level
 /// was found (see [`Class::forbidden_at`]).
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+/// db.run(Isolation::Serializable, |tx| tx.insert(t, Key::from(1), &[0])).unwrap();
+/// for _ in 0..3 {
+///     db.run(Isolation::Serializable, |tx| {
+///         let v = tx.get(t, &Key::from(1))?.unwrap();
+///         tx.update(t, &Key::from(1), &[v[0] + 1])
+///     })
+///     .unwrap();
+/// }
+/// let report = multiverse_check::check(&db.take_history(), Isolation::Serializable);
+/// assert!(report.ok(), "{report}");
+/// assert_eq!(report.stats.committed, 4);
+/// ```
 pub fn check(history: &History, claimed: Isolation) -> Report {
     check_with(history, claimed, &Limits::default())
 }
 
 /// [`check`] with explicit limits on examples kept and cycle-search work.
+///
+/// ```
+/// use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+/// use multiverse::{Isolation, Key};
+/// use multiverse_check::{check_with, Class, Limits};
+///
+/// // Write skew: each reads the row the other writes, both commit.
+/// let txn = |id, ts, read: u64, write: u64| TxnRecord {
+///     id, isolation: Isolation::Serializable, begin_ts: 10, commit_ts: Some(ts),
+///     outcome: Outcome::Committed, locking: false, snapshot: false,
+///     ops: vec![
+///         Op::Read { table: 0, key: Key::from(read), version: Some((Writer::Committed(1), vec![0])) },
+///         Op::Write { table: 0, key: Key::from(write), kind: WriteKind::Update, value: vec![1] },
+///     ],
+/// };
+/// let history = History { txns: vec![txn(1, 11, 7, 8), txn(2, 12, 8, 7)] };
+/// let limits = Limits { examples_per_class: 1, ..Limits::default() };
+/// let report = check_with(&history, Isolation::Serializable, &limits);
+/// assert_eq!(report.count(Class::G2Item), 1);
+/// assert!(!report.ok());
+/// // Snapshot isolation allows it.
+/// assert!(check_with(&history, Isolation::Snapshot, &limits).ok());
+/// ```
 pub fn check_with(history: &History, claimed: Isolation, limits: &Limits) -> Report {
     let mut found = report::Findings::new(limits.examples_per_class);
     let m = model::Model::build(history, &mut found);

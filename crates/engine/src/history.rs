@@ -19,6 +19,22 @@ use crate::Isolation;
 use std::ops::Bound;
 
 /// The writer of a version.
+///
+/// ```
+/// use multiverse::history::{Op, Writer};
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+/// let mut tx = db.begin(Isolation::Serializable).unwrap();
+/// tx.insert(t, Key::from(1), b"a").unwrap();
+/// let c = tx.commit().unwrap();
+/// db.run(Isolation::Serializable, |tx| tx.get(t, &Key::from(1)).map(drop)).unwrap();
+/// let h = db.take_history();
+/// // The reader names the version it read by its writer's commit timestamp.
+/// let Op::Read { version: Some((w, _)), .. } = &h.txns[1].ops[0] else { panic!() };
+/// assert_eq!(*w, Writer::Committed(c.commit_ts));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Writer {
     /// Written by the transaction that committed with this end timestamp
@@ -29,6 +45,29 @@ pub enum Writer {
 }
 
 /// How a row was written.
+///
+/// ```
+/// use multiverse::history::{Op, WriteKind};
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+/// db.run(Isolation::Serializable, |tx| {
+///     tx.insert(t, Key::from(1), b"a")?;
+///     tx.update(t, &Key::from(1), b"b")?;
+///     tx.delete(t, &Key::from(1))
+/// })
+/// .unwrap();
+/// let kinds: Vec<WriteKind> = db.take_history().txns[0]
+///     .ops
+///     .iter()
+///     .filter_map(|op| match op {
+///         Op::Write { kind, .. } => Some(*kind),
+///         _ => None,
+///     })
+///     .collect();
+/// assert_eq!(kinds, [WriteKind::Insert, WriteKind::Update, WriteKind::Delete]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WriteKind {
     /// A new row.
@@ -40,6 +79,26 @@ pub enum WriteKind {
 }
 
 /// One operation of a transaction.
+///
+/// ```
+/// use multiverse::history::Op;
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+/// let ix = db.primary(t);
+/// db.run(Isolation::Serializable, |tx| {
+///     tx.insert(t, Key::from(1), b"a")?;
+///     tx.get(t, &Key::from(2))?;
+///     tx.range(ix, ..)?.count();
+///     Ok(())
+/// })
+/// .unwrap();
+/// let ops = &db.take_history().txns[0].ops;
+/// assert!(matches!(ops[0], Op::Write { .. }));
+/// assert!(matches!(ops[1], Op::Read { version: None, .. }), "key 2 has no row");
+/// assert!(matches!(&ops[2], Op::Scan { rows, .. } if rows.len() == 1));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// A point read through the primary index: the version returned (with its
@@ -83,6 +142,18 @@ pub enum Op {
 }
 
 /// How a transaction ended.
+///
+/// ```
+/// use multiverse::history::Outcome;
+/// use multiverse::{AbortReason, Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+/// let mut tx = db.begin(Isolation::Serializable).unwrap();
+/// tx.insert(t, Key::from(1), b"a").unwrap();
+/// tx.abort();
+/// assert_eq!(db.take_history().txns[0].outcome, Outcome::Aborted(AbortReason::User));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Committed.
@@ -92,6 +163,21 @@ pub enum Outcome {
 }
 
 /// One transaction of a history.
+///
+/// ```
+/// use multiverse::history::Outcome;
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+/// let mut tx = db.begin(Isolation::Snapshot).unwrap();
+/// tx.insert(t, Key::from(1), b"a").unwrap();
+/// let info = tx.commit().unwrap();
+/// let r = &db.take_history().txns[0];
+/// assert_eq!((r.isolation, r.outcome), (Isolation::Snapshot, Outcome::Committed));
+/// assert_eq!(r.commit_ts, Some(info.commit_ts));
+/// assert!(r.begin_ts < r.commit_ts.unwrap() && r.ops.len() == 1);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxnRecord {
     /// Transaction id (unique within the database).
@@ -122,6 +208,19 @@ pub struct TxnRecord {
 }
 
 /// A recorded history: transactions in the order they finished.
+///
+/// ```
+/// use multiverse::{Database, Isolation, Key, Options, TableSpec};
+///
+/// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+/// for k in 0..3u64 {
+///     db.run(Isolation::Serializable, |tx| tx.insert(t, Key::from(k), b"v")).unwrap();
+/// }
+/// let h = db.take_history();
+/// assert_eq!(h.txns.len(), 3);
+/// assert!(h.txns.windows(2).all(|w| w[0].commit_ts < w[1].commit_ts));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct History {
     /// The transactions.

@@ -392,6 +392,15 @@ impl Drop for Key {
 /// The hash of a key given as bytes: equal to [`Key::hash64`] of the key
 /// with those bytes, without building it. Mixes one 8-byte word at a time
 /// (the last one zero-padded) and the length.
+///
+/// ```
+/// use multiverse::key::hash_bytes;
+/// use multiverse::Key;
+///
+/// assert_eq!(hash_bytes(b"abc"), Key::from_bytes(b"abc").unwrap().hash64());
+/// let long = vec![7u8; 300];
+/// assert_eq!(hash_bytes(&long), Key::from_bytes(&long).unwrap().hash64());
+/// ```
 #[inline]
 pub fn hash_bytes(b: &[u8]) -> u64 {
     let mut h = (b.len() as u64).wrapping_mul(HASH_SEED);

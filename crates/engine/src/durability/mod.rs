@@ -87,6 +87,22 @@ pub(crate) fn parse_checkpoint_name(name: &str) -> Option<(u64, u64)> {
 
 /// The names of the tables in the newest checkpoint of `dir`, in id
 /// order (empty if it has none): what a schema must create to recover it.
+///
+/// ```
+/// use multiverse::{durability, Database, Durability, Options, TableSpec};
+///
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
+/// assert!(durability::table_names(tmp.path()).unwrap().is_empty(), "nothing written yet");
+/// let (db, _) = Database::open(opts, |db| {
+///     db.create_table(TableSpec::ordered("orders"))?;
+///     db.create_table(TableSpec::hash("stock", 64)).map(drop)
+/// })
+/// .unwrap();
+/// drop(db);
+/// // Opening writes a checkpoint, which names the tables a schema must create.
+/// assert_eq!(durability::table_names(tmp.path()).unwrap(), ["orders", "stock"]);
+/// ```
 pub fn table_names(dir: &Path) -> Result<Vec<String>> {
     let mut cps = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| Error::Io(format!("cannot read {}: {e}", dir.display())))? {

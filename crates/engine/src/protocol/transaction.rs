@@ -402,6 +402,21 @@ impl<'db> Transaction<'db> {
     }
 
     /// [`Transaction::get_for_update_with`], copying the value.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+    /// db.run(Isolation::Serializable, |tx| tx.insert(t, Key::from(1), b"a")).unwrap();
+    /// let mut a = db.begin(Isolation::Serializable).unwrap();
+    /// assert_eq!(a.get_for_update(t, &Key::from(1)).unwrap().as_deref(), Some(&b"a"[..]));
+    /// // Under mv-occ a second writer of the row is refused at once.
+    /// let mut b = db.begin(Isolation::Serializable).unwrap();
+    /// assert!(matches!(b.update(t, &Key::from(1), b"b"), Err(Error::Aborted(_))));
+    /// a.update(t, &Key::from(1), b"c").unwrap();
+    /// a.commit().unwrap();
+    /// ```
     pub fn get_for_update(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
         self.get_for_update_with(table, key, |v| v.to_vec())
     }

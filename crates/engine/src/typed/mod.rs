@@ -644,6 +644,25 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
 
 /// The iterator of [`TypedTable::iter`] and [`TypedTable::iter_prefix`]: a
 /// [`crate::Range`] whose rows are decoded as `(K, V)`.
+///
+/// ```
+/// use multiverse::{Database, IndexKind, Isolation, Options, TableDefinition};
+///
+/// const SCORES: TableDefinition<String, u64> = TableDefinition::new("scores");
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = SCORES.create(&db, IndexKind::Ordered).unwrap();
+/// db.run(Isolation::Serializable, |x| {
+///     t.insert(x, "ann", 3)?;
+///     t.insert(x, "bob", 5)?;
+///     t.insert(x, "cy", 1)
+/// })
+/// .unwrap();
+/// let mut x = db.begin(Isolation::Snapshot).unwrap();
+/// let mut rows = t.iter(&mut x, "b"..).unwrap();
+/// assert_eq!(rows.next().unwrap().unwrap(), ("bob".to_string(), 5));
+/// assert_eq!(rows.next_back().unwrap().unwrap(), ("cy".to_string(), 1));
+/// assert!(rows.next().is_none());
+/// ```
 pub struct TypedRange<'t, 'db, K, V> {
     inner: crate::Range<'t, 'db>,
     _types: PhantomData<fn() -> (K, V)>,

@@ -178,6 +178,32 @@ const EXECUTING: u64 = 1;
 const COMPLETE: u64 = 2;
 
 /// Pipeline settings.
+///
+/// ```
+/// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # /// Adds one to the first byte of row 1.
+/// # struct Incr(TableId);
+/// # impl Procedure for Incr {
+/// #     type Error = Error;
+/// #     fn declare(&self, access: &mut AccessSet) {
+/// #         access.writes.push((self.0, Key::from(1)));
+/// #     }
+/// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+/// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+/// #     }
+/// # }
+/// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+/// // Two concurrency-control threads (each owns half of the partitions), two
+/// // execution threads, batches of 100 transactions, 4 batches in the log.
+/// let cfg = Config { cc_threads: 2, exec_threads: 2, batch_size: 100, batches_in_flight: 4 };
+/// let (_, stats) = db.bohm_run(cfg, Batch::new((0..250).map(|_| Incr(t)))).unwrap();
+/// assert_eq!(stats.txns, 250);
+/// let bad = Config { batches_in_flight: 1, ..Config::default() };
+/// assert!(matches!(db.bohm_run(bad, Batch::<Incr>::new([])), Err(Error::InvalidArgument(_))));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
     /// Concurrency-control threads (`--cc-threads`).
@@ -218,19 +244,169 @@ impl Config {
 }
 
 /// A transaction's logic and declaration.
+///
+/// ```
+/// use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+///
+/// /// Moves `amount` between two accounts (little-endian u64 balances),
+/// /// refusing to overdraw.
+/// struct Transfer {
+///     t: TableId,
+///     from: u64,
+///     to: u64,
+///     amount: u64,
+/// }
+/// impl Procedure for Transfer {
+///     type Error = Error;
+///     fn declare(&self, access: &mut AccessSet) {
+///         access.writes.push((self.t, Key::from(self.from)));
+///         access.writes.push((self.t, Key::from(self.to)));
+///     }
+///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+///         let balance = |v: &[u8]| u64::from_le_bytes(v.try_into().unwrap());
+///         let from = x.get_with(self.t, &Key::from(self.from), balance)?.unwrap();
+///         if from < self.amount {
+///             return Err(Error::InvalidArgument("insufficient funds".into()));
+///         }
+///         let to = x.get_with(self.t, &Key::from(self.to), balance)?.unwrap();
+///         x.update(self.t, &Key::from(self.from), &(from - self.amount).to_le_bytes())?;
+///         x.update(self.t, &Key::from(self.to), &(to + self.amount).to_le_bytes())
+///     }
+/// }
+///
+/// let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// let t = db.create_table(TableSpec::hash("accounts", 64)).unwrap();
+/// db.run(Isolation::Serializable, |x| {
+///     x.insert(t, Key::from(1), &100u64.to_le_bytes())?;
+///     x.insert(t, Key::from(2), &0u64.to_le_bytes())
+/// })
+/// .unwrap();
+/// // Three transfers of 40 from an account holding 100: each runs at its
+/// // place in the log, so the third finds 20 and rolls back.
+/// let txns = (0..3).map(|_| Transfer { t, from: 1, to: 2, amount: 40 });
+/// let (batch, _) = db.bohm_run(Config::default(), Batch::new(txns)).unwrap();
+/// let committed: Vec<bool> = batch.done.iter().map(|d| d.outcome.is_committed()).collect();
+/// assert_eq!(committed, [true, true, false]);
+/// assert!(matches!(&batch.done[2].outcome, Outcome::Aborted(Error::InvalidArgument(m)) if m == "insufficient funds"));
+/// let balance = |k: u64| db.run(Isolation::Serializable, |x| x.get(t, &Key::from(k))).unwrap().unwrap();
+/// assert_eq!(balance(2), 80u64.to_le_bytes());
+/// ```
 pub trait Procedure: Send {
     /// What the logic may return when it rolls back.
     type Error: Send;
     /// Declares the records the transaction reads and writes (primary
     /// keys). Called once, by the sequencer, before it runs.
+    ///
+    /// ```
+    /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # /// Adds one to the first byte of row 1.
+    /// # struct Incr(TableId);
+    /// # impl Procedure for Incr {
+    /// #     type Error = Error;
+    /// #     fn declare(&self, access: &mut AccessSet) {
+    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #     }
+    /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+    /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+    /// #     }
+    /// # }
+    /// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+    /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+    /// /// Reads row 1, declared as a read only, and then writes it.
+    /// struct Sneaky(TableId);
+    /// impl Procedure for Sneaky {
+    ///     type Error = Error;
+    ///     fn declare(&self, access: &mut AccessSet) {
+    ///         access.reads.push((self.0, Key::from(1)));
+    ///     }
+    ///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+    ///         x.get_with(self.0, &Key::from(1), |_| ())?;
+    ///         x.update(self.0, &Key::from(1), &[9])
+    ///     }
+    /// }
+    /// let (batch, _) = db.bohm_run(Config::default(), Batch::new([Sneaky(t)])).unwrap();
+    /// // The write it did not declare is refused, and the transaction rolled back.
+    /// assert!(matches!(batch.done[0].outcome, Outcome::Refused(Error::NotDeclared(_))));
+    /// assert_eq!(db.run(Isolation::Serializable, |x| x.get(t, &Key::from(1))).unwrap(), Some(vec![0]));
+    /// ```
     fn declare(&self, access: &mut AccessSet);
     /// Runs the logic. It may run more than once (after a read found a
     /// value not produced yet), each time from the start with the same
     /// inputs; only the last run counts.
+    ///
+    /// ```
+    /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # /// Adds one to the first byte of row 1.
+    /// # struct Incr(TableId);
+    /// # impl Procedure for Incr {
+    /// #     type Error = Error;
+    /// #     fn declare(&self, access: &mut AccessSet) {
+    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #     }
+    /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+    /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+    /// #     }
+    /// # }
+    /// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+    /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+    /// /// Writes row 1, then gives up: nothing it wrote remains.
+    /// struct Undone(TableId);
+    /// impl Procedure for Undone {
+    ///     type Error = &'static str;
+    ///     fn declare(&self, access: &mut AccessSet) {
+    ///         access.writes.push((self.0, Key::from(1)));
+    ///     }
+    ///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), &'static str> {
+    ///         x.update(self.0, &Key::from(1), &[7]).map_err(|_| "engine")?;
+    ///         Err("changed my mind")
+    ///     }
+    /// }
+    /// let (batch, _) = db.bohm_run(Config::default(), Batch::new([Undone(t)])).unwrap();
+    /// assert!(matches!(batch.done[0].outcome, Outcome::Aborted("changed my mind")));
+    /// assert_eq!(db.run(Isolation::Serializable, |x| x.get(t, &Key::from(1))).unwrap(), Some(vec![0]));
+    /// ```
     fn run(&mut self, t: &mut ExecTxn<'_>) -> std::result::Result<(), Self::Error>;
 }
 
 /// How a transaction ended.
+///
+/// ```
+/// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # /// Adds one to the first byte of row 1.
+/// # struct Incr(TableId);
+/// # impl Procedure for Incr {
+/// #     type Error = Error;
+/// #     fn declare(&self, access: &mut AccessSet) {
+/// #         access.writes.push((self.0, Key::from(1)));
+/// #     }
+/// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+/// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+/// #     }
+/// # }
+/// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+/// struct Missing(TableId);
+/// impl Procedure for Missing {
+///     type Error = Error;
+///     fn declare(&self, access: &mut AccessSet) {
+///         access.writes.push((self.0, Key::from(2)));
+///     }
+///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+///         x.update(self.0, &Key::from(2), &[1]) // row 2 does not exist
+///     }
+/// }
+/// let (batch, _) = db.bohm_run(Config::default(), Batch::new([Missing(t)])).unwrap();
+/// assert!(matches!(batch.done[0].outcome, Outcome::Aborted(Error::KeyNotFound)));
+/// let (batch, _) = db.bohm_run(Config::default(), Batch::new([Incr(t)])).unwrap();
+/// assert!(matches!(batch.done[0].outcome, Outcome::Committed));
+/// ```
 #[derive(Debug)]
 pub enum Outcome<E> {
     /// Its writes are installed at its timestamp.
@@ -244,12 +420,43 @@ pub enum Outcome<E> {
 
 impl<E> Outcome<E> {
     /// True if committed.
+    ///
+    /// ```
+    /// use multiverse::protocol::bohm::Outcome;
+    ///
+    /// assert!(Outcome::<()>::Committed.is_committed());
+    /// assert!(!Outcome::Aborted(()).is_committed());
+    /// ```
     pub fn is_committed(&self) -> bool {
         matches!(self, Outcome::Committed)
     }
 }
 
 /// A finished transaction, handed back.
+///
+/// ```
+/// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # /// Adds one to the first byte of row 1.
+/// # struct Incr(TableId);
+/// # impl Procedure for Incr {
+/// #     type Error = Error;
+/// #     fn declare(&self, access: &mut AccessSet) {
+/// #         access.writes.push((self.0, Key::from(1)));
+/// #     }
+/// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+/// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+/// #     }
+/// # }
+/// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+/// let (batch, _) = db.bohm_run(Config::default(), Batch::new([Incr(t), Incr(t)])).unwrap();
+/// // Handed back in log order, with the procedure and its timestamp.
+/// let [a, b] = &batch.done[..] else { panic!() };
+/// assert!(a.ts < b.ts && a.outcome.is_committed() && b.outcome.is_committed());
+/// assert_eq!(a.proc.0, t);
+/// ```
 pub struct Done<P: Procedure> {
     /// The procedure (to be reused or inspected).
     pub proc: P,
@@ -262,6 +469,47 @@ pub struct Done<P: Procedure> {
 }
 
 /// What a feed offers the sequencer next.
+///
+/// ```
+/// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # /// Adds one to the first byte of row 1.
+/// # struct Incr(TableId);
+/// # impl Procedure for Incr {
+/// #     type Error = Error;
+/// #     fn declare(&self, access: &mut AccessSet) {
+/// #         access.writes.push((self.0, Key::from(1)));
+/// #     }
+/// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+/// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+/// #     }
+/// # }
+/// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+/// /// Offers a transaction every other time it is asked, three in all.
+/// struct Slow {
+///     t: TableId,
+///     asked: u32,
+///     left: u32,
+/// }
+/// impl Feed<Incr> for Slow {
+///     fn next(&mut self, _idle: bool) -> Next<Incr> {
+///         self.asked += 1;
+///         if self.left == 0 {
+///             Next::Stop
+///         } else if self.asked % 2 == 1 {
+///             Next::Wait
+///         } else {
+///             self.left -= 1;
+///             Next::Txn(Incr(self.t))
+///         }
+///     }
+///     fn done(&mut self, _: Done<Incr>) {}
+/// }
+/// let (_, stats) = db.bohm_run(Config::default(), Slow { t, asked: 0, left: 3 }).unwrap();
+/// assert_eq!(stats.txns, 3);
+/// ```
 pub enum Next<P> {
     /// A transaction to append to the log.
     Txn(P),
@@ -273,15 +521,221 @@ pub enum Next<P> {
 
 /// A stream of transactions for [`Database::bohm_run`](crate::Database::bohm_run). Both methods are
 /// called on the sequencer thread.
+///
+/// ```
+/// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # /// Adds one to the first byte of row 1.
+/// # struct Incr(TableId);
+/// # impl Procedure for Incr {
+/// #     type Error = Error;
+/// #     fn declare(&self, access: &mut AccessSet) {
+/// #         access.writes.push((self.0, Key::from(1)));
+/// #     }
+/// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+/// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+/// #     }
+/// # }
+/// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+/// /// Takes transactions from a channel until every sender is gone, and
+/// /// counts the committed ones.
+/// struct Chan(std::sync::mpsc::Receiver<Incr>, u32);
+/// impl Feed<Incr> for Chan {
+///     fn next(&mut self, idle: bool) -> Next<Incr> {
+///         use std::sync::mpsc::TryRecvError;
+///         // Nothing in flight: block until a client sends; else do not.
+///         let got = if idle { self.0.recv().map_err(|_| TryRecvError::Disconnected) } else { self.0.try_recv() };
+///         match got {
+///             Ok(p) => Next::Txn(p),
+///             Err(TryRecvError::Empty) => Next::Wait,
+///             Err(TryRecvError::Disconnected) => Next::Stop,
+///         }
+///     }
+///     fn done(&mut self, d: Done<Incr>) {
+///         self.1 += d.outcome.is_committed() as u32;
+///     }
+/// }
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let client = std::thread::spawn(move || (0..4).for_each(|_| tx.send(Incr(t)).unwrap()));
+/// let (feed, _) = db.bohm_run(Config::default(), Chan(rx, 0)).unwrap();
+/// client.join().unwrap();
+/// assert_eq!(feed.1, 4);
+/// assert_eq!(db.run(Isolation::Serializable, |x| x.get(t, &Key::from(1))).unwrap(), Some(vec![4]));
+/// ```
 pub trait Feed<P: Procedure>: Send {
     /// The next transaction. `idle` says nothing is in flight: the feed may
     /// block for a while (a server waiting for clients).
+    ///
+    /// ```
+    /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # /// Adds one to the first byte of row 1.
+    /// # struct Incr(TableId);
+    /// # impl Procedure for Incr {
+    /// #     type Error = Error;
+    /// #     fn declare(&self, access: &mut AccessSet) {
+    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #     }
+    /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+    /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+    /// #     }
+    /// # }
+    /// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+    /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+    /// /// Offers `n` transactions, noting whether the pipeline was idle each time.
+    /// struct Watch(TableId, u32, Vec<bool>);
+    /// impl Feed<Incr> for Watch {
+    ///     fn next(&mut self, idle: bool) -> Next<Incr> {
+    ///         self.2.push(idle);
+    ///         if self.1 == 0 {
+    ///             return Next::Stop;
+    ///         }
+    ///         self.1 -= 1;
+    ///         Next::Txn(Incr(self.0))
+    ///     }
+    ///     fn done(&mut self, _: Done<Incr>) {}
+    /// }
+    /// let (feed, _) = db.bohm_run(Config::default(), Watch(t, 5, Vec::new())).unwrap();
+    /// assert!(feed.2[0], "nothing is in flight before the first transaction");
+    /// ```
     fn next(&mut self, idle: bool) -> Next<P>;
     /// A transaction finished (in log order).
+    ///
+    /// ```
+    /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # /// Adds one to the first byte of row 1.
+    /// # struct Incr(TableId);
+    /// # impl Procedure for Incr {
+    /// #     type Error = Error;
+    /// #     fn declare(&self, access: &mut AccessSet) {
+    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #     }
+    /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+    /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+    /// #     }
+    /// # }
+    /// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+    /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+    /// /// Offers `n` transactions; checks that they come back in log order.
+    /// struct InOrder(TableId, u32, Option<u64>);
+    /// impl Feed<Incr> for InOrder {
+    ///     fn next(&mut self, _idle: bool) -> Next<Incr> {
+    ///         if self.1 == 0 {
+    ///             return Next::Stop;
+    ///         }
+    ///         self.1 -= 1;
+    ///         Next::Txn(Incr(self.0))
+    ///     }
+    ///     fn done(&mut self, d: Done<Incr>) {
+    ///         assert!(self.2 < Some(d.ts));
+    ///         self.2 = Some(d.ts);
+    ///     }
+    /// }
+    /// let (feed, _) = db.bohm_run(Config { batch_size: 4, ..Config::default() }, InOrder(t, 10, None)).unwrap();
+    /// assert!(feed.2.is_some());
+    /// ```
     fn done(&mut self, d: Done<P>);
 }
 
+/// A [`Feed`] of a fixed list of transactions: offers them in order, then
+/// stops, and keeps each [`Done`] as it comes back (in log order).
+///
+/// ```
+/// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # /// Adds one to the first byte of row 1.
+/// # struct Incr(TableId);
+/// # impl Procedure for Incr {
+/// #     type Error = Error;
+/// #     fn declare(&self, access: &mut AccessSet) {
+/// #         access.writes.push((self.0, Key::from(1)));
+/// #     }
+/// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+/// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+/// #     }
+/// # }
+/// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+/// let (batch, stats) = db.bohm_run(Config::default(), Batch::new((0..10).map(|_| Incr(t)))).unwrap();
+/// assert_eq!((batch.done.len(), stats.txns), (10, 10));
+/// assert!(batch.done.iter().all(|d| d.outcome.is_committed()));
+/// assert_eq!(db.run(Isolation::Serializable, |x| x.get(t, &Key::from(1))).unwrap(), Some(vec![10]));
+/// ```
+pub struct Batch<P: Procedure> {
+    txns: VecDeque<P>,
+    /// The finished transactions, in log order.
+    pub done: Vec<Done<P>>,
+}
+
+impl<P: Procedure> Batch<P> {
+    /// A feed of `txns`, in order.
+    ///
+    /// ```
+    /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # /// Adds one to the first byte of row 1.
+    /// # struct Incr(TableId);
+    /// # impl Procedure for Incr {
+    /// #     type Error = Error;
+    /// #     fn declare(&self, access: &mut AccessSet) {
+    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #     }
+    /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+    /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+    /// #     }
+    /// # }
+    /// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+    /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+    /// let batch = Batch::new([Incr(t), Incr(t)]);
+    /// assert!(batch.done.is_empty());
+    /// let (batch, _) = db.bohm_run(Config::default(), batch).unwrap();
+    /// assert_eq!(batch.done.len(), 2);
+    /// ```
+    pub fn new(txns: impl IntoIterator<Item = P>) -> Batch<P> {
+        Batch { txns: txns.into_iter().collect(), done: Vec::new() }
+    }
+}
+
+impl<P: Procedure> Feed<P> for Batch<P> {
+    fn next(&mut self, _idle: bool) -> Next<P> {
+        self.txns.pop_front().map_or(Next::Stop, Next::Txn)
+    }
+    fn done(&mut self, d: Done<P>) {
+        self.done.push(d);
+    }
+}
+
 /// Counters of one [`Database::bohm_run`](crate::Database::bohm_run).
+///
+/// ```
+/// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # /// Adds one to the first byte of row 1.
+/// # struct Incr(TableId);
+/// # impl Procedure for Incr {
+/// #     type Error = Error;
+/// #     fn declare(&self, access: &mut AccessSet) {
+/// #         access.writes.push((self.0, Key::from(1)));
+/// #     }
+/// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
+/// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
+/// #     }
+/// # }
+/// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
+/// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+/// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
+/// let cfg = Config { batch_size: 10, ..Config::default() };
+/// let (_, stats) = db.bohm_run(cfg, Batch::new((0..25).map(|_| Incr(t)))).unwrap();
+/// assert_eq!(stats.txns, 25);
+/// assert!(stats.batches >= 3, "at most 10 transactions a batch");
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
     /// Transactions that went through the log.
