@@ -33,6 +33,7 @@
 //! inserts, 2 threads): +8%, the stall on the first write into each new
 //! version's memory going from 10% of the run's cycles to 7%.
 
+use crate::breakdown::{self, Part};
 use crate::memory::Budget;
 use crate::obs::Metrics;
 use crate::storage::version::{VPtr, Version};
@@ -152,6 +153,7 @@ impl Gc {
         budget: usize,
         table: impl Fn(u32) -> &'t Table,
     ) -> usize {
+        let _timed = breakdown::span(Part::Gc);
         let shard = &self.shards[s % SHARDS];
         let Some(mut q) = shard.queue.try_lock() else { return 0 };
         shard.ready.free_all();

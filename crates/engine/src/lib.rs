@@ -284,6 +284,7 @@
 
 #![warn(missing_docs)]
 
+pub mod breakdown;
 pub mod durability;
 pub mod error;
 pub(crate) mod gc;

@@ -1,6 +1,7 @@
 //! Tables: a primary index plus any number of secondary indexes, all over the
 //! same versions (every version is linked into every index, section 2.1).
 
+use crate::breakdown::{self, Part};
 use crate::index::hash::HashIndex;
 use crate::index::key_locks::KeyLocks;
 use crate::index::locks::RangeLocks;
@@ -279,6 +280,7 @@ impl Index {
     /// The caller holds an epoch guard for the whole walk.
     #[inline]
     pub(crate) fn for_each_eq(&self, k: &Key, mut f: impl FnMut(&Version) -> bool) {
+        let _timed = breakdown::span(Part::Index);
         match &self.imp {
             IndexImpl::Hash(h) => {
                 let mut p = h.head(k.hash64());
@@ -316,6 +318,7 @@ impl Index {
     /// The caller holds an epoch guard for the whole walk, and `v` is linked.
     #[inline]
     pub(crate) fn for_each_after(&self, v: &Version, mut f: impl FnMut(&Version) -> bool) {
+        let _timed = breakdown::span(Part::Index);
         let mut p = match &self.imp {
             IndexImpl::Hash(h) => h.next(v),
             IndexImpl::Ordered(o) => o.next(v),
@@ -360,6 +363,7 @@ impl Index {
     /// `rev`: an ordered index walks from `hi` down to `lo` (a hash index
     /// has no order to reverse).
     pub(crate) fn for_each_in(&self, lo: Bound<&Key>, hi: Bound<&Key>, rev: bool, mut f: impl FnMut(&Version) -> bool) {
+        let _timed = breakdown::span(Part::Index);
         match &self.imp {
             IndexImpl::Hash(h) => {
                 // The caller is pinned, as `scan` requires.

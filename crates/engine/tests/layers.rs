@@ -25,8 +25,22 @@ const PATH_KEEPERS: &[&str] = &["pub use super::transaction::Transaction;"];
 
 /// The layers below the protocols: they may name none.
 const BELOW_CC: &[&str] = &[
-    "error", "key", "options", "stats", "sync", "storage", "index", "table", "txn", "gc", "history", "wal", "shared",
-    "memory", "obs",
+    "error",
+    "key",
+    "options",
+    "stats",
+    "sync",
+    "storage",
+    "index",
+    "table",
+    "txn",
+    "gc",
+    "history",
+    "wal",
+    "shared",
+    "memory",
+    "obs",
+    "breakdown",
 ];
 
 /// The protocol families: none may name another.

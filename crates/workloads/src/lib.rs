@@ -523,6 +523,9 @@ fn run_attempts<W: Worker>(
     let mut spins = 0u32;
     let mut last = None;
     let mut opts = opts;
+    // A time breakdown is being taken: each attempt is timed, and an
+    // aborted one's time (with its backoff) goes to `wasted`.
+    let timing = multiverse::breakdown::enabled();
     if let Some(now) = db.retry_after() {
         if let (at, Some(ts)) = LAST_COMMIT.get() {
             // Past `now`: another database that had the same address.
@@ -532,6 +535,7 @@ fn run_attempts<W: Worker>(
         }
     }
     loop {
+        let attempt = timing.then(|| (multiverse::breakdown::now(), multiverse::breakdown::thread_totals()));
         let mut t = db.begin_with(opts)?;
         let r = match w.execute(&mut t) {
             Ok(()) => t
@@ -554,6 +558,9 @@ fn run_attempts<W: Worker>(
             }
             Err(TxnError::Rollback) => {
                 aborts.add(AbortReason::User);
+                if let Some(a) = attempt {
+                    wasted::add(a);
+                }
                 return Ok(false);
             }
             Err(TxnError::Engine(e)) if e.is_transient() => {
@@ -571,9 +578,44 @@ fn run_attempts<W: Worker>(
                 if r != AbortReason::ExclusionWindow {
                     backoff(&mut spins);
                 }
+                if let Some(a) = attempt {
+                    wasted::add(a);
+                }
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// The time this thread's aborted attempts took (rolled back by the
+/// workload, or aborted by the engine and retried, with their backoff),
+/// while `multiverse::breakdown` is on: what a time breakdown counts as
+/// work thrown away. Kept apart from the engine's parts, which the aborted
+/// attempts' regions also added to, so that a caller can leave those out.
+pub mod wasted {
+    use multiverse::breakdown::{now, thread_totals};
+    use std::cell::Cell;
+
+    thread_local! {
+        static WASTED: Cell<(u64, [u64; 5])> = const { Cell::new((0, [0; 5])) };
+    }
+
+    /// This thread's running totals, in `multiverse::breakdown` ticks: the
+    /// aborted attempts' time, and what they added to each engine part.
+    pub fn totals() -> (u64, [u64; 5]) {
+        WASTED.get()
+    }
+
+    /// Counts an attempt that began at `start` (the tick counter and the
+    /// engine's part totals then) as wasted, up to now.
+    pub(crate) fn add(start: (u64, [u64; 5])) {
+        let (t, parts) = (now(), thread_totals());
+        let (mut sum, mut sum_parts) = WASTED.get();
+        sum = sum.wrapping_add(t.wrapping_sub(start.0));
+        for i in 0..5 {
+            sum_parts[i] = sum_parts[i].wrapping_add(parts[i].wrapping_sub(start.1[i]));
+        }
+        WASTED.set((sum, sum_parts));
     }
 }
 

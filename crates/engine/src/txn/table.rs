@@ -8,6 +8,7 @@
 //! reader rereads the version word, which the terminated transaction has
 //! finalised.
 
+use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
 use crate::Error;
 use crossbeam_utils::{Backoff, CachePadded};
@@ -119,6 +120,8 @@ impl TxnSlot {
     /// been resolved (section 2.7). Returns at once when it has none.
     pub(crate) fn await_dependencies(&self) -> bool {
         let backoff = Backoff::new();
+        // Timed from the first look that finds a dependency unresolved.
+        let mut waiting = breakdown::Span::none();
         loop {
             // Acquire: pairs with the Release report of the dependency.
             if self.abort_now.load(Ordering::Acquire) {
@@ -128,6 +131,7 @@ impl TxnSlot {
             if self.dep_counter.load(Ordering::Acquire) == 0 {
                 return true;
             }
+            waiting.start(Part::Wait);
             if backoff.is_completed() {
                 std::thread::yield_now();
             } else {

@@ -71,6 +71,7 @@
 
 use super::format::{frame, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
 use super::{log_file_name, sync_dir, MANIFEST_FILE};
+use crate::breakdown::{self, Part};
 use crate::obs::{self, Metrics};
 use crate::options::Durability;
 use crate::{Error, Result};
@@ -374,6 +375,7 @@ impl Log {
         if sh.durable.load(Ordering::Acquire) >= epoch {
             return Ok(());
         }
+        let _timed = breakdown::span(Part::LogWait);
         let mut w = sh.wake.lock();
         loop {
             if let Some(e) = &w.failed {

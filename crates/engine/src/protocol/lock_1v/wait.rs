@@ -3,6 +3,7 @@
 //! looks for a cycle through itself in the waits-for graph.
 
 use super::*;
+use crate::breakdown::{self, Part};
 use crate::protocol::deadlock::WaitsFor;
 
 /// What `lk_lock` did.
@@ -41,6 +42,8 @@ pub(crate) fn wait_for_lock(
     mut give_up: impl FnMut() -> bool,
     mut victim: impl FnMut(Duration) -> bool,
 ) -> Waited {
+    // Called once the uncontended attempt failed: all of it is waiting.
+    let _timed = breakdown::span(Part::Wait);
     let backoff = Backoff::new();
     let mut start = None;
     loop {

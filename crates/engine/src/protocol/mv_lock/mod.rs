@@ -69,6 +69,7 @@ mod deadlock;
 
 pub use deadlock::*;
 
+use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
 use crate::key::Key;
 use crate::protocol::mv_occ::MvTxn;
@@ -148,6 +149,7 @@ impl MvTxn<'_> {
     /// waits until WaitForCounter is zero, running deadlock detection while
     /// it waits.
     pub(crate) fn await_wait_fors(&mut self) -> std::result::Result<(), AbortReason> {
+        let _timed = breakdown::span(Part::Wait);
         let txns = &self.core.db.txns;
         txns.no_more_wait_fors(self.core.slot);
         if txns.wait_fors(self.core.slot) == 0 {

@@ -4,6 +4,7 @@
 //! versions), and abort.
 
 use super::*;
+use crate::breakdown::{self, Part};
 use crate::obs;
 
 impl<'db> MvTxn<'db> {
@@ -196,6 +197,7 @@ impl<'db> MvTxn<'db> {
     /// Read validation (section 3.2): every version read must still be
     /// visible as of the end timestamp.
     fn validate_reads(&mut self, end_ts: u64) -> bool {
+        let _timed = breakdown::span(Part::Validation);
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);
@@ -212,6 +214,7 @@ impl<'db> MvTxn<'db> {
     /// timestamp; a version visible then whose begin timestamp falls inside
     /// our lifetime is a phantom (Figure 3, V4).
     fn detect_phantoms(&mut self, end_ts: u64) -> bool {
+        let _timed = breakdown::span(Part::Validation);
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);

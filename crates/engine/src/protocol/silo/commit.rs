@@ -3,6 +3,7 @@
 //! ReadSet and node set, phase 3 installs and unlocks; and abort.
 
 use super::*;
+use crate::breakdown::{self, Part};
 use crate::obs;
 
 impl<'db> SiloTxn<'db> {
@@ -108,6 +109,7 @@ impl<'db> SiloTxn<'db> {
         // Phase 2: validation.
         let phase = obs::span!(trace, "validate", txn = self.core.id);
         let validate = !db.opts.faults.skip_validation;
+        let timed = breakdown::span(Part::Validation);
         if validate {
             if let Err(reason) = self.sv_validate() {
                 let all = order.clone();
@@ -115,6 +117,7 @@ impl<'db> SiloTxn<'db> {
                 return Err(self.sv_unwind(&all, reason));
             }
         }
+        drop(timed);
 
         phase.end();
 

@@ -30,6 +30,7 @@
 //!   reads since it).
 
 use super::*;
+use crate::breakdown::{self, Part};
 use crate::storage::word::{txn_word, Word, INFINITY};
 use crate::txn::table::{slot_of, Peek};
 use std::time::Instant;
@@ -72,6 +73,8 @@ impl<'db> SiloTxn<'db> {
         let flags = &self.g.claim_waits;
         let my_flag = &flags[self.core.slot as usize];
         let mut started: Option<Instant> = None;
+        // Timed from the first look that finds another holder to the end.
+        let mut waiting = breakdown::Span::none();
         let mut checked = 0;
         let backoff = Backoff::new();
         let outcome = loop {
@@ -102,6 +105,8 @@ impl<'db> SiloTxn<'db> {
                 self.core.local.get().silo.claims.push(VPtr(rec));
                 break Ok(true);
             };
+            // The claim is held by another: from here on, waiting.
+            waiting.start(Part::Wait);
             let since = *started.get_or_insert_with(|| {
                 // SeqCst: raised before we look at any holder's flag (module docs).
                 my_flag.store(true, Ordering::SeqCst);

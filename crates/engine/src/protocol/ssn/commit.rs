@@ -4,6 +4,7 @@
 //! alternative test in the same pre-commit (`protocol::ssi`).
 
 use super::*;
+use crate::breakdown::{self, Part};
 
 impl<'db> MvTxn<'db> {
     /// The empty-write-set read-only optimization over snapshot isolation
@@ -200,6 +201,7 @@ impl<'db> MvTxn<'db> {
     /// timestamp `c`. Finalizes π(T) and η(T) and tests them; on success
     /// publishes π(T) for readers that finalize against us.
     pub(crate) fn ssn_precommit(&mut self, c: u64) -> Result<(), AbortReason> {
+        let _timed = breakdown::span(Part::Validation);
         let (db, me, id, cert) = (self.mvdb(), self.core.slot, self.core.id, self.policy.cert);
         let txns = &db.shared.txns;
         let proxy = self.read_mostly();
