@@ -325,6 +325,8 @@ fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, String> {
                 scan_records: r.get("scan_records", d.scan_records)?,
                 mix: r.mix(ycsb::TYPES, d.mix)?,
                 write_pct: r.get("write_pct", d.write_pct)?,
+                // A run with repeats may have fewer rows than a transaction's keys.
+                allow_repeats: r.get("allow_repeats", d.allow_repeats)?,
                 ..d
             };
             cfg.validate().map_err(at)?;

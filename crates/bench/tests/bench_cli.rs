@@ -400,3 +400,58 @@ fn help_lists_every_subcommand() {
         assert!(help.lines().any(|l| l.trim_start().starts_with(&format!("{cmd} "))), "{cmd} missing from:\n{help}");
     }
 }
+
+/// `--zipf gray --scramble --allow-repeats` run (through the threads'
+/// harness and BOHM's pipeline), pass the consistency check and are in the
+/// record's `params`; a bad generator name is a one-line error, and the
+/// flags are ycsb's alone.
+#[test]
+fn ycsb_peer_key_generators_run_and_are_recorded() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for protocol in ["mv-occ", "bohm"] {
+        let path = dir.path().join(format!("{protocol}.json"));
+        let args = [
+            "bench",
+            "--workload",
+            "ycsb",
+            "--protocol",
+            protocol,
+            "--rows",
+            "1000",
+            "--value-bytes",
+            "16",
+            "--theta",
+            "0.99",
+            "--zipf",
+            "gray",
+            "--scramble",
+            "--allow-repeats",
+            "--threads",
+            "2",
+            "--duration",
+            "0.2",
+            "--json",
+            path.to_str().unwrap(),
+        ];
+        let o = multiverse(&args, &[]);
+        assert!(o.status.success(), "{protocol}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(out.contains("zipf=gray scramble=true allow_repeats=true"), "{out}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let p = &v["params"];
+        assert_eq!((&p["zipf"], &p["scramble"], &p["allow_repeats"]), (&"gray".into(), &true.into(), &true.into()));
+        assert_eq!(p["theta"], "0.99");
+        assert!(v["committed"].as_u64().unwrap() > 0, "{v}");
+    }
+
+    let e = fails(&["--workload", "ycsb", "--zipf", "fast"]);
+    assert!(e.contains("--zipf 'fast': expected exact or gray"), "{e}");
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+    let e = fails(&["--workload", "ycsb", "--zipf", "gray", "--theta", "1"]);
+    assert!(e.contains("--zipf gray") && e.contains("theta 1 is out of range"), "{e}");
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+    for flag in [&["--zipf", "exact"][..], &["--scramble"], &["--allow-repeats"]] {
+        let e = fails(&[&["--workload", "hekaton"][..], flag].concat());
+        assert!(e.contains(&format!("{} is a flag of workload ycsb, not of hekaton", flag[0])), "{e}");
+    }
+}

@@ -16,16 +16,35 @@
 //!   transaction, the shape of the SSN paper's section 5.3 and 8.4 (TPC-E's
 //!   Asset-Eval: a long read with a tiny write set).
 //!
-//! The records of `10rmw` and `2rmw-8r` are drawn from a Zipfian
-//! distribution with parameter `--theta` (section 4.2.1: 0 for low
-//! contention, 0.9 for high) by the exact generator of [`crate::zipf`]. The
-//! ten records of one transaction are distinct ("each element of a
-//! transaction's read- and write-set is unique"), and so are the records of
-//! one scan. Rank `r` is key `r − 1`: the hot records are the low keys, as
-//! in Gray et al.'s generator the paper cites; YCSB's "scrambled" variant
-//! (which hashes ranks over the key space) is not used. In a hash index
-//! neighbouring keys do not share buckets, so this changes only which keys
-//! are hot, not how contended they are.
+//! The records of `10rmw`, `2rmw-8r` and `10op`, and the one
+//! read-modify-write of `scan-rmw`, are drawn from a Zipfian distribution
+//! with parameter `--theta` (section 4.2.1: 0 for low contention, 0.9 for
+//! high). Three options say how, so that a run can draw its keys the way a
+//! peer's harness does (the generators: [`crate::zipf`]); each run records
+//! them in its parameters (`zipf`, `scramble`, `allow_repeats`):
+//!
+//! * `--zipf exact` (the default) draws the exact distribution. `--zipf
+//!   gray` draws Gray et al.'s approximation, the generator the BOHM paper
+//!   cites and the one DBx1000's YCSB, CCBench's (`FastZipf`) and YCSB's
+//!   own `ZipfianGenerator` use: ranks 1 and 2 exact, the next ones a little
+//!   too frequent (rank 3 of 1,000 keys at θ = 0.9: 16%). It takes θ below
+//!   1 only.
+//! * Unscrambled (the default), rank `r` is key `r − 1`: the hot records
+//!   are the low keys, as with Gray et al.'s generator used directly (as
+//!   DBx1000 and CCBench do). `--scramble` hashes each rank over the table
+//!   as YCSB's `ScrambledZipfianGenerator` does (YCSB's
+//!   `requestdistribution=zipfian`). In a hash index neighbouring keys do
+//!   not share buckets, so scrambling changes which keys are hot, not how
+//!   contended they are, except that two ranks may hash to one key.
+//! * The ten records of one transaction are distinct by default ("each
+//!   element of a transaction's read- and write-set is unique"): a key
+//!   drawn twice is drawn again. `--allow-repeats` draws them
+//!   independently, as CCBench does, so a transaction may read or modify a
+//!   record twice: a second read-modify-write sees the first (its own
+//!   write), the access declaration (BOHM, ordered 2PL) lists the record
+//!   twice, and each read-modify-write counts once in the consistency check.
+//!
+//! A scan's records are always distinct and uniform.
 //!
 //! Defaults: `--theta 0` (the paper runs every experiment at both 0 and 0.9
 //! and names no default; 0 is its low-contention setting) and the mix
@@ -49,7 +68,7 @@
 //! record's layout and that the counters add up to the number of committed
 //! read-modify-writes: each landed exactly once.
 
-use crate::zipf::Zipf;
+use crate::zipf::{Gray, Zipf, ZipfKeys, ZipfKind};
 use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
 use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
@@ -106,8 +125,15 @@ pub struct YcsbConfig {
     pub rows: u64,
     /// Bytes per record value.
     pub value_bytes: usize,
-    /// Zipfian parameter of `10rmw` and `2rmw-8r` keys (0 = uniform).
+    /// Zipfian parameter of the short transactions' keys (0 = uniform).
     pub theta: f64,
+    /// The generator of those keys (`--zipf`; see [`crate::zipf`]).
+    pub zipf: ZipfKind,
+    /// Hash ranks over the keys, as YCSB's scrambled Zipfian does (`--scramble`).
+    pub scramble: bool,
+    /// A short transaction's ten records are drawn independently, so one
+    /// may come twice (`--allow-repeats`); otherwise they are distinct.
+    pub allow_repeats: bool,
     /// Records read by a `scan`.
     pub scan_records: u64,
     /// The transaction mix over [`TYPES`].
@@ -166,6 +192,9 @@ impl Default for YcsbConfig {
             rows: 1_000_000,
             value_bytes: 1000,
             theta: 0.0,
+            zipf: ZipfKind::Exact,
+            scramble: false,
+            allow_repeats: false,
             scan_records: 10_000,
             mix: Mix::new(TYPES, &[100.0, 0.0, 0.0, 0.0, 0.0]).expect("the default mix is valid"),
             prefetch: true,
@@ -208,11 +237,16 @@ impl YcsbConfig {
             return Err(format!("--write-pct {} is above 100", self.write_pct));
         }
         Zipf::new(self.rows, self.theta).map_err(|e| format!("--theta: {e}"))?;
+        if self.zipf == ZipfKind::Gray {
+            // Checked here without summing ζ(n, θ), which setup does.
+            Gray::check(self.theta).map_err(|e| format!("--theta with --zipf gray: {e}"))?;
+        }
         let short = [RMW10, RMW2_R8, OP10, SCAN_RMW].iter().any(|&t| self.mix.pct(t) > 0.0);
         let scans = self.mix.pct(SCAN) > 0.0 || self.mix.pct(SCAN_RMW) > 0.0;
-        if short && self.rows < OPS as u64 {
+        if short && !self.allow_repeats && self.rows < OPS as u64 {
             return Err(format!(
-                "10rmw, 2rmw-8r, 10op and scan-rmw draw {OPS} distinct records but the table has only {} (--rows)",
+                "10rmw, 2rmw-8r, 10op and scan-rmw draw {OPS} distinct records but the table has only {} \
+                 (--rows; --allow-repeats lets a transaction draw a record twice)",
                 self.rows
             ));
         }
@@ -279,7 +313,8 @@ pub fn decode(v: &[u8], len: usize) -> Option<(u64, u64)> {
 pub struct Ycsb {
     cfg: YcsbConfig,
     table: TableId,
-    zipf: Zipf,
+    /// The short transactions' key generator.
+    keys: ZipfKeys,
     /// Read-modify-writes committed by finished workers.
     rmws: AtomicU64,
 }
@@ -288,9 +323,9 @@ impl Ycsb {
     /// Validates `cfg` and creates the table in `db`.
     pub fn setup(db: &Database, cfg: YcsbConfig) -> std::result::Result<Ycsb, String> {
         cfg.validate()?;
-        let zipf = Zipf::new(cfg.rows, cfg.theta)?;
+        let keys = ZipfKeys::new(cfg.zipf, cfg.rows, cfg.theta, cfg.scramble)?;
         let table = db.create_table(TableSpec::hash(TABLE, cfg.rows as usize)).map_err(|e| e.to_string())?;
-        Ok(Ycsb { cfg, table, zipf, rmws: AtomicU64::new(0) })
+        Ok(Ycsb { cfg, table, keys, rmws: AtomicU64::new(0) })
     }
 
     /// The parameters.
@@ -328,6 +363,9 @@ impl Workload for Ycsb {
             ("prefetch", Param::Bool(self.cfg.prefetch)),
             ("write_pct", Param::Int(self.cfg.write_pct as u64)),
             ("rmw", Param::Str(self.cfg.rmw.name().into())),
+            ("zipf", Param::Str(self.cfg.zipf.name().into())),
+            ("scramble", Param::Bool(self.cfg.scramble)),
+            ("allow_repeats", Param::Bool(self.cfg.allow_repeats)),
         ]
     }
 
@@ -484,7 +522,8 @@ pub struct YcsbWorker<'w> {
 }
 
 impl YcsbWorker<'_> {
-    /// The records of the current `10rmw` or `2rmw-8r` transaction.
+    /// The records of the current `10rmw`, `2rmw-8r` or `10op` transaction
+    /// (distinct unless `allow_repeats`; `scan-rmw` modifies the first).
     pub fn keys(&self) -> &[u64] {
         &self.keys
     }
@@ -515,16 +554,18 @@ impl YcsbWorker<'_> {
         }
     }
 
-    /// Draws the ten distinct Zipfian records of a short transaction.
+    /// Draws the ten Zipfian records of a short transaction: distinct, or
+    /// independent with `allow_repeats`.
     #[inline]
     fn draw_short(&mut self) {
         let n = self.w.cfg.rows;
+        let gen = &self.w.keys;
         for i in 0..OPS {
-            let mut k = self.w.zipf.sample(&mut self.rng) - 1;
+            let mut k = gen.key(&mut self.rng);
             let mut redraws = 0;
-            while self.keys[..i].contains(&k) {
+            while !self.w.cfg.allow_repeats && self.keys[..i].contains(&k) {
                 if redraws < MAX_REDRAWS {
-                    k = self.w.zipf.sample(&mut self.rng) - 1;
+                    k = gen.key(&mut self.rng);
                     redraws += 1;
                 } else {
                     // Too steep to find a new key by drawing: take the next free one.
@@ -840,6 +881,14 @@ mod tests {
         assert!(c(|c| c.value_bytes = 15).unwrap_err().contains("--value-bytes"));
         assert!(c(|c| c.theta = -1.0).unwrap_err().contains("--theta"));
         assert!(c(|c| c.theta = 1.0).is_ok());
+        // Gray et al.'s generator stops short of 1; the exact one does not.
+        assert!(c(|c| (c.zipf, c.theta) = (ZipfKind::Gray, 0.99)).is_ok());
+        let e = c(|c| (c.zipf, c.theta) = (ZipfKind::Gray, 1.0)).unwrap_err();
+        assert!(e.starts_with("--theta with --zipf gray: theta 1 is out of range"), "{e}");
+        // Repeats let a short transaction run on fewer than ten records.
+        assert!(c(|c| c.rows = 3).unwrap_err().contains("--allow-repeats"));
+        assert!(c(|c| (c.rows, c.allow_repeats) = (3, true)).is_ok());
+        assert!(c(|c| (c.rows, c.allow_repeats, c.scramble) = (1, true, true)).is_ok());
         assert!(c(|c| c.scan_records = 0).is_err());
         let scan = Mix::new(TYPES, &[50.0, 0.0, 50.0, 0.0, 0.0]).unwrap();
         let e = YcsbConfig { rows: 100, scan_records: 101, mix: scan.clone(), ..YcsbConfig::default() }.validate();

@@ -5,10 +5,14 @@
 mod common;
 
 use common::spy_run;
+use multiverse::protocol::bohm::{self, Done, Next, Outcome};
+use multiverse::Protocol;
 use multiverse::{AccessSet, Database, Isolation, Key, Options, TxnOptions};
-use multiverse_workloads::ycsb::{decode, intact, Ycsb, YcsbConfig, OP10, RMW10, RMW2_R8, SCAN, TYPES};
-use multiverse_workloads::zipf::{zeta, Zipf};
-use multiverse_workloads::{run_txn, AbortCounts, Mix, Worker, Workload};
+use multiverse_workloads::ycsb::{
+    decode, intact, Rmw, Ycsb, YcsbConfig, YcsbWorker, OP10, RMW10, RMW2_R8, SCAN, TYPES,
+};
+use multiverse_workloads::zipf::{scramble, zeta, Zipf, ZipfKind};
+use multiverse_workloads::{run_txn, AbortCounts, Mix, Worker, WorkerProc, Workload};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::collections::HashSet;
@@ -166,6 +170,9 @@ fn cfg(rows: u64, value_bytes: usize, theta: f64, mix: &str) -> YcsbConfig {
         prefetch: true,
         write_pct: 50,
         rmw: Default::default(),
+        zipf: ZipfKind::Exact,
+        scramble: false,
+        allow_repeats: false,
     }
 }
 
@@ -292,9 +299,9 @@ fn scans_read_n_distinct_uniform_records_read_only() {
     }
 }
 
-#[test]
-fn hot_records_are_the_low_keys() {
-    let (_db, w) = loaded(cfg(1000, 16, 0.9, "10rmw:100"), 1);
+/// How often each of a 1,000-row table's keys is drawn by 2,000 short
+/// transactions of one worker.
+fn key_hits(w: &Ycsb) -> Vec<u32> {
     let mut k = w.worker(0, 4);
     let mut hits = vec![0u32; 1000];
     for _ in 0..2000 {
@@ -303,6 +310,13 @@ fn hot_records_are_the_low_keys() {
             hits[x as usize] += 1;
         }
     }
+    hits
+}
+
+#[test]
+fn hot_records_are_the_low_keys() {
+    let (_db, w) = loaded(cfg(1000, 16, 0.9, "10rmw:100"), 1);
+    let hits = key_hits(&w);
     // Key 0 (p = 0.09 per draw) is in most transactions; the upper half is
     // cold (12% of the draws over 500 keys).
     assert!(hits[0] > 1000, "key 0 drawn {} times", hits[0]);
@@ -310,14 +324,7 @@ fn hot_records_are_the_low_keys() {
     assert!(hits[0] as f64 > 50.0 * upper, "key 0 {} vs {upper} per key of the upper half", hits[0]);
     // Uniform: no key stands out.
     let (_db, w) = loaded(cfg(1000, 16, 0.0, "10rmw:100"), 1);
-    let mut k = w.worker(0, 4);
-    let mut hits = vec![0u32; 1000];
-    for _ in 0..2000 {
-        k.next_txn();
-        for &x in k.keys() {
-            hits[x as usize] += 1;
-        }
-    }
+    let hits = key_hits(&w);
     assert!(hits.iter().all(|&h| h < 50), "max {}", hits.iter().max().unwrap());
 }
 
@@ -522,4 +529,188 @@ fn small_values_and_write_shares_are_checked() {
     assert!(e.contains("--value-bytes 3 is out of range: 4 to"), "{e}");
     let e = Ycsb::setup(&db, YcsbConfig { write_pct: 101, ..cfg(100, 8, 0.0, "10op:100") }).unwrap_err();
     assert!(e.contains("--write-pct 101"), "{e}");
+}
+
+// ---------------------------------------------------------------------------
+// Keys as peers draw them: --zipf gray, --scramble, --allow-repeats
+// ---------------------------------------------------------------------------
+
+/// Gray et al.'s generator, scrambled, repeats allowed, at theta 0.99: a
+/// hot table on which transactions often draw a record twice.
+fn peer_cfg(rows: u64, mix: &str) -> YcsbConfig {
+    YcsbConfig {
+        zipf: ZipfKind::Gray,
+        scramble: true,
+        allow_repeats: true,
+        scan_records: 10,
+        ..cfg(rows, 24, 0.99, mix)
+    }
+}
+
+fn ids(v: &[(multiverse::TableId, Key)]) -> Vec<u64> {
+    v.iter().map(|(_, k)| k.to_u64().unwrap()).collect()
+}
+
+#[test]
+fn with_allow_repeats_a_transaction_may_modify_a_record_twice() {
+    let (db, w) = loaded(peer_cfg(20, "10rmw:100"), 1);
+    let mut k = w.worker(0, 11);
+    let mut want = vec![0u64; 20];
+    let mut repeated = 0;
+    for _ in 0..100 {
+        k.next_txn();
+        let keys = k.keys().to_vec();
+        assert!(keys.iter().all(|&x| x < 20), "{keys:?}");
+        if keys.iter().collect::<HashSet<_>>().len() < keys.len() {
+            repeated += 1;
+        }
+        let mut a = AccessSet::default();
+        k.declare(&mut a);
+        assert_eq!((ids(&a.reads), ids(&a.writes)), (keys.clone(), keys.clone()), "declared, repeats included");
+        let (r, wr) = spy_run("ycsb", &db, &mut k, Isolation::Serializable);
+        assert!(r.is_empty(), "{r:?}");
+        assert_eq!(wr, keys, "every draw modified, a repeated record once per draw");
+        for x in keys {
+            want[x as usize] += 1;
+        }
+    }
+    // Ten draws over 20 keys, the hottest with p ≈ 0.28: nearly always a repeat.
+    assert!(repeated > 80, "{repeated} of 100 transactions repeated a record");
+    assert_eq!(counters(&db, &w), want, "a second read-modify-write of a record saw the first");
+    k.finish();
+    w.check_consistency(&db).unwrap();
+
+    // The same draws without repeats: distinct, as by default.
+    let (_db, w) = loaded(YcsbConfig { allow_repeats: false, ..peer_cfg(20, "10rmw:50,2rmw-8r:25,10op:25") }, 1);
+    let mut k = w.worker(0, 11);
+    for _ in 0..100 {
+        k.next_txn();
+        assert_eq!(k.keys().iter().collect::<HashSet<_>>().len(), 10, "distinct: {:?}", k.keys());
+    }
+}
+
+#[test]
+fn scrambled_hot_records_spread_over_the_table() {
+    for zipf in [ZipfKind::Exact, ZipfKind::Gray] {
+        let c = YcsbConfig { zipf, scramble: true, ..cfg(1000, 16, 0.9, "10rmw:100") };
+        let (_db, w) = loaded(c, 1);
+        let hits = key_hits(&w);
+        // Rank 1 (p = 0.09 per draw) is now key scramble(0) (211), not key 0.
+        let hot = scramble(0, 1000) as usize;
+        assert_eq!(hot, 211);
+        assert!(hits[hot] > 1000, "{zipf:?}: key {hot} drawn {} times", hits[hot]);
+        assert!(hits[0] < 100, "{zipf:?}: key 0 drawn {} times", hits[0]);
+        // The ten hottest ranks' keys are not neighbours.
+        let top: Vec<u64> = (0..10).map(|r| scramble(r, 1000)).collect();
+        assert!(top.iter().max().unwrap() - top.iter().min().unwrap() > 500, "{top:?}");
+    }
+}
+
+/// A BOHM feed of `left` transactions over a pool of workers (one per
+/// transaction in flight), as the bench harness runs them.
+struct BohmFeed<'w> {
+    pool: Vec<WorkerProc<YcsbWorker<'w>>>,
+    left: u32,
+    committed: u32,
+    failure: Option<String>,
+}
+
+impl<'w> bohm::Feed<WorkerProc<YcsbWorker<'w>>> for BohmFeed<'w> {
+    fn next(&mut self, _idle: bool) -> Next<WorkerProc<YcsbWorker<'w>>> {
+        if self.left == 0 || self.failure.is_some() {
+            return Next::Stop;
+        }
+        let Some(mut p) = self.pool.pop() else { return Next::Wait };
+        self.left -= 1;
+        p.worker.next_txn();
+        p.ty = p.worker.txn_type();
+        Next::Txn(p)
+    }
+
+    fn done(&mut self, d: Done<WorkerProc<YcsbWorker<'w>>>) {
+        let mut p = d.proc;
+        match d.outcome {
+            Outcome::Committed => {
+                p.worker.committed();
+                self.committed += 1;
+            }
+            Outcome::Aborted(e) => self.failure = Some(e.to_string()),
+            Outcome::Refused(e) => self.failure = Some(e.to_string()),
+        }
+        self.pool.push(p);
+    }
+}
+
+/// Runs `txns` transactions of `w` on `db`: through BOHM's pipeline, or on
+/// two threads at the protocol's strongest level. Every worker finishes,
+/// and every commit is visible afterwards (POMVCC: not a given).
+fn run_some(db: &Database, w: &Ycsb, txns: u32) {
+    if db.protocol() == Protocol::Bohm {
+        let cfg = bohm::Config { exec_threads: 2, batch_size: 16, batches_in_flight: 2, ..bohm::Config::default() };
+        let pool = (0..48).map(|i| WorkerProc { worker: w.worker(i, 12), ty: 0 }).collect();
+        let feed = BohmFeed { pool, left: txns, committed: 0, failure: None };
+        let (mut feed, _) = db.bohm_run(cfg, feed).unwrap();
+        assert_eq!(feed.failure, None);
+        assert_eq!(feed.committed, txns, "every BOHM transaction commits");
+        feed.pool.iter_mut().for_each(|p| p.worker.finish());
+        return;
+    }
+    let opts = TxnOptions::new(db.protocol().strongest());
+    std::thread::scope(|s| {
+        for i in 0..2 {
+            s.spawn(move || {
+                let mut k = w.worker(i, 12);
+                let mut aborts = AbortCounts::default();
+                for _ in 0..txns / 2 {
+                    k.next_txn();
+                    let r = run_txn(db, &mut k, opts, &mut aborts);
+                    let c = w.config();
+                    let what = format!("{} {} {:?} {}", db.protocol(), c.mix, c.rmw, k.txn_type());
+                    assert!(r.unwrap_or_else(|e| panic!("{what}: {e}, keys {:?}", k.keys())), "{what}");
+                }
+                k.finish();
+            });
+        }
+    });
+    db.sync_commits().unwrap();
+}
+
+/// Gray's keys, scrambled and repeating, under protocols of each family
+/// and each read-modify-write style: every read-modify-write lands exactly
+/// once (the counters add up), also when a transaction modifies a record
+/// twice, and `10op`'s reads and blind writes keep every record intact.
+#[test]
+fn peer_key_draws_run_under_every_protocol_family() {
+    let protocols = [
+        Protocol::MvOcc,
+        Protocol::MvLock,
+        Protocol::OneVLock,
+        Protocol::Silo,
+        Protocol::TwoPlOrdered,
+        Protocol::Ssi,
+        Protocol::Pomvcc,
+        Protocol::Bohm,
+    ];
+    for protocol in protocols {
+        let on = |c: YcsbConfig| {
+            let db = Database::new(Options { protocol, ..Options::default() }).unwrap();
+            let w = Ycsb::setup(&db, c).unwrap();
+            w.load(&db, 0, 1, &|_: u64| {}).unwrap();
+            // The run sees every loaded row (POMVCC: not a given).
+            db.sync_commits().unwrap();
+            (db, w)
+        };
+        for rmw in [Rmw::Modify, Rmw::ReadUpdate, Rmw::ForUpdate] {
+            let (db, w) = on(YcsbConfig { rmw, ..peer_cfg(30, "10rmw:40,2rmw-8r:30,scan-rmw:10,scan:20") });
+            run_some(&db, &w, 200);
+            // About 4.7 read-modify-writes per transaction.
+            assert!(w.committed_rmws() > 600, "{protocol} {rmw:?}: {}", w.committed_rmws());
+            let ok = w.check_consistency(&db).unwrap_or_else(|e| panic!("{protocol} {rmw:?}: {e}"));
+            assert!(ok.contains("add up to the"), "{ok}");
+        }
+        let (db, w) = on(peer_cfg(30, "10op:100"));
+        run_some(&db, &w, 200);
+        let ok = w.check_consistency(&db).unwrap_or_else(|e| panic!("{protocol} 10op: {e}"));
+        assert!(ok.contains("30 records intact"), "{ok}");
+    }
 }

@@ -7,11 +7,14 @@
 //! CCBench's YCSB) and `scan-rmw` (a scan's reads and one read-modify-write:
 //! read-mostly) in `--mix` (default `10rmw:100`); `--rmw` chooses how a
 //! read-modify-write is issued (`modify`, `read-update`, `for-update`).
+//! `--zipf exact|gray`, `--scramble` and `--allow-repeats` draw the keys as
+//! a peer's harness does (the module docs of `multiverse_workloads::ycsb`).
 
 use super::super::{check_bytes, measure, parse_count, report, Ctx, Measurement};
 use super::Given;
 use multiverse::Database;
 use multiverse_workloads::ycsb::{Rmw, Ycsb, YcsbConfig, TYPES};
+use multiverse_workloads::zipf::ZipfKind;
 use multiverse_workloads::Mix;
 
 /// Flags of the ycsb workload, boxed: `BenchArgs` is a variant of the
@@ -28,8 +31,9 @@ pub struct Flags {
 #[derive(clap::Args, Debug, Clone, Default)]
 #[group(skip)]
 pub struct YcsbFlags {
-    /// ycsb: Zipfian parameter of the records of 10rmw and 2rmw-8r: 0 is
-    /// uniform, 0.9 the paper's high contention; 1 and above allowed [default: 0].
+    /// ycsb: Zipfian parameter of the records of 10rmw, 2rmw-8r, 10op and
+    /// scan-rmw: 0 is uniform, 0.9 the paper's high contention; 1 and above
+    /// allowed with --zipf exact [default: 0].
     #[arg(long, value_name = "THETA", help_heading = "Workload ycsb", allow_negative_numbers = true)]
     pub theta: Option<f64>,
     /// ycsb: bytes per record value, at least 16 [default: 1000].
@@ -49,6 +53,20 @@ pub struct YcsbFlags {
     /// update) [default: modify].
     #[arg(long, value_name = "STYLE", help_heading = "Workload ycsb", value_parser = Rmw::parse)]
     pub rmw: Option<Rmw>,
+    /// ycsb: the Zipfian generator: exact, or gray (Gray et al.'s
+    /// approximation, as DBx1000, CCBench and YCSB draw; theta below 1) [default: exact].
+    // A string, parsed by `run`: a bad value gets the one-line error of a
+    // bad value, not clap's usage text.
+    #[arg(long, value_name = "KIND", help_heading = "Workload ycsb")]
+    pub zipf: Option<String>,
+    /// ycsb: spread the Zipfian ranks over the table with an FNV-1a hash, as
+    /// YCSB's scrambled Zipfian does (otherwise the hot records are the low keys).
+    #[arg(long, help_heading = "Workload ycsb")]
+    pub scramble: bool,
+    /// ycsb: draw a transaction's ten records independently, so one may come
+    /// twice (as CCBench does); otherwise they are distinct.
+    #[arg(long, help_heading = "Workload ycsb")]
+    pub allow_repeats: bool,
 }
 
 impl Given for Flags {
@@ -73,6 +91,15 @@ impl Given for Flags {
         if f.rmw.is_some() {
             g.push("--rmw");
         }
+        if f.zipf.is_some() {
+            g.push("--zipf");
+        }
+        if f.scramble {
+            g.push("--scramble");
+        }
+        if f.allow_repeats {
+            g.push("--allow-repeats");
+        }
         g
     }
 }
@@ -82,6 +109,10 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
     let f = &f.f;
     super::refuse_common(c, "ycsb", true, true)?;
     let d = YcsbConfig::default();
+    let zipf = match f.zipf.as_deref() {
+        None => d.zipf,
+        Some(z) => ZipfKind::parse(z).map_err(|_| format!("--zipf '{z}': expected exact or gray"))?,
+    };
     let cfg = YcsbConfig {
         rows: c.rows.unwrap_or(d.rows),
         value_bytes: f.value_bytes.map_or(d.value_bytes, |b| usize::try_from(b).unwrap_or(usize::MAX)),
@@ -91,6 +122,9 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
         prefetch: !f.ycsb_no_prefetch,
         write_pct: f.write_pct.map_or(d.write_pct, |p| u32::try_from(p).unwrap_or(u32::MAX)),
         rmw: f.rmw.unwrap_or(d.rmw),
+        zipf,
+        scramble: f.scramble,
+        allow_repeats: f.allow_repeats,
     };
     if f.write_pct.is_some() && cfg.mix.pct(multiverse_workloads::ycsb::OP10) == 0.0 {
         return Err("--write-pct applies to 10op transactions: add 10op to --mix (e.g. 10op:100)".into());
