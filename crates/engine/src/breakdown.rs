@@ -5,12 +5,16 @@
 //!
 //! Off by default and process-wide ([`set_enabled`]). Off, each timed
 //! region costs one relaxed load and a predictable branch. On, a region
-//! reads the CPU's time-stamp counter (`rdtsc` on x86-64; elsewhere a
-//! monotonic clock in nanoseconds) at its start and end and adds the
-//! difference to this thread's total for its [`Part`]. Regions do not
-//! nest: one that starts inside another (an index lookup inside a
-//! validation) is counted as part of the outer one, so the parts never
-//! count the same tick twice.
+//! on a thread that samples ([`set_sampling`]) reads the CPU's time-stamp
+//! counter (`rdtsc` on x86-64; elsewhere a monotonic clock in nanoseconds)
+//! at its start and end and adds the difference to this thread's total
+//! for its [`Part`]; on a thread that does not, it costs a call and a
+//! thread-local load. Reading the counter is not free (tens of
+//! nanoseconds on a virtual machine, where a transaction takes a few
+//! microseconds), so a benchmark samples one transaction in several.
+//! Regions do not nest: one that starts inside another (an index lookup
+//! inside a validation) is counted as part of the outer one, so the parts
+//! never count the same tick twice.
 //!
 //! A caller samples [`thread_totals`] before and after a transaction (on
 //! the thread that ran it) and converts ticks with [`ticks_per_ns`]: what
@@ -23,6 +27,7 @@
 //! let db = Database::new(Options::default()).unwrap();
 //! let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
 //! breakdown::set_enabled(true);
+//! breakdown::set_sampling(true);
 //! let before = breakdown::thread_totals();
 //! db.run(Isolation::Serializable, |tx| {
 //!     tx.insert(t, Key::from(1), b"v")?;
@@ -103,16 +108,40 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// This thread's totals and whether a region is open on it.
+/// This thread's totals, whether it samples, and whether a region is open
+/// on it.
 struct Totals {
     ticks: [Cell<u64>; 5],
+    sampling: Cell<bool>,
     open: Cell<bool>,
 }
 
 thread_local! {
     static TOTALS: Totals = const {
-        Totals { ticks: [const { Cell::new(0) }; 5], open: Cell::new(false) }
+        Totals { ticks: [const { Cell::new(0) }; 5], sampling: Cell::new(false), open: Cell::new(false) }
     };
+}
+
+/// Whether this thread's regions are timed (while [`enabled`]): a benchmark
+/// samples a transaction by switching it on around it.
+///
+/// ```
+/// use multiverse::breakdown;
+/// breakdown::set_sampling(true);
+/// assert!(breakdown::sampling());
+/// breakdown::set_sampling(false);
+/// ```
+pub fn set_sampling(on: bool) {
+    TOTALS.with(|t| t.sampling.set(on));
+}
+
+/// Whether this thread samples (see [`set_sampling`]); false by default.
+///
+/// ```
+/// assert!(!multiverse::breakdown::sampling());
+/// ```
+pub fn sampling() -> bool {
+    TOTALS.with(|t| t.sampling.get())
 }
 
 /// The time-stamp counter: `rdtsc` on x86-64, nanoseconds since the first
@@ -195,7 +224,7 @@ pub(crate) fn span(part: Part) -> Span {
 
 #[inline(never)]
 fn open(part: Part) -> Span {
-    TOTALS.with(|t| if t.open.replace(true) { Span(None) } else { Span(Some((now(), part))) })
+    TOTALS.with(|t| if !t.sampling.get() || t.open.replace(true) { Span(None) } else { Span(Some((now(), part))) })
 }
 
 impl Drop for Span {
@@ -228,6 +257,7 @@ mod tests {
         // Other tests in this process may switch the timing: this thread's
         // totals are its own, and the switch is only read at `span`.
         set_enabled(true);
+        set_sampling(true);
         let before = thread_totals();
         {
             let _outer = span(Part::Validation);
@@ -244,6 +274,12 @@ mod tests {
         // Off: nothing is counted.
         let before = thread_totals();
         drop(span(Part::Gc));
+        assert_eq!(thread_totals(), before);
+        // On, but this thread not sampling: nothing either.
+        set_enabled(true);
+        set_sampling(false);
+        drop(span(Part::Gc));
+        set_enabled(false);
         assert_eq!(thread_totals(), before);
     }
 }

@@ -523,9 +523,9 @@ fn run_attempts<W: Worker>(
     let mut spins = 0u32;
     let mut last = None;
     let mut opts = opts;
-    // A time breakdown is being taken: each attempt is timed, and an
-    // aborted one's time (with its backoff) goes to `wasted`.
-    let timing = multiverse::breakdown::enabled();
+    // A time breakdown samples this transaction: each attempt is timed,
+    // and an aborted one's time (with its backoff) goes to `wasted`.
+    let timing = multiverse::breakdown::enabled() && multiverse::breakdown::sampling();
     if let Some(now) = db.retry_after() {
         if let (at, Some(ts)) = LAST_COMMIT.get() {
             // Past `now`: another database that had the same address.
@@ -589,8 +589,8 @@ fn run_attempts<W: Worker>(
 
 /// The time this thread's aborted attempts took (rolled back by the
 /// workload, or aborted by the engine and retried, with their backoff),
-/// while `multiverse::breakdown` is on: what a time breakdown counts as
-/// work thrown away. Kept apart from the engine's parts, which the aborted
+/// while `multiverse::breakdown` is on and the thread samples: what a time
+/// breakdown counts as work thrown away. Kept apart from the engine's parts, which the aborted
 /// attempts' regions also added to, so that a caller can leave those out.
 pub mod wasted {
     use multiverse::breakdown::{now, thread_totals};
