@@ -1,5 +1,7 @@
 //! Captures the git commit at build time as `MULTIVERSE_GIT_COMMIT`
-//! (`git rev-parse --short HEAD`, or "unknown" outside a git checkout).
+//! (`git rev-parse --short HEAD`, or "unknown" outside a git checkout), and
+//! the compiler as `MULTIVERSE_RUSTC` (`rustc --version` of the compiler
+//! cargo runs, for the benchmark record's `build`).
 
 use std::path::Path;
 use std::process::Command;
@@ -16,6 +18,16 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=MULTIVERSE_GIT_COMMIT={commit}");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=MULTIVERSE_RUSTC={version}");
     println!("cargo:rerun-if-changed=build.rs");
     // Rebuild when HEAD moves: the HEAD file (branch switches), the branch's
     // ref file (new commits) and packed-refs. Only existing files are named,

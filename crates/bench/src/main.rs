@@ -6,6 +6,7 @@ mod compare;
 mod dump;
 mod plot;
 mod recover;
+mod report_html;
 mod shell;
 mod verify;
 
@@ -52,6 +53,9 @@ enum Cmd {
     Import(dump::ImportArgs),
     /// Write a consistent copy of a data directory into a new directory.
     Backup(dump::BackupArgs),
+    /// Write one self-contained HTML page (tables, inline SVG plots) of the
+    /// comparisons in DIR: the PREFIX.json files `compare` writes.
+    Report(report_html::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Some(Cmd::Export(a)) => dump::export(a),
         Some(Cmd::Import(a)) => dump::import(a),
         Some(Cmd::Backup(a)) => dump::backup(a),
+        Some(Cmd::Report(a)) => report_html::run(a),
         Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
             Some(m) => compare::run(*a, m),
             None => Err("internal error: no matches of compare".into()),

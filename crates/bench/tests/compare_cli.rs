@@ -187,14 +187,26 @@ fn grid_writes_table_csv_json_and_plots() {
         assert_eq!(rec["compare"]["line"], *line);
         assert_eq!(rec["compare"]["sweep"]["threads"], *threads);
         assert_eq!(rec["compare"]["repeat"], 1);
+        assert_eq!(rec["compare"]["sweep_order"], serde_json::json!(["threads"]));
         assert!(rec["throughput_tps"].as_f64().unwrap() > 0.0 && rec["per_type"].is_object(), "{rec}");
     }
 
     let svg = std::fs::read_to_string(dir.path().join("fig.svg")).unwrap();
     well_formed(&svg).unwrap();
-    for s in ["mv-occ@snapshot", "mv-occ@serializable", "threads", "throughput (txn/s)", "hekaton"] {
+    // Every legend entry names its level; the subtitle what the sweep changes.
+    for s in [
+        "mv-occ / snapshot",
+        "mv-occ / serializable",
+        "threads",
+        "throughput (txn/s)",
+        "hekaton",
+        "swept: threads = 1, 2 (x axis)",
+        "one run per point (no error bars)",
+    ] {
         assert!(svg.contains(s), "{s} missing from the SVG");
     }
+    // Threads are numbers: lines, no bars.
+    assert!(count(&svg, "polyline", "stroke=\"#1F77B4\"") >= 1 && count(&svg, "rect", "fill=\"#1F77B4\"") == 0);
     assert_eq!(png_size(&dir.path().join("fig.png")), (960, 600));
 }
 
@@ -232,9 +244,76 @@ fn two_sweeps_repeats_and_the_default_prefix() {
 
     let svg = std::fs::read_to_string(base.with_extension("svg")).unwrap();
     well_formed(&svg).unwrap();
-    assert!(svg.contains("mv-occ reads=1") && svg.contains("mv-occ reads=5"), "a line per second-sweep value");
-    assert!(svg.contains("median of 2 runs"));
+    for s in [
+        "mv-occ / serializable, reads=1",
+        "mv-occ / serializable, reads=5",
+        "swept: threads = 1, 2 (x axis); reads = 1, 5 (one series each)",
+        "median of 2 runs per point; error bars: min–max of the runs",
+    ] {
+        assert!(svg.contains(s), "{s} missing from the SVG");
+    }
     assert_eq!(png_size(&base.with_extension("png")), (960, 600));
+}
+
+/// The SVG elements named `tag` whose attributes contain `attr`.
+fn count(svg: &str, tag: &str, attr: &str) -> usize {
+    svg.split(&format!("<{tag} ")).skip(1).filter(|e| e.split('>').next().unwrap_or("").contains(attr)).count()
+}
+
+/// Without a sweep the lines are categories: bars, one per line, each
+/// legend entry with its level, whether given with `@` or not.
+#[test]
+fn lines_without_a_sweep_are_bars() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = compare(&["--isolation", "serializable", "--protocols", "mv-occ@snapshot,mv-occ"], dir.path());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("compare-hekaton.svg")).unwrap();
+    well_formed(&svg).unwrap();
+    for s in ["mv-occ / snapshot", "mv-occ / serializable", "throughput by protocol and isolation level"] {
+        assert!(svg.contains(s), "{s} missing from the SVG");
+    }
+    // A bar and a legend swatch per line; no line joins them.
+    assert_eq!(count(&svg, "rect", "fill=\"#1F77B4\""), 2, "{svg}");
+    assert_eq!(count(&svg, "rect", "fill=\"#D62728\""), 2);
+    assert_eq!(count(&svg, "polyline", "stroke=\"#1F77B4\""), 0);
+}
+
+/// TPC-C's warehouses follow the threads unless --warehouses is given: a
+/// threads sweep says so on the terminal and in the plot. A mix sweep
+/// (categories) is drawn as bars.
+#[test]
+fn tpcc_says_what_changes_with_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let tpcc = |args: &[&str]| {
+        let mut all = vec!["compare", "--workload", "tpcc", "--duration", "0.2", "--protocols", "silo"];
+        all.extend_from_slice(args);
+        multiverse(&all, &[("MULTIVERSE_OUT_DIR", dir.path())])
+    };
+    let o = tpcc(&["--sweep", "threads=1,2", "--out", dir.path().join("t").to_str().unwrap()]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let note =
+        "warehouses follows threads (not swept): warehouses = 1, 2 at threads = 1, 2; --warehouses holds it fixed";
+    assert!(text(&o.stdout).contains(&format!("note: {note}")), "{}", text(&o.stdout));
+    let svg = std::fs::read_to_string(dir.path().join("t.svg")).unwrap();
+    assert!(svg.contains(note) && svg.contains("silo / serializable"), "{svg}");
+
+    let o = tpcc(&[
+        "--threads",
+        "1",
+        "--warehouses",
+        "1",
+        "--sweep",
+        "mix=new-order:100;payment:100",
+        "--out",
+        dir.path().join("m").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    assert!(!text(&o.stdout).contains("note:"), "{}", text(&o.stdout));
+    let svg = std::fs::read_to_string(dir.path().join("m.svg")).unwrap();
+    well_formed(&svg).unwrap();
+    assert!(svg.contains("warehouses=1") && svg.contains("swept: mix = new-order:100, payment:100 (x axis)"), "{svg}");
+    assert_eq!(count(&svg, "rect", "fill=\"#1F77B4\""), 3, "two bars and the legend's swatch: {svg}");
+    assert_eq!(count(&svg, "polyline", "stroke=\"#1F77B4\""), 0);
 }
 
 /// Runs `compare` expecting a one-line error containing `want`, before
@@ -332,4 +411,70 @@ fn default_comparison_writes_its_plot() {
         assert!(doc.contains(level), "{level} missing from the default plot");
     }
     assert_eq!(png_size(&png), (960, 600));
+}
+
+#[test]
+fn breakdown_is_plotted_and_replot_redraws_from_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("bd");
+    let o = multiverse(
+        &[
+            "compare",
+            "--workload",
+            "ycsb",
+            "--rows",
+            "1000",
+            "--protocols",
+            "silo,mv-occ@serializable",
+            "--duration",
+            "0.3",
+            "--threads",
+            "1",
+            "--breakdown",
+            "--repeat",
+            "2",
+            "--out",
+            prefix.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "stderr: {}\nstdout: {out}", text(&o.stderr));
+    let (svg, png) = (dir.path().join("bd-breakdown.svg"), dir.path().join("bd-breakdown.png"));
+    assert!(out.contains("bd-breakdown.svg") && out.contains("bd-breakdown.png"), "{out}");
+    let body = std::fs::read_to_string(&svg).unwrap();
+    well_formed(&body).unwrap();
+    for s in ["useful", "abort", "index", "validation", "silo / serializable", "mv-occ / serializable"] {
+        assert!(body.contains(s), "{s} missing from the breakdown plot");
+    }
+    png_size(&png);
+
+    // --replot: the plots again, from the JSON alone, nothing run.
+    for f in ["bd.svg", "bd.png", "bd-breakdown.svg", "bd-breakdown.png"] {
+        std::fs::remove_file(dir.path().join(f)).unwrap();
+    }
+    let csv_before = std::fs::read(dir.path().join("bd.csv")).unwrap();
+    let json = dir.path().join("bd.json");
+    let o = multiverse(&["compare", "--replot", json.to_str().unwrap()], &[]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "stderr: {}\nstdout: {out}", text(&o.stderr));
+    assert!(!out.contains("txn/s"), "nothing runs: {out}");
+    for f in ["bd.svg", "bd.png", "bd-breakdown.svg", "bd-breakdown.png"] {
+        assert!(dir.path().join(f).exists(), "{f} redrawn: {out}");
+        assert!(out.contains(f), "{f} named: {out}");
+    }
+    well_formed(&std::fs::read_to_string(dir.path().join("bd.svg")).unwrap()).unwrap();
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("validation"));
+    assert_eq!(std::fs::read(dir.path().join("bd.csv")).unwrap(), csv_before, "the CSV is left as it is");
+    let o = multiverse(&["compare", "--replot", json.to_str().unwrap(), "--threads", "2"], &[]);
+    assert!(!o.status.success() && text(&o.stderr).contains("--replot runs nothing"), "{}", text(&o.stderr));
+
+    // The report: the breakdown inline, and its table.
+    let o = multiverse(&["report", json.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let html = std::fs::read_to_string(dir.path().join("bd.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 4, "throughput, abort rate, p99 and the breakdown");
+    for s in ["Time per committed transaction, median over 2 runs (ns)", "log-wait", "validation", "gc"] {
+        assert!(html.contains(s), "{s} missing from the report");
+    }
 }

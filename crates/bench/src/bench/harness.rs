@@ -6,8 +6,16 @@
 //! takes one `Instant` and records one latency sample into its own
 //! histogram. Nothing is shared between workers on that path except the stop
 //! flag (read, never written until the end) and a per-worker progress cell
-//! on its own cache line, written every 256 transactions. Histograms and
-//! counters are merged once, after the run.
+//! on its own cache line, written after every committed transaction (read
+//! once a second for the per-second series). Histograms and counters are
+//! merged once, after the run.
+//!
+//! A run starts with an unmeasured warm-up (`RunConfig::warmup`): the
+//! workers run as they will, and when it ends the main thread switches the
+//! shared phase word to `MEASURE`; each worker, seeing the switch before its
+//! next transaction, forgets what it counted so far (the transaction that
+//! straddled the switch included). The measured time runs from the switch to
+//! the stop.
 
 use super::sys;
 use hdrhistogram::Histogram;
@@ -15,7 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use multiverse::protocol::bohm::{Config as BohmConfig, Done, Feed, Next, Outcome};
 use multiverse::{Database, Isolation, Mode, TxnOptions};
 use multiverse_workloads::{run_txn, AbortCounts, TxnError, Worker, WorkerProc, Workload};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -47,6 +55,19 @@ impl LoadResult {
     }
 }
 
+/// The components of a time breakdown (`bench --breakdown`), in the order
+/// of `TypeResult::breakdown`: the transaction's own work (what the engine's
+/// timed parts do not cover), work thrown away by aborted attempts, then
+/// `multiverse::breakdown`'s parts.
+pub const COMPONENTS: [&str; 7] = ["useful", "abort", "index", "validation", "wait", "gc", "log-wait"];
+
+/// A breakdown times one transaction in this many per worker: reading the
+/// tick counter around every region of every transaction cost 20–26% of
+/// YCSB's throughput on this machine (tens of nanoseconds a read on a
+/// virtual machine); sampled, the estimate is of the mean over hundreds of
+/// thousands of transactions all the same.
+pub const SAMPLE_EVERY: u32 = 16;
+
 /// What a timed run measured for one transaction type.
 pub struct TypeResult {
     /// The type's name.
@@ -57,6 +78,11 @@ pub struct TypeResult {
     pub aborts: AbortCounts,
     /// Latency of each committed transaction of this type, in ns.
     pub latency_ns: Histogram<u64>,
+    /// `--breakdown`: ticks spent per component of `COMPONENTS`, over the
+    /// sampled transactions (all zero when off), and how many of those
+    /// committed (the breakdown is per committed transaction).
+    pub breakdown: [u64; 7],
+    pub sampled: u64,
 }
 
 impl TypeResult {
@@ -83,6 +109,11 @@ pub struct RunResult {
     pub cpu_wait_s: f64,
     /// The same, per transaction type (in the order of `Workload::txn_types`).
     pub per_type: Vec<TypeResult>,
+    /// Committed transactions per second over each second of the measured
+    /// time (a last part-second of at least 0.1 s as a rate too).
+    pub per_second: Vec<f64>,
+    /// The unmeasured warm-up that came before.
+    pub warmup: Duration,
 }
 
 impl RunResult {
@@ -154,8 +185,14 @@ pub fn load<W: Workload>(
 pub struct RunConfig {
     /// Worker threads.
     pub threads: usize,
-    /// How long to run.
+    /// How long to measure.
     pub duration: Duration,
+    /// How long to run, unmeasured, before.
+    pub warmup: Duration,
+    /// CPUs to pin the workers to, worker `i` on `pin[i % len]` (empty: not pinned).
+    pub pin: &'static [usize],
+    /// Take a time breakdown (`multiverse::breakdown` on for the run).
+    pub breakdown: bool,
     /// Isolation level of every transaction.
     pub isolation: Isolation,
     /// Optimistic or pessimistic transactions (the protocol's choice by default).
@@ -174,60 +211,151 @@ impl RunConfig {
     }
 }
 
+/// The run's phase word: warm-up, measured time, stop.
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// Per-second throughput from samples of a running count of committed
+/// transactions, taken at (or just after) each second of measured time:
+/// each sample's rate is over the time since the one before, and a last
+/// part-second of at least 0.1 s counts as a rate too.
+struct PerSecond {
+    /// When the next sample is due.
+    next: Instant,
+    /// The previous sample: when, and the count then.
+    prev: (Instant, u64),
+    rates: Vec<f64>,
+}
+
+impl PerSecond {
+    fn new(start: Instant, count: u64) -> PerSecond {
+        PerSecond { next: start + Duration::from_secs(1), prev: (start, count), rates: Vec::new() }
+    }
+
+    /// Takes a sample if one is due at `now`, `count` being the running
+    /// count then.
+    fn sample(&mut self, now: Instant, count: u64) {
+        if now < self.next {
+            return;
+        }
+        let secs = (now - self.prev.0).as_secs_f64().max(1e-9);
+        self.rates.push(count.saturating_sub(self.prev.1) as f64 / secs);
+        self.prev = (now, count);
+        while self.next <= now {
+            self.next += Duration::from_secs(1);
+        }
+    }
+
+    /// The series, ended at `end` with the count then.
+    fn finish(mut self, end: Instant, count: u64) -> Vec<f64> {
+        let part = end.saturating_duration_since(self.prev.0).as_secs_f64();
+        if part >= 0.1 {
+            self.rates.push(count.saturating_sub(self.prev.1) as f64 / part);
+        }
+        self.rates
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+pub(crate) fn pin_to(cpu: usize) -> Result<(), String> {
+    if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        Ok(())
+    } else {
+        Err(format!("--pin: cannot run a thread on CPU {cpu}"))
+    }
+}
+
 /// A worker's progress counter, alone on its cache line.
 #[repr(align(128))]
 #[derive(Default)]
 struct Progress(AtomicU64);
 
-/// Runs `cfg.threads` workers for `cfg.duration`.
+/// Runs `cfg.threads` workers for `cfg.warmup`, then measures them for
+/// `cfg.duration`.
 pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResult, String> {
     let threads = cfg.threads;
     let types = w.txn_types().len();
-    let stop = AtomicBool::new(false);
+    let phase = AtomicU8::new(if cfg.warmup.is_zero() { MEASURE } else { WARMUP });
     let barrier = Barrier::new(threads + 1);
     let progress: Vec<Progress> = (0..threads).map(|_| Progress::default()).collect();
-    let ms = cfg.duration.as_millis().max(1) as u64;
+    let ms = (cfg.warmup + cfg.duration).as_millis().max(1) as u64;
     let pb = bar(cfg.show_progress, ms, "run  {bar:40} {elapsed}/{msg}");
-    pb.set_message(format!("{:.0}s", cfg.duration.as_secs_f64()));
+    let total_s = (cfg.warmup + cfg.duration).as_secs_f64();
+    pb.set_message(format!("{total_s:.0}s"));
+    // Relaxed: each worker's own count, summed for estimates and the
+    // per-second series (a count read a little late lands in the next second).
+    let count = || progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum::<u64>();
 
-    let (outcomes, elapsed) = std::thread::scope(|s| {
+    let (outcomes, elapsed, per_second) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let mut worker = w.worker(i, cfg.seed);
-                let (stop, barrier, cell) = (&stop, &barrier, &progress[i]);
+                let (phase, barrier, cell) = (&phase, &barrier, &progress[i]);
+                let cpu = (!cfg.pin.is_empty()).then(|| cfg.pin[i % cfg.pin.len()]);
                 s.spawn(move || {
-                    let r = worker_loop(db, &mut worker, types, cfg.txn_options(), stop, barrier, cell);
+                    let pinned = cpu.map_or(Ok(()), pin_to);
+                    let r = match pinned {
+                        Ok(()) => {
+                            let l = Loop {
+                                types,
+                                opts: cfg.txn_options(),
+                                phase,
+                                barrier,
+                                progress: cell,
+                                breakdown: cfg.breakdown,
+                            };
+                            worker_loop(db, &mut worker, l).map_err(|e| format!("{} transaction failed: {e}", w.name()))
+                        }
+                        Err(e) => {
+                            barrier.wait();
+                            Err(e)
+                        }
+                    };
                     if r.is_err() {
                         // Relaxed: a hint; the others stop at their next check.
-                        stop.store(true, Ordering::Relaxed);
+                        phase.store(STOP, Ordering::Relaxed);
                     }
                     r
                 })
             })
             .collect();
         barrier.wait();
-        let start = Instant::now();
-        let deadline = start + cfg.duration;
+        let t0 = Instant::now();
+        let (mut start, mut deadline) = (t0, t0 + cfg.warmup + cfg.duration);
+        let mut series = if cfg.warmup.is_zero() { Some(PerSecond::new(t0, 0)) } else { None };
         loop {
             let now = Instant::now();
             // Relaxed: set only by a failing worker; a late look costs one tick.
-            if now >= deadline || stop.load(Ordering::Relaxed) {
+            if now >= deadline || phase.load(Ordering::Relaxed) == STOP {
                 break;
             }
-            std::thread::sleep((deadline - now).min(Duration::from_millis(100)));
+            match series.as_mut() {
+                None if now >= t0 + cfg.warmup => {
+                    // Relaxed: workers poll it; what they count after seeing
+                    // it is merged after the scope's joins.
+                    phase.store(MEASURE, Ordering::Relaxed);
+                    (start, deadline) = (now, now + cfg.duration);
+                    series = Some(PerSecond::new(now, count()));
+                }
+                Some(ps) => ps.sample(now, count()),
+                None => {}
+            }
+            let wake = series.as_ref().map_or(t0 + cfg.warmup, |ps| ps.next).min(deadline);
+            std::thread::sleep(wake.saturating_duration_since(now).min(Duration::from_millis(100)));
             if !pb.is_hidden() {
-                pb.set_position(start.elapsed().as_millis() as u64);
-                // Relaxed: a progress estimate.
-                let done: u64 = progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum();
-                let tps = done as f64 / start.elapsed().as_secs_f64();
-                pb.set_message(format!("{:.0}s  {} txn/s", cfg.duration.as_secs_f64(), super::report::int(tps as u64)));
+                pb.set_position(t0.elapsed().as_millis() as u64);
+                let tps = count() as f64 / t0.elapsed().as_secs_f64();
+                pb.set_message(format!("{total_s:.0}s  {} txn/s", super::report::int(tps as u64)));
             }
         }
         // Relaxed: workers poll it; the scope join orders everything after.
-        stop.store(true, Ordering::Relaxed);
+        phase.store(STOP, Ordering::Relaxed);
+        let end = Instant::now();
         let outcomes: Vec<_> =
             handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
-        (outcomes, start.elapsed())
+        let per_second = series.map_or_else(Vec::new, |ps| ps.finish(end, count()));
+        (outcomes, end - start, per_second)
     });
     pb.finish_and_clear();
 
@@ -238,10 +366,17 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
     let mut per_type: Vec<TypeResult> = w
         .txn_types()
         .iter()
-        .map(|&name| TypeResult { name, committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })
+        .map(|&name| TypeResult {
+            name,
+            committed: 0,
+            aborts: AbortCounts::default(),
+            latency_ns: new_histogram(),
+            breakdown: [0; 7],
+            sampled: 0,
+        })
         .collect();
     for o in outcomes {
-        let o = o.map_err(|e| format!("{} transaction failed: {e}", w.name()))?;
+        let o = o?;
         for (sum, t) in per_type.iter_mut().zip(&o.per_type) {
             committed += t.committed;
             aborts.merge(&t.aborts);
@@ -249,6 +384,10 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
             sum.committed += t.committed;
             sum.aborts.merge(&t.aborts);
             sum.latency_ns.add(&t.latency_ns).map_err(|e| format!("merging latency histograms: {e}"))?;
+            for (a, b) in sum.breakdown.iter_mut().zip(t.breakdown) {
+                *a += b;
+            }
+            sum.sampled += t.sampled;
         }
         cpu_ns += o.cpu_ns;
         wait_ns += o.wait_ns;
@@ -261,6 +400,8 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
         cpu_s: cpu_ns as f64 / 1e9,
         cpu_wait_s: wait_ns as f64 / 1e9,
         per_type,
+        per_second,
+        warmup: cfg.warmup,
     })
 }
 
@@ -273,6 +414,68 @@ struct TypeTally {
     committed: u64,
     aborts: AbortCounts,
     latency_ns: Histogram<u64>,
+    breakdown: [u64; 7],
+    sampled: u64,
+}
+
+impl TypeTally {
+    fn new() -> TypeTally {
+        TypeTally {
+            committed: 0,
+            aborts: AbortCounts::default(),
+            latency_ns: new_histogram(),
+            breakdown: [0; 7],
+            sampled: 0,
+        }
+    }
+
+    /// Forgets the warm-up.
+    fn reset(&mut self) {
+        (self.committed, self.aborts, self.breakdown, self.sampled) = (0, AbortCounts::default(), [0; 7], 0);
+        self.latency_ns.reset();
+    }
+}
+
+/// The state a breakdown compares against after a transaction: the tick
+/// counter, the engine's parts, and the aborted attempts' totals.
+#[derive(Clone, Copy)]
+struct Clocks {
+    now: u64,
+    parts: [u64; 5],
+    wasted: (u64, [u64; 5]),
+}
+
+impl Clocks {
+    #[inline]
+    fn read() -> Clocks {
+        Clocks {
+            now: multiverse::breakdown::now(),
+            parts: multiverse::breakdown::thread_totals(),
+            wasted: multiverse_workloads::wasted::totals(),
+        }
+    }
+
+    /// Adds what happened since `self` to `into` (COMPONENTS order): a
+    /// committed transaction's parts are the engine's less what its aborted
+    /// attempts added; a rolled-back one's time is all thrown away.
+    fn add_since(&self, committed: bool, into: &mut [u64; 7]) {
+        let now = Clocks::read();
+        let total = now.now.wrapping_sub(self.now);
+        if !committed {
+            into[1] = into[1].wrapping_add(total);
+            return;
+        }
+        let wasted = now.wasted.0.wrapping_sub(self.wasted.0);
+        let mut used = wasted;
+        for i in 0..5 {
+            let part =
+                now.parts[i].wrapping_sub(self.parts[i]).wrapping_sub(now.wasted.1[i].wrapping_sub(self.wasted.1[i]));
+            into[2 + i] = into[2 + i].wrapping_add(part);
+            used = used.wrapping_add(part);
+        }
+        into[1] = into[1].wrapping_add(wasted);
+        into[0] = into[0].wrapping_add(total.saturating_sub(used));
+    }
 }
 
 struct WorkerOutcome {
@@ -281,45 +484,75 @@ struct WorkerOutcome {
     wait_ns: u64,
 }
 
+/// What a worker's loop is given besides its database and worker.
+struct Loop<'a> {
+    /// Transaction types of the workload.
+    types: usize,
+    opts: TxnOptions<'static>,
+    phase: &'a AtomicU8,
+    barrier: &'a Barrier,
+    progress: &'a Progress,
+    /// Take a time breakdown.
+    breakdown: bool,
+}
+
 /// The per-thread loop: one `Instant` and one histogram record per
 /// committed transaction, into the histogram of its type. Never inlined:
 /// `scripts/perf-gate` counts instructions from its entry (callgrind's
 /// `--toggle-collect=*worker_loop*`), and it is called once per thread.
 #[inline(never)]
-fn worker_loop<K: Worker>(
-    db: &Database,
-    worker: &mut K,
-    types: usize,
-    opts: TxnOptions<'static>,
-    stop: &AtomicBool,
-    barrier: &Barrier,
-    progress: &Progress,
-) -> Result<WorkerOutcome, TxnError> {
-    let mut per_type: Vec<TypeTally> = (0..types.max(1))
-        .map(|_| TypeTally { committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })
-        .collect();
+fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<WorkerOutcome, TxnError> {
+    let Loop { types, opts, phase, barrier, progress, breakdown } = l;
+    let mut sample_in = 0u32;
+    let mut per_type: Vec<TypeTally> = (0..types.max(1)).map(|_| TypeTally::new()).collect();
     let mut committed = 0u64;
     barrier.wait();
-    let cpu_start = sys::thread_cpu_ns();
+    // Relaxed (and below): the phase needs no ordering; a switch is seen
+    // within a transaction or two.
+    let mut seen = phase.load(Ordering::Relaxed);
+    let mut cpu_start = sys::thread_cpu_ns();
     let mut last = Instant::now();
-    // Relaxed: a stop request needs no ordering; it is seen within a transaction or two.
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        let now_phase = phase.load(Ordering::Relaxed);
+        if now_phase == STOP {
+            break;
+        }
+        if now_phase != seen {
+            // The warm-up ended: what it counted is not measured.
+            seen = now_phase;
+            per_type.iter_mut().for_each(TypeTally::reset);
+            cpu_start = sys::thread_cpu_ns();
+            last = Instant::now();
+        }
         worker.next_txn();
         let ty = worker.txn_type();
         debug_assert!(ty < per_type.len(), "txn_type {ty} out of range");
         let tally = &mut per_type[ty.min(types.max(1) - 1)];
-        let done = run_txn(db, worker, opts, &mut tally.aborts)?;
+        // A breakdown times one transaction in SAMPLE_EVERY (its timers'
+        // reads of the tick counter cost too much to time them all).
+        sample_in = sample_in.wrapping_sub(1);
+        let clocks = (breakdown && sample_in % SAMPLE_EVERY == 0).then(|| {
+            multiverse::breakdown::set_sampling(true);
+            Clocks::read()
+        });
+        let done = run_txn(db, worker, opts, &mut tally.aborts);
+        if let Some(c) = clocks {
+            multiverse::breakdown::set_sampling(false);
+            let done = matches!(done, Ok(true));
+            c.add_since(done, &mut tally.breakdown);
+            tally.sampled += done as u64;
+        }
+        let done = done?;
         let now = Instant::now();
         if done {
             tally.latency_ns.saturating_record(now.duration_since(last).as_nanos() as u64);
             tally.committed += 1;
-        }
-        last = now;
-        committed += 1;
-        if committed % 256 == 0 {
-            // Relaxed: read only by the progress bar.
+            committed += 1;
+            // Relaxed: read for estimates and the per-second series; alone
+            // on its line, so the store stays in this core's cache.
             progress.0.store(committed, Ordering::Relaxed);
         }
+        last = now;
     }
     let (cpu_ns, wait_ns) = match (cpu_start, sys::thread_cpu_ns()) {
         (Some((c0, w0)), Some((c1, w1))) => (c1.saturating_sub(c0), w1.saturating_sub(w0)),
@@ -332,11 +565,22 @@ fn worker_loop<K: Worker>(
 /// A BOHM stream over a workload's workers: one worker per log position
 /// (each holds the inputs of one transaction in flight), drawn and declared
 /// on the sequencer thread, accounted for when the pipeline hands them back.
+/// The warm-up ends, and the per-second samples are taken, on the
+/// sequencer thread too, every 64 offers.
 struct BohmFeed<'w, W: Workload + 'w> {
     pool: Vec<WorkerProc<W::Worker<'w>>>,
     /// Every worker made (to call `finish` on all of them at the end).
     made: usize,
+    /// When the warm-up ends (None once it has).
+    warm_end: Option<Instant>,
+    duration: Duration,
     deadline: Instant,
+    /// The measured time's start, and the process's CPU time then.
+    start: Instant,
+    cpu0: Option<u64>,
+    series: Option<PerSecond>,
+    /// Committed transactions, warm-up included (the series' count).
+    count: u64,
     per_type: Vec<TypeTally>,
     checks: u32,
     failure: Option<String>,
@@ -345,7 +589,23 @@ struct BohmFeed<'w, W: Workload + 'w> {
 impl<'w, W: Workload + 'w> Feed<WorkerProc<W::Worker<'w>>> for BohmFeed<'w, W> {
     fn next(&mut self, _idle: bool) -> Next<WorkerProc<W::Worker<'w>>> {
         self.checks += 1;
-        if self.failure.is_some() || (self.checks % 64 == 0 && Instant::now() >= self.deadline) {
+        if self.checks % 64 == 0 {
+            let now = Instant::now();
+            if self.warm_end.is_some_and(|w| now >= w) {
+                // The warm-up ended: what it counted is not measured.
+                self.warm_end = None;
+                self.per_type.iter_mut().for_each(TypeTally::reset);
+                (self.start, self.deadline, self.cpu0) = (now, now + self.duration, sys::process_cpu_ns());
+                self.series = Some(PerSecond::new(now, self.count));
+            }
+            if let Some(ps) = self.series.as_mut() {
+                ps.sample(now, self.count);
+            }
+            if now >= self.deadline {
+                return Next::Stop;
+            }
+        }
+        if self.failure.is_some() {
             return Next::Stop;
         }
         let Some(mut p) = self.pool.pop() else { return Next::Wait };
@@ -363,6 +623,7 @@ impl<'w, W: Workload + 'w> Feed<WorkerProc<W::Worker<'w>>> for BohmFeed<'w, W> {
                 p.worker.committed();
                 tally.committed += 1;
                 tally.latency_ns.saturating_record(d.latency.as_nanos() as u64);
+                self.count += 1;
             }
             Outcome::Aborted(TxnError::Rollback) => tally.aborts.add(multiverse::AbortReason::User),
             Outcome::Aborted(e) => {
@@ -376,10 +637,11 @@ impl<'w, W: Workload + 'w> Feed<WorkerProc<W::Worker<'w>>> for BohmFeed<'w, W> {
     }
 }
 
-/// Runs a workload through BOHM's pipeline for `cfg.duration` (the
-/// sequencer is this thread; `bohm.cc_threads` and `bohm.exec_threads` more
-/// threads plan and execute). Latency is from entering the log to
-/// completion.
+/// Runs a workload through BOHM's pipeline for `cfg.warmup`, then measures
+/// it for `cfg.duration` (the sequencer is this thread, pinned to the first
+/// `cfg.pin` CPU if given; `bohm.cc_threads` and `bohm.exec_threads` more
+/// threads plan and execute, not pinned). Latency is from entering the log
+/// to completion.
 pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmConfig) -> Result<RunResult, String> {
     let types = w.txn_types().len().max(1);
     let n = bohm.batch_size * (bohm.batches_in_flight + 1);
@@ -393,15 +655,30 @@ pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmCon
             w.name()
         ));
     }
-    let per_type = (0..types)
-        .map(|_| TypeTally { committed: 0, aborts: AbortCounts::default(), latency_ns: new_histogram() })
-        .collect();
+    if let Some(&cpu) = cfg.pin.first() {
+        pin_to(cpu)?;
+    }
+    let per_type = (0..types).map(|_| TypeTally::new()).collect();
     let start = Instant::now();
-    let feed = BohmFeed::<W> { pool, made: n, deadline: start + cfg.duration, per_type, checks: 0, failure: None };
-    let cpu0 = sys::process_cpu_ns();
+    let warm = !cfg.warmup.is_zero();
+    let feed = BohmFeed::<W> {
+        pool,
+        made: n,
+        warm_end: warm.then(|| start + cfg.warmup),
+        duration: cfg.duration,
+        deadline: start + cfg.warmup + cfg.duration,
+        start,
+        cpu0: sys::process_cpu_ns(),
+        series: (!warm).then(|| PerSecond::new(start, 0)),
+        count: 0,
+        per_type,
+        checks: 0,
+        failure: None,
+    };
     let (mut feed, _stats) = db.bohm_run(bohm, feed).map_err(|e| e.to_string())?;
-    let elapsed = start.elapsed();
-    let cpu_ns = match (cpu0, sys::process_cpu_ns()) {
+    let end = Instant::now();
+    let elapsed = end - feed.start;
+    let cpu_ns = match (feed.cpu0, sys::process_cpu_ns()) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => 0,
     };
@@ -412,6 +689,7 @@ pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmCon
     if let Some(f) = feed.failure {
         return Err(format!("{} transaction failed: {f}", w.name()));
     }
+    let per_second = feed.series.take().map_or_else(Vec::new, |ps| ps.finish(end, feed.count));
     let mut committed = 0;
     let mut aborts = AbortCounts::default();
     let mut latency_ns = new_histogram();
@@ -425,6 +703,8 @@ pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmCon
             committed: t.committed,
             aborts: t.aborts,
             latency_ns: t.latency_ns.clone(),
+            breakdown: [0; 7],
+            sampled: 0,
         });
     }
     Ok(RunResult {
@@ -435,5 +715,7 @@ pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmCon
         cpu_s: cpu_ns as f64 / 1e9,
         cpu_wait_s: 0.0,
         per_type: per_type_out,
+        per_second,
+        warmup: cfg.warmup,
     })
 }

@@ -16,6 +16,7 @@
 //! Progress bars appear only when stderr is a terminal. Every error is a
 //! one-line `Err(String)`.
 
+pub(crate) mod config;
 pub(crate) mod harness;
 pub(crate) mod report;
 pub(crate) mod sys;
@@ -61,9 +62,40 @@ pub struct BenchArgs {
     /// Seconds to run (fractions allowed).
     #[arg(long, default_value = "10", value_name = "S", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub duration: f64,
+    /// Seconds run before the measured --duration, not measured (fractions
+    /// allowed; 0: none) [default: a tenth of --duration, at most 5].
+    #[arg(long, value_name = "S", value_parser = parse_warmup, allow_negative_numbers = true)]
+    pub warmup: Option<f64>,
+    /// Pin the worker threads to CPUs: auto (worker i on the i-th CPU this
+    /// process may run on, round robin) or a list such as 0,2,4-7 (bohm: its
+    /// sequencer only).
+    #[arg(long, value_name = "auto|LIST")]
+    pub pin: Option<String>,
+    /// Measure where each transaction's time goes: its own work, aborted
+    /// attempts, index, validation or certification, lock and dependency
+    /// waits, garbage collection, log waits (per type, in ns per committed
+    /// transaction; not for bohm). The timers cost a few percent: compare
+    /// throughput without it.
+    #[arg(long)]
+    pub breakdown: bool,
     /// Also write the result as one JSON object to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Read the bench flags from FILE: TOML (flag = value, e.g. theta = 0.9),
+    /// or the JSON record of an earlier run (its `config`: rerun it); flags
+    /// typed after it override the file's.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Draw the run's throughput second by second to FILE (.svg or .png);
+    /// with --breakdown, also its time breakdown per transaction type to
+    /// FILE-breakdown.svg (or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Write the measured latency histograms to FILE in HdrHistogram's
+    /// interval log format (one interval tagged `all`, one per transaction
+    /// type tagged with its name; values in nanoseconds).
+    #[arg(long, value_name = "FILE")]
+    pub latency_log: Option<PathBuf>,
     /// Rows of the main table (hekaton: N, default 10M; ycsb: records,
     /// default 1M; sibench: default 1,000); accepts 10000000, 10_000_000, 10M, 500k.
     #[arg(long, value_name = "N", value_parser = parse_count)]
@@ -215,6 +247,52 @@ pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
         return Err(format!("must be between 1 and {MAX_THREADS}"));
     }
     Ok(n)
+}
+
+/// Parses `--warmup`: seconds, 0 or more.
+fn parse_warmup(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds from 0 to 86400")),
+    }
+}
+
+/// Parses `--pin`: `auto` (every CPU this process may run on) or a list of
+/// CPU numbers and ranges (`0,2,4-7`), each one this process may run on.
+/// Leaked: resolved once per run, and `RunConfig` stays `Copy`.
+pub(crate) fn parse_pin(flag: Option<&str>) -> Result<&'static [usize], String> {
+    let Some(text) = flag else { return Ok(&[]) };
+    let allowed: Vec<usize> = core_affinity::get_core_ids().unwrap_or_default().into_iter().map(|c| c.id).collect();
+    if allowed.is_empty() {
+        return Err("--pin: this system does not say which CPUs the process may run on".into());
+    }
+    let cpus = if text == "auto" {
+        allowed
+    } else {
+        let mut cpus = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            let num = |t: &str| {
+                t.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("--pin: '{part}' is not a CPU number or range (e.g. 0,2,4-7)"))
+            };
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (num(a)?, num(b)?),
+                None => (num(part)?, num(part)?),
+            };
+            if lo > hi {
+                return Err(format!("--pin: empty range '{part}'"));
+            }
+            for c in lo..=hi {
+                if !allowed.contains(&c) {
+                    return Err(format!("--pin: this process may not run on CPU {c} (it may on {allowed:?})"));
+                }
+                cpus.push(c);
+            }
+        }
+        cpus
+    };
+    Ok(Box::leak(cpus.into_boxed_slice()))
 }
 
 pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -381,6 +459,8 @@ pub(crate) struct Measurement {
     pub consistency: String,
     /// BOHM's pipeline settings (bohm runs only).
     pub bohm: Option<multiverse::protocol::bohm::Config>,
+    /// The CPUs the workers were pinned to (empty: not pinned).
+    pub pin: &'static [usize],
 }
 
 /// What the redo log did during a run.
@@ -412,6 +492,12 @@ pub(crate) struct Ctx {
     pub mix: Option<String>,
     /// `--prefault`, in bytes (0: off).
     pub prefault: u64,
+    /// `--warmup`, resolved.
+    pub warmup: f64,
+    /// `--pin`, resolved (empty: not pinned).
+    pub pin: &'static [usize],
+    /// `--breakdown`.
+    pub breakdown: bool,
     /// BOHM's pipeline settings (bohm runs only).
     pub bohm: Option<multiverse::protocol::bohm::Config>,
 }
@@ -435,6 +521,9 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
     }
     if a.read_mostly_age.is_some() && protocol != Protocol::Ssn {
         return Err(format!("--read-mostly-age applies to ssn, not {protocol}"));
+    }
+    if a.breakdown && protocol == Protocol::Bohm {
+        return Err("--breakdown does not apply to bohm (its pipeline's stages are not timed)".into());
     }
     let bohm = if protocol == Protocol::Bohm {
         let cc = a.cc_threads.unwrap_or((threads / 4).max(1));
@@ -527,6 +616,9 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
         rows: a.rows,
         mix: a.mix.clone(),
         prefault: a.prefault.unwrap_or(0),
+        warmup: a.warmup.unwrap_or((a.duration / 10.0).min(5.0)),
+        pin: parse_pin(a.pin.as_deref())?,
+        breakdown: a.breakdown,
         bohm,
     };
     let m = match workload {
@@ -550,12 +642,20 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
 /// still written (`--history`) and checked (`--verify`, its verdict
 /// printed) before the failure is reported: that run's history is the one
 /// most worth having.
-pub fn run(a: BenchArgs) -> Result<(), String> {
+pub fn run(typed: BenchArgs) -> Result<(), String> {
+    let (a, config) = config::resolve(typed)?;
     let show = std::io::stderr().is_terminal();
     let faults = fault_names(parse_faults(a.fault.as_deref())?);
     // Before loading and running: a run whose result cannot be written is
     // time lost.
-    for (flag, path) in [("--json", &a.json), ("--history", &a.history)] {
+    if let Some(p) = &a.plot {
+        if !p.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png")) {
+            return Err(format!("--plot {}: name an .svg or .png file", p.display()));
+        }
+    }
+    for (flag, path) in
+        [("--json", &a.json), ("--history", &a.history), ("--latency-log", &a.latency_log), ("--plot", &a.plot)]
+    {
         if let Some(path) = path {
             check_writable(flag, path)?;
         }
@@ -568,9 +668,15 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     let written = m.and_then(|m| {
         print!("{}", report::summary(&m));
         if let Some(path) = &a.json {
-            let rec = report::json(&m);
+            let rec = report::json(&m).with_config(config);
             let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("cannot encode JSON: {e}"))?;
             std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        if let Some(path) = &a.latency_log {
+            report::latency_log(&m, path)?;
+        }
+        if let Some(path) = &a.plot {
+            plots(&m, path)?;
         }
         Ok(())
     });
@@ -595,6 +701,38 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     };
     exit_without_drop(db);
     written.and(verdict)
+}
+
+/// `--plot`: the run's throughput per second, and its breakdown if taken.
+fn plots(m: &Measurement, path: &std::path::Path) -> Result<(), String> {
+    let title = format!("{} / {} / {} / {}", m.protocol, m.isolation, m.workload, report::threads(m.threads));
+    let params: Vec<String> = m.params.iter().map(|(k, v)| format!("{k}={}", report::param_text(v))).collect();
+    let subtitle = format!(
+        "{}\nmeasured {:.1} s after {:.1} s of warm-up; commit {}",
+        params.join(" "),
+        m.run.elapsed.as_secs_f64(),
+        m.run.warmup.as_secs_f64(),
+        sys::GIT_COMMIT
+    );
+    crate::plot::time_series(
+        path,
+        &format!("Throughput per second: {title}"),
+        &subtitle,
+        &[("committed".to_string(), m.run.per_second.clone())],
+    )?;
+    if let Some(rows) = report::breakdown_ns(&m.run) {
+        let stem = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let ext = path.extension().map_or_else(String::new, |e| e.to_string_lossy().into_owned());
+        let out = path.with_file_name(format!("{stem}-breakdown.{ext}"));
+        let rows: Vec<(String, Vec<(String, f64)>)> = rows
+            .into_iter()
+            .map(|(name, v)| {
+                (name.to_string(), harness::COMPONENTS.iter().zip(v).map(|(c, x)| (c.to_string(), x)).collect())
+            })
+            .collect();
+        crate::plot::breakdown(&out, &format!("Where a transaction's time goes: {title}"), &subtitle, &rows)?;
+    }
+    Ok(())
 }
 
 /// Fails with a one-line message if `path` cannot be written (a missing
@@ -668,6 +806,9 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let cfg = RunConfig {
         threads: c.threads,
         duration: Duration::from_secs_f64(c.duration),
+        warmup: Duration::from_secs_f64(c.warmup),
+        pin: c.pin,
+        breakdown: c.breakdown,
         isolation: c.isolation,
         mode: c.mode,
         seed: c.seed,
@@ -676,10 +817,12 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     let (faults_before, rss_before_run) = (sys::minor_faults(), sys::rss_bytes());
     let before = db.stats();
     let ts_before = before.timestamp_increments;
+    multiverse::breakdown::set_enabled(c.breakdown);
     let run = match c.bohm {
         Some(b) => harness::run_bohm(db, w, cfg, b),
         None => harness::run(db, w, cfg),
     };
+    multiverse::breakdown::set_enabled(false);
     // The history is the run's: the checks below run at other levels
     // (`multiverse check` without --isolation takes the history's one level).
     db.set_recording(false);
@@ -723,6 +866,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         run_rss_growth,
         consistency,
         bohm: c.bohm,
+        pin: c.pin,
     })
 }
 
@@ -786,6 +930,9 @@ pub fn default_comparison() -> Result<(), String> {
     let run_cfg = |isolation| RunConfig {
         threads,
         duration: Duration::from_secs_f64(secs),
+        warmup: Duration::ZERO,
+        pin: &[],
+        breakdown: false,
         isolation,
         mode: Mode::Default,
         seed: DEFAULT_SEED,

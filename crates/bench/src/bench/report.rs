@@ -43,7 +43,7 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-fn param_text(p: &Param) -> String {
+pub(crate) fn param_text(p: &Param) -> String {
     match p {
         Param::Int(n) => n.to_string(),
         Param::Str(s) => s.clone(),
@@ -68,6 +68,27 @@ fn abort_rate(r: &RunResult) -> f64 {
     } else {
         100.0 * r.aborts.total() as f64 / attempts as f64
     }
+}
+
+/// `--breakdown`: nanoseconds per committed transaction of each component
+/// (`harness::COMPONENTS`), over the sampled transactions, for all types
+/// and for each type sampled; None when no breakdown was taken.
+pub fn breakdown_ns(r: &RunResult) -> Option<Vec<(&'static str, [f64; 7])>> {
+    let (mut all, mut sampled) = ([0u64; 7], 0);
+    for t in &r.per_type {
+        for (a, b) in all.iter_mut().zip(t.breakdown) {
+            *a += b;
+        }
+        sampled += t.sampled;
+    }
+    if all.iter().all(|&v| v == 0) {
+        return None;
+    }
+    let per_ns = multiverse::breakdown::ticks_per_ns();
+    let ns = |ticks: &[u64; 7], n: u64| ticks.map(|v| v as f64 / per_ns / n.max(1) as f64);
+    let mut rows = vec![("all", ns(&all, sampled))];
+    rows.extend(r.per_type.iter().filter(|t| t.sampled > 0).map(|t| (t.name, ns(&t.breakdown, t.sampled))));
+    Some(rows)
 }
 
 /// The multi-line summary printed after `bench`.
@@ -107,10 +128,11 @@ pub fn summary(m: &Measurement) -> String {
     }
     let _ = writeln!(
         s,
-        "  run        {:.2} s: {} committed, {} txn/s",
+        "  run        {:.2} s: {} committed, {} txn/s{}",
         r.elapsed.as_secs_f64(),
         int(r.committed),
-        int(r.throughput() as u64)
+        int(r.throughput() as u64),
+        if r.warmup.is_zero() { String::new() } else { format!(" (after {:.2} s of warm-up)", r.warmup.as_secs_f64()) }
     );
     let _ = writeln!(
         s,
@@ -171,12 +193,37 @@ pub fn summary(m: &Measurement) -> String {
     }
     let _ = writeln!(
         s,
-        "  latency    p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, max {:.1} us",
+        "  latency    p50 {:.1} us, p90 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us",
         r.latency_us(0.50),
         r.latency_us(0.90),
         r.latency_us(0.99),
+        r.latency_us(0.999),
         r.latency_max_us()
     );
+    if let Some(rows) = breakdown_ns(r) {
+        let _ = writeln!(
+            s,
+            "  breakdown  ns per committed transaction, one in {} timed (aborted attempts under abort):",
+            super::harness::SAMPLE_EVERY
+        );
+        let _ = write!(s, "  {:>12}", "type");
+        for c in super::harness::COMPONENTS {
+            let _ = write!(s, " {c:>10}");
+        }
+        let _ = writeln!(s, " {:>10}", "total");
+        for (name, v) in rows {
+            let _ = write!(s, "  {name:>12}");
+            for x in v {
+                let _ = write!(s, " {x:>10.0}");
+            }
+            let _ = writeln!(s, " {:>10.0}", v.iter().sum::<f64>());
+        }
+    }
+    if !r.per_second.is_empty() {
+        let (lo, hi) = r.per_second.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let _ =
+            writeln!(s, "  seconds    {} measured: {} to {} txn/s", r.per_second.len(), int(lo as u64), int(hi as u64));
+    }
     let _ = writeln!(
         s,
         "  memory     peak RSS {}, {:.1} bytes/row after load, {} versions alive at the end",
@@ -263,13 +310,14 @@ pub struct Latency {
     p50: f64,
     p90: f64,
     p99: f64,
+    p999: f64,
     max: f64,
 }
 
 impl Latency {
     fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
         let q = |q| h.value_at_quantile(q) as f64 / 1000.0;
-        Latency { p50: q(0.50), p90: q(0.90), p99: q(0.99), max: h.max() as f64 / 1000.0 }
+        Latency { p50: q(0.50), p90: q(0.90), p99: q(0.99), p999: q(0.999), max: h.max() as f64 / 1000.0 }
     }
 }
 
@@ -361,6 +409,33 @@ pub struct Record {
     per_type: Map<String, Value>,
     /// What the workload's consistency check verified (empty if nothing).
     consistency: String,
+    /// Seconds of unmeasured warm-up before the measured `duration_s`.
+    warmup_s: f64,
+    /// Committed transactions per second over each second of the measured
+    /// time (a last part-second of at least 0.1 s too).
+    per_second_tps: Vec<f64>,
+    /// The CPUs the workers were pinned to (empty: not pinned).
+    pinned_cpus: Vec<usize>,
+    /// `--breakdown`: nanoseconds per committed transaction of each
+    /// component, for `all` and per type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    breakdown_ns_per_txn: Option<Value>,
+    /// The machine: CPU model, logical CPUs, memory, OS, kernel, governor.
+    machine: Value,
+    /// The binary: profile, rustc, version, commit, target.
+    build: Value,
+    /// Every bench flag with a value, given or default (`bench --config`
+    /// of this record reruns it); absent for `compare`'s runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<Value>,
+}
+
+impl Record {
+    /// The record with the run's effective flags.
+    pub fn with_config(mut self, config: Value) -> Record {
+        self.config = Some(config);
+        self
+    }
 }
 
 /// Builds the JSON record of a measurement.
@@ -460,7 +535,65 @@ pub fn json(m: &Measurement) -> Record {
             })
             .collect(),
         consistency: m.consistency.clone(),
+        warmup_s: r.warmup.as_secs_f64(),
+        per_second_tps: r.per_second.clone(),
+        pinned_cpus: m.pin.to_vec(),
+        breakdown_ns_per_txn: breakdown_ns(r).map(|rows| {
+            let obj: Map<String, Value> = rows
+                .into_iter()
+                .map(|(name, v)| {
+                    let parts: Map<String, Value> = super::harness::COMPONENTS
+                        .iter()
+                        .zip(v)
+                        .map(|(c, x)| (c.to_string(), Value::from(x)))
+                        .collect();
+                    (name.to_string(), Value::Object(parts))
+                })
+                .collect();
+            Value::Object(obj)
+        }),
+        machine: sys::machine(),
+        build: sys::build(),
+        config: None,
     }
+}
+
+/// Writes the run's latency histograms to `path` in HdrHistogram's interval
+/// log format (readable by HdrHistogram's tools in every language): one
+/// interval over the measured time tagged `all`, then one per transaction
+/// type that committed, tagged with its name; values in nanoseconds.
+pub fn latency_log(m: &Measurement, path: &std::path::Path) -> Result<(), String> {
+    use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    use hdrhistogram::serialization::V2DeflateSerializer;
+    let r = &m.run;
+    let fail = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", path.display());
+    let mut out = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let now = std::time::SystemTime::now();
+    let start = now.checked_sub(r.elapsed).unwrap_or(now);
+    let mut log = IntervalLogWriterBuilder::new()
+        .add_comment(&format!(
+            "multiverse bench: {} / {} / {} / {}; latency in nanoseconds",
+            m.protocol,
+            m.workload,
+            m.isolation,
+            threads(m.threads)
+        ))
+        .with_start_time(start)
+        .with_base_time(start)
+        .with_max_value_divisor(1e3)
+        .begin_log_with(&mut out, &mut ser)
+        .map_err(|e| fail(&e))?;
+    let span = r.elapsed;
+    log.write_histogram(&r.latency_ns, std::time::Duration::ZERO, span, Tag::new("all"))
+        .map_err(|e| fail(&format!("{e:?}")))?;
+    for t in r.per_type.iter().filter(|t| t.committed > 0) {
+        let tag = Tag::new(t.name).ok_or_else(|| fail(&format!("transaction type '{}' is not a log tag", t.name)))?;
+        log.write_histogram(&t.latency_ns, std::time::Duration::ZERO, span, Some(tag))
+            .map_err(|e| fail(&format!("{e:?}")))?;
+    }
+    drop(log);
+    std::fs::write(path, out).map_err(|e| fail(&e))
 }
 
 #[cfg(test)]

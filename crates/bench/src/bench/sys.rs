@@ -87,6 +87,48 @@ pub fn prefault(bytes: u64) -> std::time::Duration {
 /// The git commit the binary was built from (`unknown` outside a checkout).
 pub const GIT_COMMIT: &str = env!("MULTIVERSE_GIT_COMMIT");
 
+/// The compiler that built the binary (`rustc --version`).
+pub const RUSTC: &str = env!("MULTIVERSE_RUSTC");
+
+/// The machine a run is on, for the benchmark record: what Linux shows in
+/// /proc, /sys and /etc/os-release (a field it does not show is `unknown`,
+/// the governor null).
+pub fn machine() -> serde_json::Value {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let field = |text: &Option<String>, key: &str| -> Option<String> {
+        text.as_deref()?.lines().find_map(|l| {
+            let (k, v) = l.split_once(':').or_else(|| l.split_once('='))?;
+            (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
+        })
+    };
+    let cpuinfo = read("/proc/cpuinfo");
+    let meminfo = read("/proc/meminfo");
+    let memory = field(&meminfo, "MemTotal")
+        .and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024);
+    let unknown = || "unknown".to_string();
+    serde_json::json!({
+        "cpu_model": field(&cpuinfo, "model name").unwrap_or_else(unknown),
+        "logical_cpus": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "memory_bytes": memory,
+        "os": field(&read("/etc/os-release"), "PRETTY_NAME").unwrap_or_else(|| std::env::consts::OS.to_string()),
+        "kernel": read("/proc/sys/kernel/osrelease").map_or_else(unknown, |s| s.trim().to_string()),
+        "arch": std::env::consts::ARCH,
+        "governor": read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").map(|s| s.trim().to_string()),
+    })
+}
+
+/// How the binary was built, for the benchmark record.
+pub fn build() -> serde_json::Value {
+    serde_json::json!({
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "rustc": RUSTC,
+        "version": env!("CARGO_PKG_VERSION"),
+        "git_commit": GIT_COMMIT,
+        "target": format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +144,14 @@ mod tests {
             drop(v);
         }
         assert!(!GIT_COMMIT.is_empty());
+        assert!(RUSTC.starts_with("rustc "), "{RUSTC}");
+        let m = machine();
+        assert!(m["logical_cpus"].as_u64().unwrap() >= 1);
+        if std::path::Path::new("/proc/meminfo").exists() {
+            assert!(m["memory_bytes"].as_u64().unwrap() > 1 << 20, "{m}");
+            assert_ne!(m["kernel"], "unknown");
+        }
+        assert_eq!(build()["profile"], if cfg!(debug_assertions) { "debug" } else { "release" });
     }
 
     /// The option index used by `prefault` is mimalloc's purge delay: its

@@ -1,0 +1,249 @@
+//! The benchmark's method (issue 29), run as a user would: warm-up,
+//! per-second series, p99.9, the machine and the build in the record, CPU
+//! pinning, HdrHistogram log export, the time breakdown, and configs that
+//! round-trip through the JSON record.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn multiverse(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_multiverse")).args(args).output().expect("the multiverse binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `bench` with `args` and `--json FILE`; returns the record and stdout.
+fn bench(dir: &Path, name: &str, args: &[&str]) -> (Value, String) {
+    let json = dir.join(format!("{name}.json"));
+    let mut all = vec!["bench", "--json", json.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = multiverse(&all);
+    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    let rec = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (rec, text(&o.stdout))
+}
+
+fn fails(args: &[&str]) -> String {
+    let mut all = vec!["bench", "--rows", "1000", "--duration", "0.1"];
+    all.extend_from_slice(args);
+    let o = multiverse(&all);
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{args:?} should fail; stdout: {}", text(&o.stdout));
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    err
+}
+
+/// As [`fails`], for the errors of `bench` itself (not clap's usage errors): one line.
+fn fails_in_one_line(args: &[&str]) -> String {
+    let err = fails(args);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
+/// A warmed-up run measures only its --duration, and the record says how
+/// long the warm-up was, what each second did, p99.9, the machine and the
+/// build.
+#[test]
+fn warm_up_series_machine_and_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, out) = bench(dir.path(), "w", &["--rows", "10k", "--threads", "2", "--duration", "1.5", "--warmup", "0.5"]);
+    assert_eq!(r["warmup_s"], 0.5);
+    let d = r["duration_s"].as_f64().unwrap();
+    assert!((1.4..2.5).contains(&d), "measured {d} s of a 1.5 s run after its warm-up");
+    let secs: Vec<f64> = r["per_second_tps"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(secs.len(), 2, "one full second and a half: {secs:?}");
+    assert!(secs.iter().all(|&v| v > 0.0), "{secs:?}");
+    // The seconds add up to what was committed (within a transaction or
+    // two per worker at each edge).
+    let sum = secs[0] + secs[1] * (d - 1.0);
+    let committed = r["committed"].as_f64().unwrap();
+    assert!((sum - committed).abs() <= committed * 0.05, "{sum} vs {committed}");
+    let l = &r["latency_us"];
+    assert!(l["p99"].as_f64() <= l["p999"].as_f64() && l["p999"].as_f64() <= l["max"].as_f64(), "{l}");
+    assert!(r["machine"]["logical_cpus"].as_u64().unwrap() >= 1);
+    assert!(r["machine"]["kernel"].is_string() && r["machine"]["cpu_model"].is_string());
+    assert!(r["build"]["rustc"].as_str().unwrap().starts_with("rustc "));
+    assert!(["debug", "release"].contains(&r["build"]["profile"].as_str().unwrap()));
+    assert!(out.contains("after 0.50 s of warm-up") && out.contains("p99.9"), "{out}");
+
+    // No warm-up: measured from the start.
+    let (r, _) = bench(dir.path(), "n", &["--rows", "1000", "--threads", "1", "--duration", "0.3", "--warmup", "0"]);
+    assert_eq!(r["warmup_s"], 0.0);
+    assert_eq!(r["per_second_tps"].as_array().unwrap().len(), 1, "a part-second of 0.3 s");
+    // The default: a tenth of the duration.
+    let (r, _) =
+        bench(dir.path(), "d", &["--rows", "1000", "--threads", "1", "--duration", "0.3", "--protocol", "bohm"]);
+    assert!((r["warmup_s"].as_f64().unwrap() - 0.03).abs() < 1e-9, "{}", r["warmup_s"]);
+    assert!(r["committed"].as_u64().unwrap() > 0);
+}
+
+/// `--pin auto` pins the workers to the CPUs the process may use; a CPU
+/// it may not use, or a bad list, is one clear error.
+#[test]
+fn pinning() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = bench(dir.path(), "p", &["--rows", "1000", "--threads", "2", "--duration", "0.2", "--pin", "auto"]);
+    let cpus = r["pinned_cpus"].as_array().unwrap();
+    assert!(!cpus.is_empty() && r["committed"].as_u64().unwrap() > 0, "{r}");
+    let (r, _) = bench(dir.path(), "q", &["--rows", "1000", "--threads", "2", "--duration", "0.2", "--pin", "0"]);
+    assert_eq!(r["pinned_cpus"], serde_json::json!([0]));
+    let (r, _) = bench(dir.path(), "u", &["--rows", "1000", "--threads", "1", "--duration", "0.2"]);
+    assert_eq!(r["pinned_cpus"], serde_json::json!([]));
+    assert!(fails_in_one_line(&["--pin", "100000"]).contains("may not run on CPU 100000"));
+    assert!(fails_in_one_line(&["--pin", "0,x"]).contains("'x' is not a CPU number"));
+    assert!(fails_in_one_line(&["--pin", "3-1"]).contains("empty range"));
+    assert!(fails(&["--warmup", "-1"]).contains("--warmup"));
+}
+
+/// `--latency-log` writes HdrHistogram's interval log: a header, then one
+/// interval per tag (`all` and each type that committed).
+#[test]
+fn latency_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("lat.hlog");
+    bench(
+        dir.path(),
+        "l",
+        &[
+            "--rows",
+            "1000",
+            "--duration",
+            "0.3",
+            "--mix",
+            "update:50,read-only:50",
+            "--latency-log",
+            log.to_str().unwrap(),
+        ],
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("#[StartTime: ") && text.contains("#[BaseTime: "), "{text}");
+    let tags: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("Tag=")).map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(tags, ["all", "update", "read-only"], "{text}");
+    // Each interval's histogram decodes (base64 of a compressed V2 histogram).
+    for l in text.lines().filter(|l| l.starts_with("Tag=")) {
+        assert!(l.rsplit(',').next().unwrap().starts_with("HIST"), "{l}");
+    }
+    let missing = dir.path().join("no/such/dir/x.hlog");
+    let e = fails_in_one_line(&["--latency-log", missing.to_str().unwrap()]);
+    assert!(e.contains("--latency-log"), "{e}");
+}
+
+/// `--breakdown` splits each committed transaction's time into components
+/// that add up to about its latency; bohm refuses it.
+#[test]
+fn breakdown() {
+    let dir = tempfile::tempdir().unwrap();
+    for protocol in ["mv-occ", "silo", "1v-lock", "ssn"] {
+        let (r, out) = bench(
+            dir.path(),
+            protocol,
+            &[
+                "--protocol",
+                protocol,
+                "--isolation",
+                "serializable",
+                "--workload",
+                "ycsb",
+                "--rows",
+                "1000",
+                "--theta",
+                "0.9",
+                "--threads",
+                "2",
+                "--duration",
+                "0.5",
+                "--breakdown",
+            ],
+        );
+        let all = &r["breakdown_ns_per_txn"]["all"];
+        let part = |c: &str| all[c].as_f64().unwrap_or_else(|| panic!("{protocol}: no {c} in {all}"));
+        for c in ["useful", "abort", "index", "validation", "wait", "gc", "log-wait"] {
+            assert!(part(c) >= 0.0, "{protocol}: {c} {all}");
+        }
+        assert!(part("index") > 0.0 && part("useful") > 0.0, "{protocol}: {all}");
+        if protocol != "1v-lock" {
+            assert!(part("validation") > 0.0, "{protocol} validates at commit: {all}");
+        }
+        // The components cover the transaction's time in the engine: no
+        // more than its mean latency (which also counts drawing its inputs).
+        let total: f64 =
+            ["useful", "abort", "index", "validation", "wait", "gc", "log-wait"].iter().map(|c| part(c)).sum();
+        let mean_latency_ns = 1e9 * 2.0 * r["duration_s"].as_f64().unwrap() / r["committed"].as_f64().unwrap();
+        assert!(total <= mean_latency_ns * 1.2, "{protocol}: {total} ns of parts, mean latency {mean_latency_ns} ns");
+        assert!(r["breakdown_ns_per_txn"]["10rmw"].is_object(), "per type too: {}", r["breakdown_ns_per_txn"]);
+        assert!(out.contains("breakdown") && out.contains("validation"), "{out}");
+    }
+    let (r, _) = bench(dir.path(), "off", &["--rows", "1000", "--duration", "0.2"]);
+    assert!(r.get("breakdown_ns_per_txn").is_none(), "off by default");
+    assert!(fails_in_one_line(&["--protocol", "bohm", "--breakdown"]).contains("does not apply to bohm"));
+}
+
+/// A record's `config` holds every bench flag; `--config RECORD.json`
+/// reruns it, a TOML config does the same, and typed flags override both.
+#[test]
+fn configs_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = bench(
+        dir.path(),
+        "first",
+        &["--workload", "ycsb", "--rows", "2k", "--theta", "0.5", "--threads", "1", "--duration", "0.2", "--seed", "7"],
+    );
+    let c = &r["config"];
+    assert_eq!(c["workload"], "ycsb");
+    assert_eq!(c["rows"], "2k");
+    assert_eq!(c["theta"], "0.5");
+    assert_eq!(c["seed"], "7");
+    assert_eq!(c["protocol"], "mv-occ", "defaults are recorded too");
+    assert_eq!(c["verify"], false);
+    assert!(c.get("json").is_none() && c.get("fault").is_none(), "outputs and hidden flags are left out: {c}");
+
+    let first = dir.path().join("first.json");
+    let (again, _) = bench(dir.path(), "again", &["--config", first.to_str().unwrap()]);
+    assert_eq!(again["config"], r["config"], "the rerun has the same parameters");
+    assert_eq!(again["params"], r["params"]);
+    assert_eq!((again["seed"].clone(), again["workload"].clone()), (r["seed"].clone(), r["workload"].clone()));
+
+    // TOML, with a typed flag overriding it.
+    let toml = dir.path().join("run.toml");
+    std::fs::write(
+        &toml,
+        "workload = \"ycsb\"\nrows = \"2k\"\ntheta = 0.5\nthreads = 1\nduration = 0.2\nycsb_no_prefetch = true\n",
+    )
+    .unwrap();
+    let (t, _) = bench(dir.path(), "toml", &["--config", toml.to_str().unwrap(), "--theta", "0.8"]);
+    assert_eq!(t["config"]["theta"], "0.8");
+    assert_eq!(t["config"]["rows"], "2k");
+    assert_eq!(t["config"]["ycsb-no-prefetch"], true);
+
+    std::fs::write(&toml, "workload = \"ycsb\"\nwarp = 9\n").unwrap();
+    let e = fails_in_one_line(&["--config", toml.to_str().unwrap()]);
+    assert!(e.contains("--config") && e.contains("--warp"), "{e}");
+}
+
+/// `--plot` draws the per-second series, and with `--breakdown` the
+/// breakdown too; a name that is neither .svg nor .png is refused.
+#[test]
+fn plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("run.svg");
+    bench(
+        dir.path(),
+        "plot",
+        &["--rows", "1000", "--duration", "1.2", "--warmup", "0.1", "--breakdown", "--plot", svg.to_str().unwrap()],
+    );
+    let series = std::fs::read_to_string(&svg).unwrap();
+    assert!(series.contains("Throughput per second") && series.contains("committed"), "{series}");
+    let b = std::fs::read_to_string(dir.path().join("run-breakdown.svg")).unwrap();
+    for c in ["useful", "index", "validation"] {
+        assert!(b.contains(c), "{c} in the breakdown plot");
+    }
+    let png = dir.path().join("run.png");
+    bench(dir.path(), "png", &["--rows", "1000", "--duration", "0.3", "--plot", png.to_str().unwrap()]);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    assert!(!dir.path().join("run-breakdown.png").exists(), "no breakdown taken, none drawn");
+    assert!(fails_in_one_line(&["--plot", "x.pdf"]).contains("name an .svg or .png file"));
+}
