@@ -350,6 +350,15 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
     if a.bench.history.is_some() {
         return Err("--history applies to bench; use --verify to check every point's history".into());
     }
+    for (flag, given) in [
+        ("--config", a.bench.config.is_some()),
+        ("--plot", a.bench.plot.is_some()),
+        ("--latency-log", a.bench.latency_log.is_some()),
+    ] {
+        if given {
+            return Err(format!("{flag} applies to bench; compare writes its records, table and plots under --out"));
+        }
+    }
     let lines = parse_lines(a.protocols.as_deref().unwrap_or(&a.bench.protocol), a.bench.isolation.as_deref())?;
     if a.sweep.len() > 2 {
         return Err(format!("at most two --sweep flags (a grid), {} given", a.sweep.len()));

@@ -247,3 +247,15 @@ fn plots() {
     assert!(!dir.path().join("run-breakdown.png").exists(), "no breakdown taken, none drawn");
     assert!(fails_in_one_line(&["--plot", "x.pdf"]).contains("name an .svg or .png file"));
 }
+
+/// The flags that name one run's outputs or inputs belong to `bench`:
+/// `compare` refuses them in one line rather than ignore them.
+#[test]
+fn compare_refuses_single_run_flags() {
+    for flag in ["--config", "--plot", "--latency-log"] {
+        let o = multiverse(&["compare", "--rows", "1000", "--duration", "0.1", flag, "x.svg"]);
+        let err = text(&o.stderr);
+        assert!(!o.status.success() && err.contains(&format!("{flag} applies to bench")), "{flag}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
