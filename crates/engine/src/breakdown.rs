@@ -43,7 +43,13 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-/// What a timed region is.
+/// What a timed region is; its number indexes [`thread_totals`].
+///
+/// ```
+/// use multiverse::breakdown::{thread_totals, Part};
+/// let t = thread_totals();
+/// assert_eq!(t[Part::Validation as usize], 0, "nothing timed on this thread yet");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
     /// Finding records: index lookups and range walks, with the version
