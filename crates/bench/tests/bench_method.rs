@@ -56,11 +56,12 @@ fn warm_up_series_machine_and_build() {
     let secs: Vec<f64> = r["per_second_tps"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(secs.len(), 2, "one full second and a half: {secs:?}");
     assert!(secs.iter().all(|&v| v > 0.0), "{secs:?}");
-    // The seconds add up to what was committed (within a transaction or
-    // two per worker at each edge).
+    // The seconds add up to about what was committed: each rate is over
+    // the time between two samples, and a sample taken late on a busy
+    // machine moves the edge between them.
     let sum = secs[0] + secs[1] * (d - 1.0);
     let committed = r["committed"].as_f64().unwrap();
-    assert!((sum - committed).abs() <= committed * 0.05, "{sum} vs {committed}");
+    assert!((sum - committed).abs() <= committed * 0.2, "{sum} vs {committed}");
     let l = &r["latency_us"];
     assert!(l["p99"].as_f64() <= l["p999"].as_f64() && l["p999"].as_f64() <= l["max"].as_f64(), "{l}");
     assert!(r["machine"]["logical_cpus"].as_u64().unwrap() >= 1);
