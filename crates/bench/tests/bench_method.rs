@@ -169,12 +169,20 @@ fn breakdown() {
         if protocol != "1v-lock" {
             assert!(part("validation") > 0.0, "{protocol} validates at commit: {all}");
         }
-        // The components cover the transaction's time in the engine: no
-        // more than its mean latency (which also counts drawing its inputs).
+        // The components are the timed transactions' time in the engine:
+        // their mean lies below the largest latency (which counts a timed
+        // transaction's whole time and more), and is not a sliver of the
+        // mean latency (ticks and nanoseconds mixed up). Not tighter: on a
+        // busy machine the one transaction in 16 that is timed may be the
+        // one preempted.
         let total: f64 =
             ["useful", "abort", "index", "validation", "wait", "gc", "log-wait"].iter().map(|c| part(c)).sum();
         let mean_latency_ns = 1e9 * 2.0 * r["duration_s"].as_f64().unwrap() / r["committed"].as_f64().unwrap();
-        assert!(total <= mean_latency_ns * 1.2, "{protocol}: {total} ns of parts, mean latency {mean_latency_ns} ns");
+        let max_latency_ns = 1e3 * r["latency_us"]["max"].as_f64().unwrap();
+        assert!(
+            total <= max_latency_ns && total >= mean_latency_ns * 0.2,
+            "{protocol}: {total} ns of parts, mean latency {mean_latency_ns} ns, max {max_latency_ns} ns"
+        );
         assert!(r["breakdown_ns_per_txn"]["10rmw"].is_object(), "per type too: {}", r["breakdown_ns_per_txn"]);
         assert!(out.contains("breakdown") && out.contains("validation"), "{out}");
     }
