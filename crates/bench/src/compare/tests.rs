@@ -1,0 +1,195 @@
+use super::*;
+
+fn parse_lines_s(spec: &str, default_isolation: &str) -> Result<Vec<Line>, String> {
+    parse_lines(spec, Some(default_isolation))
+}
+
+#[test]
+fn lines_parse() {
+    // Without --isolation a protocol runs at read committed, or at its only level.
+    let l = parse_lines("mv-occ,silo", None).unwrap();
+    assert_eq!(l.len(), 2);
+    let l = parse_lines_s("mv-occ@snapshot, mv-occ@serializable", "read-committed").unwrap();
+    assert_eq!(l.len(), 2);
+    assert_eq!(l[0].isolation, Some(Isolation::Snapshot));
+    assert_eq!(l[1].label, "mv-occ@serializable");
+    let l = parse_lines_s("mv-occ", "snapshot").unwrap();
+    assert_eq!((l[0].isolation, l[0].label.as_str()), (None, "mv-occ"));
+    assert!(parse_lines_s("paxos", "snapshot").unwrap_err().contains("unknown protocol 'paxos'"));
+    assert!(parse_lines_s("pomvcc@repeatable-read", "snapshot").unwrap_err().contains("does not offer"));
+    assert!(parse_lines_s("mv-occ@chaos", "snapshot").unwrap_err().contains("unknown isolation level 'chaos'"));
+    assert!(parse_lines_s("mv-occ", "chaos").unwrap_err().contains("chaos"));
+    assert!(parse_lines_s("mv-occ,,mv-occ@snapshot", "snapshot").unwrap_err().contains("empty entry"));
+    assert!(parse_lines_s("mv-occ,mv-occ", "snapshot").unwrap_err().contains("twice"));
+    // SSN's read-mostly lines, beside the plain ones.
+    let l = parse_lines("ssn+si,ssn+si-r,ssn+rc-r", None).unwrap();
+    assert_eq!(l.iter().map(|x| x.read_mostly).collect::<Vec<_>>(), [false, true, true]);
+    assert_eq!((l[1].label.as_str(), l[2].base), ("ssn+si-r", Some("rc")));
+    assert!(parse_lines("ssi+si-r", None).unwrap_err().contains("ssn only"));
+    let none: &[(String, String)] = &[];
+    let (argv, a) = point_args(none, &l[1], &[], &[]).unwrap();
+    assert_eq!(a.read_mostly_age, Some(DEFAULT_READ_MOSTLY_AGE), "{argv:?}");
+    let given = [("read_mostly_age".to_string(), "--read-mostly-age=50".to_string())];
+    assert_eq!(point_args(&given, &l[1], &[], &[]).unwrap().1.read_mostly_age, Some(50));
+    assert_eq!(point_args(&given, &l[0], &[], &[]).unwrap().1.read_mostly_age, None, "left out of plain lines");
+}
+
+#[test]
+fn sweeps_parse() {
+    let s = parse_sweep("threads=1,2,4").unwrap();
+    assert_eq!((s.name.as_str(), s.values.len()), ("threads", 3));
+    let s = parse_sweep("--reads=0, 5").unwrap();
+    assert_eq!((s.name.as_str(), s.values[1].as_str()), ("reads", "5"));
+    let s = parse_sweep("mix=a:50,b:50;a:10,b:90").unwrap();
+    assert_eq!(s.values, ["a:50,b:50", "a:10,b:90"]);
+    for (bad, why) in [
+        ("threads", "expected NAME=V1"),
+        ("threads=", "no values"),
+        ("=1,2", "no flag name"),
+        ("threads=1,,2", "empty value"),
+        ("threads=1,1", "twice"),
+        ("nope=1", "not a flag"),
+        ("protocol=mv-occ", "--protocols"),
+        ("isolation=snapshot", "--protocols"),
+        ("json=a", "cannot be swept"),
+        ("verify=true", "takes no value"),
+    ] {
+        let e = parse_sweep(bad).unwrap_err();
+        assert!(e.contains(why) && e.starts_with("--sweep"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn points_replace_the_swept_flags() {
+    let m = <CompareArgs as clap::Args>::augment_args(clap::Command::new("compare")).get_matches_from([
+        "compare",
+        "--threads",
+        "3",
+        "--rows=1k",
+        "--isolation",
+        "snapshot",
+        "--no-prefetch",
+        "--sweep",
+        "threads=1,2",
+    ]);
+    let base = given_bench_flags(&m).unwrap();
+    let ids: Vec<&str> = base.iter().map(|(id, _)| id.as_str()).collect();
+    assert!(ids.contains(&"threads") && ids.contains(&"rows") && !ids.contains(&"duration"), "{base:?}");
+    assert!(base.iter().any(|(_, a)| a == "--no-prefetch") && base.iter().any(|(_, a)| a == "--rows=1k"));
+    let sweeps = vec![parse_sweep("threads=1,2").unwrap()];
+    let lines = parse_lines_s("mv-occ,mv-occ@serializable", "snapshot").unwrap();
+    let (argv, a) = point_args(&base, &lines[0], &sweeps, &["2".into()]).unwrap();
+    assert_eq!((a.threads, a.rows, a.isolation.as_deref()), (Some(2), Some(1000), Some("snapshot")));
+    assert!(a.hekaton.no_prefetch);
+    // The run's own process gets the flags that were parsed here.
+    for flag in ["--rows=1k", "--no-prefetch", "--protocol=mv-occ", "--threads=2"] {
+        assert!(argv.iter().any(|x| x == flag), "{flag} in {argv:?}");
+    }
+    assert!(!argv.iter().any(|x| x.starts_with("--threads=1")) && !argv[0].contains("compare"), "{argv:?}");
+    let (_, a) = point_args(&base, &lines[1], &sweeps, &["1".into()]).unwrap();
+    assert_eq!((a.threads, a.isolation.as_deref()), (Some(1), Some("serializable")));
+    let e = point_args(&base, &lines[0], &sweeps, &["0".into()]).unwrap_err();
+    assert!(e.contains("--threads") && !e.contains('\n') && !e.starts_with("error"), "{e}");
+    let other = [("workload".to_string(), "--workload=sibench".to_string())];
+    let e = point_args(&other, &lines[0], &[parse_sweep("reads=1").unwrap()], &["1".into()]).unwrap_err();
+    assert!(e.contains("--reads is a flag of workload hekaton, not of sibench"), "{e}");
+}
+
+/// A record as `compare` writes it (the fields the model reads).
+fn rec(line: &str, isolation: &str, sweep: &[(&str, &str)], tps: f64, warehouses: u64) -> Value {
+    let names: Vec<&str> = sweep.iter().map(|(n, _)| *n).collect();
+    let values: Map<String, Value> = sweep.iter().map(|(n, v)| (n.to_string(), Value::from(*v))).collect();
+    serde_json::json!({
+        "protocol": line.split(['@', '+']).next().unwrap(), "isolation": isolation, "workload": "tpcc",
+        "params": {"warehouses": warehouses, "mix": "new-order:100"},
+        "threads": 2, "duration_requested_s": 1.0, "committed": 90, "aborted": 10, "throughput_tps": tps,
+        "latency_us": {"max": 9.0, "p99.9": 5.0, "p50": 1.0, "p99": 4.0},
+        "git_commit": "abc1234",
+        "compare": {"line": line, "sweep": values, "sweep_order": names, "repeat": 1}
+    })
+}
+
+#[test]
+fn comparisons_are_rebuilt_from_records() {
+    // Out of grid order, a second sweep whose name sorts first, repeats.
+    let recs = vec![
+        rec("silo", "serializable", &[("warehouses", "2"), ("mix", "a")], 200.0, 2),
+        rec("silo", "serializable", &[("warehouses", "1"), ("mix", "b")], 150.0, 1),
+        rec("silo", "serializable", &[("warehouses", "1"), ("mix", "a")], 100.0, 1),
+        rec("mv-occ@snapshot", "snapshot", &[("warehouses", "1"), ("mix", "a")], 80.0, 1),
+        rec("silo", "serializable", &[("warehouses", "1"), ("mix", "a")], 120.0, 1),
+    ];
+    let c = Comparison::from_records(recs).unwrap();
+    assert_eq!(c.sweeps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["warehouses", "mix"]);
+    assert_eq!(c.sweeps[0].values, ["2", "1"], "values in order of first appearance");
+    assert_eq!(c.lines.iter().map(|l| l.legend()).collect::<Vec<_>>(), ["silo / serializable", "mv-occ / snapshot"]);
+    let order: Vec<(String, usize)> = c.points.iter().map(|p| (p.values.join(" "), p.line)).collect();
+    let want = [("2 a", 0), ("1 a", 0), ("1 a", 1), ("1 b", 0)];
+    assert_eq!(order, want.map(|(v, l)| (v.to_string(), l)));
+    let p = c.point(&["1".into(), "a".into()], 0).unwrap();
+    assert_eq!(
+        (p.runs.len(), p.median(&Metric::Throughput), p.range(&Metric::Throughput)),
+        (2, Some(110.0), Some((100.0, 120.0)))
+    );
+    assert_eq!(p.median(&Metric::AbortPct), Some(10.0));
+    assert_eq!(c.latencies(), ["p50", "p99", "p99.9", "max"]);
+    assert_eq!((c.repeats(), c.grid().len()), (2, 4));
+    assert!(c.repeats_text().contains("median of 1–2 runs"), "{}", c.repeats_text());
+    assert_eq!(swept_text(&c).unwrap(), "swept: warehouses = 2, 1 (x axis); mix = a, b (one series each)");
+    assert_eq!(list_sep(&["a:1,b:2".into(), "a:2".into()]), "; ", "mixes have commas");
+    // warehouses is swept here: nothing implicit.
+    assert!(c.implicit_changes().is_empty(), "{:?}", c.implicit_changes());
+    assert!(c.constant_params().is_empty(), "both parameters are swept: {:?}", c.constant_params());
+}
+
+#[test]
+fn implicit_changes_are_named() {
+    let recs: Vec<Value> = [1u64, 2, 4]
+        .iter()
+        .flat_map(|&t| {
+            let v = t.to_string();
+            [
+                rec("silo", "serializable", &[("threads", &v)], 1.0, t),
+                rec("ssn+si", "serializable", &[("threads", &v)], 1.0, t),
+            ]
+        })
+        .collect();
+    let c = Comparison::from_records(recs).unwrap();
+    assert_eq!(
+            c.implicit_changes(),
+            ["warehouses follows threads (not swept): warehouses = 1, 2, 4 at threads = 1, 2, 4; --warehouses holds it fixed"]
+        );
+    let ch = chart(&c, &Metric::Throughput);
+    assert!(!plot::is_categorical(&ch.x));
+    assert_eq!(
+        ch.series.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["silo / serializable", "ssn+si / serializable"]
+    );
+    assert_eq!(ch.notes[0], "swept: threads = 1, 2, 4 (x axis)");
+    assert!(ch.notes[1].starts_with("warehouses follows threads"), "{:?}", ch.notes);
+    assert!(ch.notes.last().unwrap().contains("one run per point") && ch.notes.last().unwrap().contains("abc1234"));
+    assert!(ch.notes.iter().any(|n| n.contains("isolation serializable")));
+
+    // Not decided by the x value: said so, with its values.
+    let mut recs = vec![rec("silo", "serializable", &[("threads", "1")], 1.0, 1)];
+    recs.push(rec("silo", "serializable", &[("threads", "1")], 1.0, 3));
+    let c = Comparison::from_records(recs).unwrap();
+    assert_eq!(
+        c.implicit_changes(),
+        ["warehouses changes between runs (not swept): 1, 3; --warehouses holds it fixed"]
+    );
+
+    // No sweep: the lines are the categories, one bar each.
+    let c = Comparison::from_records(vec![rec("silo", "serializable", &[], 5.0, 1)]).unwrap();
+    let ch = chart(&c, &Metric::AbortPct);
+    assert!(plot::is_categorical(&ch.x) && ch.x == ["tpcc"]);
+    assert_eq!(ch.series[0].name, "silo / serializable");
+    assert_eq!(ch.y_name, "aborted share of attempts (%)");
+}
+
+#[test]
+fn medians() {
+    assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+    assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+    assert!(median(&mut []).is_nan());
+}
