@@ -75,9 +75,14 @@ pub struct CompareArgs {
     /// plot, if the records have one) from the records of a finished
     /// comparison, PREFIX.json, under the current plot rules (--out
     /// writes them under another prefix). The CSV and JSON are left as
-    /// they are.
-    #[arg(long, value_name = "PREFIX.json", help_heading = "Comparison")]
+    /// they are. A PREFIX.csv (for comparisons whose JSON was not kept)
+    /// gives each point's median and low–high range, not its runs.
+    #[arg(long, value_name = "PREFIX.json|PREFIX.csv", help_heading = "Comparison")]
     pub replot: Option<PathBuf>,
+    /// With --replot: a line for the plot's subtitle, such as a parameter
+    /// that followed the sweep, which a CSV cannot tell (repeatable).
+    #[arg(long, value_name = "TEXT", requires = "replot", help_heading = "Comparison")]
+    pub note: Vec<String>,
     #[command(flatten)]
     pub bench: BenchArgs,
 }
@@ -501,11 +506,18 @@ fn replot(file: &Path, a: &CompareArgs, m: &ArgMatches) -> Result<(), String> {
     if typed {
         return Err("--replot runs nothing: it takes only the JSON file and --out".into());
     }
-    let records = crate::report_html::read_records(file)?;
-    let cmp = Comparison::from_records(records).map_err(|e| format!("{}: {e}", file.display()))?;
+    let is_ext = |x: &str| file.extension().is_some_and(|e| e.eq_ignore_ascii_case(x));
+    let in_file = |e: String| format!("{}: {e}", file.display());
+    let mut cmp = if is_ext("csv") {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        Comparison::from_csv(&text).map_err(in_file)?
+    } else {
+        Comparison::from_records(crate::report_html::read_records(file)?).map_err(in_file)?
+    };
+    cmp.given_notes.extend(a.note.iter().cloned());
     let prefix = match &a.out {
         Some(p) => p.clone(),
-        None if file.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) => file.with_extension(""),
+        None if is_ext("json") || is_ext("csv") => file.with_extension(""),
         None => file.to_path_buf(),
     };
     let files = write_plots(&prefix, &cmp)?;

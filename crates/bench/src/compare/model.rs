@@ -149,6 +149,10 @@ pub(crate) struct PointRuns {
     pub values: Vec<String>,
     pub line: usize,
     pub runs: Vec<RunSummary>,
+    /// How many runs the point stands for: `runs.len()` when read from
+    /// records; a CSV row's `runs` when read from compare's CSV, whose
+    /// runs are stood in for by the row's low, median and high.
+    pub count: usize,
 }
 
 impl PointRuns {
@@ -214,6 +218,9 @@ pub(crate) struct Comparison {
     pub records: Vec<Value>,
     /// Each record's sweep values (parallel to `records`).
     pub(crate) record_values: Vec<Vec<String>>,
+    /// Notes given by hand (`compare --replot FILE.csv --note TEXT`): what
+    /// a CSV cannot say, such as a parameter that followed the sweep.
+    pub given_notes: Vec<String>,
 }
 
 /// A JSON value as text: strings without quotes.
@@ -273,30 +280,140 @@ impl Comparison {
                 values.push(v);
             }
             match points.iter_mut().find(|p| p.line == line && p.values == values) {
-                Some(p) => p.runs.push(run),
-                None => points.push(PointRuns { values: values.clone(), line, runs: vec![run] }),
+                Some(p) => {
+                    p.runs.push(run);
+                    p.count += 1;
+                }
+                None => points.push(PointRuns { values: values.clone(), line, runs: vec![run], count: 1 }),
             }
             record_values.push(values);
         }
-        // Grid order, whatever order the records came in.
-        let key = |p: &PointRuns| {
+        Ok(Comparison::assemble(workloads, lines, sweeps, points, records, record_values))
+    }
+
+    /// The comparison of these points, put in grid order (the first
+    /// sweep's values outermost, in their order of first appearance, lines
+    /// innermost) whatever order they were read in.
+    fn assemble(
+        workloads: Vec<String>,
+        lines: Vec<LineInfo>,
+        sweeps: Vec<Axis>,
+        mut points: Vec<PointRuns>,
+        records: Vec<Value>,
+        record_values: Vec<Vec<String>>,
+    ) -> Comparison {
+        points.sort_by_key(|p| {
             let mut k: Vec<usize> =
                 p.values.iter().zip(&sweeps).map(|(v, s)| s.values.iter().position(|x| x == v).unwrap_or(0)).collect();
             k.push(p.line);
             k
+        });
+        let workload = workloads.join(", ");
+        Comparison { workload, lines, sweeps, points, records, record_values, given_notes: Vec::new() }
+    }
+
+    /// Reads compare's CSV (PREFIX.csv): one row per point, with the
+    /// median, low and high throughput of its runs and the medians of the
+    /// rest. For comparisons whose JSON records were not kept (the CSV came
+    /// first). The runs themselves are gone, so each point keeps three
+    /// stand-ins (low, median, high throughput; one for a single run, two
+    /// for two, whose median is their mean as it was) that give the same
+    /// median and error bar, and `count` says how many runs there were.
+    /// The CSV holds no workload parameters: nothing implicit is detected,
+    /// which is what `given_notes` is for.
+    pub fn from_csv(text: &str) -> Result<Comparison, String> {
+        let mut rows = text.lines().filter(|l| !l.trim().is_empty()).enumerate().map(|(i, l)| (i + 1, csv_fields(l)));
+        let (_, header) = rows.next().ok_or("an empty CSV")?;
+        let header = header.map_err(|e| format!("line 1: {e}"))?;
+        const TAIL: [&str; 11] = [
+            "line",
+            "protocol",
+            "isolation",
+            "runs",
+            "throughput_tps",
+            "throughput_min_tps",
+            "throughput_max_tps",
+            "abort_pct",
+            "p50_us",
+            "p99_us",
+            "cpu_share",
+        ];
+        let n_sweeps = header.len().checked_sub(1 + TAIL.len()).filter(|_| header[0] == "workload");
+        let Some(n_sweeps) = n_sweeps.filter(|&n| header[1 + n..] == TAIL) else {
+            return Err(format!("not compare's CSV: its header is workload,[swept...],{}", TAIL.join(",")));
         };
-        points.sort_by_key(key);
-        Ok(Comparison { workload: workloads.join(", "), lines, sweeps, points, records, record_values })
+        let mut sweeps: Vec<Axis> =
+            header[1..1 + n_sweeps].iter().map(|n| Axis { name: n.clone(), values: Vec::new() }).collect();
+        let (mut lines, mut points, mut workloads) = (Vec::<LineInfo>::new(), Vec::<PointRuns>::new(), Vec::new());
+        for (no, row) in rows {
+            let row = row.map_err(|e| format!("line {no}: {e}"))?;
+            if row.len() != header.len() {
+                return Err(format!("line {no}: {} fields, the header has {}", row.len(), header.len()));
+            }
+            let at = |i: usize| row[1 + n_sweeps + i].as_str();
+            let num = |i: usize| -> Result<Option<f64>, String> {
+                match at(i) {
+                    "" => Ok(None),
+                    t => t.parse::<f64>().map(Some).map_err(|_| format!("line {no}: {} is not a number: {t}", TAIL[i])),
+                }
+            };
+            if !workloads.contains(&row[0]) {
+                workloads.push(row[0].clone());
+            }
+            let values: Vec<String> = row[1..1 + n_sweeps].to_vec();
+            for (s, v) in sweeps.iter_mut().zip(&values) {
+                if !s.values.contains(v) {
+                    s.values.push(v.clone());
+                }
+            }
+            let line = match lines.iter().position(|l| l.label == at(0)) {
+                Some(l) => l,
+                None => {
+                    lines.push(LineInfo { label: at(0).into(), protocol: at(1).into(), isolation: at(2).into() });
+                    lines.len() - 1
+                }
+            };
+            let count: usize = at(3).parse().map_err(|_| format!("line {no}: runs is not a count: {}", at(3)))?;
+            let tps = num(4)?.ok_or_else(|| format!("line {no}: no throughput_tps"))?;
+            let (lo, hi) = (num(5)?.unwrap_or(tps), num(6)?.unwrap_or(tps));
+            let latency: Vec<(String, f64)> = [("p50", num(8)?), ("p99", num(9)?)]
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_string(), v?)))
+                .collect();
+            let run = |tps: f64| RunSummary {
+                tps,
+                abort_pct: 0.0,
+                latency: latency.clone(),
+                cpu_share: None,
+                breakdown: Vec::new(),
+            };
+            let stand_ins = match count {
+                0 => return Err(format!("line {no}: a point of no runs")),
+                1 => vec![tps],
+                2 => vec![lo, hi],
+                _ => vec![lo, tps, hi],
+            };
+            let (abort_pct, cpu_share) = (num(7)?.unwrap_or(0.0), num(10)?);
+            let runs = stand_ins.into_iter().map(|t| RunSummary { abort_pct, cpu_share, ..run(t) }).collect();
+            if points.iter().any(|p| p.line == line && p.values == values) {
+                return Err(format!("line {no}: the point {} of {} again", values.join(","), at(0)));
+            }
+            points.push(PointRuns { values, line, runs, count });
+        }
+        if points.is_empty() {
+            return Err("the CSV has no points".into());
+        }
+        Ok(Comparison::assemble(workloads, lines, sweeps, points, Vec::new(), Vec::new()))
     }
 
     /// Most runs of a point.
     pub fn repeats(&self) -> usize {
-        self.points.iter().map(|p| p.runs.len()).max().unwrap_or(0)
+        self.points.iter().map(|p| p.count).max().unwrap_or(0)
     }
 
     /// Fewest runs of a point.
     pub(crate) fn min_repeats(&self) -> usize {
-        self.points.iter().map(|p| p.runs.len()).min().unwrap_or(0)
+        self.points.iter().map(|p| p.count).min().unwrap_or(0)
     }
 
     /// The grid's rows: every combination of sweep values (one empty row
@@ -426,6 +543,7 @@ impl Comparison {
                 }
             });
         }
+        out.extend(self.given_notes.iter().cloned());
         out
     }
 
@@ -450,4 +568,28 @@ impl Comparison {
             "one run per point (no error bars)".into()
         }
     }
+}
+
+/// The fields of one CSV line: comma-separated, a field in double quotes
+/// may hold commas and doubled quotes (as `csv` in output.rs writes them).
+pub(crate) fn csv_fields(line: &str) -> Result<Vec<String>, String> {
+    let (mut out, mut field, mut chars) = (Vec::new(), String::new(), line.trim_end_matches('\r').chars().peekable());
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if field.is_empty() => quoted = true,
+            (',', false) => out.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
+        }
+    }
+    if quoted {
+        return Err("a quoted field is not closed".into());
+    }
+    out.push(field);
+    Ok(out)
 }

@@ -57,7 +57,21 @@ pub(crate) fn write_outputs(prefix: &Path, cmp: &Comparison) -> Result<Vec<PathB
     let write = |path: &Path, text: String| {
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
-    // CSV: one row per point and line.
+    let csv_path = with_ext(prefix, "csv");
+    write(&csv_path, csv_text(cmp))?;
+
+    let json_path = with_ext(prefix, "json");
+    let text = serde_json::to_string_pretty(&cmp.records).map_err(|e| format!("cannot encode JSON: {e}"))?;
+    write(&json_path, text + "\n")?;
+
+    let mut files = vec![csv_path, json_path];
+    files.extend(write_plots(prefix, cmp)?);
+    Ok(files)
+}
+
+/// PREFIX.csv: one row per point and line (`Comparison::from_csv` reads it
+/// back).
+pub(crate) fn csv_text(cmp: &Comparison) -> String {
     let mut text = String::from("workload");
     for s in &cmp.sweeps {
         let _ = write!(text, ",{}", csv(&s.name));
@@ -79,7 +93,7 @@ pub(crate) fn write_outputs(prefix: &Path, cmp: &Comparison) -> Result<Vec<PathB
             csv(&line.label),
             csv(&line.protocol),
             csv(&line.isolation),
-            p.runs.len(),
+            p.count,
             opt(p.median(&Metric::Throughput), 1),
             opt(p.median(&Metric::AbortPct), 4),
             opt(p.median(&Metric::Latency("p50".into())), 2),
@@ -87,16 +101,7 @@ pub(crate) fn write_outputs(prefix: &Path, cmp: &Comparison) -> Result<Vec<PathB
             opt(p.cpu_share(), 3),
         );
     }
-    let csv_path = with_ext(prefix, "csv");
-    write(&csv_path, text)?;
-
-    let json_path = with_ext(prefix, "json");
-    let text = serde_json::to_string_pretty(&cmp.records).map_err(|e| format!("cannot encode JSON: {e}"))?;
-    write(&json_path, text + "\n")?;
-
-    let mut files = vec![csv_path, json_path];
-    files.extend(write_plots(prefix, cmp)?);
-    Ok(files)
+    text
 }
 
 /// The breakdown's bars: one per point that has one (grid order), labelled
@@ -277,7 +282,11 @@ pub(crate) fn notes(cmp: &Comparison) -> Vec<String> {
         run.push(format!("{d} s per run"));
     }
     run.push(cmp.repeats_text());
-    run.push(format!("commit {}", cmp.field_values("git_commit").unwrap_or_else(|| "unknown".into())));
+    run.push(match cmp.field_values("git_commit") {
+        Some(c) => format!("commit {c}"),
+        None if cmp.records.is_empty() => "redrawn from the CSV (the runs' records were not kept)".into(),
+        None => "commit unknown".into(),
+    });
     out.push(run.join(", "));
     out
 }

@@ -193,3 +193,47 @@ fn medians() {
     assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
     assert!(median(&mut []).is_nan());
 }
+
+#[test]
+fn comparisons_are_read_back_from_csv() {
+    // Points of 1, 2, 3 and 5 runs; a swept mix whose values hold commas.
+    let mut recs = Vec::new();
+    for (mix, runs) in [("new-order:50,payment:50", 1usize), ("a", 2), ("b", 3), ("c", 5)] {
+        for line in ["silo", "mv-occ@snapshot"] {
+            for r in 0..runs {
+                let tps = 100.0 * (r as f64 + 1.0) + if line == "silo" { 0.0 } else { 7.0 };
+                recs.push(rec(line, "serializable", &[("mix", mix), ("threads", "2")], tps, 2));
+            }
+        }
+    }
+    let c = Comparison::from_records(recs).unwrap();
+    let text = csv_text(&c);
+    let back = Comparison::from_csv(&text).unwrap();
+    assert_eq!(csv_text(&back), text, "the CSV round-trips");
+    assert_eq!(back.repeats_text(), c.repeats_text(), "the run counts are the CSV's, not the stand-ins'");
+    let (a, b) = (chart(&c, &Metric::Throughput), chart(&back, &Metric::Throughput));
+    assert_eq!((a.x.clone(), a.y_name.clone()), (b.x.clone(), b.y_name.clone()));
+    for (sa, sb) in a.series.iter().zip(&b.series) {
+        assert_eq!(sa.name, sb.name);
+        for (pa, pb) in sa.points.iter().zip(&sb.points) {
+            let (pa, pb) = (pa.as_ref().unwrap(), pb.as_ref().unwrap());
+            assert_eq!((pa.y, pa.lo, pa.hi), (pb.y, pb.lo, pb.hi), "same median and error bar");
+        }
+    }
+    assert!(back.implicit_changes().is_empty(), "a CSV has no parameters to compare");
+
+    // Bad CSV: a clear error, never a panic.
+    for (bad, says) in [
+        ("", "empty"),
+        ("a,b\n", "not compare's CSV"),
+        (&text.replacen("serializable,1,", "serializable,x,", 1) as &str, "runs is not a count"),
+        (&text.replace("100.0,", "1e,") as &str, "not a number"),
+        (&format!("{}tpcc,\"unclosed\n", text) as &str, "not closed"),
+        (&format!("{}tpcc,x\n", text) as &str, "fields, the header has"),
+        (&text.lines().take(1).collect::<String>() as &str, "no points"),
+    ] {
+        let e = Comparison::from_csv(bad).unwrap_err();
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+    assert_eq!(csv_fields("a,\"b,\"\"c\"\"\",").unwrap(), ["a", "b,\"c\"", ""]);
+}
