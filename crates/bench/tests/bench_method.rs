@@ -134,7 +134,7 @@ fn latency_log() {
 }
 
 /// `--breakdown` splits each committed transaction's time into components
-/// that add up to about its latency; bohm refuses it.
+/// that add up to about its latency; bohm's are its pipeline's stages.
 #[test]
 fn breakdown() {
     let dir = tempfile::tempdir().unwrap();
@@ -188,7 +188,30 @@ fn breakdown() {
     }
     let (r, _) = bench(dir.path(), "off", &["--rows", "1000", "--duration", "0.2"]);
     assert!(r.get("breakdown_ns_per_txn").is_none(), "off by default");
-    assert!(fails_in_one_line(&["--protocol", "bohm", "--breakdown"]).contains("does not apply to bohm"));
+
+    // BOHM: its pipeline's stages, timed a batch at a time, for all types
+    // together: planning is index, evaluation useful, nothing validates.
+    let args = ["--protocol", "bohm", "--workload", "ycsb", "--rows", "1000", "--theta", "0.9"];
+    let (r, out) = bench(dir.path(), "bohm", &[&args[..], &["--duration", "0.5", "--breakdown"]].concat());
+    let all = &r["breakdown_ns_per_txn"]["all"];
+    let part = |c: &str| all[c].as_f64().unwrap_or_else(|| panic!("bohm: no {c} in {all}"));
+    assert!(part("useful") > 0.0 && part("index") > 0.0, "bohm: {all}");
+    assert_eq!((part("validation"), part("abort")), (0.0, 0.0), "bohm: {all}");
+    assert!(
+        r["breakdown_ns_per_txn"]["10rmw"].is_null(),
+        "bohm has no per-type breakdown: {}",
+        r["breakdown_ns_per_txn"]
+    );
+    // The parts are time the pipeline's three threads (sequencer, one
+    // concurrency-control, one execution) spent: per transaction, at most
+    // their wall time each, and not a sliver of it.
+    let total: f64 = ["useful", "index", "wait", "gc", "log-wait"].iter().map(|c| part(c)).sum();
+    let wall_per_txn_ns = 1e9 * r["duration_s"].as_f64().unwrap() / r["committed"].as_f64().unwrap();
+    assert!(
+        total <= 3.0 * 1.5 * wall_per_txn_ns && total >= 0.1 * wall_per_txn_ns,
+        "bohm: {total} ns of parts, {wall_per_txn_ns} ns of wall time per transaction"
+    );
+    assert!(out.contains("the pipeline's stages timed a batch at a time"), "{out}");
 }
 
 /// A record's `config` holds every bench flag; `--config RECORD.json`

@@ -522,9 +522,6 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
     if a.read_mostly_age.is_some() && protocol != Protocol::Ssn {
         return Err(format!("--read-mostly-age applies to ssn, not {protocol}"));
     }
-    if a.breakdown && protocol == Protocol::Bohm {
-        return Err("--breakdown does not apply to bohm (its pipeline's stages are not timed)".into());
-    }
     let bohm = if protocol == Protocol::Bohm {
         let cc = a.cc_threads.unwrap_or((threads / 4).max(1));
         let exec = a.exec_threads.unwrap_or(threads.saturating_sub(cc).max(1));

@@ -72,9 +72,10 @@ fn abort_rate(r: &RunResult) -> f64 {
 
 /// `--breakdown`: nanoseconds per committed transaction of each component
 /// (`harness::COMPONENTS`), over the sampled transactions, for all types
-/// and for each type sampled; None when no breakdown was taken.
+/// and for each type sampled (BOHM: all types only); None when no
+/// breakdown was taken.
 pub fn breakdown_ns(r: &RunResult) -> Option<Vec<(&'static str, [f64; 7])>> {
-    let (mut all, mut sampled) = ([0u64; 7], 0);
+    let (mut all, mut sampled) = r.breakdown_all.unwrap_or(([0u64; 7], 0));
     for t in &r.per_type {
         for (a, b) in all.iter_mut().zip(t.breakdown) {
             *a += b;
@@ -201,11 +202,17 @@ pub fn summary(m: &Measurement) -> String {
         r.latency_max_us()
     );
     if let Some(rows) = breakdown_ns(r) {
-        let _ = writeln!(
-            s,
-            "  breakdown  ns per committed transaction, one in {} timed (aborted attempts under abort):",
-            super::harness::SAMPLE_EVERY
-        );
+        let _ = match r.breakdown_all {
+            Some(_) => writeln!(
+                s,
+                "  breakdown  ns per transaction, the pipeline's stages timed a batch at a time and summed over its threads:"
+            ),
+            None => writeln!(
+                s,
+                "  breakdown  ns per committed transaction, one in {} timed (aborted attempts under abort):",
+                super::harness::SAMPLE_EVERY
+            ),
+        };
         let _ = write!(s, "  {:>12}", "type");
         for c in super::harness::COMPONENTS {
             let _ = write!(s, " {c:>10}");

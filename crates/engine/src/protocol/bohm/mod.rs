@@ -110,6 +110,7 @@
 //! `interactive.rs`: interactive transactions, alone at the next log
 //! position.
 
+use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
 use crate::history::{Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
 use crate::index::hash::prefetch;
@@ -747,6 +748,16 @@ pub struct RunStats {
     pub blocked: u64,
     /// See `blocked`.
     pub recursive: u64,
+    /// With [`crate::breakdown`] on for the run: the ticks (of
+    /// [`crate::breakdown::now`]) the pipeline's threads spent on the run's
+    /// transactions, summed over threads, in the order useful (the
+    /// execution threads' evaluation), index (the concurrency-control
+    /// threads' planning: finding each declared record and inserting the
+    /// placeholders), validation (none: BOHM does not validate), wait (for
+    /// a value not produced yet), gc, log-wait (the sequencer's). Every
+    /// batch is timed (a few ticks reads a batch); a stage waiting for the
+    /// batch before it is in no part. None when the timing was off.
+    pub breakdown: Option<[u64; 6]>,
 }
 
 #[cfg(test)]

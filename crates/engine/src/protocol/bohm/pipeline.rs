@@ -127,6 +127,9 @@ pub(super) struct Pipeline<'db, P: Procedure> {
     pub(super) recording: bool,
     pub(super) blocked: AtomicU64,
     pub(super) recursive: AtomicU64,
+    /// With `multiverse::breakdown` on: the ticks the pipeline's threads
+    /// spent, in `RunStats::breakdown`'s order, summed as each thread ends.
+    pub(super) ticks: [AtomicU64; 6],
     /// The first panic of a procedure, re-raised when the run has ended.
     pub(super) panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     /// The first failure of the log (sync durability), returned when the
@@ -212,6 +215,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         let nb = self.cfg.batches_in_flight as u64;
         let (mut next, mut recycled) = (0u64, 0u64);
         let mut stats = RunStats::default();
+        let timing = self.timing_start();
         let mut stopping = false;
         let mut idle = Idle::new();
         loop {
@@ -288,6 +292,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         // Relaxed: statistics only.
         stats.blocked = self.blocked.load(Ordering::Relaxed);
         stats.recursive = self.recursive.load(Ordering::Relaxed);
+        self.timing_end(timing, 0);
         stats
     }
 
@@ -362,6 +367,42 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         cell.state.store(ts << 2 | UNPROCESSED, Ordering::Relaxed);
     }
 
+    // ---------------- the time breakdown (not in the paper) ----------------
+    //
+    // With `multiverse::breakdown` on, each pipeline thread times its
+    // stages, a region a batch (a few reads of the tick counter per batch,
+    // so every batch is timed, not a sample): the concurrency-control
+    // threads' planning counts as index (a lookup per declared record and a
+    // placeholder per write: BOHM's concurrency control is done by finding
+    // records), their collection as gc; the execution threads' evaluation
+    // of a batch as useful work, less their waits for values not yet
+    // produced (wait) and any region timed inside it; the sequencer's wait
+    // for the log as log-wait. Pipeline stalls (a stage waiting for the
+    // batch before it) are in no part: they are not a transaction's time.
+
+    /// Starts this thread's timing, when the breakdown is on: its totals so
+    /// far (None when off).
+    pub(super) fn timing_start(&self) -> Option<[u64; 5]> {
+        breakdown::enabled().then(|| {
+            breakdown::set_sampling(true);
+            breakdown::thread_totals()
+        })
+    }
+
+    /// Adds this thread's timed parts since `start`, and `useful` ticks of
+    /// its own, to the pipeline's totals; ends its timing.
+    pub(super) fn timing_end(&self, start: Option<[u64; 5]>, useful: u64) {
+        let Some(start) = start else { return };
+        let now = breakdown::thread_totals();
+        // Relaxed: totals read after every thread is joined.
+        self.ticks[0].fetch_add(useful, Ordering::Relaxed);
+        for (i, (n, s)) in now.iter().zip(start).enumerate() {
+            // Relaxed: as above.
+            self.ticks[1 + i].fetch_add(n - s, Ordering::Relaxed);
+        }
+        breakdown::set_sampling(false);
+    }
+
     // ---------- concurrency control (sections 3.2.2-3.2.4) ----------
 
     // Never inlined (as `execute`): a thread's entry, called once, which
@@ -372,12 +413,16 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         let m = self.cfg.cc_threads;
         let mine: Vec<usize> = (0..PARTITIONS).filter(|p| p % m == me).collect();
         let mut b = 0u64;
+        let timing = self.timing_start();
         while self.wait_published(b) {
             let span = obs::span!(trace, "cc", batch = b);
             let low = self.low();
+            let gc = breakdown::span(Part::Gc);
             for &p in &mine {
                 self.store.collect(p, b, low);
             }
+            drop(gc);
+            let _planning = breakdown::span(Part::Index);
             for i in 0..self.len(b) {
                 self.plan(me, self.cell(b, i), b);
             }
@@ -387,6 +432,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             span.end();
             b += 1;
         }
+        self.timing_end(timing, 0);
         // The end of the run: wait for the execution threads, then free
         // everything superseded, so the store is at rest.
         let mut idle = Idle::new();
@@ -491,6 +537,8 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
         let mut tally = (0u64, [0u64; AbortReason::COUNT]);
         let mut pending = Vec::new();
         let mut b = 0u64;
+        let timing = self.timing_start();
+        let (mut work, parts_before) = (0u64, breakdown::thread_totals());
         while self.wait_published(b) {
             let span = obs::span!(trace, "exec", batch = b);
             // Wait for every concurrency-control thread to finish the batch.
@@ -499,6 +547,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             while self.cc_done.iter().any(|d| d.load(Ordering::Acquire) <= b) {
                 idle.wait();
             }
+            let started = timing.map(|_| breakdown::now());
             pending.clear();
             for i in (me..self.len(b)).step_by(k) {
                 if !matches!(self.try_evaluate(self.cell(b, i), 0), Eval::Complete) {
@@ -509,8 +558,12 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             while !pending.is_empty() {
                 pending.retain(|&i| !matches!(self.try_evaluate(self.cell(b, i), 0), Eval::Complete));
                 if !pending.is_empty() {
+                    let _waiting = breakdown::span(Part::Wait);
                     idle.wait();
                 }
+            }
+            if let Some(t) = started {
+                work += breakdown::now().saturating_sub(t);
             }
             for i in (me..self.len(b)).step_by(k) {
                 // SAFETY: complete; the outcome is no longer written (the
@@ -526,6 +579,9 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             span.end();
             b += 1;
         }
+        // Useful: the evaluation time not in a timed part.
+        let inside: u64 = breakdown::thread_totals().iter().zip(parts_before).map(|(n, s)| n - s).sum();
+        self.timing_end(timing, work.saturating_sub(inside));
         tally
     }
 

@@ -25,6 +25,7 @@ impl Store {
             recording: db.recording(),
             blocked: AtomicU64::new(0),
             recursive: AtomicU64::new(0),
+            ticks: Default::default(),
             panic: Mutex::new(None),
             log_failed: Mutex::new(None),
         };
@@ -62,10 +63,13 @@ impl Store {
         if let Some(p) = pipe.panic.lock().take() {
             std::panic::resume_unwind(p);
         }
-        let stats = stats.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let mut stats = stats.unwrap_or_else(|p| std::panic::resume_unwind(p));
         if let Some(e) = pipe.log_failed.lock().take() {
             return Err(e);
         }
+        // Relaxed: every thread that added to them has been joined.
+        let ticks = pipe.ticks.each_ref().map(|t| t.load(Ordering::Relaxed));
+        stats.breakdown = ticks.iter().any(|&t| t > 0).then_some(ticks);
         Ok((feed, stats))
     }
 
