@@ -118,13 +118,20 @@ pub fn enabled() -> bool {
 /// on it.
 struct Totals {
     ticks: [Cell<u64>; 5],
+    /// Regions closed, per part.
+    regions: [Cell<u64>; 5],
     sampling: Cell<bool>,
     open: Cell<bool>,
 }
 
 thread_local! {
     static TOTALS: Totals = const {
-        Totals { ticks: [const { Cell::new(0) }; 5], sampling: Cell::new(false), open: Cell::new(false) }
+        Totals {
+            ticks: [const { Cell::new(0) }; 5],
+            regions: [const { Cell::new(0) }; 5],
+            sampling: Cell::new(false),
+            open: Cell::new(false),
+        }
     };
 }
 
@@ -200,6 +207,56 @@ pub fn thread_totals() -> [u64; 5] {
     TOTALS.with(|t| std::array::from_fn(|i| t.ticks[i].get()))
 }
 
+/// How many regions this thread has timed, per part (indexed as
+/// [`thread_totals`]): with [`region_cost`], what the timers themselves
+/// added to a breakdown.
+///
+/// ```
+/// let n = multiverse::breakdown::thread_regions();
+/// assert_eq!(n, [0; 5], "no region timed on this thread yet");
+/// ```
+pub fn thread_regions() -> [u64; 5] {
+    TOTALS.with(|t| std::array::from_fn(|i| t.regions[i].get()))
+}
+
+/// What one timed region costs, in ticks, measured once (the mean over
+/// many empty regions on the calling thread, the first call taking about
+/// a millisecond): `(inside, whole)`, the ticks an empty region adds to its
+/// part, and the ticks it takes from the thread that times it (opening and
+/// closing included). A breakdown subtracts `inside` from a part per
+/// region, and `whole` from a transaction's measured time, to give the
+/// time the transaction would have taken untimed. The timing is switched
+/// on for the measurement and restored after it.
+///
+/// ```
+/// let (inside, whole) = multiverse::breakdown::region_cost();
+/// assert!(inside <= whole);
+/// ```
+pub fn region_cost() -> (f64, f64) {
+    static COST: OnceLock<(f64, f64)> = OnceLock::new();
+    *COST.get_or_init(|| {
+        const N: u64 = 20_000;
+        let (was_on, was_sampling) = (enabled(), sampling());
+        set_enabled(true);
+        set_sampling(true);
+        let (before, regions) = (thread_totals(), thread_regions());
+        let t0 = now();
+        for _ in 0..N {
+            drop(std::hint::black_box(span(Part::Gc)));
+        }
+        let whole = now().wrapping_sub(t0) as f64 / N as f64;
+        let inside = thread_totals()[Part::Gc as usize].wrapping_sub(before[Part::Gc as usize]) as f64 / N as f64;
+        // The measurement is not part of this thread's totals.
+        TOTALS.with(|t| {
+            t.ticks[Part::Gc as usize].set(before[Part::Gc as usize]);
+            t.regions[Part::Gc as usize].set(regions[Part::Gc as usize]);
+        });
+        set_sampling(was_sampling);
+        set_enabled(was_on);
+        (inside.min(whole), whole)
+    })
+}
+
 /// A timed region: counted to its part when dropped (nothing when the
 /// timing is off or another region is open on this thread).
 pub(crate) struct Span(Option<(u64, Part)>);
@@ -248,6 +305,8 @@ fn close(start: u64, part: Part) {
     TOTALS.with(|t| {
         let c = &t.ticks[part as usize];
         c.set(c.get().wrapping_add(d));
+        let r = &t.regions[part as usize];
+        r.set(r.get() + 1);
         t.open.set(false);
     });
 }
@@ -273,6 +332,8 @@ mod tests {
         }
         let after = thread_totals();
         set_enabled(false);
+        assert_eq!(thread_regions()[Part::Validation as usize], 1, "one region");
+        assert_eq!(thread_regions()[Part::Index as usize], 0, "nested: not a region");
         assert!(after[Part::Validation as usize] > before[Part::Validation as usize]);
         assert_eq!(after[Part::Index as usize], before[Part::Index as usize], "nested: not counted");
         let spent = (after[1] - before[1]) as f64 / ticks_per_ns();
@@ -287,5 +348,10 @@ mod tests {
         drop(span(Part::Gc));
         set_enabled(false);
         assert_eq!(thread_totals(), before);
+        // A region's cost: measured without touching this thread's totals.
+        let (inside, whole) = region_cost();
+        assert!(inside > 0.0 && inside <= whole && whole < 1e6, "{inside} {whole}");
+        assert_eq!(thread_totals(), before);
+        assert_eq!(thread_regions()[Part::Gc as usize], 0);
     }
 }

@@ -291,6 +291,8 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
     // Relaxed: each worker's own count, summed for estimates and the
     // per-second series (a count read a little late lands in the next second).
     let count = || progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum::<u64>();
+    // Measured here, before the workers start (it switches the timing on).
+    let cost = cfg.breakdown.then(multiverse::breakdown::region_cost);
 
     let (outcomes, elapsed, per_second) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -308,7 +310,7 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
                                 phase,
                                 barrier,
                                 progress: cell,
-                                breakdown: cfg.breakdown,
+                                breakdown: cost,
                             };
                             worker_loop(db, &mut worker, l).map_err(|e| format!("{} transaction failed: {e}", w.name()))
                         }
@@ -448,6 +450,7 @@ impl TypeTally {
 struct Clocks {
     now: u64,
     parts: [u64; 5],
+    regions: [u64; 5],
     wasted: (u64, [u64; 5]),
 }
 
@@ -457,16 +460,22 @@ impl Clocks {
         Clocks {
             now: multiverse::breakdown::now(),
             parts: multiverse::breakdown::thread_totals(),
+            regions: multiverse::breakdown::thread_regions(),
             wasted: multiverse_workloads::wasted::totals(),
         }
     }
 
     /// Adds what happened since `self` to `into` (COMPONENTS order): a
     /// committed transaction's parts are the engine's less what its aborted
-    /// attempts added; a rolled-back one's time is all thrown away.
-    fn add_since(&self, committed: bool, into: &mut [u64; 7]) {
+    /// attempts added; a rolled-back one's time is all thrown away. The
+    /// timers' own cost (`cost`, per region: ticks inside it, and its whole
+    /// cost) is taken out of the parts and of the transaction's time, so
+    /// that the components add up to what it would have taken untimed.
+    fn add_since(&self, committed: bool, cost: (f64, f64), into: &mut [u64; 7]) {
         let now = Clocks::read();
-        let total = now.now.wrapping_sub(self.now);
+        let regions: [u64; 5] = std::array::from_fn(|i| now.regions[i].wrapping_sub(self.regions[i]));
+        let timers = (regions.iter().sum::<u64>() as f64 * cost.1) as u64;
+        let total = now.now.wrapping_sub(self.now).saturating_sub(timers);
         if !committed {
             into[1] = into[1].wrapping_add(total);
             return;
@@ -474,8 +483,10 @@ impl Clocks {
         let wasted = now.wasted.0.wrapping_sub(self.wasted.0);
         let mut used = wasted;
         for i in 0..5 {
-            let part =
-                now.parts[i].wrapping_sub(self.parts[i]).wrapping_sub(now.wasted.1[i].wrapping_sub(self.wasted.1[i]));
+            let part = now.parts[i]
+                .wrapping_sub(self.parts[i])
+                .wrapping_sub(now.wasted.1[i].wrapping_sub(self.wasted.1[i]))
+                .saturating_sub((regions[i] as f64 * cost.0) as u64);
             into[2 + i] = into[2 + i].wrapping_add(part);
             used = used.wrapping_add(part);
         }
@@ -498,8 +509,9 @@ struct Loop<'a> {
     phase: &'a AtomicU8,
     barrier: &'a Barrier,
     progress: &'a Progress,
-    /// Take a time breakdown.
-    breakdown: bool,
+    /// Take a time breakdown: with the timers' cost per region, `(inside,
+    /// whole)` in ticks (`multiverse::breakdown::region_cost`).
+    breakdown: Option<(f64, f64)>,
 }
 
 /// The per-thread loop: one `Instant` and one histogram record per
@@ -509,7 +521,8 @@ struct Loop<'a> {
 #[inline(never)]
 fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<WorkerOutcome, TxnError> {
     let Loop { types, opts, phase, barrier, progress, breakdown } = l;
-    let mut sample_in = 0u32;
+    // xorshift64's state (never 0), a different sequence per worker.
+    let mut sample_in = (0x9E37_79B9_7F4A_7C15u64 ^ (worker as *const K as u64)) | 1;
     let mut per_type: Vec<TypeTally> = (0..types.max(1)).map(|_| TypeTally::new()).collect();
     let mut committed = 0u64;
     barrier.wait();
@@ -535,9 +548,15 @@ fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<
         debug_assert!(ty < per_type.len(), "txn_type {ty} out of range");
         let tally = &mut per_type[ty.min(types.max(1) - 1)];
         // A breakdown times one transaction in SAMPLE_EVERY (its timers'
-        // reads of the tick counter cost too much to time them all).
-        sample_in = sample_in.wrapping_sub(1);
-        let clocks = (breakdown && sample_in % SAMPLE_EVERY == 0).then(|| {
+        // reads of the tick counter cost too much to time them all), drawn
+        // at random: every SAMPLE_EVERY-th would alias with the engine's
+        // own periods (a worker collects garbage every few transactions,
+        // and with a fixed stride the timed ones hit a collection three
+        // times as often as the others did).
+        sample_in ^= sample_in << 13;
+        sample_in ^= sample_in >> 7;
+        sample_in ^= sample_in << 17;
+        let clocks = (breakdown.is_some() && sample_in % u64::from(SAMPLE_EVERY) == 0).then(|| {
             multiverse::breakdown::set_sampling(true);
             Clocks::read()
         });
@@ -545,7 +564,7 @@ fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<
         if let Some(c) = clocks {
             multiverse::breakdown::set_sampling(false);
             let done = matches!(done, Ok(true));
-            c.add_since(done, &mut tally.breakdown);
+            c.add_since(done, breakdown.unwrap_or_default(), &mut tally.breakdown);
             tally.sampled += done as u64;
         }
         let done = done?;
