@@ -2,8 +2,8 @@
 //! their values: protocols, isolation levels, modes, faults, threads, CPU
 //! lists, durations, counts and sizes. Every error is one line.
 
-use multiverse::{Faults, Isolation, Mode, Protocol};
 use super::{report, sys, wl};
+use multiverse::{Faults, Isolation, Mode, Protocol};
 use std::path::PathBuf;
 
 /// Default seed of the workers' random generators.
