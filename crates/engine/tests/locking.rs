@@ -194,6 +194,66 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
     assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
 }
 
+/// A waiting writer keeps new readers out of its key (the word's W mark),
+/// and the detector knows it: T1 waits for X on b behind T2's S lock, T3
+/// (holding c) asks for S on b and waits behind T1's mark, T2 asks for c.
+/// Without the reader-behind-writer edge this cycle has no edge out of T3
+/// and would last until the timeout; with it, one of the three is chosen
+/// at once.
+#[test]
+fn a_reader_behind_a_waiting_writer_is_in_the_deadlock_graph() {
+    let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_secs(10));
+    db.run(Isolation::Serializable, |x| (1..=3).try_for_each(|k| x.insert(h, Key::from(k), &u(k)))).unwrap();
+    let (b, c) = (Key::from(2), Key::from(3));
+    let mut t1 = db.begin(Isolation::Serializable).unwrap();
+    let mut t2 = db.begin(Isolation::Serializable).unwrap();
+    let mut t3 = db.begin(Isolation::Serializable).unwrap();
+    t2.get(h, &b).unwrap(); // T2: S on b
+    t3.update(h, &c, &u(30)).unwrap(); // T3: X on c
+    let started = Instant::now();
+    let pause = || std::thread::sleep(Duration::from_millis(100));
+    let (r1, r2, r3) = std::thread::scope(|s| {
+        let h1 = s.spawn(|| {
+            // Waits for T2's S lock on b, marking b.
+            t1.update(h, &b, &u(10))?;
+            t1.commit().map(|_| ())
+        });
+        pause();
+        let h3 = s.spawn(|| {
+            // A new reader of b: waits behind T1's mark.
+            t3.get(h, &b)?;
+            t3.commit().map(|_| ())
+        });
+        pause();
+        let h2 = s.spawn(|| {
+            // Waits for T3's X lock on c: the cycle closes.
+            t2.update(h, &c, &u(20))?;
+            t2.commit().map(|_| ())
+        });
+        (h1.join().unwrap(), h2.join().unwrap(), h3.join().unwrap())
+    });
+    assert!(started.elapsed() < Duration::from_secs(5), "found long before the 10-s timeout");
+    // One of the cycle is chosen (the youngest: ids are drawn at a
+    // transaction's first operation, so T1, T2 or T3 by the timing); the
+    // others commit.
+    let dead = Err(Error::Aborted(AbortReason::Deadlock));
+    let outcomes = [&r1, &r2, &r3];
+    assert_eq!(outcomes.iter().filter(|r| ***r == dead).count(), 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|r| **r == dead || r.is_ok()), "{outcomes:?}");
+    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
+    assert_eq!(get(&db, h, 2), Some(if r1.is_ok() { 10 } else { 2 }));
+    assert_eq!(
+        get(&db, h, 3),
+        Some(if r2.is_ok() {
+            20
+        } else if r3.is_ok() {
+            30
+        } else {
+            3
+        })
+    );
+}
+
 /// A deadlock through key-range locks: each serializable scan locks the
 /// whole table, and each then inserts into the other's range.
 #[test]

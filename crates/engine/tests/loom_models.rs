@@ -606,9 +606,13 @@ fn ssn_pi_push_vs_owner_lock() {
 // ---- Key locks of the single-version locking protocols (section 5) --------
 
 /// Takes `w` in `mode`, yielding to the model's scheduler between tries
-/// (as `lock_1v::wait` waits); `upgrade` from our shared lock.
+/// (as `lock_1v::wait` waits, marking the word as a waiting writer's);
+/// `upgrade` from our shared lock.
 fn take(w: &AtomicU64, mode: key_locks::LockMode, upgrade: bool) {
     loop {
+        if mode == key_locks::LockMode::Exclusive {
+            key_locks::announce_writer(w);
+        }
         let got = match mode {
             key_locks::LockMode::Shared => key_locks::try_shared(w),
             key_locks::LockMode::Exclusive => key_locks::try_exclusive(w, upgrade),

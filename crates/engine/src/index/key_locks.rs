@@ -14,15 +14,23 @@
 //! that key out for as long as it holds the lock.
 //!
 //! ```text
-//!  63   62                   48 47                                      0
-//! +----+-----------------------+-----------------------------------------+
-//! | X  | shared holders (15)   | bucket: chain head (else unused)        |
-//! +----+-----------------------+-----------------------------------------+
+//!  63   62   61              48 47                                      0
+//! +----+----+------------------+-----------------------------------------+
+//! | X  | W  | shared (14)      | bucket: chain head (else unused)        |
+//! +----+----+------------------+-----------------------------------------+
 //! ```
 //!
-//! * shared (S): the count of holders; taken while X is clear;
+//! * shared (S): the count of holders; taken while X and W are clear;
 //! * exclusive (X): the bit, with a count of 0. A sole shared holder
 //!   upgrades by turning a count of 1 into X.
+//! * writer waiting (W): set by a transaction waiting for X
+//!   ([`announce_writer`]), cleared when X is taken or the wait is given up
+//!   ([`withdraw_writer`]). New shared holders wait while it is set, so a
+//!   writer is not starved by a stream of readers. Not in the paper; it
+//!   matters most when threads outnumber cores: a transaction that lost a
+//!   deadlock and retried at once used to take its shared lock back before
+//!   the descheduled survivor could upgrade, deadlocking again and again
+//!   (docs/BENCHMARKS.md, "Oversubscribed").
 //!
 //! The low bits may change under a lock (an insert into the bucket), so
 //! every change of the lock bits is a CAS or an arithmetic RMW on the top
@@ -38,17 +46,25 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// The exclusive bit.
 const X: u64 = 1 << 63;
+/// A writer waits (see the module docs).
+const W: u64 = 1 << 62;
 /// One shared holder.
 pub(crate) const ONE: u64 = 1 << 48;
 /// The lock bits.
 pub(crate) const LOCK_BITS: u64 = !(ONE - 1);
 /// The most shared holders.
-const MAX_SHARED: u64 = (X >> 48) - 1;
+const MAX_SHARED: u64 = (W >> 48) - 1;
 
 /// Shared holders in a word.
 #[inline]
 fn shared(w: u64) -> u64 {
-    (w & !X) >> 48
+    (w & !(X | W)) >> 48
+}
+
+/// The holders' bits: X and the shared count (not W).
+#[inline]
+fn held(w: u64) -> u64 {
+    w & LOCK_BITS & !W
 }
 
 /// Locks of one ordered index.
@@ -90,7 +106,7 @@ pub(crate) fn try_shared(w: &AtomicU64) -> bool {
     // Relaxed load: only a guess for the CAS, which decides.
     let mut cur = w.load(Ordering::Relaxed);
     loop {
-        if cur & X != 0 || shared(cur) == MAX_SHARED {
+        if cur & (X | W) != 0 || shared(cur) == MAX_SHARED {
             return false;
         }
         // Acquire: the holder reads what the last exclusive holder wrote
@@ -110,10 +126,11 @@ pub(crate) fn try_exclusive(w: &AtomicU64, upgrade: bool) -> bool {
     // Relaxed load: only a guess for the CAS, which decides.
     let mut cur = w.load(Ordering::Relaxed);
     loop {
-        if cur & LOCK_BITS != from {
+        if held(cur) != from {
             return false;
         }
-        // Acquire: as for `try_shared`.
+        // Acquire: as for `try_shared`. Taking X clears W: a writer that
+        // still waits sets it again.
         match w.compare_exchange_weak(cur, (cur & !LOCK_BITS) | X, Ordering::Acquire, Ordering::Relaxed) {
             Ok(_) => return true,
             Err(now) => cur = now,
@@ -127,8 +144,31 @@ pub(crate) fn looks_free(w: &AtomicU64, mode: LockMode, upgrade: bool) -> bool {
     // Relaxed: a hint; the CAS decides.
     let cur = w.load(Ordering::Relaxed);
     match mode {
-        LockMode::Shared => cur & X == 0 && shared(cur) < MAX_SHARED,
-        LockMode::Exclusive => cur & LOCK_BITS == if upgrade { ONE } else { 0 },
+        LockMode::Shared => cur & (X | W) == 0 && shared(cur) < MAX_SHARED,
+        LockMode::Exclusive => held(cur) == if upgrade { ONE } else { 0 },
+    }
+}
+
+/// Marks `w` as wanted by a writer: new shared holders wait until it is
+/// taken exclusively or the mark is withdrawn. Called by a waiter for X
+/// each time it looks (a mark withdrawn by another waiter is set again).
+#[inline]
+pub(crate) fn announce_writer(w: &AtomicU64) {
+    // Relaxed: a hint to readers; no data is published with it.
+    if w.load(Ordering::Relaxed) & W == 0 {
+        // Relaxed: as above.
+        w.fetch_or(W, Ordering::Relaxed);
+    }
+}
+
+/// Withdraws a writer's mark (it gave up waiting). Another writer still
+/// waiting sets it again the next time it looks.
+#[inline]
+pub(crate) fn withdraw_writer(w: &AtomicU64) {
+    // Relaxed: as for `announce_writer`.
+    if w.load(Ordering::Relaxed) & W != 0 {
+        // Relaxed: as above.
+        w.fetch_and(!W, Ordering::Relaxed);
     }
 }
 
@@ -143,9 +183,10 @@ pub(crate) fn unlock(w: &AtomicU64, mode: LockMode) {
         }
         LockMode::Exclusive => {
             // Release: our writes are visible to the next holder. The low
-            // bits (a bucket's head) may change meanwhile: clear X alone.
+            // bits (a bucket's head) and W may change meanwhile: clear X
+            // alone.
             let before = w.fetch_and(!X, Ordering::Release);
-            debug_assert!(before & LOCK_BITS == X, "an exclusive lock is held alone");
+            debug_assert!(held(before) == X, "an exclusive lock is held alone");
         }
     }
 }

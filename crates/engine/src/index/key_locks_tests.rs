@@ -21,6 +21,31 @@ fn modes_exclude_each_other() {
     assert_eq!(w.load(Ordering::Relaxed), 0);
 }
 
+/// A waiting writer's mark keeps new readers out, not the holders; taking
+/// X clears it, releasing X keeps another writer's mark, and withdrawing
+/// it lets readers in again.
+#[test]
+fn a_waiting_writer_keeps_new_readers_out() {
+    let w = AtomicU64::new(0x42);
+    assert!(try_shared(&w), "a reader holds it");
+    announce_writer(&w);
+    assert!(!try_shared(&w) && !looks_free(&w, LockMode::Shared, false), "a new reader waits");
+    assert!(looks_free(&w, LockMode::Exclusive, true) && try_exclusive(&w, true), "the holder upgrades past the mark");
+    assert!(!try_shared(&w));
+    announce_writer(&w); // another writer waits
+    unlock(&w, LockMode::Exclusive);
+    assert!(!try_shared(&w), "its mark survives the release");
+    assert!(try_exclusive(&w, false), "and it takes X, clearing the mark");
+    unlock(&w, LockMode::Exclusive);
+    assert!(try_shared(&w), "no mark: readers enter");
+    announce_writer(&w);
+    withdraw_writer(&w);
+    assert!(try_shared(&w), "a withdrawn mark lets readers in");
+    unlock(&w, LockMode::Shared);
+    unlock(&w, LockMode::Shared);
+    assert_eq!(w.load(Ordering::Relaxed), 0x42, "the low bits are kept");
+}
+
 /// The low bits (a bucket's chain head) survive every lock change.
 #[test]
 fn low_bits_are_kept() {
@@ -31,9 +56,9 @@ fn low_bits_are_kept() {
     assert_eq!(w.load(Ordering::Relaxed), 0x1234_5679);
 }
 
-/// Randomized: threads take one lock shared or exclusive at random and
-/// check that an exclusive holder is alone and shared holders never
-/// meet one.
+/// Randomized: threads take one lock shared or exclusive at random (and
+/// mark it as wanted by a writer now and then) and check that an exclusive
+/// holder is alone and shared holders never meet one.
 #[test]
 fn concurrent_holders_respect_the_modes() {
     // Another thread rewrites the low bits all along, as inserts into
@@ -62,12 +87,21 @@ fn concurrent_holders_respect_the_modes() {
                             let up = x % 2 == 0;
                             if up {
                                 while !try_shared(w) {
+                                    // A writer's mark may keep us out: the
+                                    // test's writers do not wait for it.
+                                    withdraw_writer(w);
                                     std::hint::spin_loop();
                                 }
                             }
                             if !try_exclusive(w, up) {
                                 if up {
                                     unlock(w, LockMode::Shared);
+                                }
+                                // As a waiting writer would, now and then.
+                                if x % 5 == 0 {
+                                    announce_writer(w);
+                                } else {
+                                    withdraw_writer(w);
                                 }
                                 continue;
                             }
@@ -90,5 +124,6 @@ fn concurrent_holders_respect_the_modes() {
         }
         stop.store(true, Ordering::Relaxed);
     });
+    withdraw_writer(&w);
     assert_eq!(w.load(Ordering::Relaxed) & LOCK_BITS, 0);
 }

@@ -33,7 +33,9 @@ pub(crate) use crate::txn::lock_wait::{LockWait, WaitOn};
 /// taken, `give_up()` holds, `limit` passes, or `victim(waited)` (called
 /// now and then once the spinning is over) says a deadlock chose us.
 /// Spins first, then yields, then sleeps (a wait behind a long holder
-/// should not burn a core).
+/// should not burn a core). A wait for X marks the word (`announce_writer`)
+/// so that new readers wait behind it, and withdraws the mark if it ends
+/// without the lock.
 pub(crate) fn wait_for_lock(
     w: &AtomicU64,
     mode: LockMode,
@@ -46,7 +48,17 @@ pub(crate) fn wait_for_lock(
     let _timed = breakdown::span(Part::Wait);
     let backoff = Backoff::new();
     let mut start = None;
+    let writer = mode == LockMode::Exclusive;
+    let out = |why: Waited| {
+        if writer {
+            withdraw_writer(w);
+        }
+        why
+    };
     loop {
+        if writer {
+            announce_writer(w);
+        }
         if looks_free(w, mode, upgrade) {
             let got = match mode {
                 LockMode::Shared => try_shared(w),
@@ -57,7 +69,7 @@ pub(crate) fn wait_for_lock(
             }
         }
         if give_up() {
-            return Waited::GaveUp;
+            return out(Waited::GaveUp);
         }
         if !backoff.is_completed() {
             backoff.snooze();
@@ -65,10 +77,10 @@ pub(crate) fn wait_for_lock(
         }
         let waited = start.get_or_insert_with(Instant::now).elapsed();
         if limit.is_some_and(|l| waited >= l) {
-            return Waited::TimedOut;
+            return out(Waited::TimedOut);
         }
         if victim(waited) {
-            return Waited::Victim;
+            return out(Waited::Victim);
         }
         if waited < Duration::from_millis(1) {
             std::thread::yield_now();
@@ -123,6 +135,13 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
                         if held.held[i].mode == LockMode::Exclusive || *mode == LockMode::Exclusive {
                             graph.edge(w.id, other.id);
                         }
+                    }
+                    // A reader waits behind a writer waiting for the same
+                    // word (its W mark: `key_locks::announce_writer`).
+                    if *mode == LockMode::Shared
+                        && matches!(other.on, WaitOn::Lock { word: ow, mode: LockMode::Exclusive } if ow == *word)
+                    {
+                        graph.edge(w.id, other.id);
                     }
                 }
             }
