@@ -471,7 +471,9 @@ impl AbortCounts {
 /// after rolling the attempt back.
 ///
 /// Between retries the thread spins for a short, growing time (then yields),
-/// so that under contention the winner of a write-write conflict can finish.
+/// so that under contention the winner of a write-write conflict can finish;
+/// after a deadlock or a lock timeout it yields at once (the winner needs a
+/// CPU, which with more threads than cores it may not have).
 #[inline]
 pub fn run_txn<W: Worker>(
     db: &Database,
@@ -575,7 +577,13 @@ fn run_attempts<W: Worker>(
                 // SSN's safe retry (section 3.2): the transaction that
                 // violated the exclusion window has committed, and a retry
                 // begun now reads its versions: retry at once.
-                if r != AbortReason::ExclusionWindow {
+                if matches!(r, AbortReason::Deadlock | AbortReason::LockTimeout) {
+                    // What we need is held by a transaction that waits or
+                    // runs: give it the CPU rather than spin (with more
+                    // threads than cores it may be descheduled, and a retry
+                    // at once would only deadlock with it again).
+                    std::thread::yield_now();
+                } else if r != AbortReason::ExclusionWindow {
                     backoff(&mut spins);
                 }
                 if let Some(a) = attempt {
