@@ -194,8 +194,8 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
     assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
 }
 
-/// A waiting writer keeps new readers out of its key (the word's W mark),
-/// and the detector knows it: T1 waits for X on b behind T2's S lock, T3
+/// A waiting upgrade keeps new readers out of its key (the word's W mark),
+/// and the detector knows it: T1 waits to upgrade b behind T2's S lock, T3
 /// (holding c) asks for S on b and waits behind T1's mark, T2 asks for c.
 /// Without the reader-behind-writer edge this cycle has no edge out of T3
 /// and would last until the timeout; with it, one of the three is chosen
@@ -208,13 +208,14 @@ fn a_reader_behind_a_waiting_writer_is_in_the_deadlock_graph() {
     let mut t1 = db.begin(Isolation::Serializable).unwrap();
     let mut t2 = db.begin(Isolation::Serializable).unwrap();
     let mut t3 = db.begin(Isolation::Serializable).unwrap();
+    t1.get(h, &b).unwrap(); // T1: S on b
     t2.get(h, &b).unwrap(); // T2: S on b
     t3.update(h, &c, &u(30)).unwrap(); // T3: X on c
     let started = Instant::now();
     let pause = || std::thread::sleep(Duration::from_millis(100));
     let (r1, r2, r3) = std::thread::scope(|s| {
         let h1 = s.spawn(|| {
-            // Waits for T2's S lock on b, marking b.
+            // Upgrades: waits for T2's S lock on b, marking b.
             t1.update(h, &b, &u(10))?;
             t1.commit().map(|_| ())
         });

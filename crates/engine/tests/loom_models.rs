@@ -606,11 +606,11 @@ fn ssn_pi_push_vs_owner_lock() {
 // ---- Key locks of the single-version locking protocols (section 5) --------
 
 /// Takes `w` in `mode`, yielding to the model's scheduler between tries
-/// (as `lock_1v::wait` waits, marking the word as a waiting writer's);
+/// (as `lock_1v::wait` waits, an upgrade marking the word);
 /// `upgrade` from our shared lock.
 fn take(w: &AtomicU64, mode: key_locks::LockMode, upgrade: bool) {
     loop {
-        if mode == key_locks::LockMode::Exclusive {
+        if mode == key_locks::LockMode::Exclusive && upgrade {
             key_locks::announce_writer(w);
         }
         let got = match mode {
@@ -652,11 +652,14 @@ fn key_lock_orders_holders_and_keeps_the_head() {
                 take(&w, Shared, false);
                 // SAFETY: shared: only readers meanwhile.
                 let before = row.with(|p| unsafe { *p });
+                // As a waiting upgrade would: mark the word first.
+                key_locks::announce_writer(&w);
                 if key_locks::try_exclusive(&w, true) {
                     // SAFETY: upgraded: alone.
                     row.with_mut(|p| unsafe { *p += 10 });
                     key_locks::unlock(&w, Exclusive);
                 } else {
+                    key_locks::withdraw_writer(&w);
                     key_locks::unlock(&w, Shared);
                 }
                 before

@@ -23,10 +23,10 @@
 //! * shared (S): the count of holders; taken while X and W are clear;
 //! * exclusive (X): the bit, with a count of 0. A sole shared holder
 //!   upgrades by turning a count of 1 into X.
-//! * writer waiting (W): set by a transaction waiting for X
+//! * writer waiting (W): set by a shared holder waiting to upgrade to X
 //!   ([`announce_writer`]), cleared when X is taken or the wait is given up
-//!   ([`withdraw_writer`]). New shared holders wait while it is set, so a
-//!   writer is not starved by a stream of readers. Not in the paper; it
+//!   ([`withdraw_writer`]). New shared holders wait while it is set, so an
+//!   upgrade is not starved by a stream of readers. Not in the paper; it
 //!   matters most when threads outnumber cores: a transaction that lost a
 //!   deadlock and retried at once used to take its shared lock back before
 //!   the descheduled survivor could upgrade, deadlocking again and again

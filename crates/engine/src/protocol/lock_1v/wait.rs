@@ -33,9 +33,9 @@ pub(crate) use crate::txn::lock_wait::{LockWait, WaitOn};
 /// taken, `give_up()` holds, `limit` passes, or `victim(waited)` (called
 /// now and then once the spinning is over) says a deadlock chose us.
 /// Spins first, then yields, then sleeps (a wait behind a long holder
-/// should not burn a core). A wait for X marks the word (`announce_writer`)
-/// so that new readers wait behind it, and withdraws the mark if it ends
-/// without the lock.
+/// should not burn a core). A wait to upgrade to X marks the word
+/// (`announce_writer`) so that new readers wait behind it, and withdraws
+/// the mark if it ends without the lock.
 pub(crate) fn wait_for_lock(
     w: &AtomicU64,
     mode: LockMode,
@@ -48,7 +48,12 @@ pub(crate) fn wait_for_lock(
     let _timed = breakdown::span(Part::Wait);
     let backoff = Backoff::new();
     let mut start = None;
-    let writer = mode == LockMode::Exclusive;
+    // Only an upgrade marks the word: the race the mark ends is a reader
+    // retaking its lock before an upgrader gets it (module docs of
+    // `key_locks`). A plain writer does not, so that readers keep sharing
+    // with each other while it waits (a writer-first queue turns some of
+    // those waits into deadlocks: docs/ISOLATION.md's read-only anomaly).
+    let writer = mode == LockMode::Exclusive && upgrade;
     let out = |why: Waited| {
         if writer {
             withdraw_writer(w);
@@ -136,10 +141,12 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
                             graph.edge(w.id, other.id);
                         }
                     }
-                    // A reader waits behind a writer waiting for the same
-                    // word (its W mark: `key_locks::announce_writer`).
+                    // A reader waits behind an upgrader waiting for the same
+                    // word (its W mark: `key_locks::announce_writer`): one
+                    // that waits for X and holds the word already.
                     if *mode == LockMode::Shared
                         && matches!(other.on, WaitOn::Lock { word: ow, mode: LockMode::Exclusive } if ow == *word)
+                        && held.find(*word as *const AtomicU64).is_some()
                     {
                         graph.edge(w.id, other.id);
                     }
