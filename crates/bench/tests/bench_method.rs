@@ -291,3 +291,28 @@ fn compare_refuses_single_run_flags() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// `--protocol none` runs the workload's transaction bodies on a no-CC
+/// copy of the table (issue 30's ceiling): it commits everything, aborts
+/// nothing, says so in the record, checks its copy, and refuses what it
+/// cannot honour in one line.
+#[test]
+fn the_no_cc_ceiling_runs_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, out) =
+        bench(dir.path(), "none", &["--protocol", "none", "--rows", "10k", "--threads", "2", "--duration", "0.5"]);
+    assert_eq!((r["protocol"].as_str(), r["isolation"].as_str()), (Some("none"), Some("none")), "{r}");
+    assert!(r["committed"].as_u64().unwrap() > 1000, "{r}");
+    assert_eq!(r["aborted"].as_u64(), Some(0), "{r}");
+    assert!(out.starts_with("none / hekaton"), "{out}");
+    assert!(out.contains("no-CC table: 10000 rows present"), "{out}");
+    for (args, why) in [
+        (&["--protocol", "none", "--workload", "ycsb"][..], "hekaton only"),
+        (&["--protocol", "none", "--isolation", "serializable"][..], "--isolation does not apply"),
+        (&["--protocol", "none", "--verify"][..], "--verify does not apply"),
+        (&["--protocol", "none", "--breakdown"][..], "--breakdown does not apply"),
+    ] {
+        let e = fails_in_one_line(args);
+        assert!(e.contains(why), "{args:?}: {e}");
+    }
+}

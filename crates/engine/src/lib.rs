@@ -285,6 +285,7 @@
 #![warn(missing_docs)]
 
 pub mod breakdown;
+pub mod ceiling;
 pub mod durability;
 pub mod error;
 pub(crate) mod gc;

@@ -278,7 +278,14 @@ struct Progress(AtomicU64);
 
 /// Runs `cfg.threads` workers for `cfg.warmup`, then measures them for
 /// `cfg.duration`.
-pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResult, String> {
+/// Runs the workers; with `ceiling` (`--protocol none`), each pass of a
+/// transaction body runs on the no-CC copy of the table, not in `db`.
+pub fn run<W: Workload>(
+    db: &Database,
+    w: &W,
+    cfg: RunConfig,
+    ceiling: Option<Ceiling<'_>>,
+) -> Result<RunResult, String> {
     let threads = cfg.threads;
     let types = w.txn_types().len();
     let phase = AtomicU8::new(if cfg.warmup.is_zero() { MEASURE } else { WARMUP });
@@ -311,6 +318,7 @@ pub fn run<W: Workload>(db: &Database, w: &W, cfg: RunConfig) -> Result<RunResul
                                 barrier,
                                 progress: cell,
                                 breakdown: cost,
+                                ceiling,
                             };
                             worker_loop(db, &mut worker, l).map_err(|e| format!("{} transaction failed: {e}", w.name()))
                         }
@@ -512,7 +520,12 @@ struct Loop<'a> {
     /// Take a time breakdown: with the timers' cost per region, `(inside,
     /// whole)` in ticks (`multiverse::breakdown::region_cost`).
     breakdown: Option<(f64, f64)>,
+    ceiling: Option<Ceiling<'a>>,
 }
+
+/// `--protocol none`: the no-CC copy of the workload's one table, and that
+/// table's id (see [`super::ceiling`]).
+pub type Ceiling<'a> = (&'a multiverse::ceiling::NoCcTable, multiverse::TableId);
 
 /// The per-thread loop: one `Instant` and one histogram record per
 /// committed transaction, into the histogram of its type. Never inlined:
@@ -520,7 +533,7 @@ struct Loop<'a> {
 /// `--toggle-collect=*worker_loop*`), and it is called once per thread.
 #[inline(never)]
 fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<WorkerOutcome, TxnError> {
-    let Loop { types, opts, phase, barrier, progress, breakdown } = l;
+    let Loop { types, opts, phase, barrier, progress, breakdown, ceiling } = l;
     // xorshift64's state (never 0), a different sequence per worker.
     let mut sample_in = (0x9E37_79B9_7F4A_7C15u64 ^ (worker as *const K as u64)) | 1;
     let mut per_type: Vec<TypeTally> = (0..types.max(1)).map(|_| TypeTally::new()).collect();
@@ -560,7 +573,13 @@ fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<
             multiverse::breakdown::set_sampling(true);
             Clocks::read()
         });
-        let done = run_txn(db, worker, opts, &mut tally.aborts);
+        let done = match ceiling {
+            None => run_txn(db, worker, opts, &mut tally.aborts),
+            Some((nocc, table)) => worker.execute(&mut super::ceiling::CeilingTxn::new(nocc, table)).map(|()| {
+                worker.committed();
+                true
+            }),
+        };
         if let Some(c) = clocks {
             multiverse::breakdown::set_sampling(false);
             let done = matches!(done, Ok(true));

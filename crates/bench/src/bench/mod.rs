@@ -17,6 +17,7 @@
 //! one-line `Err(String)`.
 
 mod args;
+pub(crate) mod ceiling;
 pub(crate) mod config;
 pub(crate) mod harness;
 pub(crate) mod report;
@@ -87,6 +88,29 @@ pub(crate) struct Measurement {
     pub bohm: Option<multiverse::protocol::bohm::Config>,
     /// The CPUs the workers were pinned to (empty: not pinned).
     pub pin: &'static [usize],
+    /// `--protocol none`: the no-CC ceiling ran, not `protocol` (which
+    /// only loaded the rows).
+    pub ceiling: bool,
+}
+
+impl Measurement {
+    /// The protocol's name as given (`none` for the no-CC ceiling).
+    pub fn protocol_name(&self) -> &'static str {
+        if self.ceiling {
+            "none"
+        } else {
+            self.protocol.name()
+        }
+    }
+
+    /// The isolation level's name (`none` for the no-CC ceiling).
+    pub fn isolation_name(&self) -> &'static str {
+        if self.ceiling {
+            "none"
+        } else {
+            self.isolation.name()
+        }
+    }
 }
 
 /// What the redo log did during a run.
@@ -126,6 +150,36 @@ pub(crate) struct Ctx {
     pub breakdown: bool,
     /// BOHM's pipeline settings (bohm runs only).
     pub bohm: Option<multiverse::protocol::bohm::Config>,
+    /// `--protocol none`: run the no-CC ceiling (see [`ceiling`]).
+    pub ceiling: bool,
+}
+
+/// `--protocol none`: refuses what the no-CC ceiling cannot honour, and
+/// returns the protocol that loads the rows (MV/O) and a level for the
+/// loading (never used by the measured run).
+fn ceiling_args(a: &BenchArgs, workload: &str) -> Result<(Protocol, Isolation), String> {
+    if workload != "hekaton" {
+        return Err(format!(
+            "--protocol none (the no-CC ceiling) runs workload hekaton only, not {workload} (it reads and updates rows of one hash table)"
+        ));
+    }
+    let given = [
+        ("--isolation", a.isolation.is_some()),
+        ("--mode", a.mode.is_some()),
+        ("--base", a.base.is_some()),
+        ("--durability", a.durability != "none"),
+        ("--verify", a.verify),
+        ("--history", a.history.is_some()),
+        ("--breakdown", a.breakdown),
+        ("--fault", a.fault.is_some()),
+        ("--long-readers", a.hekaton.long.long_readers.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+        return Err(format!(
+            "{flag} does not apply to --protocol none (no concurrency control: no levels, no log, no history)"
+        ));
+    }
+    Ok((Protocol::MvOcc, Isolation::ReadCommitted))
 }
 
 /// Opens the database and runs the workload of `a` once (load, run,
@@ -137,8 +191,13 @@ pub(crate) struct Ctx {
 pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement, String>, Database), String> {
     let workload = check_name(&a.workload)?;
     wl::refuse_foreign_flags(a, workload)?;
-    let protocol = parse_protocol(&a.protocol)?;
-    let isolation = resolve_isolation(a.isolation.as_deref(), protocol)?;
+    let ceiling = a.protocol == "none";
+    let (protocol, isolation) = if ceiling {
+        ceiling_args(a, workload)?
+    } else {
+        let p = parse_protocol(&a.protocol)?;
+        (p, resolve_isolation(a.isolation.as_deref(), p)?)
+    };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let ssn_base = parse_base(a.base.as_deref(), protocol)?;
     let mode = parse_mode(a.mode.as_deref(), protocol)?;
@@ -243,6 +302,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
         pin: parse_pin(a.pin.as_deref())?,
         breakdown: a.breakdown,
         bohm,
+        ceiling,
     };
     let m = match workload {
         "hekaton" => wl::hekaton::run(&a.hekaton, &ctx, &db),
@@ -287,7 +347,11 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
     if !faults.is_empty() {
         println!("faults     {faults} (the protocol is broken on purpose)");
     }
-    let isolation = resolve_isolation(a.isolation.as_deref(), parse_protocol(&a.protocol)?)?;
+    let isolation = if a.protocol == "none" {
+        Isolation::ReadCommitted // nothing is verified: --verify is refused
+    } else {
+        resolve_isolation(a.isolation.as_deref(), parse_protocol(&a.protocol)?)?
+    };
     let written = m.and_then(|m| {
         print!("{}", report::summary(&m));
         if let Some(path) = &a.json {
@@ -328,7 +392,8 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
 
 /// `--plot`: the run's throughput per second, and its breakdown if taken.
 fn plots(m: &Measurement, path: &std::path::Path) -> Result<(), String> {
-    let title = format!("{} / {} / {} / {}", m.protocol, m.isolation, m.workload, report::threads(m.threads));
+    let title =
+        format!("{} / {} / {} / {}", m.protocol_name(), m.isolation_name(), m.workload, report::threads(m.threads));
     let params: Vec<String> = m.params.iter().map(|(k, v)| format!("{k}={}", report::param_text(v))).collect();
     let subtitle = format!(
         "{}\nmeasured {:.1} s after {:.1} s of warm-up; commit {}",
@@ -400,6 +465,19 @@ pub(crate) fn exit_without_drop(db: Database) {
 /// Loads `w` (already set up in `db`), runs it once, and checks the
 /// workload's consistency conditions.
 pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Measurement, String> {
+    measure_with(db, w, c, None)
+}
+
+/// [`measure`]; with `ceiling` (`--protocol none`: the workload's one
+/// table, and how to check the copy afterwards) the run goes to a no-CC
+/// copy of that table made after the load.
+pub(crate) fn measure_with<W: Workload>(
+    db: &Database,
+    w: &W,
+    c: &Ctx,
+    ceiling: Option<(multiverse::TableId, ceiling::Check)>,
+) -> Result<Measurement, String> {
+    debug_assert_eq!(ceiling.is_some(), c.ceiling, "the workload passes its table for --protocol none");
     let est = w.estimated_bytes();
     if est > 0 {
         check_bytes(est, &format!("workload {}", w.name()))?;
@@ -419,6 +497,10 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
             crate::recover::record_loaded(dir)?;
         }
     }
+    let nocc = match ceiling {
+        Some((table, _)) => Some(ceiling::copy_table(db, table, w.load_size())?),
+        None => None,
+    };
     let prefault = if c.prefault > 0 {
         check_bytes(c.prefault, "--prefault")?;
         Some((c.prefault, sys::prefault(c.prefault)))
@@ -443,7 +525,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     multiverse::breakdown::set_enabled(c.breakdown);
     let run = match c.bohm {
         Some(b) => harness::run_bohm(db, w, cfg, b),
-        None => harness::run(db, w, cfg),
+        None => harness::run(db, w, cfg, nocc.as_ref().zip(ceiling.map(|c| c.0))),
     };
     multiverse::breakdown::set_enabled(false);
     // The history is the run's: the checks below run at other levels
@@ -464,7 +546,11 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
     });
     // The check sees every committed transaction (POMVCC: not a given).
     db.sync_commits().map_err(|e| e.to_string())?;
-    let consistency = w.check_consistency(db).map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
+    let consistency = match (&nocc, ceiling) {
+        (Some(t), Some((_, check))) => check(t, w.load_size()),
+        _ => w.check_consistency(db),
+    }
+    .map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
     let ssn_base = matches!(c.protocol, Protocol::Ssn | Protocol::Ssi).then(|| db.options().ssn_base);
     Ok(Measurement {
         protocol: c.protocol,
@@ -490,6 +576,7 @@ pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Meas
         consistency,
         bohm: c.bohm,
         pin: c.pin,
+        ceiling: c.ceiling,
     })
 }
 
@@ -561,14 +648,14 @@ pub fn default_comparison() -> Result<(), String> {
         seed: DEFAULT_SEED,
         show_progress: show,
     };
-    harness::run(&db, &w, RunConfig { duration: warm, ..run_cfg(Isolation::ReadCommitted) })?;
+    harness::run(&db, &w, RunConfig { duration: warm, ..run_cfg(Isolation::ReadCommitted) }, None)?;
 
     println!("{}", report::comparison_header());
     let mut rc_tps = None;
     let mut points = Vec::new();
     for level in Isolation::ALL {
         db.collect_garbage();
-        let r = harness::run(&db, &w, run_cfg(level))?;
+        let r = harness::run(&db, &w, run_cfg(level), None)?;
         let base = *rc_tps.get_or_insert(r.throughput());
         println!("{}", report::comparison_row(level, &r, base, threads));
         points.push(Some(crate::plot::Point::single(r.throughput())));

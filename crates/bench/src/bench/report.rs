@@ -100,7 +100,7 @@ pub fn summary(m: &Measurement) -> String {
     let _ = writeln!(
         s,
         "{}{}{} / {} ({}) / {} / {}",
-        m.protocol,
+        m.protocol_name(),
         match m.ssn_base {
             Some(Isolation::ReadCommitted) => " over read committed",
             Some(_) => " over snapshot",
@@ -113,7 +113,7 @@ pub fn summary(m: &Measurement) -> String {
         },
         m.workload,
         params.join(" "),
-        m.isolation,
+        m.isolation_name(),
         threads(m.threads)
     );
     let _ = writeln!(
@@ -462,8 +462,8 @@ pub fn json(m: &Measurement) -> Record {
         .collect();
     let aborts_by_reason = r.aborts.by_reason().map(|(k, n)| (k.name().to_string(), Value::from(n))).collect();
     Record {
-        protocol: m.protocol.name().into(),
-        isolation: m.isolation.name().into(),
+        protocol: m.protocol_name().into(),
+        isolation: m.isolation_name().into(),
         workload: m.workload.into(),
         params,
         threads: m.threads,
@@ -581,9 +581,9 @@ pub fn latency_log(m: &Measurement, path: &std::path::Path) -> Result<(), String
     let mut log = IntervalLogWriterBuilder::new()
         .add_comment(&format!(
             "multiverse bench: {} / {} / {} / {}; latency in nanoseconds",
-            m.protocol,
+            m.protocol_name(),
             m.workload,
-            m.isolation,
+            m.isolation_name(),
             threads(m.threads)
         ))
         .with_start_time(start)

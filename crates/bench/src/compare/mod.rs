@@ -98,7 +98,8 @@ struct PointCli {
 /// One line of the comparison: a protocol, at an isolation level.
 #[derive(Clone, Debug, PartialEq)]
 struct Line {
-    protocol: Protocol,
+    /// `None`: `none`, the no-CC ceiling (`bench --protocol none`).
+    protocol: Option<Protocol>,
     /// SSN's base, given as `ssn+rc` or `ssn+si`; otherwise `--base`.
     base: Option<&'static str>,
     /// `ssn+rc-r`, `ssn+si-r`: SSN's read-mostly optimization (the paper's
@@ -146,6 +147,17 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
             Some((p, b)) => (p.trim(), Some(b.trim())),
             None => (p, None),
         };
+        if p == "none" {
+            if l.is_some() || base.is_some() {
+                return Err(format!("--protocols '{item}': none (the no-CC ceiling) takes no @level and no +base"));
+            }
+            if lines.iter().any(|x| x.label == "none") {
+                return Err("--protocols: 'none' is given twice".into());
+            }
+            let label = "none".to_string();
+            lines.push(Line { protocol: None, base: None, read_mostly: false, isolation: None, label });
+            continue;
+        }
         let protocol = bench::parse_protocol(p).map_err(|e| format!("--protocols: {e}"))?;
         let (base, read_mostly) = match base.map(|b| b.strip_suffix("-r")) {
             Some(Some(b)) if protocol == Protocol::Ssn => (Some(b.trim()), true),
@@ -177,7 +189,7 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
         if lines.iter().any(|x| x.label == label) {
             return Err(format!("--protocols: '{label}' is given twice"));
         }
-        lines.push(Line { protocol, base, read_mostly, isolation, label });
+        lines.push(Line { protocol: Some(protocol), base, read_mostly, isolation, label });
     }
     Ok(lines)
 }
@@ -260,14 +272,14 @@ fn point_args(
 ) -> Result<(Vec<String>, BenchArgs), String> {
     let replaced = |id: &str| {
         id == "protocol"
-            || (id == "isolation" && line.isolation.is_some())
+            || (id == "isolation" && (line.isolation.is_some() || line.protocol.is_none()))
             || (id == "base" && line.base.is_some())
             || (id == "read_mostly_age" && !line.read_mostly)
             || sweeps.iter().any(|s| s.id == id)
     };
     let mut argv = vec!["multiverse compare".to_string()];
     argv.extend(base.iter().filter(|(id, _)| !replaced(id)).map(|(_, a)| a.clone()));
-    argv.push(format!("--protocol={}", line.protocol.name()));
+    argv.push(format!("--protocol={}", line.protocol.map_or("none", Protocol::name)));
     if let Some(l) = line.isolation {
         argv.push(format!("--isolation={}", l.name()));
     }
@@ -396,7 +408,9 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
                 }
             })?;
             // Refused here, before anything runs, rather than by a run.
-            bench::resolve_isolation(args.isolation.as_deref(), line.protocol)?;
+            if let Some(p) = line.protocol {
+                bench::resolve_isolation(args.isolation.as_deref(), p)?;
+            }
             cells.push(Cell { values: values.clone(), line: li, argv });
         }
     }

@@ -49,6 +49,22 @@ pub(crate) fn table(cmp: &Comparison) -> String {
         }
         let _ = writeln!(s, "{}", r.trim_end());
     }
+    if let Some(ni) = cmp.lines.iter().position(|l| l.protocol == "none") {
+        let _ = writeln!(s, "share of the no-CC ceiling (none), median over median:");
+        for values in cmp.grid() {
+            let Some(ceiling) = cmp.point(&values, ni).and_then(|p| p.median(&Metric::Throughput)) else { continue };
+            let shares: Vec<String> = (0..cmp.lines.len())
+                .filter(|&li| li != ni)
+                .filter_map(|li| {
+                    let tps = cmp.point(&values, li)?.median(&Metric::Throughput)?;
+                    Some(format!("{} {:.2}x", cmp.lines[li].label, tps / ceiling.max(1e-9)))
+                })
+                .collect();
+            let at = values.join(" ");
+            let _ =
+                writeln!(s, "  {}{}", if at.is_empty() { String::new() } else { format!("{at}: ") }, shares.join(", "));
+        }
+    }
     s
 }
 

@@ -34,6 +34,24 @@ fn lines_parse() {
     assert_eq!(point_args(&given, &l[0], &[], &[]).unwrap().1.read_mostly_age, None, "left out of plain lines");
 }
 
+/// `none`, the no-CC ceiling, is a line of its own: no level, no base, and
+/// the run's --isolation is left out of its point.
+#[test]
+fn the_ceiling_is_a_line() {
+    let l = parse_lines_s("none,mv-occ@serializable", "snapshot").unwrap();
+    assert_eq!((l[0].protocol, l[0].label.as_str(), l[0].isolation), (None, "none", None));
+    assert_eq!(l[1].protocol, Some(Protocol::MvOcc));
+    assert!(parse_lines("none@serializable", None).unwrap_err().contains("no @level"));
+    assert!(parse_lines("none+si", None).unwrap_err().contains("no @level"));
+    assert!(parse_lines("none,none", None).unwrap_err().contains("twice"));
+    let given = [("isolation".to_string(), "--isolation=snapshot".to_string())];
+    let (argv, _) = point_args(&given, &l[0], &[], &[]).unwrap();
+    assert!(argv.contains(&"--protocol=none".to_string()), "{argv:?}");
+    assert!(!argv.iter().any(|a| a.starts_with("--isolation")), "{argv:?}");
+    let (argv, _) = point_args(&given, &l[1], &[], &[]).unwrap();
+    assert!(argv.contains(&"--isolation=serializable".to_string()), "{argv:?}");
+}
+
 #[test]
 fn sweeps_parse() {
     let s = parse_sweep("threads=1,2,4").unwrap();

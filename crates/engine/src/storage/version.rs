@@ -294,6 +294,21 @@ impl Version {
         out.truncate(n);
     }
 
+    /// Copies the value of a single-version record into `out`, which has
+    /// exactly the value's length (a buffer on the caller's stack: no
+    /// allocation, no thread-local). Relaxed loads, as [`Version::load_value`].
+    #[inline]
+    pub fn copy_value(&self, out: &mut [u8]) {
+        assert_eq!(out.len(), self.value_len as usize, "the buffer has the value's length");
+        let words = self.value_words();
+        let mut chunks = out.chunks_mut(8);
+        for (w, dst) in words.iter().zip(&mut chunks) {
+            // Relaxed: ordered by the caller's fences around the copy, if any.
+            let b = w.load(Ordering::Relaxed).to_le_bytes();
+            dst.copy_from_slice(&b[..dst.len()]);
+        }
+    }
+
     /// Overwrites the value of a single-version record; `value` has the
     /// record's length. The caller holds the record's lock.
     #[inline]

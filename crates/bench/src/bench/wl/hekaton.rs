@@ -6,7 +6,7 @@
 //! threads run serializable read-only transactions over `--long-read-pct`
 //! percent of the table (default 10) while the others run the mix.
 
-use super::super::{check_memory, measure, Ctx, Measurement};
+use super::super::{check_memory, measure, measure_with, Ctx, Measurement};
 use super::Given;
 use multiverse::{Database, Isolation};
 use multiverse_workloads::hekaton::{Heterogeneous, MIX_TYPES};
@@ -106,5 +106,8 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
     }
     check_memory(cfg.rows)?;
     let w = Hekaton::setup_with(db, cfg, het)?;
+    if c.ceiling {
+        return measure_with(db, &w, c, Some((w.table(), crate::bench::ceiling::check_hekaton)));
+    }
     measure(db, &w, c)
 }
