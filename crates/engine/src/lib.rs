@@ -307,7 +307,7 @@ mod options;
 mod shared;
 mod stats;
 
-pub use db::{Core, Database};
+pub use db::{Core, Database, Pinned};
 pub use durability::backup::BackupInfo;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;

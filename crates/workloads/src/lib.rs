@@ -538,6 +538,10 @@ fn run_attempts<W: Worker>(
     }
     loop {
         let attempt = timing.then(|| (multiverse::breakdown::now(), multiverse::breakdown::thread_totals()));
+        // One epoch pin for the attempt, as `Database::run` takes: the
+        // operations' own pins nest in it (a counter, not a fence each).
+        // Dropped before the backoff below.
+        let pin = db.pin();
         let mut t = db.begin_with(opts)?;
         let r = match w.execute(&mut t) {
             Ok(()) => t
@@ -553,6 +557,7 @@ fn run_attempts<W: Worker>(
                 Err(e)
             }
         };
+        drop(pin);
         match r {
             Ok(()) => {
                 w.committed();
