@@ -316,3 +316,21 @@ fn the_no_cc_ceiling_runs_and_refuses_what_it_cannot_do() {
         assert!(e.contains(why), "{args:?}: {e}");
     }
 }
+
+/// The record's timestamp increments cover the measured time only, as its
+/// commits do: an MV/O update transaction takes one commit timestamp, so
+/// after a warm-up as long as the run the ratio is still about one (it was
+/// about two while the warm-up's increments were counted too).
+#[test]
+fn timestamp_increments_leave_the_warm_up_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = bench(
+        dir.path(),
+        "ts",
+        &["--rows", "10k", "--threads", "2", "--duration", "0.5", "--warmup", "0.5", "--isolation", "serializable"],
+    );
+    let (ts, c) = (r["timestamp_increments"].as_u64().unwrap(), r["committed"].as_u64().unwrap());
+    let per = ts as f64 / c as f64;
+    // Aborted attempts take no commit timestamp; a few straddle the switch.
+    assert!((0.95..1.05).contains(&per), "{ts} increments for {c} commits: {per}");
+}

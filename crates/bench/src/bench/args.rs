@@ -21,7 +21,8 @@ pub(crate) const EST_BYTES_PER_ROW: u64 = 128;
 /// workload than the one chosen is refused.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// Concurrency-control protocol (mv-occ, mv-lock, mv-mixed, 1v-lock, silo, 2pl-ordered, ssn, ssi, bohm, pomvcc).
+    /// Concurrency-control protocol (mv-occ, mv-lock, mv-mixed, 1v-lock, silo, 2pl-ordered, ssn, ssi, bohm, pomvcc),
+    /// or none: the no-CC ceiling (hekaton only).
     #[arg(long, default_value = "mv-occ", value_name = "P")]
     pub protocol: String,
     /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, sibench; for

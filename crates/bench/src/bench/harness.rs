@@ -119,6 +119,10 @@ pub struct RunResult {
     /// not time each type (BOHM's pipeline: its stages are timed, a batch
     /// at a time, not its transactions); None elsewhere.
     pub breakdown_all: Option<([u64; 7], u64)>,
+    /// The database's timestamp increments (`Stats::timestamp_increments`)
+    /// when the measured time began, if a warm-up came before it (the
+    /// caller's own reading before the run counts the warm-up's too).
+    pub ts_at_measure: Option<u64>,
 }
 
 impl RunResult {
@@ -301,7 +305,7 @@ pub fn run<W: Workload>(
     // Measured here, before the workers start (it switches the timing on).
     let cost = cfg.breakdown.then(multiverse::breakdown::region_cost);
 
-    let (outcomes, elapsed, per_second) = std::thread::scope(|s| {
+    let (outcomes, elapsed, per_second, ts_at_measure) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let mut worker = w.worker(i, cfg.seed);
@@ -339,6 +343,7 @@ pub fn run<W: Workload>(
         let t0 = Instant::now();
         let (mut start, mut deadline) = (t0, t0 + cfg.warmup + cfg.duration);
         let mut series = if cfg.warmup.is_zero() { Some(PerSecond::new(t0, 0)) } else { None };
+        let mut ts_at_measure = None;
         loop {
             let now = Instant::now();
             // Relaxed: set only by a failing worker; a late look costs one tick.
@@ -350,6 +355,7 @@ pub fn run<W: Workload>(
                     // Relaxed: workers poll it; what they count after seeing
                     // it is merged after the scope's joins.
                     phase.store(MEASURE, Ordering::Relaxed);
+                    ts_at_measure = Some(db.stats().timestamp_increments);
                     (start, deadline) = (now, now + cfg.duration);
                     series = Some(PerSecond::new(now, count()));
                 }
@@ -370,7 +376,7 @@ pub fn run<W: Workload>(
         let outcomes: Vec<_> =
             handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect();
         let per_second = series.map_or_else(Vec::new, |ps| ps.finish(end, count()));
-        (outcomes, end - start, per_second)
+        (outcomes, end - start, per_second, ts_at_measure)
     });
     pb.finish_and_clear();
 
@@ -418,6 +424,7 @@ pub fn run<W: Workload>(
         per_second,
         warmup: cfg.warmup,
         breakdown_all: None,
+        ts_at_measure,
     })
 }
 
@@ -766,5 +773,8 @@ pub fn run_bohm<W: Workload>(db: &Database, w: &W, cfg: RunConfig, bohm: BohmCon
         breakdown_all: stats.breakdown.map(|[useful, index, validation, wait, gc, log_wait]| {
             ([useful, 0, index, validation, wait, gc, log_wait], stats.txns)
         }),
+        // BOHM's warm-up ends on the sequencer thread; its clock (the
+        // pipeline's timestamps) is not the engine's counter anyway.
+        ts_at_measure: None,
     })
 }

@@ -535,7 +535,9 @@ pub(crate) fn measure_with<W: Workload>(
     let run_faults = sys::minor_faults().saturating_sub(faults_before);
     let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
     let stats_end = db.stats();
-    let timestamp_increments = stats_end.timestamp_increments - ts_before;
+    // From the end of the warm-up: per committed transaction, both counts
+    // cover the same time.
+    let timestamp_increments = stats_end.timestamp_increments - run.ts_at_measure.unwrap_or(ts_before);
     let log = (db.durability() != multiverse::Durability::None).then(|| LogMeasure {
         durability: db.durability(),
         streams: db.options().log_streams,
