@@ -20,6 +20,10 @@ use multiverse::{Database, Error, Filter, IndexId, Isolation, Key, Result, Table
 use multiverse_workloads::Txn;
 use std::ops::RangeBounds;
 
+/// The protocol name that runs the ceiling (`--protocol none`, a `none`
+/// line of `compare`), and its level's name in the record.
+pub const NAME: &str = "none";
+
 /// Copies every row of `table` (a hash table of `rows` rows, just loaded)
 /// into a new no-CC table.
 pub fn copy_table(db: &Database, table: TableId, rows: u64) -> std::result::Result<NoCcTable, String> {

@@ -97,7 +97,7 @@ impl Measurement {
     /// The protocol's name as given (`none` for the no-CC ceiling).
     pub fn protocol_name(&self) -> &'static str {
         if self.ceiling {
-            "none"
+            ceiling::NAME
         } else {
             self.protocol.name()
         }
@@ -106,7 +106,7 @@ impl Measurement {
     /// The isolation level's name (`none` for the no-CC ceiling).
     pub fn isolation_name(&self) -> &'static str {
         if self.ceiling {
-            "none"
+            ceiling::NAME
         } else {
             self.isolation.name()
         }
@@ -191,7 +191,7 @@ fn ceiling_args(a: &BenchArgs, workload: &str) -> Result<(Protocol, Isolation), 
 pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement, String>, Database), String> {
     let workload = check_name(&a.workload)?;
     wl::refuse_foreign_flags(a, workload)?;
-    let ceiling = a.protocol == "none";
+    let ceiling = a.protocol == ceiling::NAME;
     let (protocol, isolation) = if ceiling {
         ceiling_args(a, workload)?
     } else {
@@ -347,7 +347,7 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
     if !faults.is_empty() {
         println!("faults     {faults} (the protocol is broken on purpose)");
     }
-    let isolation = if a.protocol == "none" {
+    let isolation = if a.protocol == ceiling::NAME {
         Isolation::ReadCommitted // nothing is verified: --verify is refused
     } else {
         resolve_isolation(a.isolation.as_deref(), parse_protocol(&a.protocol)?)?

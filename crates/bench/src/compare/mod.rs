@@ -147,14 +147,14 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
             Some((p, b)) => (p.trim(), Some(b.trim())),
             None => (p, None),
         };
-        if p == "none" {
+        if p == bench::ceiling::NAME {
             if l.is_some() || base.is_some() {
                 return Err(format!("--protocols '{item}': none (the no-CC ceiling) takes no @level and no +base"));
             }
-            if lines.iter().any(|x| x.label == "none") {
+            if lines.iter().any(|x| x.label == bench::ceiling::NAME) {
                 return Err("--protocols: 'none' is given twice".into());
             }
-            let label = "none".to_string();
+            let label = bench::ceiling::NAME.to_string();
             lines.push(Line { protocol: None, base: None, read_mostly: false, isolation: None, label });
             continue;
         }
@@ -279,7 +279,7 @@ fn point_args(
     };
     let mut argv = vec!["multiverse compare".to_string()];
     argv.extend(base.iter().filter(|(id, _)| !replaced(id)).map(|(_, a)| a.clone()));
-    argv.push(format!("--protocol={}", line.protocol.map_or("none", Protocol::name)));
+    argv.push(format!("--protocol={}", line.protocol.map_or(bench::ceiling::NAME, Protocol::name)));
     if let Some(l) = line.isolation {
         argv.push(format!("--isolation={}", l.name()));
     }

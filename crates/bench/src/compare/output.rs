@@ -49,7 +49,7 @@ pub(crate) fn table(cmp: &Comparison) -> String {
         }
         let _ = writeln!(s, "{}", r.trim_end());
     }
-    if let Some(ni) = cmp.lines.iter().position(|l| l.protocol == "none") {
+    if let Some(ni) = cmp.lines.iter().position(|l| l.protocol == crate::bench::ceiling::NAME) {
         let _ = writeln!(s, "share of the no-CC ceiling (none), median over median:");
         for values in cmp.grid() {
             let Some(ceiling) = cmp.point(&values, ni).and_then(|p| p.median(&Metric::Throughput)) else { continue };
