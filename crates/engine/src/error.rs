@@ -71,6 +71,11 @@ pub enum AbortReason {
     /// SSI: a dangerous structure T1 →rw T2 →rw T3 with T3 committed first
     /// (Cahill et al.; SSN paper, section 2), this transaction in it.
     DangerousStructure = 10,
+    /// The log could not be written or synced (a full disk, an I/O error):
+    /// the database has stopped accepting commits (fail-stop, see
+    /// [`Error::LogFailed`]). Not transient: a retry fails the same way
+    /// until the database is reopened.
+    LogFailed = 11,
 }
 
 impl AbortReason {
@@ -79,10 +84,12 @@ impl AbortReason {
     /// ```
     /// use multiverse::AbortReason;
     ///
-    /// // Every reason but the user's own abort may go away on a retry.
-    /// assert!(AbortReason::ALL.iter().all(|r| r.is_transient() != (*r == AbortReason::User)));
+    /// // Every reason but the user's own abort and a failed log may go
+    /// // away on a retry.
+    /// let lasting = [AbortReason::User, AbortReason::LogFailed];
+    /// assert!(AbortReason::ALL.iter().all(|r| r.is_transient() != lasting.contains(r)));
     /// ```
-    pub const ALL: [AbortReason; 11] = [
+    pub const ALL: [AbortReason; 12] = [
         AbortReason::WriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -94,6 +101,7 @@ impl AbortReason {
         AbortReason::LockTimeout,
         AbortReason::ExclusionWindow,
         AbortReason::DangerousStructure,
+        AbortReason::LogFailed,
     ];
     /// Number of reasons.
     ///
@@ -127,19 +135,22 @@ impl AbortReason {
             AbortReason::LockTimeout => "lock-timeout",
             AbortReason::ExclusionWindow => "exclusion-window",
             AbortReason::DangerousStructure => "dangerous-structure",
+            AbortReason::LogFailed => "log-failed",
         }
     }
 
-    /// True for aborts a retry may cure (everything but a user abort).
+    /// True for aborts a retry may cure (everything but a user abort and
+    /// a failed log).
     ///
     /// ```
     /// use multiverse::AbortReason;
     ///
     /// assert!(AbortReason::Deadlock.is_transient());
     /// assert!(!AbortReason::User.is_transient());
+    /// assert!(!AbortReason::LogFailed.is_transient());
     /// ```
     pub fn is_transient(self) -> bool {
-        !matches!(self, AbortReason::User)
+        !matches!(self, AbortReason::User | AbortReason::LogFailed)
     }
 }
 
@@ -207,6 +218,14 @@ pub enum Error {
     ShuttingDown,
     /// A file could not be read or written (durable databases).
     Io(String),
+    /// Fail-stop: the log could not be written or synced (the message
+    /// names the OS error: a full disk, a file size limit, an I/O error).
+    /// From then on the database begins and commits nothing: the commit
+    /// that met the failure, and every transaction that read its writes,
+    /// fails with this error, so no client is shown a commit that a
+    /// restart would lose. Drop the database and open the directory again
+    /// ([`crate::Database::open`]): it recovers the durable prefix.
+    LogFailed(String),
     /// The target of a backup exists and is not an empty directory: nothing is overwritten.
     NotEmpty(String),
     /// A data file is damaged beyond what recovery drops silently (a
@@ -254,6 +273,7 @@ impl Error {
         match self {
             Error::Aborted(r) => Some(*r),
             Error::TransactionClosed(r) => *r,
+            Error::LogFailed(_) => Some(AbortReason::LogFailed),
             _ => None,
         }
     }
@@ -306,6 +326,10 @@ impl fmt::Display for Error {
             Error::NotDeclared(s) => write!(f, "not declared: {s}"),
             Error::ShuttingDown => write!(f, "the BOHM server is shutting down; the transaction was not run"),
             Error::Io(m) => write!(f, "{m}"),
+            Error::LogFailed(m) => write!(
+                f,
+                "the log cannot be written ({m}): the database has stopped accepting transactions; reopen it to recover what is durable"
+            ),
             Error::NotEmpty(m) => write!(f, "{m}"),
             Error::Corrupt(m) => write!(f, "{m}"),
             Error::Locked(m) => write!(f, "{m}"),

@@ -468,6 +468,13 @@ pub struct Faults {
     /// that tests can observe commits while their round is pending. Not a
     /// broken protocol: every guarantee must still hold.
     pub log_round_delay: Duration,
+    /// A failing disk: once this many log rounds have been written, the
+    /// next round's write fails as `EIO` would, after writing part of it
+    /// (see `wal::log`, "Fail-stop"). Not a broken protocol either.
+    pub fail_log_write_after: Option<u64>,
+    /// As `fail_log_write_after`, for the round's sync: its bytes are
+    /// written (they sit in the page cache), and `fsync` fails.
+    pub fail_log_sync_after: Option<u64>,
 }
 
 impl Default for Options {

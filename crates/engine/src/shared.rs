@@ -96,26 +96,34 @@ impl Shared {
         self.recording.load(Ordering::Relaxed)
     }
 
+    /// Fail-stop (`wal::log`): `Err(Error::LogFailed)` once the log has
+    /// failed; every begin and commit asks. One load when durable, none
+    /// otherwise.
+    #[inline]
+    pub(crate) fn check_log(&self) -> Result<()> {
+        match &self.log {
+            Some(log) => log.check(),
+            None => Ok(()),
+        }
+    }
+
     /// Under sync durability, a transaction that wrote nothing commits:
     /// waits until whatever it read is durable (see `wal::log`, "Durable
-    /// visibility").
+    /// visibility"). Fails with [`Error::LogFailed`] if that cannot be.
     #[inline]
     pub(crate) fn wait_visible(&self) -> Result<()> {
         match &self.log {
-            Some(log) if log.mode() == Durability::Sync => log
-                .wait_visible()
-                .map_err(|e| Error::Io(format!("the transaction committed, but what it read is not durable: {e}"))),
+            Some(log) if log.mode() == Durability::Sync => log.wait_visible(),
             _ => Ok(()),
         }
     }
 
     /// Under sync durability, waits until the record of a commit (appended
-    /// in log epoch `epoch`, if it wrote anything) is durable.
+    /// in log epoch `epoch`, if it wrote anything) is durable; fails with
+    /// [`Error::LogFailed`] if the log failed first.
     pub(crate) fn wait_durable(&self, epoch: Option<u64>) -> Result<()> {
         match (&self.log, epoch) {
-            (Some(log), Some(epoch)) if log.mode() == Durability::Sync => log
-                .wait_durable(epoch)
-                .map_err(|e| Error::Io(format!("the transaction committed, but its durability is not assured: {e}"))),
+            (Some(log), Some(epoch)) if log.mode() == Durability::Sync => log.wait_durable(epoch),
             _ => Ok(()),
         }
     }

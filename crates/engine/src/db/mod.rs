@@ -318,6 +318,8 @@ impl Database {
     /// assert!(x.insert(t, Key::from(1), b"v").is_err()); // writes are refused
     /// ```
     pub fn begin_with(&self, o: TxnOptions<'_>) -> Result<Transaction<'_>> {
+        // Fail-stop: a database whose log failed begins nothing (`wal::log`).
+        self.check_log()?;
         if !self.opts.protocol.isolation_levels().contains(&o.isolation) {
             return Err(Error::InvalidIsolation {
                 protocol: self.opts.protocol.name().to_string(),

@@ -109,6 +109,9 @@ impl Database {
         let (Some(d), Some(log)) = (&self.durable, &self.log) else {
             return Err(Error::InvalidArgument("checkpoint: not a durable database".into()));
         };
+        // Fail-stop: what memory holds after a failed log round may not be
+        // durable; a checkpoint of it would make it so.
+        log.check()?;
         let _one = d.checkpointing.lock();
         let started = obs::Started::now();
         // Later commits go to new files: the old ones can go once covered.

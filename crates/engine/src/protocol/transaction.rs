@@ -777,6 +777,11 @@ impl<'db> Transaction<'db> {
     /// read is durable or a commit dependency it waited for. The others
     /// follow Silo's rule and wait for the round of what they read.
     ///
+    /// If the log cannot be written (a full disk, a failed sync), the
+    /// commit fails with [`Error::LogFailed`], and so does every later
+    /// `begin` and commit of the database (fail-stop): reopen the
+    /// directory to recover what is durable.
+    ///
     /// ```
     /// use multiverse::{AbortReason, Database, Error, Isolation, Key, Options, TableSpec};
     ///
@@ -796,6 +801,12 @@ impl<'db> Transaction<'db> {
         let db = self.core().db;
         let _span = obs::span!(debug, "commit", txn = self.core().id, protocol = db.opts.protocol.name());
         let (began, started) = (self.core().began, obs::Started::now());
+        // Fail-stop (`wal::log`): once the log has failed nothing commits,
+        // in any family: what was read or written may not be durable.
+        if let Err(e) = db.check_log() {
+            self.abort_with(AbortReason::LogFailed);
+            return Err(e);
+        }
         let (info, visible_once_durable) = match &mut self.family {
             Family::Mv(t) => (t.commit()?, true),
             Family::Silo(t) => (t.commit()?, false),

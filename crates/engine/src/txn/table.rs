@@ -95,6 +95,11 @@ pub(crate) struct TxnSlot {
     pub(crate) wait_for: AtomicU64,
     /// Chosen as a deadlock victim: abort instead of waiting on.
     pub(crate) victim: AtomicBool,
+    /// Preparing and decided: the occupant has passed validation, its
+    /// certifier and its commit dependencies, and waits only for its log
+    /// round (which can fail it only by stopping the database). A safe
+    /// snapshot does not wait for such a writer (`protocol::ssn::safe`).
+    logging: AtomicBool,
     /// Blocked state, read locks and WaitingTxnList (section 4.4).
     pub(crate) waits: Mutex<WaitInfo>,
     /// Single-version locking: what the occupant waits for, while it waits
@@ -189,6 +194,7 @@ impl TxnTable {
                     generation: AtomicU64::new(0),
                     wait_for: AtomicU64::new(0),
                     victim: AtomicBool::new(false),
+                    logging: AtomicBool::new(false),
                     waits: Mutex::new(WaitInfo::default()),
                     lock_wait: Mutex::new(None),
                     buckets_held: AtomicUsize::new(0),
@@ -285,6 +291,23 @@ impl TxnTable {
     #[inline]
     pub(crate) fn set_state(&self, i: u32, st: TxnState, end_ts: u64) {
         state::set(&self.slot(i).state, st, end_ts)
+    }
+
+    /// Marks the occupant of slot `i` as waiting only for its log round
+    /// (`on`), or no longer (before it becomes Committed or Aborted).
+    #[inline]
+    pub(crate) fn set_logging(&self, i: u32, on: bool) {
+        // Release: a safe-snapshot taker that sees the mark sees the
+        // occupant's decision (validation and certification) made before it.
+        self.slot(i).logging.store(on, Ordering::Release);
+    }
+
+    /// True if the occupant of slot `i` waits only for its log round (see
+    /// [`TxnTable::set_logging`]).
+    #[inline]
+    pub(crate) fn is_logging(&self, i: usize) -> bool {
+        // Acquire: pairs with `set_logging`.
+        self.slots.get(i).is_some_and(|s| s.logging.load(Ordering::Acquire))
     }
 
     /// Marks the occupant of slot `i` "Preparing, end timestamp pending"

@@ -55,6 +55,19 @@
 //!
 //!   A transaction's reads are released to its client by its commit: an
 //!   uncommitted transaction may have read what a crash loses, as in Silo.
+//! * **Fail-stop.** A round whose write or sync fails is never retried:
+//!   after a failed `fsync` the kernel may have dropped the dirty pages,
+//!   and a retry that "succeeds" proves nothing (PostgreSQL's lesson). The
+//!   flusher cuts the round's bytes off the file again where it can (so a
+//!   write that reaches the disk later cannot bring back commits reported
+//!   as failed), marks the log failed and stops. From then on
+//!   [`Log::check`] fails, and with it every `begin` and every commit of
+//!   every family: a writer waiting for its round gets
+//!   [`Error::LogFailed`] (the multi-version families abort it, and its
+//!   readers with it through their commit dependencies; the
+//!   single-version stores and BOHM, which cannot take an installed write
+//!   back, refuse everyone after it instead). Reopening the directory
+//!   recovers the durable prefix: the failed round is a torn tail.
 //! * **Placed files.** Each file's header names its generation, stream,
 //!   the number of streams, its sequence number and the stream's last mark
 //!   before it (`format`); the `manifest` lists each stream's files and is
@@ -143,6 +156,10 @@ pub(crate) struct Shared {
     /// Test-only: how long each round waits before it writes (see
     /// `Faults::log_round_delay`); zero otherwise.
     round_delay: Duration,
+    /// Test-only: a failing disk (`Faults::fail_log_write_after` and
+    /// `fail_log_sync_after`): the round after this many fails.
+    fail_write_after: Option<u64>,
+    fail_sync_after: Option<u64>,
     /// The table directory every new file's header names.
     tables: Mutex<Vec<(u32, String)>>,
     /// The manifest as last written (rewritten under this lock).
@@ -155,6 +172,11 @@ pub(crate) struct Shared {
     appended: CachePadded<AtomicU64>,
     /// The last epoch marked durable.
     durable: CachePadded<AtomicU64>,
+    /// Fail-stop: a round failed; no epoch will be marked durable again
+    /// (the reason is `Wake::failed`). Read by every begin and commit of a
+    /// durable database, written once: a line of its own, never dirtied
+    /// by the counters beside it.
+    failed: CachePadded<AtomicBool>,
     /// Guards `durable` waits and the flusher's wake-up flag.
     wake: Mutex<Wake>,
     woken: Condvar,
@@ -268,12 +290,15 @@ impl Log {
             interval,
             rotate_bytes: rotate_bytes.max(4096),
             round_delay: o.faults.log_round_delay,
+            fail_write_after: o.faults.fail_log_write_after,
+            fail_sync_after: o.faults.fail_log_sync_after,
             tables: Mutex::new(tables.to_vec()),
             manifest: Mutex::new(manifest),
             streams: ss.into_boxed_slice(),
             epoch: CachePadded::new(AtomicU64::new(1)),
             appended: CachePadded::new(AtomicU64::new(0)),
             durable: CachePadded::new(AtomicU64::new(0)),
+            failed: CachePadded::new(AtomicBool::new(false)),
             wake: Mutex::new(Wake::default()),
             woken: Condvar::new(),
             done: Condvar::new(),
@@ -367,8 +392,21 @@ impl Log {
         epoch
     }
 
+    /// Fail-stop (module docs): `Err(Error::LogFailed)` once a round has
+    /// failed. One load of a line nobody writes, in the common case.
+    #[inline]
+    pub(crate) fn check(&self) -> Result<()> {
+        // Acquire: pairs with the flusher's Release store; the reason itself
+        // is read under the lock.
+        if self.shared.failed.load(Ordering::Acquire) {
+            return Err(self.shared.failure());
+        }
+        Ok(())
+    }
+
     /// Waits until every record of `epoch` is durable (sync mode), asking
-    /// the flusher for a round at once. Fails if the log cannot be written.
+    /// the flusher for a round at once. Fails with [`Error::LogFailed`] if
+    /// the log failed before that epoch was durable.
     pub(crate) fn wait_durable(&self, epoch: u64) -> Result<()> {
         let sh = &self.shared;
         // Acquire: pairs with the flusher's Release store after its syncs.
@@ -378,12 +416,14 @@ impl Log {
         let _timed = breakdown::span(Part::LogWait);
         let mut w = sh.wake.lock();
         loop {
-            if let Some(e) = &w.failed {
-                return Err(Error::Io(format!("the log cannot be written: {e}")));
-            }
+            // Durable first: a round that failed after ours does not undo
+            // ours, and a writer told "failed" must really not be durable.
             // Acquire: as above (and the lock orders it after the store).
             if sh.durable.load(Ordering::Acquire) >= epoch {
                 return Ok(());
+            }
+            if let Some(e) = &w.failed {
+                return Err(Error::LogFailed(e.clone()));
             }
             if !w.asked {
                 w.asked = true;
@@ -513,6 +553,8 @@ impl Shared {
             if let Err(e) = self.round(&mut spare, &mut stamped) {
                 let mut w = self.wake.lock();
                 w.failed = Some(e.to_string());
+                // Release: whoever sees the flag finds the reason under the lock.
+                self.failed.store(true, Ordering::Release);
                 self.done.notify_all();
                 return;
             }
@@ -520,6 +562,12 @@ impl Shared {
                 return;
             }
         }
+    }
+
+    /// The error every begin and commit returns once the log has failed.
+    #[cold]
+    fn failure(&self) -> Error {
+        Error::LogFailed(self.wake.lock().failed.clone().unwrap_or_default())
     }
 
     /// Declares a checkpoint due when the interval has passed or the log
@@ -623,22 +671,58 @@ impl Shared {
     }
 
     /// Writes and syncs round `e` (its records and mark, in parts) to
-    /// stream `i`'s file, rotating the file once it is large enough.
+    /// stream `i`'s file, rotating the file once it is large enough. A
+    /// failed write or sync cuts the round off the file again, if the file
+    /// still takes a truncation and a sync (module docs, "Fail-stop").
     fn write_stream(&self, i: usize, parts: &[&[u8]], max_ts: u64, e: u64) -> Result<()> {
         let mut f = self.streams[i].files.lock();
-        for part in parts {
-            f.current.write_all(part).map_err(|err| Error::Io(format!("log write: {err}")))?;
-            f.size += part.len() as u64;
+        let start = f.size;
+        if let Err(err) = self.write_round(&mut f, parts) {
+            let path = f.files.last().expect("a stream has a current file").path.clone();
+            let cut = f.current.set_len(start).and_then(|()| f.current.sync_data());
+            let what = match cut {
+                Ok(()) => "the round was cut off the file again".to_string(),
+                Err(c) => format!(
+                    "the round could not be cut off the file ({c}): a commit reported as failed may survive a restart"
+                ),
+            };
+            f.size = start;
+            return Err(Error::Io(format!("{err} in {}; {what}", path.display())));
         }
-        f.current.sync_data().map_err(|err| Error::Io(format!("log sync: {err}")))?;
-        // Relaxed: statistics only.
-        self.stats.syncs.fetch_add(1, Ordering::Relaxed);
         f.last_mark = e;
         let last = f.files.last_mut().expect("a stream has a current file");
         last.max_ts = last.max_ts.max(max_ts);
         if f.size >= self.rotate_bytes {
             self.rotate(i, &mut f)?;
         }
+        Ok(())
+    }
+
+    /// Writes and syncs one round's parts to the current file: "log write:
+    /// OS error" or "log sync: OS error" when that fails (or when a test's
+    /// failing disk says so).
+    fn write_round(&self, f: &mut Files, parts: &[&[u8]]) -> std::io::Result<()> {
+        use std::io::Error as IoError;
+        // Relaxed: statistics, read by the flusher that writes them.
+        let rounds = self.stats.rounds.load(Ordering::Relaxed);
+        let injected = |after: Option<u64>| after.is_some_and(|n| rounds >= n);
+        let eio = || IoError::from_raw_os_error(5); // EIO
+        let ctx = |what: &str, err: IoError| IoError::new(err.kind(), format!("{what}: {err}"));
+        for part in parts {
+            if injected(self.fail_write_after) {
+                // A failing disk takes part of the round, then errs.
+                let _ = f.current.write_all(&part[..part.len() / 2]);
+                return Err(ctx("log write", eio()));
+            }
+            f.current.write_all(part).map_err(|err| ctx("log write", err))?;
+            f.size += part.len() as u64;
+        }
+        if injected(self.fail_sync_after) {
+            return Err(ctx("log sync", eio()));
+        }
+        f.current.sync_data().map_err(|err| ctx("log sync", err))?;
+        // Relaxed: statistics only.
+        self.stats.syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -415,7 +415,9 @@ pub enum Outcome<E> {
     /// Its logic returned an error: nothing it wrote remains.
     Aborted(E),
     /// It accessed a record it had not declared (or scanned): the engine
-    /// rolled it back ([`Error::NotDeclared`]).
+    /// rolled it back ([`Error::NotDeclared`]). Or the log failed before
+    /// its batch was durable ([`Error::LogFailed`]): it ran, but it is not
+    /// committed, and the database commits nothing more (fail-stop).
     Refused(Error),
 }
 

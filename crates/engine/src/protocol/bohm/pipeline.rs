@@ -222,7 +222,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
             // Hand back every finished batch, in log order.
             let low = self.low();
             while recycled < low {
-                self.wait_durable(recycled);
+                let failed = self.wait_durable(recycled);
                 let n = self.len(recycled);
                 let mut committed = 0;
                 for i in 0..n {
@@ -231,7 +231,12 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
                     // (Acquire in `low`); no one else touches the cell.
                     let inner = unsafe { &mut *cell.inner.get() };
                     let proc = inner.proc.take().expect("a logged transaction has its procedure");
-                    let outcome = inner.decided.take().expect("a finished transaction has its outcome");
+                    let outcome = match (inner.decided.take().expect("a finished transaction has its outcome"), &failed)
+                    {
+                        // Fail-stop (`wal::log`): executed, not durable.
+                        (Outcome::Committed, Some(e)) => Outcome::Refused(e.clone()),
+                        (o, _) => o,
+                    };
                     let latency = inner.finished.saturating_duration_since(inner.submitted);
                     let ok = matches!(outcome, Outcome::Committed);
                     committed += u64::from(ok);
@@ -298,17 +303,24 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     /// Sync durability: waits until every redo record of finished batch `b`
     /// is durable, before its transactions are handed back (one wait a
-    /// batch: group commit). A failure is kept for the end of the run.
-    fn wait_durable(&self, b: u64) {
+    /// batch: group commit). Once the log has failed no batch commits
+    /// (fail-stop, `wal::log`): the error is returned for the batch's
+    /// transactions and kept for the end of the run.
+    fn wait_durable(&self, b: u64) -> Option<Error> {
         let mut epoch = None;
         for i in 0..self.len(b) {
             // SAFETY: every execution thread has finished the batch (the
             // caller's Acquire in `low`); no one else touches the cell.
             epoch = epoch.max(unsafe { &*self.cell(b, i).inner.get() }.epoch);
         }
-        if let Err(e) = self.db.wait_durable(epoch) {
-            self.log_failed.lock().get_or_insert(e);
-        }
+        // A batch that waits for its round is committed once that round is
+        // durable, even if a later one failed; any other batch (nothing
+        // written, or asynchronous durability) fails once the log has.
+        let synced = epoch.is_some() && self.db.log.as_ref().is_some_and(|l| l.mode() == crate::Durability::Sync);
+        let r = if synced { self.db.wait_durable(epoch) } else { self.db.check_log() };
+        let e = r.err()?;
+        self.log_failed.lock().get_or_insert(e.clone());
+        Some(e)
     }
 
     /// Appends the redo record of a committed transaction: the value (or

@@ -116,11 +116,25 @@ impl<'db> MvTxn<'db> {
         // versions meanwhile takes a commit dependency on us, so nothing
         // anyone can observe is lost by a crash, and a read-only
         // transaction never waits for a round it did not read from. If the
-        // log fails we still commit in memory (others may depend on us) and
-        // report it at the end, as before.
+        // log fails we abort instead (fail-stop, `wal::log`): our readers
+        // abort with us through their commit dependencies, and nothing
+        // anyone was shown is lost by the restart the failure calls for.
         let phase = obs::span!(trace, "log", txn = self.core.id);
         let epoch = db.log.as_ref().filter(|_| wrote).map(|log| self.log_redo(log, end_ts));
+        if epoch.is_some() {
+            // Decided: from here only the log can fail us, and that stops
+            // the database. A safe snapshot need not wait for our round
+            // (its readers of our versions take commit dependencies).
+            db.txns.set_logging(self.core.slot, true);
+        }
         let durable = db.wait_durable(epoch);
+        if epoch.is_some() {
+            db.txns.set_logging(self.core.slot, false);
+        }
+        if let Err(e) = durable {
+            self.abort_with(AbortReason::LogFailed);
+            return Err(e);
+        }
         db.txns.set_state(self.core.slot, TxnState::Committed, end_ts);
         phase.end();
 
@@ -174,7 +188,6 @@ impl<'db> MvTxn<'db> {
         }
         self.core.terminate();
         phase.end();
-        durable?;
         Ok(CommitInfo { commit_ts: end_ts, writes })
     }
 

@@ -66,7 +66,12 @@ impl SafeSnapshots {
         // would then abort with it (a commit dependency). So the snapshot is
         // handed out only once every such writer has decided: a wait for
         // pre-commits already under way, at most once per interval, by the
-        // taker alone (other takers wait on `taker`; writers never do).
+        // taker alone (other takers wait on `taker`; writers never do). A
+        // writer that has decided and waits only for its log round is not
+        // waited for: the snapshot reads its versions behind a commit
+        // dependency, so only a reader of them waits for that round. (Its
+        // round can still fail; that stops the database, and every commit
+        // fails alike.)
         wait_decided_below(txns, s);
         t.0 += 1;
         t.1 = Some(std::time::Instant::now());
@@ -107,7 +112,8 @@ impl SafeSnapshots {
 }
 
 /// Waits until no transaction Preparing with an end stamp below `s` is left
-/// (one that still draws its stamp is waited out by `peek`). None can start:
+/// undecided (one that still draws its stamp is waited out by `peek`; one
+/// that waits only for its log round has decided). None can start:
 /// every stamp drawn from now on is above `s` (see [`SafeSnapshots::get`]).
 /// The slot of a stamp below `s` lies below the high water mark read here:
 /// the slot was counted before its stamp was drawn, and our reading of the
@@ -119,6 +125,9 @@ fn wait_decided_below(txns: &TxnTable, s: u64) {
         while let Some((_, Peek::Preparing(ts))) = txns.peek_slot(i) {
             if ts > s {
                 break; // not in the snapshot, whatever its outcome
+            }
+            if txns.is_logging(i) {
+                break; // decided: only its log round is pending
             }
             if backoff.is_completed() {
                 std::thread::yield_now();
