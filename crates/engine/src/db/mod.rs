@@ -659,6 +659,8 @@ impl Database {
         for s in 0..self.gc.shards() {
             n += self.gc.collect(s, w, usize::MAX, |t| self.table_by_id(t));
         }
+        // Frees what was unlinked now, unless a thread is pinned.
+        self.gc.settle();
         // A hash index's growth moves with its inserts; one left half done
         // when they stopped (a bulk load) is carried on here, a bounded
         // while per index.
