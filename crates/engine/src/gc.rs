@@ -190,11 +190,7 @@ impl Gc {
         let _timed = breakdown::span(Part::Gc);
         let shard = &self.shards[s % SHARDS];
         let Some(mut q) = shard.queue.try_lock() else { return 0 };
-        if shard.ready.free_all() > 0 {
-            if let Some(b) = &self.budget {
-                self.obs.memory_used(|| b.used());
-            }
-        }
+        let freed = shard.ready.free_all();
         let guard = crossbeam_epoch::pin();
         let mut n = 0;
         let mut batch = Vec::new();
@@ -300,6 +296,9 @@ impl Gc {
             };
             guard.flush();
         }
+        if let (Some(b), true) = (&self.budget, n + freed > 0) {
+            self.obs.memory_used(|| b.used());
+        }
         n
     }
 
@@ -318,11 +317,10 @@ impl Gc {
             }
             crossbeam_epoch::pin().flush();
         }
-        let mut freed = 0;
         for s in self.shards.iter() {
-            freed += s.ready.free_all();
+            s.ready.free_all();
         }
-        if let (Some(b), true) = (&self.budget, freed > 0) {
+        if let Some(b) = &self.budget {
             self.obs.memory_used(|| b.used());
         }
     }
