@@ -252,7 +252,9 @@ pub enum Error {
     /// [`crate::Database::run`] runs before it retries.
     ///
     /// Counted: each record version from when it is linked into its table
-    /// until garbage collection unlinks it, at its allocation size
+    /// until it is freed (garbage collection unlinks it, and frees it once
+    /// no thread of the process is still pinned from before; see
+    /// [`crate::Database::pin`]), at its allocation size
     /// (header, index links, key, value); under BOHM each version of its
     /// store and its value's buffer. Not counted: index nodes,
     /// transactions' private buffers, freed blocks kept for reuse.

@@ -16,6 +16,15 @@
 //! unlinked from every index and its memory freed after an epoch
 //! (crossbeam-epoch), because readers walk chains without locks.
 //!
+//! **The memory budget** (with [`crate::Options::memory_limit`]) counts a
+//! version until it is freed, not until it is unlinked: the bytes a batch
+//! gives back travel with it to the ready list and are released by the
+//! collector that frees it. crossbeam's collector is process-wide, so a
+//! thread pinned for long (in any database of the process) holds back the
+//! frees here too; the budget then sees that memory, and writers are
+//! refused with [`crate::Error::MemoryLimit`] instead of the process
+//! growing unseen.
+//!
 //! A long-running reader holds the watermark back, so exactly the versions it
 //! may still see (and those of later transactions) are kept; everything older
 //! is reclaimed.
@@ -67,27 +76,49 @@ pub(crate) struct Garbage {
 ///
 /// Shared (`Arc`) with the deferred functions, which may run after the
 /// database is gone; whatever is left when the last owner drops is freed then.
-#[derive(Default)]
 struct Ready {
-    list: Mutex<Vec<VPtr>>,
+    list: Mutex<ReadyList>,
     /// The shard's versions unlinked and not yet freed (on the list or
     /// still waiting for their epoch).
     unfreed: AtomicUsize,
+    /// The memory budget the list's bytes are given back to once freed.
+    budget: Option<Arc<Budget>>,
+}
+
+/// The versions of a ready list, and the bytes they count against the
+/// memory budget (0 without a limit).
+#[derive(Default)]
+struct ReadyList {
+    versions: Vec<VPtr>,
+    bytes: usize,
 }
 
 impl Ready {
-    /// Frees every version on the list.
-    fn free_all(&self) {
-        let batch = std::mem::take(&mut *self.list.lock());
+    /// Frees every version on the list and gives its bytes back to the
+    /// memory budget; returns how many it freed.
+    fn free_all(&self) -> usize {
+        let ReadyList { versions, bytes } = std::mem::take(&mut *self.list.lock());
+        let n = versions.len();
         // Relaxed: statistics only.
-        self.unfreed.fetch_sub(batch.len(), Ordering::Relaxed);
-        for p in batch {
+        self.unfreed.fetch_sub(n, Ordering::Relaxed);
+        for p in versions {
             // SAFETY: only `collect`'s deferred function puts versions here,
             // after they were unlinked from every index and every thread
             // pinned at the time has unpinned: no thread can reach them, and
             // each is on the list once (a version is unlinked once).
             unsafe { Version::free(p.0) };
         }
+        if let Some(b) = &self.budget {
+            b.release(bytes);
+        }
+        n
+    }
+
+    /// Versions unlinked whose epoch has not passed yet (not on the list).
+    fn waiting(&self) -> usize {
+        let on_list = self.list.lock().versions.len();
+        // Relaxed: statistics only (a hint for `Gc::settle`).
+        self.unfreed.load(Ordering::Relaxed).saturating_sub(on_list)
     }
 }
 
@@ -106,8 +137,8 @@ struct Shard {
 /// The sharded garbage queues.
 pub(crate) struct Gc {
     shards: Box<[CachePadded<Shard>]>,
-    /// The memory budget: what a collection unlinks is no longer counted
-    /// (it is freed at the shard's next collection, see `memory`).
+    /// The memory budget: what a collection unlinks still counts until the
+    /// ready list that frees it gives its bytes back (module docs).
     budget: Option<Arc<Budget>>,
     /// Metric handles (the `metrics` feature).
     obs: Metrics,
@@ -116,11 +147,14 @@ pub(crate) struct Gc {
 impl Gc {
     pub(crate) fn new(budget: Option<Arc<Budget>>, obs: Metrics) -> Gc {
         Gc {
-            budget,
             obs,
             shards: (0..SHARDS)
-                .map(|_| CachePadded::new(Shard { queue: Mutex::new(VecDeque::new()), ready: Arc::default() }))
+                .map(|_| {
+                    let ready = Ready { list: Mutex::default(), unfreed: AtomicUsize::new(0), budget: budget.clone() };
+                    CachePadded::new(Shard { queue: Mutex::new(VecDeque::new()), ready: Arc::new(ready) })
+                })
                 .collect(),
+            budget,
         }
     }
 
@@ -156,11 +190,12 @@ impl Gc {
         let _timed = breakdown::span(Part::Gc);
         let shard = &self.shards[s % SHARDS];
         let Some(mut q) = shard.queue.try_lock() else { return 0 };
-        shard.ready.free_all();
+        let freed = shard.ready.free_all();
         let guard = crossbeam_epoch::pin();
         let mut n = 0;
         let mut batch = Vec::new();
-        // Bytes given back to the memory budget (with a limit).
+        // Bytes the batch counts against the memory budget (with a limit),
+        // given back when it is freed.
         let mut released = 0;
         // Unlinking is a chain of cache misses per version (its key, its
         // bucket, the chain up to it), and garbage is cold by now: take the
@@ -242,24 +277,52 @@ impl Gc {
         }
         if n > 0 {
             self.obs.collected(n);
-            if let Some(b) = &self.budget {
-                // SAFETY: unlinked, but alive until the epoch passes; we are pinned.
-                b.release(released);
-                self.obs.memory_used(|| b.used());
-            }
             // Relaxed: statistics only.
             shard.ready.unfreed.fetch_add(n, Ordering::Relaxed);
             let ready = Arc::clone(&shard.ready);
             // SAFETY: the batch is unlinked from every index, so only threads
             // pinned before this point can still reach its versions; the
             // epoch scheme runs the function after all of them have
-            // unpinned, and it only moves the pointers (the `Arc` keeps the
-            // list alive). No open transaction holds them in a set: their
-            // stamps are below every open transaction's begin timestamp.
-            unsafe { guard.defer_unchecked(move || ready.list.lock().extend(batch)) };
+            // unpinned, and it only moves the pointers and their byte count
+            // (the `Arc` keeps the list alive). No open transaction holds
+            // them in a set: their stamps are below every open
+            // transaction's begin timestamp.
+            unsafe {
+                guard.defer_unchecked(move || {
+                    let mut l = ready.list.lock();
+                    l.versions.extend(batch);
+                    l.bytes += released;
+                })
+            };
             guard.flush();
         }
+        if let (Some(b), true) = (&self.budget, n + freed > 0) {
+            self.obs.memory_used(|| b.used());
+        }
         n
+    }
+
+    /// Frees now what the collections unlinked, as far as the epoch allows:
+    /// steps crossbeam's global epoch (each pin and flush tries once, and
+    /// runs the deferred functions whose epoch has passed; a thread pinned
+    /// in an older epoch stops it), then frees every shard's ready list.
+    /// For full collections ([`crate::Database::collect_garbage`]); the
+    /// cooperative ones free at their shard's next collection.
+    pub(crate) fn settle(&self) {
+        // Two steps pass a batch's epoch; a collect runs a few of the
+        // global queue's batches at a time, so a few more may be needed.
+        for _ in 0..8 {
+            if self.shards.iter().all(|s| s.ready.waiting() == 0) {
+                break;
+            }
+            crossbeam_epoch::pin().flush();
+        }
+        for s in self.shards.iter() {
+            s.ready.free_all();
+        }
+        if let Some(b) = &self.budget {
+            self.obs.memory_used(|| b.used());
+        }
     }
 
     /// Number of queued entries.

@@ -5,10 +5,15 @@
 //! **What is counted.** Every record version linked into a table's indexes,
 //! at its allocation size ([`Version::footprint`](crate::storage::version::Version::footprint):
 //! header, index links, key and value), from the moment it is linked
-//! (`Table::link_*`) until garbage collection unlinks it (`Gc::collect`);
-//! it is freed at the shard's next collection, once an epoch has passed;
+//! (`Table::link_*`) until it is freed: garbage collection unlinks it
+//! (`Gc::collect`), and once an epoch has passed (every thread pinned at
+//! the unlink has unpinned) its shard's next collection, or a full one
+//! (`Database::collect_garbage`), frees it and gives its bytes back;
 //! for a key longer than [`crate::KEY_INLINE`], also the copy of the key
-//! each ordered index keeps in its entry (`Table::charged`).
+//! each ordered index keeps in its entry (`Table::charged`). The epoch is
+//! crossbeam's, shared by the whole process: a thread pinned for long, in
+//! any database, keeps unlinked versions allocated and counted, and
+//! writers are refused rather than memory growing past the limit unseen.
 //! Under BOHM, every version of its store (the struct, and its value's
 //! buffer once written) from its allocation until it is freed. Not counted:
 //! index nodes (hash buckets are allocated with the table; ordered-index
@@ -38,7 +43,8 @@
 //! [`crate::Error::MemoryLimit`] before allocating anything, and the
 //! transaction stays open. The limit is therefore exact for the drawn
 //! bytes, but a write already admitted takes what it allocates even past
-//! it: bytes in use may pass the limit by at most the writes in flight.
+//! it: bytes in use may pass the limit by at most the writes in flight
+//! (a single-version commit's, admitted one by one and linked together).
 
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
@@ -162,21 +168,25 @@ impl Budget {
 
     /// Counts `bytes` now in use (a version linked): from this thread's
     /// credit, drawing past the limit if the write was admitted on too
-    /// little (its size was not known then).
+    /// little (its size was not known then, or a single-version commit
+    /// links several writes admitted one by one against the same credit).
+    /// Only the deficit is drawn so: the credit is left at zero, and the
+    /// thread's next write draws again through the limit's check instead
+    /// of spending credit that never passed it.
     #[inline]
     pub(crate) fn charge(&self, bytes: usize) {
         let c = &self.credit[shard()];
         // Relaxed: as in `admit`.
         let left = c.fetch_sub(bytes as i64, Ordering::Relaxed) - bytes as i64;
         if left < 0 {
-            let n = self.chunk.max(left.unsigned_abs());
+            let n = left.unsigned_abs();
             // Relaxed: as above.
             self.drawn.fetch_add(n, Ordering::Relaxed);
             c.fetch_add(n as i64, Ordering::Relaxed);
         }
     }
 
-    /// Counts `bytes` no longer in use (versions freed or about to be):
+    /// Counts `bytes` no longer in use (versions freed):
     /// this thread's credit grows, and what exceeds two chunks goes back
     /// to the shared counter.
     #[inline]

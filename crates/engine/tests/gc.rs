@@ -264,11 +264,11 @@ fn unlinked_versions_are_freed_by_later_collections() {
     db.collect_garbage();
     let s = db.stats();
     assert_eq!(s.garbage_pending, 0);
-    assert!(s.garbage_unfreed > 0, "the last collection's batch waits for its epoch: {s:?}");
-    // Each pinned flush may advance the global epoch; each
-    // `collect_garbage` frees what has become ready. Bounded by time, not
-    // rounds: the other tests of this file run beside it and hold pins of
-    // their own (a release build ran 1,000 rounds inside one of them).
+    // A full collection steps the epoch and frees what it unlinked, unless
+    // a thread is pinned meanwhile: the other tests of this file run beside
+    // it and hold pins of their own (a release build ran 1,000 rounds
+    // inside one of them). Each pinned flush may advance the global epoch;
+    // each `collect_garbage` frees what has become ready. Bounded by time.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while db.stats().garbage_unfreed > 0 {
         crossbeam_epoch::pin().flush();

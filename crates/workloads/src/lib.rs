@@ -538,9 +538,15 @@ fn run_attempts<W: Worker>(
     }
     loop {
         let attempt = timing.then(|| (multiverse::breakdown::now(), multiverse::breakdown::thread_totals()));
-        // One epoch pin for the attempt, as `Database::run` takes: the
-        // operations' own pins nest in it (a counter, not a fence each).
-        // Dropped before the backoff below.
+        // One epoch pin for the attempt (`Database::pin`): the operations'
+        // own pins nest in it (a counter, not a fence each), 5-7% more
+        // throughput on Silo YCSB and MV/O Hekaton (docs/BENCHMARKS.md).
+        // The pin is process-wide: while it lives no database frees
+        // memory, so `Database::run` takes none around its caller's
+        // closure, which may sleep. Here the transaction is the workload's
+        // own code, engine calls that run straight through; only a lock
+        // wait (1V, 2PL, MV/L) or SmallBank's configured in-transaction
+        // spin holds it a while. Dropped before the backoff.
         let pin = db.pin();
         let mut t = db.begin_with(opts)?;
         let r = match w.execute(&mut t) {

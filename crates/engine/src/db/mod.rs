@@ -418,6 +418,11 @@ impl Database {
     /// Runs `f` in a transaction at `isolation`, committing at the end and
     /// retrying transient aborts with the default [`RetryPolicy`].
     ///
+    /// `f` may take its time (wait for I/O, sleep): no epoch pin is held
+    /// across it, only inside each operation, so it holds back no
+    /// database's reclamation (see [`Database::pin`]). An open transaction
+    /// still keeps the versions it may read, in its own database.
+    ///
     /// ```
     /// use multiverse::{Database, Error, Isolation, Key, Options, TableSpec};
     ///
@@ -469,17 +474,14 @@ impl Database {
         let mut o = o;
         loop {
             attempt += 1;
-            let r = {
-                // One epoch pin for the attempt (see `Database::pin`),
-                // dropped before a backoff or a collection.
-                let _pin = self.pin();
-                let mut t = self.begin_with(o)?;
-                match f(&mut t) {
-                    Ok(r) => t.commit().map(|_| r),
-                    Err(e) => {
-                        drop(t); // rolls back if still active
-                        Err(e)
-                    }
+            // No epoch pin over `f`, which may wait: the pin is process-wide
+            // and would stop every database's frees (see `Database::pin`).
+            let mut t = self.begin_with(o)?;
+            let r = match f(&mut t) {
+                Ok(r) => t.commit().map(|_| r),
+                Err(e) => {
+                    drop(t); // rolls back if still active
+                    Err(e)
                 }
             };
             match r {
@@ -661,6 +663,8 @@ impl Database {
         for s in 0..self.gc.shards() {
             n += self.gc.collect(s, w, usize::MAX, |t| self.table_by_id(t));
         }
+        // Frees what was unlinked now, unless a thread is pinned.
+        self.gc.settle();
         // A hash index's growth moves with its inserts; one left half done
         // when they stopped (a bulk load) is carried on here, a bounded
         // while per index.
