@@ -152,10 +152,11 @@ fn readme_text(dir: &Path, q: &Path, rep: &RecoveryReport, names: &[(String, u64
     }
     let _ = writeln!(
         t,
-        "\nThis folder is a data directory of its own, which the database never reads again:\n\
-         \x20 multiverse recover {folder}                 reports what it holds (and changes nothing);\n\
-         \x20 multiverse recover {folder} --salvage OUT   writes every intact log record that recovery\n\
-         \x20                                              dropped into OUT, one JSON Lines file per stream.\n\
+        "\nThis folder is a data directory of its own, which the database never reads again.\n\
+         To see what it holds (changing nothing):\n\
+         \x20 multiverse recover {folder}\n\
+         To write every intact log record that recovery dropped into OUT, one JSON Lines file per stream:\n\
+         \x20 multiverse recover {folder} --salvage OUT\n\
          Delete the folder once nothing in it is needed."
     );
     t

@@ -189,8 +189,8 @@ fn examine(dir: &Path, rep: &mut RecoveryReport) -> Result<Option<Examined>> {
     rep.generation = generation;
     // Log files of a generation newer than the newest checkpoint: a
     // generation begins with its checkpoint, so no crash leaves them (a
-    // copied or restored file). Not replayed; `Database::open` removes
-    // them before it starts that generation's log.
+    // copied or restored file). Not replayed; `Database::open` (under
+    // `KeepPrefix`) quarantines them before it starts that generation's log.
     for (g, _, _, p) in listing.logs.iter().filter(|x| x.0 > generation) {
         rep.damaged = true;
         rep.dropped.push(format!(

@@ -23,6 +23,12 @@ use std::borrow::Cow;
 use std::path::Path;
 
 /// Why recovery drops a salvaged record.
+///
+/// ```
+/// use multiverse::durability::SalvageReason;
+///
+/// assert_eq!(SalvageReason::AfterDamage.name(), "after-damage");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SalvageReason {
     /// At or past its stream's first damage (a damaged record, a missing,
@@ -40,6 +46,13 @@ pub enum SalvageReason {
 
 impl SalvageReason {
     /// `after-damage`, `after-cut` or `ignored-file`.
+    ///
+    /// ```
+    /// use multiverse::durability::SalvageReason;
+    ///
+    /// assert_eq!(SalvageReason::AfterCut.name(), "after-cut");
+    /// assert_eq!(SalvageReason::IgnoredFile.name(), "ignored-file");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             SalvageReason::AfterDamage => "after-damage",
@@ -50,6 +63,15 @@ impl SalvageReason {
 }
 
 /// One write of a salvaged record.
+///
+/// ```
+/// use multiverse::durability::{salvage, SalvagedWrite};
+///
+/// // A line per write: its table, key and new value (or deletion).
+/// let line = |w: &SalvagedWrite<'_>| format!("{} {:?} {:?}", w.table, w.key, w.value);
+/// # let tmp = tempfile::tempdir().unwrap();
+/// salvage(tmp.path(), |r| Ok(r.writes.iter().for_each(|w| println!("{}", line(w))))).unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SalvagedWrite<'a> {
     /// The table, as the file's header names it (`#N` if it does not).
@@ -61,6 +83,15 @@ pub struct SalvagedWrite<'a> {
 }
 
 /// One intact transaction record that recovery drops.
+///
+/// ```
+/// use multiverse::durability::{salvage, SalvagedRecord};
+///
+/// // Where it was, when it committed, and why recovery drops it.
+/// let line = |r: &SalvagedRecord<'_>| format!("{}@{} ts {} {}", r.file, r.offset, r.commit_ts, r.reason.name());
+/// # let tmp = tempfile::tempdir().unwrap();
+/// salvage(tmp.path(), |r| Ok(println!("{}", line(r)))).unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SalvagedRecord<'a> {
     /// The stream, as the file's name says.
@@ -82,6 +113,15 @@ pub struct SalvagedRecord<'a> {
 }
 
 /// What [`salvage`] found.
+///
+/// ```
+/// use multiverse::durability::salvage;
+///
+/// # let tmp = tempfile::tempdir().unwrap();
+/// // An empty directory: nothing to recover, nothing dropped.
+/// let report = salvage(tmp.path(), |_| Ok(())).unwrap();
+/// assert_eq!((report.generation, report.records, report.damaged), (0, 0, false));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct SalvageReport {
     /// The generation recovery would recover (0: no checkpoint).
