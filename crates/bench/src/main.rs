@@ -40,7 +40,8 @@ enum Cmd {
     /// Check a recorded history (see `bench --history`) against an isolation level.
     Check(check::CheckArgs),
     /// Load a data directory (checkpoint and logs) without changing it, and
-    /// report what it holds and what recovery would drop.
+    /// report what it holds and what recovery would drop (with --salvage
+    /// OUT: write the intact log records recovery drops into OUT).
     Recover(recover::RecoverArgs),
     /// The verification campaign: every protocol at every level it offers on
     /// every workload it runs, with `bench --verify`, within a time budget;

@@ -24,12 +24,23 @@
 //! Recover does not take the directory's lock: it reads what is on disk
 //! while a database may have it open (and says so when it can tell).
 //!
+//! A damaged directory (damage a crash cannot explain, or commits that may
+//! have been acknowledged as durable missing), which `Database::open`
+//! refuses by default: recover still loads and reports its longest
+//! consistent prefix (`--on-damage keep-prefix`, recover's default, since
+//! it changes nothing: it quarantines nothing either), with every line of
+//! what recovery drops and the command that writes the intact dropped
+//! records out, and exits 3; `--on-damage refuse` loads nothing. `--salvage
+//! OUT` writes every intact log record that recovery drops into OUT
+//! instead of loading the directory (see `salvage`).
+//!
 //! Exit status: 0 when the directory is a valid state, possibly empty,
 //! possibly after dropping a crash's torn tail (nothing it held was
 //! acknowledged); [`EXIT_DAMAGED`] (3) when it is damaged, so that commits
 //! acknowledged as durable may be lost (`--on-damage keep-prefix` loads and
-//! reports the consistent prefix first, `refuse` loads nothing); 1 for
-//! every other error (one line on stderr); 2 for a bad command line.
+//! reports the consistent prefix first, `refuse` loads nothing, `--salvage`
+//! writes OUT first); 1 for every other error (one line on stderr); 2 for
+//! a bad command line.
 
 use crate::bench::{check_bytes, report, EST_BYTES_PER_ROW};
 use multiverse::{Database, OnDamage, Options, RecoveryReport, TableSpec, TxnOptions};
@@ -37,6 +48,8 @@ use multiverse_workloads::{hekaton, sibench, smallbank, tatp, tpcc, ycsb, Mix, P
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+mod salvage;
 
 /// Arguments of `multiverse recover`.
 #[derive(clap::Args, Debug)]
@@ -55,6 +68,13 @@ pub struct RecoverArgs {
     /// dropping a crash's torn tail; 1: any other error).
     #[arg(long, default_value = "keep-prefix", value_name = "POLICY", value_parser = ["keep-prefix", "refuse"])]
     pub on_damage: String,
+    /// Instead of loading DIR, write every intact log record that recovery
+    /// drops (past damage, past the consistent cut, in files it ignores)
+    /// into the new directory OUT, outside DIR: one JSON Lines file per log
+    /// stream (stream-NNN.jsonl) and salvage.json. DIR is only read. Exit
+    /// status as without it.
+    #[arg(long, value_name = "OUT", conflicts_with_all = ["on_damage", "protocol"])]
+    pub salvage: Option<PathBuf>,
 }
 
 /// The exit status of `recover` on a damaged directory.
@@ -396,6 +416,9 @@ struct Survey {
     manifest: bool,
     workload: bool,
     lock: bool,
+    /// Quarantine folders (`quarantine-*/`, left by opens that kept a
+    /// damaged directory's prefix; never read by recovery).
+    quarantines: Vec<String>,
     other: usize,
 }
 
@@ -422,6 +445,9 @@ impl Survey {
             if !(data(&name) || name == "manifest" || name == WORKLOAD_FILE) {
                 match name.as_str() {
                     "LOCK" => s.lock = true,
+                    n if n.starts_with("quarantine-") && e.file_type().is_ok_and(|t| t.is_dir()) => {
+                        s.quarantines.push(n.to_string())
+                    }
                     n if n.starts_with("checkpoint-") && n.ends_with(".tmp") => s.unfinished += 1,
                     _ => s.other += 1,
                 }
@@ -472,6 +498,15 @@ impl Survey {
             if there {
                 parts.push(what.into());
             }
+        }
+        if !self.quarantines.is_empty() {
+            let mut q = self.quarantines.clone();
+            q.sort();
+            parts.push(format!(
+                "{} ({}/, never read by recovery)",
+                plural(q.len(), "quarantine folder"),
+                q.join("/, ")
+            ));
         }
         if self.other > 0 {
             parts.push(plural(self.other, "other file"));
@@ -697,7 +732,11 @@ pub(crate) fn load_dir(dir: &Path) -> Result<(Database, Option<Vec<u8>>), String
 /// [`EXIT_DAMAGED`], after its report.
 pub fn run(a: RecoverArgs) -> Result<(), String> {
     let dir = a.dir.clone();
-    let r = catching_panics(move || recover(&a)).unwrap_or_else(|p| {
+    let r = catching_panics(move || match &a.salvage {
+        Some(out) => salvage::run(&a.dir, out),
+        None => recover(&a),
+    })
+    .unwrap_or_else(|p| {
         Err(Failure::Error(format!("{}: internal error (a bug, please report it): {p}", dir.display())))
     });
     match r {
@@ -853,6 +892,17 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
     if let Some(d) = &damage {
         println!("  DAMAGED    {d}");
     }
+    let salvage_hint = format!(
+        "`multiverse recover {} --salvage OUT` writes the intact log records recovery drops into OUT",
+        dir.display()
+    );
+    if r.damaged {
+        println!(
+            "  salvage    {salvage_hint}; Database::open refuses the directory (OnDamage::Refuse, the default) \
+             until it is opened with OnDamage::KeepPrefix, which keeps this prefix and moves the rest into \
+             a quarantine folder"
+        );
+    }
     for (n, rows) in &tables {
         println!("  table      {n}: {rows} rows");
     }
@@ -882,6 +932,7 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
     }
     crate::bench::exit_without_drop(db);
     match (damage, failed) {
+        (Some(d), _) if r.damaged => Err(Failure::Damaged(format!("{}: damaged: {d}; {salvage_hint}", dir.display()))),
         (Some(d), _) => Err(Failure::Damaged(format!("{}: damaged: {d}", dir.display()))),
         (None, Some(f)) => Err(Failure::Error(f)),
         (None, None) => Ok(()),

@@ -8,7 +8,8 @@
 //! of no tables, part of the load) is a valid directory (exit 0); input
 //! that is not one gets one line and exit 1, never a panic or an abort;
 //! damage that may have lost acknowledged commits exits 3, under either
-//! `--on-damage` policy.
+//! `--on-damage` policy, and names `--salvage OUT`, which writes out every
+//! intact log record that recovery drops without changing the directory.
 
 mod common;
 
@@ -566,4 +567,150 @@ fn recover_reads_a_directory_a_database_has_open() {
     drop(db);
     let out = recovers(d.path());
     assert!(out.contains("  table      acct: 11 rows") && !out.contains("in use"), "{out}");
+}
+
+/// Every file under `dir` (its folders too) and its bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            out.extend(tree(&e.path()));
+        } else {
+            out.insert(e.path(), std::fs::read(e.path()).unwrap());
+        }
+    }
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The salvage in `out`: its summary and its records, by stream.
+fn salvaged(out: &Path) -> (serde_json::Value, Vec<(u32, serde_json::Value)>) {
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("salvage.json")).unwrap()).unwrap();
+    let mut records = Vec::new();
+    for s in summary["streams"].as_array().unwrap() {
+        let file = out.join(s["file"].as_str().unwrap());
+        let stream = s["stream"].as_u64().unwrap() as u32;
+        assert_eq!(file.file_name().unwrap().to_string_lossy(), format!("stream-{stream:03}.jsonl"));
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            records.push((stream, serde_json::from_str(line).unwrap()));
+        }
+        let n = records.iter().filter(|(st, _)| *st == stream).count() as u64;
+        assert_eq!(s["records"].as_u64(), Some(n), "{summary}");
+    }
+    assert_eq!(summary["records"].as_u64(), Some(records.len() as u64), "{summary}");
+    (summary, records)
+}
+
+#[test]
+fn salvage_writes_every_intact_record_recovery_drops_and_changes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let pristine = root.path().join("pristine");
+    let n = rotated_dir(&pristine);
+    let all: std::collections::BTreeSet<String> = (0..8u64)
+        .flat_map(|th| (0..ROTATED_PER_THREAD).map(move |i| hex(Key::from(th * 1000 + i).as_bytes())))
+        .collect();
+    assert_eq!(all.len() as u64, n);
+
+    // Undamaged: nothing to salvage, an empty file per stream, exit 0.
+    let out = root.path().join("clean");
+    let o = recover(&pristine, &["--salvage", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    let (summary, records) = salvaged(&out);
+    assert!(
+        records.is_empty() && summary["damaged"] == false && summary["format"] == "multiverse-salvage",
+        "{summary}"
+    );
+    assert_eq!(summary["replayed"].as_u64(), Some(n), "{summary}");
+    assert_eq!(summary["streams"].as_array().unwrap().len(), 2, "{summary}");
+
+    // One byte flipped in the middle of the first file of the stream with
+    // more files: one record (or mark) damaged, thousands of bytes intact
+    // after it.
+    let s1 = [0, 1].map(|s| stream_files(&pristine, s)).into_iter().max_by_key(Vec::len).unwrap();
+    let d = root.path().join("flip");
+    copy_dir(&pristine, &d);
+    let victim = d.join(s1[0].file_name().unwrap());
+    let mut data = std::fs::read(&victim).unwrap();
+    let mid = data.len() / 2;
+    data[mid] ^= 0x20;
+    std::fs::write(&victim, &data).unwrap();
+    let before = tree(&d);
+
+    // Plain `recover`: the prefix, the damage, and how to salvage.
+    let (e, out_text) = refused(&d, &[], DAMAGED);
+    assert!(out_text.contains("  DAMAGED    ") && out_text.contains("  salvage    `multiverse recover "), "{out_text}");
+    assert!(out_text.contains("--salvage OUT` writes the intact log records"), "{out_text}");
+    assert!(e.contains("damaged") && e.contains("--salvage OUT"), "{e}");
+
+    let out = root.path().join("salvaged");
+    let (e, out_text) = refused(&d, &["--salvage", out.to_str().unwrap()], DAMAGED);
+    assert!(e.contains("intact records that recovery drops are in") && e.contains("salvaged"), "{e}");
+    assert!(out_text.contains("  stream     ") && out_text.contains("  DAMAGED    "), "{out_text}");
+    assert_eq!(tree(&d), before, "salvage changed the data directory");
+    let (summary, records) = salvaged(&out);
+    assert!(summary["damaged"] == true, "{summary}");
+    let victim_name = victim.file_name().unwrap().to_string_lossy().into_owned();
+    let skipped = summary["skipped"].as_array().unwrap();
+    assert!(skipped.len() == 1 && skipped[0].as_str().unwrap().starts_with(&victim_name), "{summary}");
+
+    // Each record: where it was, why it is dropped, what it wrote.
+    let mut keys = std::collections::BTreeSet::new();
+    for (stream, r) in &records {
+        assert_eq!(r["stream"].as_u64(), Some(u64::from(*stream)), "{r}");
+        assert!(r["file"].as_str().unwrap().starts_with(&format!("log-00000001-{stream:03}-")), "{r}");
+        assert!(r["offset"].as_u64().is_some() && r["epoch"].as_u64().is_some() && r["commit_ts"].as_u64().is_some());
+        assert_eq!(r["generation"].as_u64(), Some(1), "{r}");
+        assert!(["after-damage", "after-cut"].contains(&r["reason"].as_str().unwrap()), "{r}");
+        let w = r["writes"].as_array().unwrap();
+        assert_eq!(w.len(), 1, "{r}");
+        assert!(w[0]["table"] == "acct" && w[0]["op"] == "put" && w[0]["value"] == hex(b"0123456789"), "{r}");
+        assert!(keys.insert(w[0]["key"].as_str().unwrap().to_string()), "salvaged twice: {r}");
+    }
+    assert!(records.iter().any(|(_, r)| r["reason"] == "after-damage"), "{summary}");
+
+    // With what recovery keeps, every row but the one the flip destroyed.
+    let db = Database::new(Options { on_damage: multiverse::OnDamage::KeepPrefix, ..Options::default() }).unwrap();
+    let acct = db.create_table(TableSpec::hash("acct", 1024)).unwrap();
+    let rep = db.recover_from(&d).unwrap();
+    let mut kept = std::collections::BTreeSet::new();
+    db.run(Isolation::Serializable, |t| {
+        t.scan(db.primary(acct), .., None, |k, _| {
+            kept.insert(hex(k.as_bytes()));
+            true
+        })
+    })
+    .unwrap();
+    assert!(rep.damaged && (kept.len() as u64) < n, "{rep:?}");
+    assert!(kept.is_disjoint(&keys), "a salvaged record that recovery replays");
+    let lost: Vec<_> = all.iter().filter(|k| !kept.contains(*k) && !keys.contains(*k)).collect();
+    assert!(lost.len() <= 1, "lost beyond the flipped record: {lost:?}");
+    assert!(kept.iter().chain(&keys).all(|k| all.contains(k)));
+
+    // OUT: never over anything, never inside DIR; nothing written then.
+    let (e, _) = refused(&d, &["--salvage", out.to_str().unwrap()], 1);
+    assert!(e.contains("exists and is not empty; nothing was written"), "{e}");
+    let inside = d.join("salvage");
+    let (e, _) = refused(&d, &["--salvage", inside.to_str().unwrap()], 1);
+    assert!(e.contains("salvage never writes into the data directory"), "{e}");
+    assert_eq!(tree(&d), before, "refused salvages changed the data directory");
+    let (e, _) = refused(&root.path().join("missing"), &["--salvage", root.path().join("x").to_str().unwrap()], 1);
+    assert!(e.contains("missing: no such directory"), "{e}");
+    // An empty OUT is fine; --salvage does not load, so takes no policy.
+    let empty = subdir(root.path(), "empty-out");
+    let o = recover(&pristine, &["--salvage", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(empty.join("salvage.json").exists());
+    let o = recover(&d, &["--salvage", root.path().join("y").to_str().unwrap(), "--on-damage", "refuse"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let left: Vec<_> = std::fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "temporary directories left: {left:?}");
 }

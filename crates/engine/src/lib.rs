@@ -225,9 +225,12 @@
 //!   the log streams up to the first round one of them misses (always a
 //!   prefix of the commit order), writes a fresh checkpoint and starts
 //!   logging. The [`RecoveryReport`] says what was replayed and what was
-//!   dropped and why (a crash's torn tail, damage); with
-//!   [`OnDamage::Refuse`] ([`Options::on_damage`]) damage a crash cannot
-//!   explain refuses the directory with [`Error::Corrupt`] instead.
+//!   dropped and why (a crash's torn tail). Damage a crash cannot explain
+//!   refuses the directory with [`Error::Corrupt`], changing nothing
+//!   ([`OnDamage::Refuse`], the default of [`Options::on_damage`]);
+//!   [`OnDamage::KeepPrefix`] opens its prefix and moves what it drops
+//!   into a quarantine folder, and [`durability::salvage()`] reads out
+//!   every intact record that recovery drops.
 //! * **Backup.** [`Database::backup`] writes an online, consistent copy of
 //!   a running database, durable or not, into a new directory that
 //!   [`Database::open`] opens.

@@ -412,8 +412,9 @@ pub struct Options {
     /// the log and the recovery time. 1 GiB by default.
     pub checkpoint_log_bytes: Option<u64>,
     /// What opening (or [`Database::recover_from`](crate::Database::recover_from)) does with a damaged
-    /// data directory: keep the longest consistent prefix and report what
-    /// was lost (the default), or refuse (see [`OnDamage`]).
+    /// data directory: refuse it, changing nothing (the default), or keep
+    /// the longest consistent prefix, moving what it drops into a
+    /// quarantine folder (see [`OnDamage`]).
     pub on_damage: OnDamage,
     /// Most bytes of user data the database holds (see
     /// [`Error::MemoryLimit`] for what is counted). Past it, writes that
@@ -497,7 +498,7 @@ impl Default for Options {
             group_commit_interval: Duration::from_millis(1),
             checkpoint_every: Some(Duration::from_secs(60)),
             checkpoint_log_bytes: Some(1 << 30),
-            on_damage: OnDamage::KeepPrefix,
+            on_damage: OnDamage::Refuse,
             memory_limit: None,
             faults: Faults::default(),
         }
@@ -754,26 +755,41 @@ impl std::str::FromStr for Durability {
 
 /// What recovery does with a damaged data directory: one whose log lost
 /// commits that may have been acknowledged as durable, or holds damage that
-/// a crash cannot explain (see `durability::recovery`). A crash's torn tail is not
-/// damage.
+/// a crash cannot explain ([`crate::RecoveryReport::damaged`], see
+/// `durability::recovery`). A crash's torn tail is not damage: under
+/// either policy it is dropped, reported in
+/// [`crate::RecoveryReport::dropped`], and the directory opens.
+///
+/// The default refuses: a damaged directory is not opened, and nothing in
+/// it is changed, until someone chooses. The error names the two ways on:
+/// look first at what would be lost (`multiverse recover DIR --salvage
+/// OUT` writes every intact log record that recovery drops), then open it
+/// with [`OnDamage::KeepPrefix`].
 ///
 /// ```
 /// use multiverse::{OnDamage, Options};
 ///
-/// let opts = Options { on_damage: "refuse".parse().unwrap(), ..Options::default() };
-/// assert_eq!(opts.on_damage, OnDamage::Refuse);
-/// assert_eq!(Options::default().on_damage, OnDamage::KeepPrefix);
+/// assert_eq!(Options::default().on_damage, OnDamage::Refuse);
+/// let opts = Options { on_damage: "keep-prefix".parse().unwrap(), ..Options::default() };
+/// assert_eq!(opts.on_damage, OnDamage::KeepPrefix);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OnDamage {
-    /// Recover the longest consistent prefix of the commit order and report
-    /// what was dropped and why (`RecoveryReport::dropped`,
-    /// `RecoveryReport::damaged`).
+    /// Refuse with [`Error::Corrupt`], whose message names the damage and
+    /// the remedies, recovering nothing and changing nothing. The default.
     #[default]
-    KeepPrefix,
-    /// Refuse with [`Error::Corrupt`], recovering nothing and changing
-    /// nothing.
     Refuse,
+    /// Recover the longest consistent prefix of the commit order and report
+    /// what was dropped and why ([`crate::RecoveryReport::dropped`]).
+    /// Nothing is deleted: before [`crate::Database::open`] starts the new
+    /// generation, it moves the damaged generation's files (its
+    /// checkpoint, manifest and every log file) into
+    /// `DIR/quarantine-<generation>/` with a `README.txt` that lists them
+    /// and the damage ([`crate::RecoveryReport::quarantine`] names the
+    /// folder). Recovery never reads a quarantine folder; it is a data
+    /// directory of its own, which `multiverse recover` reads, and yours to
+    /// delete. [`crate::Database::recover_from`] changes nothing.
+    KeepPrefix,
 }
 
 impl std::str::FromStr for OnDamage {

@@ -16,8 +16,13 @@
 //!   that a crash cannot explain (damage before the last file of a stream,
 //!   a deleted, duplicated or reordered file) sets
 //!   [`RecoveryReport::damaged`];
-//! * whenever `damaged` is set, [`OnDamage::Refuse`] refuses the same
-//!   directory and leaves it exactly as it was;
+//! * whenever `damaged` is set, the default policy ([`OnDamage::Refuse`])
+//!   refuses the same directory and leaves it exactly as it was, and
+//!   [`OnDamage::KeepPrefix`] (asked for explicitly) deletes nothing: every
+//!   byte of every data file of the damaged directory is still under it,
+//!   in the quarantine folder the report names, whose `README.txt` lists
+//!   every dropped line, through two more opens and a checkpoint; an open
+//!   that finds no damage makes no quarantine folder;
 //! * the recovered state is itself durable: a second open finds it whole,
 //!   and commits made after the recovery survive a third.
 //!
@@ -76,6 +81,8 @@ fn options(dir: &Path, c: &Config) -> Options {
         log_rotate_bytes: 4096,
         checkpoint_every: None,
         checkpoint_log_bytes: None,
+        // Keeping a damaged directory's prefix is asked for, never the default.
+        on_damage: OnDamage::KeepPrefix,
         ..Options::default()
     }
 }
@@ -84,6 +91,11 @@ fn options(dir: &Path, c: &Config) -> Options {
 
 fn refusing(o: Options) -> Options {
     Options { on_damage: OnDamage::Refuse, ..o }
+}
+
+/// `o` with the default damage policy (which must refuse).
+fn by_default(o: Options) -> Options {
+    Options { on_damage: Options::default().on_damage, ..o }
 }
 
 fn damaged(r: &RecoveryReport) -> bool {
@@ -330,15 +342,58 @@ fn describe_dir(dir: &Path) -> String {
     v.join(", ")
 }
 
-/// Every file of a directory and its bytes.
+/// Every file of a directory (not of its folders) and its bytes.
 fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())
-        })
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap()))
         .collect()
+}
+
+/// The quarantine folders of a directory.
+fn quarantines(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("quarantine-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Checks that nothing of the damaged directory `before` was deleted by
+/// the open that reported `rep` on `dir` (see the module docs).
+fn nothing_deleted(
+    dir: &Path,
+    before: &BTreeMap<String, Vec<u8>>,
+    rep: &RecoveryReport,
+) -> std::result::Result<(), String> {
+    let folders = quarantines(dir);
+    if !rep.damaged {
+        return match (&rep.quarantine, folders.is_empty()) {
+            (None, true) => Ok(()),
+            _ => Err(format!("no damage, yet a quarantine: {:?}, folders {folders:?}", rep.quarantine)),
+        };
+    }
+    let Some(q) = &rep.quarantine else { return Err("damaged, but no quarantine folder reported".into()) };
+    let qname = q.file_name().unwrap().to_string_lossy().into_owned();
+    if q.parent() != Some(dir) || !folders.contains(&qname) {
+        return Err(format!("the quarantine {} is not a folder of {} ({folders:?})", q.display(), dir.display()));
+    }
+    let kept = snapshot(q);
+    for (name, data) in before.iter().filter(|(n, _)| is_data(n)) {
+        let here = snapshot(dir);
+        if kept.get(name) != Some(data) && here.get(name) != Some(data) {
+            return Err(format!("{name} ({} bytes) is gone: neither in the directory nor in {qname}", data.len()));
+        }
+    }
+    let readme = std::fs::read_to_string(q.join("README.txt")).map_err(|e| format!("{qname}/README.txt: {e}"))?;
+    match rep.dropped.iter().find(|l| !readme.contains(l.as_str())) {
+        Some(l) => Err(format!("{qname}/README.txt lacks the dropped line {l:?}")),
+        None => Ok(()),
+    }
 }
 
 /// A file that holds data (not a lock file, say).
@@ -715,12 +770,12 @@ fn run_case(p: &Pristine, damage: &Damage, tally: &mut Tally) -> std::result::Re
     let before_a = snapshot(a.path());
     let before_b = snapshot(b.path());
     let keep = open_caught(options(a.path(), &c)).map_err(|e| format!("{e}\n{log}"))?;
-    let refuse = open_caught(refusing(options(b.path(), &c))).map_err(|e| format!("refusing open: {e}\n{log}"))?;
+    let refuse = open_caught(by_default(options(b.path(), &c))).map_err(|e| format!("default open: {e}\n{log}"))?;
     let refuse_says = match &refuse {
         Ok((_, r)) => format!("Ok, damaged {}, dropped {:?}", damaged(r), r.dropped),
         Err(e) => format!("Err({e:?})"),
     };
-    let _ = writeln!(log, "OnDamage::Refuse: {refuse_says}");
+    let _ = writeln!(log, "the default policy (OnDamage::Refuse): {refuse_says}");
     let (db, rep) = match keep {
         Err(Error::Corrupt(m)) => {
             let _ = writeln!(log, "KeepPrefix refused: {m}");
@@ -730,11 +785,11 @@ fn run_case(p: &Pristine, damage: &Damage, tally: &mut Tally) -> std::result::Re
                 return fail(&log, format!("a refused open changed the directory: {ch:?}"));
             }
             if !matches!(refuse, Err(Error::Corrupt(_))) {
-                return fail(&log, "KeepPrefix refused the directory, OnDamage::Refuse did not".into());
+                return fail(&log, "KeepPrefix refused the directory, the default policy did not".into());
             }
             let ch = changes(&before_b, &snapshot(b.path()));
-            if !ch.is_empty() {
-                return fail(&log, format!("OnDamage::Refuse changed the directory: {ch:?}"));
+            if !ch.is_empty() || !quarantines(b.path()).is_empty() {
+                return fail(&log, format!("the default policy changed the directory: {ch:?}"));
             }
             return Ok(format!("refused: {m}"));
         }
@@ -742,6 +797,9 @@ fn run_case(p: &Pristine, damage: &Damage, tally: &mut Tally) -> std::result::Re
         Ok(x) => x,
     };
     let _ = writeln!(log, "KeepPrefix report: {rep:?}");
+    if let Err(why) = nothing_deleted(a.path(), &before_a, &rep) {
+        return fail(&log, format!("KeepPrefix: {why}"));
+    }
     let s = state(&db);
     let n = match verify(&s, &p.transfers) {
         Ok(n) => n,
@@ -774,19 +832,22 @@ fn run_case(p: &Pristine, damage: &Damage, tally: &mut Tally) -> std::result::Re
         tally.whole += 1;
     }
     match (damaged(&rep), refuse) {
-        (true, Err(Error::Corrupt(_))) => {
+        (true, Err(Error::Corrupt(m))) => {
             let ch = changes(&before_b, &snapshot(b.path()));
-            if !ch.is_empty() {
-                return fail(&log, format!("OnDamage::Refuse changed the directory: {ch:?}"));
+            if !ch.is_empty() || !quarantines(b.path()).is_empty() {
+                return fail(&log, format!("the default policy changed the directory: {ch:?}"));
+            }
+            if !(m.contains("OnDamage::KeepPrefix") && m.contains("--salvage")) {
+                return fail(&log, format!("the refusal does not name the remedies: {m}"));
             }
         }
-        (true, _) => return fail(&log, "KeepPrefix reported damage, OnDamage::Refuse did not refuse".into()),
+        (true, _) => return fail(&log, "KeepPrefix reported damage, the default policy did not refuse".into()),
         (false, Ok((db2, r2))) => {
             if damaged(&r2) || state(&db2) != s {
-                return fail(&log, "OnDamage::Refuse recovered something else than KeepPrefix".into());
+                return fail(&log, "the default policy recovered something else than KeepPrefix".into());
             }
         }
-        (false, Err(e)) => return fail(&log, format!("nothing damaged, yet OnDamage::Refuse failed: {e:?}")),
+        (false, Err(e)) => return fail(&log, format!("nothing damaged, yet the default policy failed: {e:?}")),
     }
 
     // The recovered state is durable: a second open finds it all (and
@@ -812,6 +873,15 @@ fn run_case(p: &Pristine, damage: &Damage, tally: &mut Tally) -> std::result::Re
     };
     match verify(&state(&db), &all) {
         Ok(m) if m == n + 3 && rep3.dropped.is_empty() && !damaged(&rep3) => {
+            // Later opens and checkpoints never touch the quarantine.
+            db.checkpoint().unwrap();
+            drop(db);
+            if let Err(why) = nothing_deleted(a.path(), &before_a, &rep) {
+                return fail(&log, format!("after two more opens and a checkpoint: {why}"));
+            }
+            if rep2.quarantine.is_some() || rep3.quarantine.is_some() || quarantines(a.path()).len() > 1 {
+                return fail(&log, format!("a clean open made a quarantine: {:?}", quarantines(a.path())));
+            }
             Ok(format!("recovered {n} of {}, damaged {}, dropped {:?}", p.count(), damaged(&rep), rep.dropped))
         }
         Ok(m) => fail(&log, format!("third open: {m} transfers, expected {} after 3 more: {rep3:?}", n + 3)),
@@ -882,15 +952,18 @@ fn damaged_copies_of_an_async_bank_recover_a_prefix_or_are_refused() {
 }
 
 /// The undamaged directory recovers every transfer, reports nothing, and
-/// opens under `OnDamage::Refuse` too.
+/// opens under `OnDamage::Refuse` and the default policy too, with no
+/// quarantine folder.
 #[test]
 fn an_undamaged_bank_recovers_whole() {
     let p = Pristine::build(SYNC2);
-    for refuse in [false, true] {
+    let policies: [fn(Options) -> Options; 3] = [refusing, by_default, |o| o];
+    for policy in policies {
         let copy = copy_dir(p.dir.path());
-        let o = options(copy.path(), &p.config);
-        let (db, rep) = Database::open(if refuse { refusing(o) } else { o }, schema).unwrap();
-        assert!(rep.dropped.is_empty() && !damaged(&rep), "{rep:?}");
+        let o = policy(options(copy.path(), &p.config));
+        let (db, rep) = Database::open(o, schema).unwrap();
+        assert!(rep.dropped.is_empty() && !damaged(&rep) && rep.quarantine.is_none(), "{rep:?}");
+        assert!(quarantines(copy.path()).is_empty());
         assert_eq!(verify(&state(&db), &p.transfers), Ok(p.count()), "{rep:?}");
     }
 }

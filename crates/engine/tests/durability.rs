@@ -150,7 +150,12 @@ fn last_log(dir: &Path) -> std::path::PathBuf {
 fn a_torn_or_damaged_log_tail_is_dropped_and_reported() {
     for damage in ["truncate", "flip"] {
         let dir = tempfile::tempdir().unwrap();
-        let o = Options { log_streams: 1, ..opts(dir.path(), Protocol::MvOcc, Durability::Sync) };
+        // A flip in the middle is damage: keeping its prefix is asked for.
+        let o = Options {
+            log_streams: 1,
+            on_damage: OnDamage::KeepPrefix,
+            ..opts(dir.path(), Protocol::MvOcc, Durability::Sync)
+        };
         let (db, _) = Database::open(o.clone(), schema).unwrap();
         work(&db, 1);
         drop(db);
@@ -484,7 +489,11 @@ fn checkpoints_fall_due_on_a_timer_and_by_log_size() {
 #[test]
 fn damage_in_an_earlier_file_drops_the_rest_of_that_stream() {
     let dir = tempfile::tempdir().unwrap();
-    let o = Options { log_rotate_bytes: 4096, ..opts(dir.path(), Protocol::MvOcc, Durability::Sync) };
+    let o = Options {
+        log_rotate_bytes: 4096,
+        on_damage: OnDamage::KeepPrefix,
+        ..opts(dir.path(), Protocol::MvOcc, Durability::Sync)
+    };
     let (db, _) = Database::open(o.clone(), schema).unwrap();
     std::thread::scope(|s| {
         for th in 0..2u64 {
@@ -729,6 +738,134 @@ fn the_damage_table_gives_a_prefix_with_a_truthful_report() {
     let (rep, n) = reopen_damaged(d.path(), acked, "torn tail");
     assert_eq!((n, rep.damaged), (acked, false), "{rep:#?}");
     assert!(rep.dropped.iter().any(|l| l.contains("torn tail")), "{rep:#?}");
+}
+
+/// The data files of `dir` (not `LOCK`, which an open rewrites, nor
+/// folders) and their bytes.
+fn data_files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file() && e.file_name() != "LOCK")
+        .map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+/// The transaction records of a log file (its frames after the magic and
+/// the header) that end past byte `cut`: what cutting it there loses.
+fn records_past(data: &[u8], cut: usize) -> u64 {
+    let mut at = 8;
+    let mut n = 0;
+    let mut first = true;
+    while at + 8 <= data.len() {
+        let len = u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+        let end = at + 8 + len;
+        // The header's frame, then records; kind 1 is a transaction.
+        n += u64::from(!first && end > cut && data[at + 8] == 1);
+        first = false;
+        at = end;
+    }
+    n
+}
+
+/// A bank on two streams whose stream 1 lost the second half of its first
+/// log file: thousands of intact records lie past the damage. The default
+/// policy refuses to open it, naming both remedies, and changes nothing.
+/// Salvage reads out every intact record recovery drops: with those it
+/// replays and those the cut destroyed, every transfer. `KeepPrefix`
+/// opens the prefix and deletes nothing: every file it drops is in the
+/// quarantine folder, byte for byte, with a README that says what and why;
+/// later opens and checkpoints ignore the folder, and it is a data
+/// directory recovery reads.
+#[test]
+fn a_damaged_directory_is_refused_by_default_and_keep_prefix_deletes_nothing() {
+    let (pristine, acked) = pristine_bank();
+    let d = copy_dir(pristine.path());
+    let s1 = stream_files(d.path(), 1);
+    let data = std::fs::read(&s1[0]).unwrap();
+    let cut = data.len() / 2;
+    std::fs::write(&s1[0], &data[..cut]).unwrap();
+    let destroyed = records_past(&data, cut);
+    let before = data_files(d.path());
+    let o = bank_opts(d.path(), Options::default().on_damage);
+
+    // The default refuses, in one error that names the remedies.
+    let e = Database::open(o.clone(), bank_schema).err().expect("the default refuses a damaged directory");
+    let Error::Corrupt(m) = &e else { panic!("{e:?}") };
+    for word in ["damage in the middle", "nothing in it was changed", "OnDamage::KeepPrefix", "--salvage OUT"] {
+        assert!(m.contains(word), "'{word}' in: {m}");
+    }
+    assert_eq!(data_files(d.path()), before, "the refusal changed nothing");
+
+    // Salvage: what recovery would drop, without changing anything.
+    let mut salvaged = std::collections::BTreeSet::new();
+    let sr = durability::salvage(d.path(), |r| {
+        assert!(r.reason != durability::SalvageReason::IgnoredFile && !r.writes.is_empty(), "{r:?}");
+        assert!(salvaged.insert((r.stream, r.file.to_string(), r.offset)), "once each: {r:?}");
+        Ok(())
+    })
+    .unwrap();
+    assert!(sr.damaged && sr.covered == 0 && sr.records == salvaged.len() as u64, "{sr:?}");
+    let cut_name = s1[0].file_name().unwrap().to_string_lossy().into_owned();
+    // Only the torn record at the cut (none if it fell between two).
+    let torn = |l: &String| {
+        l.starts_with(&format!("{cut_name}: bytes ")) && l.ends_with(&format!("..{cut} hold no intact record"))
+    };
+    assert!(sr.records > 0 && sr.skipped.len() <= 1 && sr.skipped.iter().all(torn), "{sr:?}");
+    assert_eq!(data_files(d.path()), before, "salvage changed nothing");
+
+    // Keeping the prefix, asked for.
+    let (db, rep) = Database::open(bank_opts(d.path(), OnDamage::KeepPrefix), bank_schema).unwrap();
+    let (sum, n) = bank_state(&db);
+    assert_eq!(sum, ACCOUNTS * 1000, "{rep:#?}");
+    assert!(rep.damaged && n < acked, "{rep:#?}");
+    assert_eq!((rep.replayed, sr.replayed), (n, n), "salvage counts what recovery replays: {rep:#?}");
+    assert_eq!(n + sr.records + destroyed, acked, "every transfer: replayed, salvaged or cut away");
+    drop(db);
+    let q = rep.quarantine.clone().expect("a quarantine folder");
+    assert_eq!(q, d.path().join("quarantine-00000001"), "{rep:#?}");
+    let kept = |why: &str| {
+        let moved = data_files(&q);
+        for (name, bytes) in &before {
+            assert!(moved.get(name) == Some(bytes), "{why}: {name} is not in {}", q.display());
+        }
+    };
+    kept("after the open");
+    let readme = std::fs::read_to_string(q.join("README.txt")).unwrap();
+    for line in rep.dropped.iter().chain(before.keys()) {
+        assert!(
+            readme.contains(line.as_str()),
+            "README.txt lacks {line:?}:
+{readme}"
+        );
+    }
+    assert!(readme.contains("--salvage") && readme.contains("OnDamage::KeepPrefix"), "{readme}");
+    assert!(
+        !data_files(d.path()).keys().any(|n| n.starts_with("log-00000001-")),
+        "the damaged generation's log files left the directory itself"
+    );
+
+    // Later opens (the default) find a clean directory and the prefix;
+    // a checkpoint and a third open leave the folder as it is.
+    let (db, rep2) = Database::open(o.clone(), bank_schema).unwrap();
+    assert!(!rep2.damaged && rep2.dropped.is_empty() && rep2.quarantine.is_none(), "{rep2:#?}");
+    assert_eq!(bank_state(&db), (ACCOUNTS * 1000, n));
+    db.checkpoint().unwrap();
+    drop(db);
+    let (db, rep3) = Database::open(o, bank_schema).unwrap();
+    assert!(!rep3.damaged && rep3.quarantine.is_none(), "{rep3:#?}");
+    drop(db);
+    kept("after two more opens and a checkpoint");
+
+    // The folder is a data directory of its own: recovery reads the same
+    // damage and prefix there, and salvage the same records.
+    let reader = Database::new(Options { on_damage: OnDamage::KeepPrefix, ..Options::default() }).unwrap();
+    bank_schema(&reader).unwrap();
+    let r = reader.recover_from(&q).unwrap();
+    assert!(r.damaged && r.quarantine.is_none() && r.replayed == n, "{r:#?}");
+    assert_eq!(bank_state(&reader), (ACCOUNTS * 1000, n));
+    assert_eq!(durability::salvage(&q, |_| Ok(())).unwrap().records, sr.records);
+    kept("after reading it");
 }
 
 #[test]

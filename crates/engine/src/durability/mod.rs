@@ -20,7 +20,11 @@
 //! * `LOCK`: locked (`flock`) by the one [`crate::Database`] that owns the
 //!   directory; it names the owner's process;
 //! * `workload` (optional, written by `multiverse bench`): what created
-//!   the data, so that `multiverse recover` can check its invariants.
+//!   the data, so that `multiverse recover` can check its invariants;
+//! * `quarantine-<g>/` (only after a damaged directory was opened with
+//!   [`OnDamage::KeepPrefix`]): the files of the damaged generation `g`
+//!   that the open did not keep, and a `README.txt` saying why (see
+//!   `quarantine`). Never read by recovery, never removed by the engine.
 //!
 //! Opening a directory recovers generation `g` and then writes a
 //! checkpoint of generation `g + 1` before logging anew: commit timestamps
@@ -28,7 +32,18 @@
 //! mixed with the old ones'. Log files of a generation newer than the
 //! newest checkpoint (no crash leaves them: a generation begins with its
 //! checkpoint) are reported by recovery as damage, not replayed, and
-//! removed by the open before its log begins.
+//! moved out of the way by the open before its log begins.
+//!
+//! **Damage.** A crash leaves at most a torn tail (records that were never
+//! acknowledged): recovery drops it, says so in the [`RecoveryReport`],
+//! and the directory opens. Damage that a crash cannot explain, or the
+//! loss of commits that may have been acknowledged
+//! ([`RecoveryReport::damaged`]), is refused by default
+//! ([`OnDamage::Refuse`]) with an error naming the remedies, and nothing
+//! is changed; [`OnDamage::KeepPrefix`] opens the longest consistent
+//! prefix and moves everything it drops into `quarantine-<g>/`.
+//! [`salvage()`] (`multiverse recover DIR --salvage OUT`) reads out every
+//! intact log record that recovery would drop, changing nothing.
 //!
 //! **Every protocol logs**, each ordered the way it serializes:
 //!
@@ -56,8 +71,10 @@
 pub mod backup;
 pub(crate) mod checkpoint;
 pub(crate) mod open;
+pub(crate) mod quarantine;
 pub(crate) mod recovery;
 
+pub use recovery::salvage::{salvage, SalvageReason, SalvageReport, SalvagedRecord, SalvagedWrite};
 pub use recovery::RecoveryReport;
 
 /// The log and its on-disk format are the layer below (`wal`); these

@@ -20,11 +20,16 @@ impl Database {
     /// checkpoint of the recovered state is written, and logging starts.
     /// The directory's lock is taken first: a directory another open
     /// database holds fails with [`Error::Locked`]. A damaged checkpoint is
-    /// refused with [`Error::Corrupt`]; of the log, the longest prefix of
-    /// the commit order that it holds is replayed and what is dropped is
-    /// reported in the [`RecoveryReport`], or, with
-    /// [`OnDamage::Refuse`](crate::OnDamage::Refuse), a directory with damage
-    /// a crash cannot explain is refused with [`Error::Corrupt`].
+    /// refused with [`Error::Corrupt`]. Of the log, the longest prefix of
+    /// the commit order that it holds is replayed, and what is dropped is
+    /// reported in the [`RecoveryReport`]: a crash's torn tail silently,
+    /// but damage that a crash cannot explain, or the loss of commits that
+    /// may have been acknowledged, is refused with [`Error::Corrupt`] (the
+    /// default, [`OnDamage::Refuse`](crate::OnDamage::Refuse): nothing is
+    /// changed), or, under
+    /// [`OnDamage::KeepPrefix`](crate::OnDamage::KeepPrefix), opened at its
+    /// prefix after the damaged generation's files are moved into a
+    /// quarantine folder ([`RecoveryReport::quarantine`]).
     ///
     /// ```
     /// use multiverse::{Database, Durability, Error, Options, TableSpec};
@@ -53,12 +58,19 @@ impl Database {
         let lock = lock_dir(&dir)?;
         let mut db = Database::new_unlogged(opts)?;
         schema(&db)?;
-        let report = durability::recovery::recover(&db, &dir)?;
+        let mut report = durability::recovery::recover(&db, &dir)?;
         db.sync_commits()?;
         // A new generation: its checkpoint holds everything recovered.
         let generation = report.generation + 1;
+        if report.damaged {
+            // Kept (`OnDamage::KeepPrefix`; `Refuse` returned above): what
+            // the old generation's files hold past the prefix is not in
+            // the new checkpoint, so they are moved aside, not removed.
+            report.quarantine = Some(durability::quarantine::keep(&dir, &report)?);
+        }
         // Stray log files of this generation or later (reported by
-        // recovery, not replayed) would stand in the new log's way.
+        // recovery as damage, not replayed, quarantined) would stand in
+        // the new log's way.
         remove_files(&dir, |name| durability::parse_log_name(name).is_some_and(|(g, _, _)| g >= generation))?;
         durability::checkpoint::write(&db, &dir, generation)?;
         remove_generations_before(&dir, generation)?;

@@ -24,9 +24,13 @@
 //!    produce (a gap, a duplicate, damage followed by intact records, a
 //!    missing manifest) makes the directory *damaged*. A crash's torn tail
 //!    is not damage: nothing it held was acknowledged.
-//! 3. **Policy.** [`crate::OnDamage::KeepPrefix`] (the default) recovers
-//!    the prefix and reports, one line each, what it dropped and why;
-//!    [`crate::OnDamage::Refuse`] fails with [`Error::Corrupt`] instead.
+//! 3. **Policy.** [`crate::OnDamage::Refuse`] (the default) fails a
+//!    damaged directory with [`Error::Corrupt`], naming the damage and the
+//!    remedies; [`crate::OnDamage::KeepPrefix`] recovers the prefix and
+//!    reports, one line each, what it dropped and why (and
+//!    `Database::open` then moves the damaged generation's files into a
+//!    quarantine folder, see `quarantine`). A crash's torn tail is
+//!    dropped and reported under either.
 //! 4. **Load** the newest checkpoint of the newest generation (a damaged
 //!    one is refused: the logs before it may be gone).
 //! 5. **Replay** the records of epochs up to `D` whose commit timestamp
@@ -53,6 +57,7 @@
 use super::checkpoint;
 
 mod replay;
+pub(crate) mod salvage;
 use super::format::{next_frame, Framed, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN};
 use super::{parse_checkpoint_name, parse_log_name, MANIFEST_FILE};
 use crate::{Database, Isolation, Key, OnDamage, TableId, TxnOptions};
@@ -114,6 +119,12 @@ pub struct RecoveryReport {
     /// recovered is a consistent prefix, but not necessarily every commit
     /// acknowledged. [`crate::OnDamage::Refuse`] refuses such a directory.
     pub damaged: bool,
+    /// Where [`crate::Database::open`] under
+    /// [`crate::OnDamage::KeepPrefix`] moved the damaged generation's files
+    /// (a folder `quarantine-<generation>` inside the data directory, with
+    /// a `README.txt`); `None` when nothing was damaged, and always for
+    /// [`crate::Database::recover_from`], which changes nothing.
+    pub quarantine: Option<PathBuf>,
     /// How long recovery took.
     pub elapsed: Duration,
 }
@@ -148,13 +159,23 @@ fn list(dir: &Path, rep: &mut RecoveryReport) -> Result<Listing> {
     Ok(l)
 }
 
-/// Recovers `dir` into `db` (whose tables exist and are empty), as
-/// `db`'s [`crate::Options::on_damage`] says.
-pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
-    let _span = crate::obs::span!(info, "recovery", dir = %dir.display());
-    let started = Instant::now();
-    let mut rep = RecoveryReport::default();
-    let listing = list(dir, &mut rep)?;
+/// What the scan of a directory found (steps 1 and 2): what recovery
+/// would replay and drop, before anything is loaded.
+struct Examined {
+    generation: u64,
+    /// The newest checkpoint of the newest generation.
+    checkpoint: PathBuf,
+    listing: Listing,
+    plans: Vec<StreamPlan>,
+    scans: Vec<Scan>,
+    cut: Cut,
+}
+
+/// Steps 1 and 2: the directory's files, the streams' scans and the cut,
+/// with what they drop and whether that is damage in `rep`. `None`: the
+/// directory holds no checkpoint and no log (a new one). Reads only.
+fn examine(dir: &Path, rep: &mut RecoveryReport) -> Result<Option<Examined>> {
+    let listing = list(dir, rep)?;
     let Some((generation, _, cp_path)) = listing.checkpoints.last().cloned() else {
         if let Some((_, _, _, p)) = listing.logs.first() {
             return Err(Error::Corrupt(format!(
@@ -163,14 +184,13 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
                 dir.display()
             )));
         }
-        rep.elapsed = started.elapsed();
-        return Ok(rep);
+        return Ok(None);
     };
     rep.generation = generation;
     // Log files of a generation newer than the newest checkpoint: a
     // generation begins with its checkpoint, so no crash leaves them (a
-    // copied or restored file). Not replayed; `Database::open` removes
-    // them before it starts that generation's log.
+    // copied or restored file). Not replayed; `Database::open` (under
+    // `KeepPrefix`) quarantines them before it starts that generation's log.
     for (g, _, _, p) in listing.logs.iter().filter(|x| x.0 > generation) {
         rep.damaged = true;
         rep.dropped.push(format!(
@@ -180,12 +200,12 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
     }
 
     // 1. and 2. Scan the streams; the cut.
-    let plan = plan_streams(generation, &listing, &mut rep)?;
+    let plans = plan_streams(generation, &listing, rep)?;
     let scans: Vec<Scan> = std::thread::scope(|sc| {
-        let hs: Vec<_> = plan.iter().map(|p| sc.spawn(move || scan(generation, p))).collect();
+        let hs: Vec<_> = plans.iter().map(|p| sc.spawn(move || scan(generation, p))).collect();
         hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Scan::failed("the scan panicked"))).collect()
     });
-    rep.streams = plan.len();
+    rep.streams = plans.len();
     let cut = Cut::of(&scans);
     rep.durable_epoch = cut.d;
     for s in &scans {
@@ -218,12 +238,42 @@ pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
             )
         });
     }
+    Ok(Some(Examined { generation, checkpoint: cp_path, listing, plans, scans, cut }))
+}
+
+/// The error of a damaged directory under [`OnDamage::Refuse`]: what is
+/// damaged, that nothing changed, and the two ways on.
+fn refusal(dir: &Path, rep: &RecoveryReport) -> Error {
+    let mut lines = rep.dropped.iter().filter(|l| !l.contains("unfinished checkpoint"));
+    let why = lines.next().cloned().unwrap_or_default();
+    let more = match lines.count() {
+        0 => String::new(),
+        n => format!("; and {n} more"),
+    };
+    let d = dir.display();
+    let q = super::quarantine::free_name(dir, rep.generation);
+    Error::Corrupt(format!(
+        "{d}: the data directory is damaged, so commits acknowledged as durable may be lost ({why}{more}); \
+         refusing to open it (Options::on_damage), and nothing in it was changed. \
+         To see the intact records that would be lost: `multiverse recover {d} --salvage OUT`; \
+         to open the longest consistent prefix: Options::on_damage = OnDamage::KeepPrefix, \
+         which moves what it drops into {} (nothing is deleted)",
+        q.display()
+    ))
+}
+
+/// Recovers `dir` into `db` (whose tables exist and are empty), as
+/// `db`'s [`crate::Options::on_damage`] says.
+pub(crate) fn recover(db: &Database, dir: &Path) -> Result<RecoveryReport> {
+    let _span = crate::obs::span!(info, "recovery", dir = %dir.display());
+    let started = Instant::now();
+    let mut rep = RecoveryReport::default();
+    let Some(Examined { generation, checkpoint: cp_path, scans, cut, .. }) = examine(dir, &mut rep)? else {
+        rep.elapsed = started.elapsed();
+        return Ok(rep);
+    };
     if rep.damaged && db.opts.on_damage == OnDamage::Refuse {
-        let why = rep.dropped.iter().find(|l| !l.contains("unfinished checkpoint")).cloned().unwrap_or_default();
-        return Err(Error::Corrupt(format!(
-            "{}: the data directory is damaged ({why}); refusing to recover it (Options::on_damage)",
-            dir.display()
-        )));
+        return Err(refusal(dir, &rep));
     }
 
     // 4. The checkpoint.
