@@ -194,7 +194,7 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
     assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
 }
 
-/// A waiting upgrade keeps new readers out of its key (the word's W mark),
+/// A waiting upgrade keeps new readers out of its key (its mark on the word),
 /// and the detector knows it: T1 waits to upgrade b behind T2's S lock, T3
 /// (holding c) asks for S on b and waits behind T1's mark, T2 asks for c.
 /// Without the reader-behind-writer edge this cycle has no edge out of T3

@@ -609,9 +609,10 @@ fn ssn_pi_push_vs_owner_lock() {
 /// (as `lock_1v::wait` waits, an upgrade marking the word);
 /// `upgrade` from our shared lock.
 fn take(w: &AtomicU64, mode: key_locks::LockMode, upgrade: bool) {
+    let mut marked = false;
     loop {
-        if mode == key_locks::LockMode::Exclusive && upgrade {
-            key_locks::announce_writer(w);
+        if mode == key_locks::LockMode::Exclusive && upgrade && !marked {
+            marked = key_locks::announce_writer(w);
         }
         let got = match mode {
             key_locks::LockMode::Shared => key_locks::try_shared(w),
@@ -653,13 +654,15 @@ fn key_lock_orders_holders_and_keeps_the_head() {
                 // SAFETY: shared: only readers meanwhile.
                 let before = row.with(|p| unsafe { *p });
                 // As a waiting upgrade would: mark the word first.
-                key_locks::announce_writer(&w);
+                let marked = key_locks::announce_writer(&w);
                 if key_locks::try_exclusive(&w, true) {
                     // SAFETY: upgraded: alone.
                     row.with_mut(|p| unsafe { *p += 10 });
                     key_locks::unlock(&w, Exclusive);
                 } else {
-                    key_locks::withdraw_writer(&w);
+                    if marked {
+                        key_locks::withdraw_writer(&w);
+                    }
                     key_locks::unlock(&w, Shared);
                 }
                 before
@@ -682,5 +685,45 @@ fn key_lock_orders_holders_and_keeps_the_head() {
         let v = row.with(|p| unsafe { *p });
         assert!(v == 1 || v == 11, "a write was lost: {v}");
         assert_eq!(w.load(Ordering::SeqCst), 0x80, "lock bits back at zero, the new head kept");
+    });
+}
+
+/// Two readers of a row both wait to upgrade (a deadlock), each having
+/// marked the word; the victim withdraws its mark, releases its shared
+/// lock and reads again at once. The survivor's mark keeps that retry out
+/// until the survivor has upgraded, written and released, so the retry
+/// reads the survivor's write. (With one mark bit for both, the victim's
+/// withdrawal cleared the survivor's mark too, and the retry could read
+/// first: the same deadlock again.)
+#[test]
+fn key_lock_victims_retry_waits_for_the_surviving_upgrader() {
+    use key_locks::LockMode::{Exclusive, Shared};
+    check("key_lock_victims_retry_waits_for_the_surviving_upgrader", 3, || {
+        let w = Arc::new(AtomicU64::new(0));
+        let row = Arc::new(loom::cell::UnsafeCell::new(0u64));
+        assert!(key_locks::try_shared(&w) && key_locks::try_shared(&w), "two readers");
+        assert!(key_locks::announce_writer(&w) && key_locks::announce_writer(&w), "both wait to upgrade");
+        let survivor = {
+            let (w, row) = (w.clone(), row.clone());
+            thread::spawn(move || {
+                // Marked already: waits for the victim's shared lock to go.
+                while !key_locks::try_exclusive(&w, true) {
+                    thread::yield_now();
+                }
+                // SAFETY: upgraded: alone.
+                row.with_mut(|p| unsafe { *p = 1 });
+                key_locks::unlock(&w, Exclusive);
+            })
+        };
+        // The victim.
+        key_locks::withdraw_writer(&w);
+        key_locks::unlock(&w, Shared);
+        take(&w, Shared, false);
+        // SAFETY: shared: only readers meanwhile.
+        let seen = row.with(|p| unsafe { *p });
+        key_locks::unlock(&w, Shared);
+        survivor.join().unwrap();
+        assert_eq!(seen, 1, "the victim's retry read before the survivor upgraded");
+        assert_eq!(w.load(Ordering::SeqCst), 0, "no lock bit and no mark left");
     });
 }

@@ -14,23 +14,37 @@
 //! that key out for as long as it holds the lock.
 //!
 //! ```text
-//!  63   62   61              48 47                                      0
-//! +----+----+------------------+-----------------------------------------+
-//! | X  | W  | shared (14)      | bucket: chain head (else unused)        |
-//! +----+----+------------------+-----------------------------------------+
+//!  63  62    60 59                 48 47                                 0
+//! +---+--------+---------------------+------------------------------------+
+//! | X | U (3)  | shared (12)         | bucket: chain head (else unused)   |
+//! +---+--------+---------------------+------------------------------------+
 //! ```
 //!
-//! * shared (S): the count of holders; taken while X and W are clear;
+//! * shared (S): the count of holders; taken while X is clear and U is 0;
 //! * exclusive (X): the bit, with a count of 0. A sole shared holder
 //!   upgrades by turning a count of 1 into X.
-//! * writer waiting (W): set by a shared holder waiting to upgrade to X
-//!   ([`announce_writer`]), cleared when X is taken or the wait is given up
-//!   ([`withdraw_writer`]). New shared holders wait while it is set, so an
-//!   upgrade is not starved by a stream of readers. Not in the paper; it
-//!   matters most when threads outnumber cores: a transaction that lost a
-//!   deadlock and retried at once used to take its shared lock back before
-//!   the descheduled survivor could upgrade, deadlocking again and again
-//!   (docs/BENCHMARKS.md, "Oversubscribed").
+//! * upgraders waiting (U): the count of shared holders waiting to upgrade
+//!   to X, each of which marks the word once ([`announce_writer`]) and
+//!   takes its mark back when it gives up ([`withdraw_writer`]); taking X
+//!   clears U. New shared holders wait while U is not 0, so an upgrade is
+//!   not starved by a stream of readers. Not in the paper; it matters most
+//!   when threads outnumber cores: a transaction that lost a deadlock and
+//!   retried at once used to take its shared lock back before the
+//!   descheduled survivor could upgrade, deadlocking again and again
+//!   (docs/BENCHMARKS.md, "Oversubscribed"). It is a count, not one bit,
+//!   because the deadlock it is for has two upgraders: with one bit, the
+//!   victim withdrawing its mark cleared the survivor's too, and its retry
+//!   could take its shared lock back first after all.
+//!
+//! Only a shared holder marks, and it withdraws before it unlocks, so U
+//! never exceeds the shared count: when a sole holder takes X, a mark left
+//! can only be its own, and one that takes X from a count of 0 finds none.
+//! U saturates at [`MAX_UPGRADERS`] (more upgraders of one word than that
+//! are deadlocked with each other anyway): an upgrader that finds it full
+//! waits unmarked and marks once a place is free. The shared count
+//! saturates at [`MAX_SHARED`], one short of the most transactions a
+//! database runs at once (`txn::table::MAX_SLOTS`): a reader that finds it
+//! full waits.
 //!
 //! The low bits may change under a lock (an insert into the bucket), so
 //! every change of the lock bits is a CAS or an arithmetic RMW on the top
@@ -46,25 +60,35 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// The exclusive bit.
 const X: u64 = 1 << 63;
-/// A writer waits (see the module docs).
-const W: u64 = 1 << 62;
+/// One upgrader waiting (see the module docs).
+const U_ONE: u64 = 1 << 60;
+/// The upgraders' count.
+const U: u64 = 7 * U_ONE;
+/// The most upgraders counted.
+pub(crate) const MAX_UPGRADERS: u64 = U / U_ONE;
 /// One shared holder.
 pub(crate) const ONE: u64 = 1 << 48;
 /// The lock bits.
 pub(crate) const LOCK_BITS: u64 = !(ONE - 1);
 /// The most shared holders.
-const MAX_SHARED: u64 = (W >> 48) - 1;
+pub(crate) const MAX_SHARED: u64 = U_ONE / ONE - 1;
 
 /// Shared holders in a word.
 #[inline]
 fn shared(w: u64) -> u64 {
-    (w & !(X | W)) >> 48
+    (w & !(X | U)) >> 48
 }
 
-/// The holders' bits: X and the shared count (not W).
+/// Upgraders waiting in a word.
+#[inline]
+pub(crate) fn upgraders(w: u64) -> u64 {
+    (w & U) / U_ONE
+}
+
+/// The holders' bits: X and the shared count (not U).
 #[inline]
 fn held(w: u64) -> u64 {
-    w & LOCK_BITS & !W
+    w & LOCK_BITS & !U
 }
 
 /// Locks of one ordered index.
@@ -106,7 +130,7 @@ pub(crate) fn try_shared(w: &AtomicU64) -> bool {
     // Relaxed load: only a guess for the CAS, which decides.
     let mut cur = w.load(Ordering::Relaxed);
     loop {
-        if cur & (X | W) != 0 || shared(cur) == MAX_SHARED {
+        if cur & (X | U) != 0 || shared(cur) == MAX_SHARED {
             return false;
         }
         // Acquire: the holder reads what the last exclusive holder wrote
@@ -129,8 +153,9 @@ pub(crate) fn try_exclusive(w: &AtomicU64, upgrade: bool) -> bool {
         if held(cur) != from {
             return false;
         }
-        // Acquire: as for `try_shared`. Taking X clears W: a writer that
-        // still waits sets it again.
+        // Acquire: as for `try_shared`. Taking X clears U: a mark left
+        // is the taker's own (module docs).
+        debug_assert!(upgraders(cur) <= from / ONE, "only shared holders mark");
         match w.compare_exchange_weak(cur, (cur & !LOCK_BITS) | X, Ordering::Acquire, Ordering::Relaxed) {
             Ok(_) => return true,
             Err(now) => cur = now,
@@ -144,32 +169,40 @@ pub(crate) fn looks_free(w: &AtomicU64, mode: LockMode, upgrade: bool) -> bool {
     // Relaxed: a hint; the CAS decides.
     let cur = w.load(Ordering::Relaxed);
     match mode {
-        LockMode::Shared => cur & (X | W) == 0 && shared(cur) < MAX_SHARED,
+        LockMode::Shared => cur & (X | U) == 0 && shared(cur) < MAX_SHARED,
         LockMode::Exclusive => held(cur) == if upgrade { ONE } else { 0 },
     }
 }
 
-/// Marks `w` as wanted by a writer: new shared holders wait until it is
-/// taken exclusively or the mark is withdrawn. Called by a waiter for X
-/// each time it looks (a mark withdrawn by another waiter is set again).
+/// Marks `w` as wanted by an upgrader, a shared holder waiting for X:
+/// new shared holders wait until it is taken exclusively or every mark is
+/// withdrawn. False (nothing changed) if [`MAX_UPGRADERS`] marks are there
+/// already: the caller is not counted, and tries again later.
 #[inline]
-pub(crate) fn announce_writer(w: &AtomicU64) {
-    // Relaxed: a hint to readers; no data is published with it.
-    if w.load(Ordering::Relaxed) & W == 0 {
+pub(crate) fn announce_writer(w: &AtomicU64) -> bool {
+    // Relaxed: a hint to readers; no data is published with it (the CAS
+    // decides).
+    let mut cur = w.load(Ordering::Relaxed);
+    loop {
+        debug_assert!(cur & X == 0 && upgraders(cur) < shared(cur), "a shared holder marks once");
+        if upgraders(cur) == MAX_UPGRADERS {
+            return false;
+        }
         // Relaxed: as above.
-        w.fetch_or(W, Ordering::Relaxed);
+        match w.compare_exchange_weak(cur, cur + U_ONE, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => cur = now,
+        }
     }
 }
 
-/// Withdraws a writer's mark (it gave up waiting). Another writer still
-/// waiting sets it again the next time it looks.
+/// Withdraws the caller's mark (from [`announce_writer`]; it gave up
+/// waiting). Other upgraders' marks stay.
 #[inline]
 pub(crate) fn withdraw_writer(w: &AtomicU64) {
     // Relaxed: as for `announce_writer`.
-    if w.load(Ordering::Relaxed) & W != 0 {
-        // Relaxed: as above.
-        w.fetch_and(!W, Ordering::Relaxed);
-    }
+    let before = w.fetch_sub(U_ONE, Ordering::Relaxed);
+    debug_assert!(upgraders(before) > 0, "withdrawing a mark that is there");
 }
 
 /// Releases `w`, held in `mode`.
@@ -183,8 +216,8 @@ pub(crate) fn unlock(w: &AtomicU64, mode: LockMode) {
         }
         LockMode::Exclusive => {
             // Release: our writes are visible to the next holder. The low
-            // bits (a bucket's head) and W may change meanwhile: clear X
-            // alone.
+            // bits (a bucket's head) may change meanwhile: clear X alone
+            // (U is 0: nobody else holds the word to mark it).
             let before = w.fetch_and(!X, Ordering::Release);
             debug_assert!(held(before) == X, "an exclusive lock is held alone");
         }

@@ -239,56 +239,63 @@ pub(crate) struct Latest {
 /// value of another length) links the new record first and then retires
 /// the old one, but a walk that passed the new record's place before it
 /// was linked meets the old one retired, and finds no latest record of a
-/// row that never stopped existing. So a walk that finds none but passes a
-/// record a commit retired (TID set) walks again: the retirement it saw was
-/// ordered after the new record's link (Acquire on the word, Release in
-/// `sv_retire`), so the next walk meets the new record, unless yet another
-/// move retired that one meanwhile, which the next walk sees as one more
-/// retired record. A deleted key's retired records stay the same from walk
-/// to walk: its second walk is its last. After `WALKS` walks that each
-/// met one more retired record (moves faster than walks) it gives up with
-/// [`Moving`]: the caller must not report the row absent (it never was),
-/// and aborts instead. (A count can also miss a move that coincides with
-/// the collector unlinking an old retired record; a lookup's node-set
-/// catches what it missed at validation, and an insert checks its key's
-/// chain again after linking.)
+/// row that never stopped existing. So a walk that finds none walks again
+/// if it passed a record retired by a commit (TID set) that the walk
+/// before did not pass retired, compared by address and word: the record
+/// that was the key's row when this walk began is one (it is not
+/// reclaimed while we are open, so the walk reaches it, and it was not
+/// retired yet when the walk before ended). A deleted key's retired
+/// records stay the same from walk to walk, or only leave the chain (the
+/// collector): its second walk is its last. Counting them instead is not
+/// enough: the collector unlinking old ones between two walks can hide the
+/// one new retirement, and a lookup answered "no row" for a row that
+/// always existed. After `WALKS` walks that each met a new retirement
+/// (moves faster than walks) it gives up with [`Moving`]: the caller must
+/// not report the row absent (it never was), and aborts instead.
 #[inline]
 pub(crate) fn lookup_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>) -> Result<Latest, Moving> {
-    walk_latest(t, key, seen, true)
+    walk_latest(t, key, seen, false)
 }
 
 /// [`lookup_latest`] for a caller that holds the key's lock (1V, ordered
-/// 2PL): no move of the key can run beside the walk, so the walk settles,
-/// and no other transaction's placeholder of the key exists (1V links its
-/// placeholders under the key's X lock): the first latest record, our own
-/// placeholder included, is the key's.
+/// 2PL): no move of the key can run beside the walk, so one walk settles
+/// it, and no other transaction's placeholder of the key exists (1V links
+/// its placeholders under the key's X lock): the first latest record, our
+/// own placeholder included, is the key's.
 pub(crate) fn find_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>) -> *mut Version {
-    match walk_latest(t, key, seen, false) {
+    match walk_latest(t, key, seen, true) {
         Ok(l) => l.rec,
-        Err(Moving) => {
-            debug_assert!(false, "a key whose lock we hold moved under our walk");
-            std::ptr::null_mut()
-        }
+        Err(Moving) => unreachable!("a locked walk does not give up"),
     }
 }
 
+/// True if `w` is the final word of a record retired by a commit (an
+/// aborted insert leaves TID 0).
 #[inline(always)]
-fn walk_latest(
-    t: &Table,
-    key: &Key,
-    mut seen: Option<&mut Vec<(VPtr, u64)>>,
-    pass_placeholders: bool,
-) -> Result<Latest, Moving> {
+fn retired_by_commit(w: u64) -> bool {
+    w & LATEST == 0 && w & TID != 0
+}
+
+/// Walks `key`'s chain: [`lookup_latest`], or with `locked` (the caller
+/// holds the key's lock) [`find_latest`]: placeholders are not passed and
+/// the first walk is the last. `passed` holds what each walk passed: the
+/// caller's node-set entries when `seen` is given, else a vector of our
+/// own holding only retired records (a walk that passes none allocates
+/// nothing); the entries of the walk before stay in front of this walk's
+/// until the two are compared.
+#[inline(always)]
+fn walk_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>, locked: bool) -> Result<Latest, Moving> {
+    /// Walks before giving up.
     const WALKS: usize = 8;
-    let start = seen.as_deref().map_or(0, |s| s.len());
-    let mut retired_before = 0;
-    for walk in 1.. {
+    let keep_all = seen.is_some();
+    let mut own = Vec::new();
+    let passed = seen.unwrap_or(&mut own);
+    let start = passed.len();
+    for _ in 0..WALKS {
+        // passed[start..mid]: what the walk before this one passed.
+        let mid = passed.len();
         let mut found = std::ptr::null_mut();
         let mut placeholder = false;
-        let mut retired = 0;
-        if let Some(s) = seen.as_deref_mut() {
-            s.truncate(start);
-        }
         t.indexes[0].for_each_eq(key, |v| {
             if !v.key_eq(key) {
                 return true;
@@ -296,28 +303,28 @@ fn walk_latest(
             // Acquire: pairs with the Release stores of the word.
             let w = v.begin.load(Ordering::Acquire);
             if w & LATEST != 0 {
-                if !(pass_placeholders && w & (ABSENT | LOCK) == ABSENT) {
+                if locked || w & (ABSENT | LOCK) != ABSENT {
                     found = v as *const Version as *mut Version;
                     return false;
                 }
                 placeholder = true;
-            } else if w & TID != 0 {
-                retired += 1; // retired by a commit (an aborted insert leaves TID 0)
             }
-            if let Some(s) = seen.as_deref_mut() {
-                s.push((VPtr(v as *const Version as *mut Version), w & !LOCK));
+            if keep_all || (!locked && retired_by_commit(w)) {
+                passed.push((VPtr(v as *const Version as *mut Version), w & !LOCK));
             }
             true
         });
-        if !found.is_null() || retired <= retired_before {
+        // A retired record's word is final, and no record passed is freed
+        // while the caller is pinned: an entry of the walk before with the
+        // same address and word is the same retirement.
+        let (before, now) = passed[start..].split_at(mid - start);
+        let moved = !locked && found.is_null() && now.iter().any(|e| retired_by_commit(e.1) && !before.contains(e));
+        passed.drain(start..mid);
+        if !moved {
             return Ok(Latest { rec: found, placeholder });
         }
-        if walk == WALKS {
-            return Err(Moving);
-        }
-        retired_before = retired;
     }
-    unreachable!("the loop returns")
+    Err(Moving)
 }
 
 /// A key's row kept moving to new records faster than [`lookup_latest`]

@@ -67,11 +67,12 @@
 //!   second with a 2-ms timeout, 965K with 20 µs); detection ends it at the
 //!   first check and lets the timeout be long enough for real waits;
 //! * a transaction waiting to upgrade its S lock to X marks the lock word
-//!   (`key_locks`' W bit), and new readers wait behind the mark: an upgrade
-//!   is not starved by a stream of readers, and a deadlock's victim that
-//!   retries at once cannot take its read lock back before the survivor
-//!   upgrades (a plain X waiter does not mark: readers keep sharing while
-//!   it waits, as in the paper). Without it, with
+//!   (`key_locks`' count of upgraders), and new readers wait behind the
+//!   marks: an upgrade is not starved by a stream of readers, and a
+//!   deadlock's victim that retries at once cannot take its read lock back
+//!   before the survivor upgrades (the victim withdraws only its own mark;
+//!   a plain X waiter does not mark: readers keep sharing while it waits,
+//!   as in the paper). Without it, with
 //!   8 threads on 2 cores, that race repeated until the survivor was
 //!   scheduled again, and 1V kept under 1% of its 2-thread throughput
 //!   (docs/BENCHMARKS.md, "Oversubscribed"). The deadlock detector counts

@@ -33,9 +33,9 @@ pub(crate) use crate::txn::lock_wait::{LockWait, WaitOn};
 /// taken, `give_up()` holds, `limit` passes, or `victim(waited)` (called
 /// now and then once the spinning is over) says a deadlock chose us.
 /// Spins first, then yields, then sleeps (a wait behind a long holder
-/// should not burn a core). A wait to upgrade to X marks the word
-/// (`announce_writer`) so that new readers wait behind it, and withdraws
-/// the mark if it ends without the lock.
+/// should not burn a core). A wait to upgrade to X marks the word once
+/// (`announce_writer`) so that new readers wait behind it; taking X takes
+/// the mark away, and a wait that ends without the lock withdraws it.
 pub(crate) fn wait_for_lock(
     w: &AtomicU64,
     mode: LockMode,
@@ -54,15 +54,18 @@ pub(crate) fn wait_for_lock(
     // with each other while it waits (a writer-first queue turns some of
     // those waits into deadlocks: docs/ISOLATION.md's read-only anomaly).
     let writer = mode == LockMode::Exclusive && upgrade;
-    let out = |why: Waited| {
-        if writer {
+    // Our mark is on the word (a full count leaves us unmarked until a
+    // place frees up).
+    let mut marked = false;
+    let out = |why: Waited, marked: bool| {
+        if marked {
             withdraw_writer(w);
         }
         why
     };
     loop {
-        if writer {
-            announce_writer(w);
+        if writer && !marked {
+            marked = announce_writer(w);
         }
         if looks_free(w, mode, upgrade) {
             let got = match mode {
@@ -74,7 +77,7 @@ pub(crate) fn wait_for_lock(
             }
         }
         if give_up() {
-            return out(Waited::GaveUp);
+            return out(Waited::GaveUp, marked);
         }
         if !backoff.is_completed() {
             backoff.snooze();
@@ -82,10 +85,10 @@ pub(crate) fn wait_for_lock(
         }
         let waited = start.get_or_insert_with(Instant::now).elapsed();
         if limit.is_some_and(|l| waited >= l) {
-            return out(Waited::TimedOut);
+            return out(Waited::TimedOut, marked);
         }
         if victim(waited) {
-            return out(Waited::Victim);
+            return out(Waited::Victim, marked);
         }
         if waited < Duration::from_millis(1) {
             std::thread::yield_now();
@@ -142,7 +145,7 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
                         }
                     }
                     // A reader waits behind an upgrader waiting for the same
-                    // word (its W mark: `key_locks::announce_writer`): one
+                    // word (its mark: `key_locks::announce_writer`): one
                     // that waits for X and holds the word already.
                     if *mode == LockMode::Shared
                         && matches!(other.on, WaitOn::Lock { word: ow, mode: LockMode::Exclusive } if ow == *word)
