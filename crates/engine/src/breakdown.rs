@@ -219,14 +219,19 @@ pub fn thread_regions() -> [u64; 5] {
     TOTALS.with(|t| std::array::from_fn(|i| t.regions[i].get()))
 }
 
-/// What one timed region costs, in ticks, measured once (the mean over
-/// many empty regions on the calling thread, the first call taking about
-/// a millisecond): `(inside, whole)`, the ticks an empty region adds to its
-/// part, and the ticks it takes from the thread that times it (opening and
-/// closing included). A breakdown subtracts `inside` from a part per
-/// region, and `whole` from a transaction's measured time, to give the
-/// time the transaction would have taken untimed. The timing is switched
-/// on for the measurement and restored after it.
+/// What one timed region costs, in ticks, measured once (the first call
+/// takes about a millisecond): `(inside, whole)`, the ticks an empty region
+/// adds to its part, and the ticks it takes from the thread that times it
+/// (opening and closing included). A breakdown subtracts `inside` from a
+/// part per region, and `whole` from a transaction's measured time, to give
+/// the time the transaction would have taken untimed. The timing is
+/// switched on for the measurement and restored after it.
+///
+/// The cost is the least mean over several short batches of empty regions,
+/// not the mean over all of them: a fixed cost is what a batch that nobody
+/// interrupted shows, while one preemption inside a single long batch (a
+/// busy machine) would raise the mean many times over, and subtracting that
+/// per region would wipe out whole parts of a breakdown.
 ///
 /// ```
 /// let (inside, whole) = multiverse::breakdown::region_cost();
@@ -235,17 +240,25 @@ pub fn thread_regions() -> [u64; 5] {
 pub fn region_cost() -> (f64, f64) {
     static COST: OnceLock<(f64, f64)> = OnceLock::new();
     *COST.get_or_init(|| {
-        const N: u64 = 20_000;
+        const BATCHES: usize = 40;
+        const N: u64 = 500;
         let (was_on, was_sampling) = (enabled(), sampling());
         set_enabled(true);
         set_sampling(true);
         let (before, regions) = (thread_totals(), thread_regions());
-        let t0 = now();
-        for _ in 0..N {
-            drop(std::hint::black_box(span(Part::Gc)));
+        let (mut inside, mut whole) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..BATCHES {
+            let part_before = thread_totals()[Part::Gc as usize];
+            let t0 = now();
+            for _ in 0..N {
+                drop(std::hint::black_box(span(Part::Gc)));
+            }
+            let batch = now().wrapping_sub(t0) as f64 / N as f64;
+            let batch_inside = thread_totals()[Part::Gc as usize].wrapping_sub(part_before) as f64 / N as f64;
+            // Each separately: the least of each is the one least disturbed.
+            whole = whole.min(batch);
+            inside = inside.min(batch_inside);
         }
-        let whole = now().wrapping_sub(t0) as f64 / N as f64;
-        let inside = thread_totals()[Part::Gc as usize].wrapping_sub(before[Part::Gc as usize]) as f64 / N as f64;
         // The measurement is not part of this thread's totals.
         TOTALS.with(|t| {
             t.ticks[Part::Gc as usize].set(before[Part::Gc as usize]);
