@@ -2,20 +2,27 @@
 //! per finished command, at points that do not depend on thread timing.
 //!
 //! For each line the driver sends the command to its session and waits for
-//! the answer up to the grace period. An answer in time is printed at once;
-//! otherwise the driver prints `-> blocked` and the command stays pending.
+//! the answer. An answer is printed at once; a command that is still
+//! running once the grace period is over *and* whose session's thread shows
+//! that it waits (module [`waiting`](super::waiting): it sleeps, or spins,
+//! where a command that runs normally does neither for long) prints
+//! `-> blocked` and stays pending. A command whose thread merely does not
+//! get the CPU on a loaded machine shows no wait, so the driver keeps
+//! waiting for it: the next line never overtakes a command that is slow
+//! only because of load.
 //! A command for a session that still has one pending is sent all the same
 //! and prints `-> queued`: the session runs it once the earlier ones
 //! returned, as a client that typed it ahead would, and its result is
 //! printed when it comes, like a blocked command's.
 //! After every line but a queued one (which runs nothing new, so can
-//! release nothing) the driver *settles*: if commands are pending it waits,
-//! again up to the grace period, until all of them have answered, then
-//! prints the answers that came in, in script order. So a command unblocked
-//! by line N (say, a commit that releases a lock) prints its result right
-//! after line N's own output, however the threads were scheduled. A command
-//! only comes out differently if it takes longer than the grace period for
-//! reasons of load alone.
+//! release nothing) the driver *settles*: if commands are pending it waits
+//! until all of them have answered, or the grace period is over and each
+//! session still running one shows that it waits again (evidence counted
+//! from the latest answer of any session: a finished command may have
+//! released what the others waited for), then prints the answers that came
+//! in, in script order. So a command unblocked by line N (say, a commit
+//! that releases a lock) prints its result right after line N's own output,
+//! however the threads were scheduled.
 //!
 //! At the end of the script the driver closes every session (open
 //! transactions roll back), waits for pending commands, prints them in script
@@ -23,6 +30,7 @@
 
 use super::parse::{parse_line, Command, Line};
 use super::session::{self, Context, Event, Request};
+use super::waiting::{Thread, Watch};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::mem;
@@ -33,6 +41,13 @@ use std::time::{Duration, Instant};
 const END_WAIT: Duration = Duration::from_secs(10);
 /// Sessions a script may start (each is a thread).
 pub(crate) const MAX_SESSIONS: usize = 64;
+/// How often, once the grace period is over, the driver looks again at the
+/// threads of sessions still running a command: first after [`POLL`], then
+/// twice as long each time up to [`POLL_MAX`] (reading their counters
+/// costs CPU, which a loaded machine lacks, and a waiting thread needs
+/// some to show that it waits).
+const POLL: Duration = Duration::from_millis(1);
+const POLL_MAX: Duration = Duration::from_millis(32);
 
 /// A session as the driver sees it.
 struct Handle {
@@ -42,6 +57,11 @@ struct Handle {
     /// Commands of this session sent and not yet printed with a result
     /// (the first running or blocked, the others queued behind it).
     pending: usize,
+    /// The session's thread.
+    thread: Thread,
+    /// Whether the thread has shown a wait since its latest command was
+    /// sent or any session's command last answered.
+    watch: Watch,
 }
 
 /// What became of a command line.
@@ -181,7 +201,9 @@ impl<W: Write> Driver<W> {
             let echo = self.pending[&seq].echo.clone();
             return self.print(&echo, "queued").map(|_| Sent::Queued);
         }
-        self.wait_until(Instant::now() + self.grace, |d| d.done.contains_key(&seq));
+        let s = &mut self.sessions[idx];
+        s.watch = Watch::start(&s.thread);
+        self.wait_for(|d| d.done.contains_key(&seq), |_| vec![idx]);
         match self.done.remove(&seq) {
             Some(result) => self.complete(seq, &result),
             None => {
@@ -192,13 +214,42 @@ impl<W: Write> Driver<W> {
         .map(|_| Sent::Ran)
     }
 
-    /// Waits (up to the grace period) for every pending command, then prints
-    /// the results received, in script order.
+    /// Waits for every pending command (or until the grace period is over
+    /// and the sessions still running one show they wait), then prints the
+    /// results received, in script order.
     fn settle(&mut self) -> io::Result<()> {
-        if self.pending.len() > self.done.len() {
-            self.wait_until(Instant::now() + self.grace, |d| d.pending.len() == d.done.len());
-        }
+        self.wait_for(|d| d.pending.len() == d.done.len(), Self::running);
         self.print_done()
+    }
+
+    /// The sessions with a command sent and not answered.
+    fn running(&self) -> Vec<usize> {
+        let mut r: Vec<usize> =
+            self.pending.iter().filter(|(seq, _)| !self.done.contains_key(seq)).map(|(_, p)| p.session).collect();
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+
+    /// Receives events until `enough` holds, or the grace period is over
+    /// and every session of `busy` shows that it waits (module docs).
+    fn wait_for(&mut self, enough: impl Fn(&Self) -> bool, busy: impl Fn(&Self) -> Vec<usize>) {
+        self.wait_until(Instant::now() + self.grace, &enough);
+        let mut poll = POLL;
+        while !enough(self) {
+            let mut all = true;
+            for i in busy(self) {
+                let s = &mut self.sessions[i];
+                // Every one, not only up to the first that does not wait:
+                // each watch follows its thread from sample to sample.
+                all &= s.watch.waiting(&s.thread);
+            }
+            if all {
+                return;
+            }
+            self.wait_until(Instant::now() + poll, &enough);
+            poll = (poll * 2).min(POLL_MAX);
+        }
     }
 
     fn print_done(&mut self) -> io::Result<()> {
@@ -227,6 +278,11 @@ impl<W: Write> Driver<W> {
             match self.events.recv_timeout(left) {
                 Ok(Event::Done { seq, result }) => {
                     self.done.insert(seq, result);
+                    // What it released may end the others' waits: their
+                    // evidence of a wait counts from now.
+                    for s in self.sessions.iter_mut().filter(|s| s.pending > 0) {
+                        s.watch = Watch::start(&s.thread);
+                    }
                 }
                 Ok(Event::Exited) => self.exited += 1,
                 Err(_) => break, // timed out (the driver holds a sender: never disconnected)
@@ -242,8 +298,9 @@ impl<W: Write> Driver<W> {
         if self.sessions.len() == MAX_SESSIONS {
             return Err(io::Error::other(format!("a script may use at most {MAX_SESSIONS} sessions")));
         }
-        let requests = session::spawn(name, self.ctx.clone(), self.events_tx.clone())?;
-        self.sessions.push(Handle { name: name.to_string(), requests: Some(requests), pending: 0 });
+        let (requests, thread) = session::spawn(name, self.ctx.clone(), self.events_tx.clone())?;
+        let watch = Watch::start(&thread);
+        self.sessions.push(Handle { name: name.to_string(), requests: Some(requests), pending: 0, thread, watch });
         self.by_name.insert(name.to_string(), self.sessions.len() - 1);
         Ok(self.sessions.len() - 1)
     }

@@ -22,7 +22,8 @@
 //! Modules: [`parse`] (script lines to commands), [`rows`] (the encoding of
 //! `test` and the printed form of rows), [`session`] (the session threads,
 //! which talk to the engine), [`driver`] (the ordering of the output),
-//! [`permute`] (scripts of steps run in every interleaving).
+//! [`waiting`] (whether a session's thread waits), [`permute`] (scripts of
+//! steps run in every interleaving).
 
 mod driver;
 mod matrix;
@@ -30,6 +31,7 @@ mod parse;
 mod permute;
 mod rows;
 mod session;
+mod waiting;
 
 use driver::Driver;
 use multiverse::Protocol;
@@ -66,9 +68,11 @@ pub struct ShellArgs {
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     pomvcc_interval_ms: u64,
 
-    /// Milliseconds a command may take before it is reported as blocked.
-    #[arg(long, hide = true, default_value_t = 100)]
-    grace_ms: u64,
+    /// Milliseconds a command may take before it is reported as blocked
+    /// (if its session's thread also shows that it waits) [default: 100;
+    /// with --matrix, 500].
+    #[arg(long, hide = true, value_name = "MS")]
+    grace_ms: Option<u64>,
 
     /// Exit non-zero if any line's result is an error (a bad line, an
     /// unknown session, a session that cannot start).
@@ -120,7 +124,7 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
             pomvcc_interval: Duration::from_secs(3600),
             ..multiverse::Options::default()
         };
-        let cells = matrix::run(&base, Duration::from_millis(a.grace_ms.max(MATRIX_GRACE_MS)))?;
+        let cells = matrix::run(&base, Duration::from_millis(a.grace_ms.unwrap_or(MATRIX_GRACE_MS)))?;
         print!("{}", matrix::document(&cells));
         return Ok(());
     }
@@ -139,7 +143,7 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
         pomvcc_interval: Duration::from_millis(a.pomvcc_interval_ms),
         ..multiverse::Options::default()
     };
-    let grace = Duration::from_millis(a.grace_ms);
+    let grace = Duration::from_millis(a.grace_ms.unwrap_or(GRACE_MS));
     let mut out = Tee { out: io::stdout().lock(), copy: expected.as_ref().map(|_| Vec::new()) };
     let mut reader = input;
     let mut read = || next_line(&mut reader).map_err(|e| format!("cannot read script {name}: {e}"));
@@ -206,6 +210,8 @@ fn first_difference(got: &str, want: &str) -> Option<String> {
     }
 }
 
+/// The grace period of a script (ms).
+const GRACE_MS: u64 = 100;
 /// The grace period of `--matrix` runs (ms): they run 23 at once.
 const MATRIX_GRACE_MS: u64 = 500;
 

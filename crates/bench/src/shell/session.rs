@@ -14,6 +14,7 @@
 
 use super::parse::{After, Assign, Command, Declared, Pred, Stmt};
 use super::rows::{self, Rows};
+use super::waiting::Thread;
 use multiverse::{
     AbortReason, Database, Error, Filter, IndexId, Isolation, Key, Options, TableId, TableSpec, Transaction, TxnOptions,
 };
@@ -82,11 +83,17 @@ impl Context {
     }
 }
 
-/// Starts a session thread; returns the sender of its requests.
-pub(crate) fn spawn(name: &str, ctx: Context, events: Sender<Event>) -> io::Result<Sender<Request>> {
+/// Starts a session thread; returns the sender of its requests and the
+/// thread, whose counters show when it waits.
+pub(crate) fn spawn(name: &str, ctx: Context, events: Sender<Event>) -> io::Result<(Sender<Request>, Thread)> {
     let (tx, rx) = mpsc::channel();
-    thread::Builder::new().name(format!("session {name}")).spawn(move || serve(ctx, rx, events))?;
-    Ok(tx)
+    let (thread_tx, thread_rx) = mpsc::channel();
+    thread::Builder::new().name(format!("session {name}")).spawn(move || {
+        let _ = thread_tx.send(Thread::current());
+        serve(ctx, rx, events)
+    })?;
+    let thread = thread_rx.recv().map_err(|_| io::Error::other(format!("session {name} did not start")))?;
+    Ok((tx, thread))
 }
 
 /// The session thread: answers requests until the channel closes.
