@@ -172,16 +172,17 @@ fn breakdown() {
         // The components are the timed transactions' time in the engine:
         // their mean lies below the largest latency (which counts a timed
         // transaction's whole time and more), and is not a sliver of the
-        // mean latency (ticks and nanoseconds mixed up). Not tighter: on a
-        // busy machine the one transaction in 16 that is timed may be the
-        // one preempted.
+        // median latency (ticks and nanoseconds mixed up). The median, not
+        // the mean: on a busy machine a few transactions preempted while
+        // holding locks take a thousand times the others, the mean follows
+        // them, and the one transaction in 16 that is timed rarely is one.
         let total: f64 =
             ["useful", "abort", "index", "validation", "wait", "gc", "log-wait"].iter().map(|c| part(c)).sum();
-        let mean_latency_ns = 1e9 * 2.0 * r["duration_s"].as_f64().unwrap() / r["committed"].as_f64().unwrap();
+        let median_latency_ns = 1e3 * r["latency_us"]["p50"].as_f64().unwrap();
         let max_latency_ns = 1e3 * r["latency_us"]["max"].as_f64().unwrap();
         assert!(
-            total <= max_latency_ns && total >= mean_latency_ns * 0.2,
-            "{protocol}: {total} ns of parts, mean latency {mean_latency_ns} ns, max {max_latency_ns} ns"
+            total <= max_latency_ns && total >= median_latency_ns * 0.2,
+            "{protocol}: {total} ns of parts, median latency {median_latency_ns} ns, max {max_latency_ns} ns"
         );
         assert!(r["breakdown_ns_per_txn"]["10rmw"].is_object(), "per type too: {}", r["breakdown_ns_per_txn"]);
         assert!(out.contains("breakdown") && out.contains("validation"), "{out}");
