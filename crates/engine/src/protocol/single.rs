@@ -291,9 +291,11 @@ fn walk_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>, locked
     let mut own = Vec::new();
     let passed = seen.unwrap_or(&mut own);
     let start = passed.len();
-    for _ in 0..WALKS {
-        // passed[start..mid]: what the walk before this one passed.
-        let mid = passed.len();
+    // One walk of the chain: appends what it passes to `passed`. A
+    // function, not a closure: a closure called from two places was not
+    // inlined, and a lookup paid for the call.
+    #[inline(always)]
+    fn walk_once(t: &Table, key: &Key, passed: &mut Vec<(VPtr, u64)>, keep_all: bool, locked: bool) -> Latest {
         let mut found = std::ptr::null_mut();
         let mut placeholder = false;
         t.indexes[0].for_each_eq(key, |v| {
@@ -314,14 +316,37 @@ fn walk_latest(t: &Table, key: &Key, seen: Option<&mut Vec<(VPtr, u64)>>, locked
             }
             true
         });
+        Latest { rec: found, placeholder }
+    }
+    let walk = |passed: &mut Vec<(VPtr, u64)>| walk_once(t, key, passed, keep_all, locked);
+    // Nearly every lookup ends after its first walk: the row found, or the
+    // caller holds the key's lock. Nothing to compare then, so nothing
+    // more is done.
+    let mut latest = walk(passed);
+    if !latest.rec.is_null() || locked {
+        return Ok(latest);
+    }
+    // passed[start..mid]: what the walk before the latest one passed
+    // (nothing before the first).
+    let mut mid = start;
+    for walks in 1.. {
         // A retired record's word is final, and no record passed is freed
         // while the caller is pinned: an entry of the walk before with the
         // same address and word is the same retirement.
         let (before, now) = passed[start..].split_at(mid - start);
-        let moved = !locked && found.is_null() && now.iter().any(|e| retired_by_commit(e.1) && !before.contains(e));
+        let moved = now.iter().any(|e| retired_by_commit(e.1) && !before.contains(e));
         passed.drain(start..mid);
         if !moved {
-            return Ok(Latest { rec: found, placeholder });
+            return Ok(latest);
+        }
+        if walks == WALKS {
+            break;
+        }
+        mid = passed.len();
+        latest = walk(passed);
+        if !latest.rec.is_null() {
+            passed.drain(start..mid);
+            return Ok(latest);
         }
     }
     Err(Moving)
