@@ -89,7 +89,8 @@ fn one_upgraders_withdrawal_keeps_anothers_mark() {
 }
 
 /// The same race through 1V's wait (`wait_for_lock`), with threads: the
-/// victim is chosen after 2 ms of waiting, when the survivor only looks
+/// victim is chosen after 2 ms of waiting with the survivor waiting too,
+/// when the survivor only looks
 /// every 50 µs, gives up, releases and asks for its shared lock again at
 /// once. It must get it only after the survivor has upgraded and released.
 #[test]
@@ -111,7 +112,12 @@ fn a_deadlock_victims_retry_waits_for_the_survivor() {
                 upgraded.store(true, Ordering::Relaxed);
                 unlock(&w, LockMode::Exclusive);
             });
-            let chosen = |waited: Duration| waited >= Duration::from_millis(2);
+            // Chosen once both wait: the survivor's thread may not have run
+            // yet after 2 ms on a busy machine, and a victim that gives up
+            // before the survivor marked the word has nothing to wait behind.
+            // Relaxed: a look at the word; the lock operations order the rest.
+            let chosen =
+                |waited: Duration| waited >= Duration::from_millis(2) && upgraders(w.load(Ordering::Relaxed)) >= 2;
             let out = wait_for_lock(&w, LockMode::Exclusive, true, None, || false, chosen);
             assert!(out == Waited::Victim);
             unlock(&w, LockMode::Shared);
