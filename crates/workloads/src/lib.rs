@@ -50,7 +50,7 @@ pub mod zipf;
 
 pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
 pub use mix::Mix;
-pub use store::{Store, StoreTxn};
+pub use store::{run_attempts as run_store_attempts, Store, StoreTxn};
 
 use multiverse::{
     AbortReason, AccessSet, Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, Transaction, TxnOptions,
@@ -642,7 +642,7 @@ pub mod wasted {
 
 /// Spins 2^k times (k grows per retry, up to 2^10), then yields the CPU.
 #[cold]
-fn backoff(k: &mut u32) {
+pub(crate) fn backoff(k: &mut u32) {
     if *k <= 10 {
         for _ in 0..(1u32 << *k) {
             std::hint::spin_loop();

@@ -96,6 +96,12 @@ pub trait Store: Sync {
         opts: TxnOptions<'static>,
         aborts: &mut AbortCounts,
     ) -> std::result::Result<bool, TxnError>;
+
+    /// Increments of the store's commit-timestamp counter so far, where it
+    /// counts them (a Multiverse database); 0 otherwise.
+    fn timestamp_increments(&self) -> u64 {
+        0
+    }
 }
 
 impl Store for Database {
@@ -132,5 +138,51 @@ impl Store for Database {
         aborts: &mut AbortCounts,
     ) -> std::result::Result<bool, TxnError> {
         run_txn(self, w, opts, aborts)
+    }
+    fn timestamp_increments(&self) -> u64 {
+        self.stats().timestamp_increments
+    }
+}
+
+/// [`Store::run_txn`] for a store whose transactions begin with `begin`:
+/// runs the worker's current transaction until it commits, retrying
+/// transient aborts with the same inputs (spinning a little longer after
+/// each, as [`run_txn`] does) and counting them by reason. `Ok(false)`: the
+/// workload rolled the transaction back ([`TxnError::Rollback`]).
+pub fn run_attempts<T: StoreTxn, W: Worker>(
+    mut begin: impl FnMut() -> Result<T>,
+    w: &mut W,
+    aborts: &mut AbortCounts,
+) -> std::result::Result<bool, TxnError> {
+    let (mut spins, mut last) = (0u32, None);
+    loop {
+        let mut t = begin()?;
+        let r = match w.execute(&mut t) {
+            Ok(()) => t.commit().map_err(TxnError::Engine),
+            Err(e) => {
+                drop(t); // rolls back
+                Err(e)
+            }
+        };
+        match r {
+            Ok(()) => {
+                w.committed();
+                return Ok(true);
+            }
+            Err(TxnError::Rollback) => {
+                aborts.add(multiverse::AbortReason::User);
+                return Ok(false);
+            }
+            Err(TxnError::Engine(e)) if e.is_transient() => {
+                let r = e.abort_reason().expect("transient errors are aborts");
+                aborts.add(r);
+                if last == Some(r) {
+                    aborts.add_repeat(r);
+                }
+                last = Some(r);
+                crate::backoff(&mut spins);
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
