@@ -43,9 +43,10 @@
 
 use multiverse::{AbortReason, Error, Filter, IndexId, Isolation, Key, KeyFn, Result, TableId, TableSpec, TxnOptions};
 use multiverse_workloads::{run_store_attempts, AbortCounts, Store, StoreTxn, Txn, TxnError, Worker};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::ops::{Bound, RangeBounds};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[cfg(feature = "fjall")]
@@ -250,15 +251,52 @@ struct TableInfo {
 /// A [`KvStore`] with the workloads' schema on top: implements [`Store`].
 pub struct Peer<K> {
     kv: K,
+    durability: Durability,
     /// Set up before the load, read at every begin (one lock and one
     /// reference count per transaction, none per operation).
     tables: RwLock<Arc<Vec<TableInfo>>>,
+    /// Record what committed transactions observed ([`Peer::set_recording`]).
+    recording: AtomicBool,
+    /// The committed transactions' observations, in commit order.
+    recorded: Recorded,
 }
+
+/// The committed transactions' observations, each a list of operations.
+type Recorded = Mutex<Vec<Vec<Observed>>>;
+
+/// One operation as a client of the store observed it: what the black-box
+/// checker (`multiverse_check::check_observed`) gets.
+pub use multiverse_check::ObservedOp as Observed;
 
 impl<K: KvStore> Peer<K> {
     /// Opens a new, empty store.
     pub fn open(opts: &PeerOptions) -> Result<Peer<K>> {
-        Ok(Peer { kv: K::open(opts)?, tables: RwLock::new(Arc::new(Vec::new())) })
+        Ok(Peer {
+            kv: K::open(opts)?,
+            durability: opts.durability,
+            tables: RwLock::new(Arc::new(Vec::new())),
+            recording: AtomicBool::new(false),
+            recorded: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// How the store makes commits durable.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Starts (or stops) recording what the point reads and writes of
+    /// transactions begun from now on observed, for a black-box check of
+    /// their isolation; only committed transactions are kept.
+    pub fn set_recording(&self, on: bool) {
+        // Relaxed: read at each begin; the run's threads start after this.
+        self.recording.store(on, Ordering::Relaxed);
+    }
+
+    /// The committed transactions' observations so far, in commit order
+    /// (each a list of operations in program order); clears them.
+    pub fn take_recorded(&self) -> Vec<Vec<Observed>> {
+        std::mem::take(&mut *self.recorded.lock())
     }
 
     /// The store.
@@ -280,7 +318,9 @@ impl<K: KvStore> Peer<K> {
     pub fn begin(&self, isolation: Isolation, read_only: bool) -> Result<PeerTxn<'_, K>> {
         check_level::<K>(isolation)?;
         let tables = self.tables.read().clone();
-        Ok(PeerTxn { tx: self.kv.begin(isolation, read_only)?, tables, key: Vec::new(), aux: Vec::new() })
+        // Relaxed: see `set_recording`.
+        let rec = self.recording.load(Ordering::Relaxed).then(|| (Vec::new(), &self.recorded));
+        Ok(PeerTxn { tx: self.kv.begin(isolation, read_only)?, tables, key: Vec::new(), aux: Vec::new(), rec })
     }
 }
 
@@ -368,6 +408,9 @@ pub struct PeerTxn<'s, K: KvStore + 's> {
     key: Vec<u8>,
     /// A second key buffer (secondary entries, range ends).
     aux: Vec<u8>,
+    /// While recording: this transaction's observations, and where they go
+    /// when it commits.
+    rec: Option<(Vec<Observed>, &'s Recorded)>,
 }
 
 /// The first five bytes of every key of index `index` of `table`.
@@ -415,6 +458,14 @@ fn key_of(b: &[u8]) -> Result<Key> {
 }
 
 impl<'s, K: KvStore> PeerTxn<'s, K> {
+    /// Records an observation (while recording).
+    #[inline]
+    fn note(&mut self, op: impl FnOnce() -> Observed) {
+        if let Some((ops, _)) = &mut self.rec {
+            ops.push(op());
+        }
+    }
+
     fn info(&self, table: TableId) -> Result<&TableInfo> {
         self.tables.get(table.raw() as usize).ok_or_else(|| Error::UnknownTable(format!("#{}", table.raw())))
     }
@@ -504,49 +555,73 @@ impl<'s, K: KvStore> PeerTxn<'s, K> {
 
 impl<'s, K: KvStore> StoreTxn for PeerTxn<'s, K> {
     fn commit(self) -> Result<()> {
-        self.tx.commit()
+        self.tx.commit()?;
+        if let Some((ops, to)) = self.rec {
+            to.lock().push(ops);
+        }
+        Ok(())
     }
 }
 
 impl<'s, K: KvStore> Txn for PeerTxn<'s, K> {
     fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.row_key(table, key.as_bytes());
-        self.tx.get(&self.key, f)
+        if self.rec.is_none() {
+            return self.tx.get(&self.key, f);
+        }
+        let r = self.tx.get(&self.key, |v| (f(v), v.to_vec()))?;
+        self.note(|| Observed::Read { table: table.raw(), key: key.clone(), value: r.as_ref().map(|x| x.1.clone()) });
+        Ok(r.map(|x| x.0))
     }
 
     fn get_for_update_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.row_key(table, key.as_bytes());
-        self.tx.get_for_update(&self.key, f)
+        if self.rec.is_none() {
+            return self.tx.get_for_update(&self.key, f);
+        }
+        let r = self.tx.get_for_update(&self.key, |v| (f(v), v.to_vec()))?;
+        self.note(|| Observed::Read { table: table.raw(), key: key.clone(), value: r.as_ref().map(|x| x.1.clone()) });
+        Ok(r.map(|x| x.0))
     }
 
     fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
         if self.info(table)?.secondary.is_empty() {
             // A blind write (module docs).
             self.row_key(table, key.as_bytes());
-            return self.tx.put(&self.key, value);
+            self.tx.put(&self.key, value)?;
+            self.note(|| Observed::Write { table: table.raw(), key: key.clone(), value: value.to_vec() });
+            return Ok(());
         }
         self.update_with(table, key, |_, new| new.extend_from_slice(value))
     }
 
     fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         self.row_key(table, key.as_bytes());
-        if self.tx.get_for_update(&self.key, |_| ())?.is_some() {
+        let recording = self.rec.is_some();
+        let found = self.tx.get_for_update(&self.key, |v| recording.then(|| v.to_vec()))?;
+        self.note(|| Observed::Read { table: table.raw(), key: key.clone(), value: found.clone().flatten() });
+        if found.is_some() {
             return Err(Error::DuplicateKey);
         }
         self.tx.put(&self.key, value)?;
+        self.note(|| Observed::Write { table: table.raw(), key: key.clone(), value: value.to_vec() });
         self.secondary_entries(table, &key, value, None, true)
     }
 
     fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
         let indexed = !self.info(table)?.secondary.is_empty();
+        let recording = self.rec.is_some();
         self.row_key(table, key.as_bytes());
         let mut new = Vec::new();
         let old = self.tx.get_for_update(&self.key, |old| {
             f(old, &mut new);
-            indexed.then(|| old.to_vec())
+            (indexed || recording).then(|| old.to_vec())
         })?;
+        self.note(|| Observed::Read { table: table.raw(), key: key.clone(), value: old.clone().flatten() });
         let Some(old) = old else { return Err(Error::KeyNotFound) };
         self.tx.put(&self.key, &new)?;
+        self.note(|| Observed::Write { table: table.raw(), key: key.clone(), value: new.clone() });
+        let old = old.filter(|_| indexed);
         if let Some(old) = old {
             self.secondary_entries(table, key, &old, Some(&new), false)?;
             self.secondary_entries(table, key, &new, Some(&old), true)?;
@@ -768,9 +843,8 @@ pub(crate) mod conformance {
                 hs.into_iter().map(|h| h.join().unwrap()).collect()
             });
             aborted += counts.iter().map(|a| a.total()).sum::<u64>();
-            let n = p
-                .check_txn(|x| Ok(x.get_with(t, &Key::from(0), |v| u64::from_be_bytes(v.try_into().unwrap()))?))
-                .unwrap();
+            let n =
+                p.check_txn(|x| x.get_with(t, &Key::from(0), |v| u64::from_be_bytes(v.try_into().unwrap()))).unwrap();
             assert_eq!(n, Some(threads as u64 * each * (round as u64 + 1)), "{} at {}", K::NAME, level.name());
         }
         aborted
