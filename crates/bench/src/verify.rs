@@ -810,7 +810,8 @@ fn campaign(a: &VerifyArgs, points: &[Point], seed: u64, budget: Duration, scrat
             let args = p.bench_args(&secs_text, run_seed, a.fault.as_deref());
             let stem = p.file_stem(round);
             let json = scratch.join(format!("{stem}.json"));
-            let history = a.keep.as_ref().map(|d| d.join(format!("{stem}.hist")));
+            // Another store has no history to keep (its check is from outside).
+            let history = a.keep.as_ref().filter(|_| p.line.peer.is_none()).map(|d| d.join(format!("{stem}.hist")));
             // A run that takes far longer than its duration plus the slowest
             // overhead seen is stuck.
             let limit = Duration::from_secs_f64(120.0 + 10.0 * (secs + overheads.estimate(p.workload)));
