@@ -148,8 +148,37 @@ fn parse_minutes(s: &str) -> Result<Duration, String> {
 #[derive(Clone, Debug)]
 struct Line {
     name: String,
+    /// The protocol (a placeholder when `peer` is set).
     protocol: Protocol,
     flags: Vec<&'static str>,
+    /// Another embedded store (`bench --protocol surrealmx`, ...), checked
+    /// as a black box: list-append only.
+    peer: Option<&'static str>,
+}
+
+impl Line {
+    /// The levels the line runs at.
+    fn levels(&self) -> &'static [Isolation] {
+        match self.peer {
+            Some(p) => multiverse_peers::levels_of(p).unwrap_or(&[]),
+            None => self.protocol.isolation_levels(),
+        }
+    }
+
+    /// Whether the line runs workload `w`: another store's history can be
+    /// checked from outside on list-append only (its values name their
+    /// writers).
+    fn runs(&self, w: &str) -> bool {
+        match self.peer {
+            Some(_) => w == "list-append",
+            None => runs(self.protocol, w),
+        }
+    }
+
+    /// The name `bench --protocol` takes.
+    fn bench_name(&self) -> &'static str {
+        self.peer.unwrap_or(self.protocol.name())
+    }
 }
 
 /// Every line this build runs: one per protocol, except SSN (over each base,
@@ -160,7 +189,7 @@ fn all_lines() -> Vec<Line> {
     let mut lines = Vec::new();
     for p in Protocol::available() {
         let mut add = |suffix: &str, flags: &[&'static str]| {
-            lines.push(Line { name: format!("{}{suffix}", p.name()), protocol: p, flags: flags.to_vec() })
+            lines.push(Line { name: format!("{}{suffix}", p.name()), protocol: p, flags: flags.to_vec(), peer: None })
         };
         match p {
             Protocol::Ssn => {
@@ -178,6 +207,10 @@ fn all_lines() -> Vec<Line> {
             }
             _ => add("", &[]),
         }
+    }
+    // The other stores compiled into this build (`--features peers`).
+    for &name in multiverse_peers::names().iter().filter(|n| multiverse_peers::levels_of(n).is_some()) {
+        lines.push(Line { name: name.to_string(), protocol: Protocol::MvOcc, flags: vec![], peer: Some(name) });
     }
     lines
 }
@@ -238,7 +271,7 @@ impl Point {
 
     /// The bench arguments of a run of this point (without the files).
     fn bench_args(&self, duration: &str, seed: u64, fault: Option<&str>) -> Vec<String> {
-        let mut a: Vec<String> = vec!["--protocol".into(), self.line.protocol.name().into()];
+        let mut a: Vec<String> = vec!["--protocol".into(), self.line.bench_name().into()];
         a.extend(self.line.flags.iter().map(|s| s.to_string()));
         a.extend(["--isolation".into(), self.isolation.name().into(), "--workload".into(), self.workload.into()]);
         a.extend(size_flags(self.workload).iter().map(|s| s.to_string()));
@@ -280,7 +313,8 @@ fn grid(a: &VerifyArgs) -> Result<Vec<Point>, String> {
         let mut chosen: Vec<Line> = Vec::new();
         for want in &a.protocols {
             let want = want.trim();
-            let found: Vec<&Line> = all.iter().filter(|l| l.name == want || l.protocol.name() == want).collect();
+            let found: Vec<&Line> =
+                all.iter().filter(|l| l.name == want || (l.peer.is_none() && l.protocol.name() == want)).collect();
             if found.is_empty() {
                 let names: Vec<&str> = all.iter().map(|l| l.name.as_str()).collect();
                 return Err(format!(
@@ -329,11 +363,11 @@ fn grid(a: &VerifyArgs) -> Result<Vec<Point>, String> {
         // workloads come round, so each workload meets each count).
         let mut k = 0;
         for line in &lines {
-            let Some(&isolation) = line.protocol.isolation_levels().iter().rev().find(|l| levels.contains(l)) else {
+            let Some(&isolation) = line.levels().iter().rev().find(|l| levels.contains(l)) else {
                 continue;
             };
             let n = workloads.len();
-            let Some(&workload) = (0..n).map(|i| &workloads[(k + i) % n]).find(|w| runs(line.protocol, w)) else {
+            let Some(&workload) = (0..n).map(|i| &workloads[(k + i) % n]).find(|w| line.runs(w)) else {
                 continue;
             };
             let t = threads[(k + k / n) % threads.len()];
@@ -343,10 +377,10 @@ fn grid(a: &VerifyArgs) -> Result<Vec<Point>, String> {
     }
     for &workload in workloads.iter().filter(|_| !a.quick) {
         for line in &lines {
-            if !runs(line.protocol, workload) {
+            if !line.runs(workload) {
                 continue;
             }
-            for &isolation in line.protocol.isolation_levels() {
+            for &isolation in line.levels() {
                 if !levels.contains(&isolation) {
                     continue;
                 }
@@ -776,7 +810,8 @@ fn campaign(a: &VerifyArgs, points: &[Point], seed: u64, budget: Duration, scrat
             let args = p.bench_args(&secs_text, run_seed, a.fault.as_deref());
             let stem = p.file_stem(round);
             let json = scratch.join(format!("{stem}.json"));
-            let history = a.keep.as_ref().map(|d| d.join(format!("{stem}.hist")));
+            // Another store has no history to keep (its check is from outside).
+            let history = a.keep.as_ref().filter(|_| p.line.peer.is_none()).map(|d| d.join(format!("{stem}.hist")));
             // A run that takes far longer than its duration plus the slowest
             // overhead seen is stuck.
             let limit = Duration::from_secs_f64(120.0 + 10.0 * (secs + overheads.estimate(p.workload)));

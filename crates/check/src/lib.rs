@@ -17,7 +17,10 @@
 //!   unknown versions and, for snapshot isolation, the snapshot read rule
 //!   and first-committer-wins;
 //! - cross-checks, for list-append workloads, the version order implied by
-//!   the values against the commit-timestamp order ([`check_appends`]).
+//!   the values against the commit-timestamp order ([`check_appends`]);
+//! - checks list-append histories observed from outside other stores, which
+//!   record no versions, by inferring each key's version order from the
+//!   lists themselves ([`check_observed`], in the manner of Jepsen's Elle).
 //!
 //! ```
 //! use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
@@ -45,6 +48,7 @@
 #![warn(missing_docs)]
 
 mod append;
+mod blackbox;
 mod cycles;
 mod deps;
 mod format;
@@ -53,6 +57,7 @@ mod model;
 mod report;
 
 pub use append::{check_appends, AppendMismatch, APPEND_TAG_LEN};
+pub use blackbox::{check_observed, check_observed_with, ObservedOp, ObservedTxn};
 pub use format::{read_history, write_history, ParseError, FORMAT_HEADER, FORMAT_TRAILER};
 pub use report::{Anomaly, Class, Limits, Report, Stats};
 

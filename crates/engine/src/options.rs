@@ -519,6 +519,38 @@ impl Default for Options {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TableId(pub(crate) u32);
 
+impl TableId {
+    /// The table's number in its database (tables are numbered from 0 in
+    /// the order they were created).
+    ///
+    /// ```
+    /// use multiverse::{Database, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// assert_eq!(t.raw(), 0);
+    /// ```
+    pub fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// The handle of table number `n`, for stores other than a
+    /// [`crate::Database`] that host the same schema (the adapters of
+    /// `multiverse-peers`); a database checks every handle it is given.
+    ///
+    /// ```
+    /// use multiverse::{Database, Options, TableId, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// assert_eq!(TableId::from_raw(0), t);
+    /// ```
+    #[doc(hidden)]
+    pub fn from_raw(n: u32) -> TableId {
+        TableId(n)
+    }
+}
+
 /// An index handle: a table and one of its indexes (0 is the primary index).
 ///
 /// ```
@@ -549,6 +581,36 @@ impl IndexId {
     /// ```
     pub fn table(self) -> TableId {
         TableId(self.table)
+    }
+
+    /// The index's number in its table: 0 for the primary index, then the
+    /// secondary indexes in the order they were declared.
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexKind, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t").secondary("s", IndexKind::Ordered, |pk, _| pk.clone())).unwrap();
+    /// assert_eq!(db.primary(t).index_no(), 0);
+    /// assert_eq!(db.index(t, "s").unwrap().index_no(), 1);
+    /// ```
+    pub fn index_no(self) -> u8 {
+        self.index
+    }
+
+    /// The handle of index number `index` of `table` (see
+    /// [`TableId::from_raw`]).
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexId, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// assert_eq!(IndexId::from_raw(t, 0), db.primary(t));
+    /// ```
+    #[doc(hidden)]
+    pub fn from_raw(table: TableId, index: u8) -> IndexId {
+        IndexId { table: table.0, index }
     }
 }
 

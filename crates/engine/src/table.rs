@@ -191,6 +191,45 @@ impl TableSpec {
         self.secondary.push((name.to_string(), kind, key));
         self
     }
+
+    /// The table's name.
+    ///
+    /// ```
+    /// use multiverse::TableSpec;
+    ///
+    /// assert_eq!(TableSpec::ordered("log").name(), "log");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The kind of the primary index.
+    ///
+    /// ```
+    /// use multiverse::{IndexKind, TableSpec};
+    ///
+    /// assert_eq!(TableSpec::ordered("log").primary_kind(), IndexKind::Ordered);
+    /// ```
+    pub fn primary_kind(&self) -> IndexKind {
+        self.primary
+    }
+
+    /// The secondary indexes, in the order they were added (index `i` of
+    /// this list is the table's index number `i + 1`): name, kind, key
+    /// function. For code that hosts the same schema elsewhere (the
+    /// adapters of `multiverse-peers`).
+    ///
+    /// ```
+    /// use multiverse::{IndexKind, Key, TableSpec};
+    ///
+    /// let spec = TableSpec::hash("t", 64).secondary("len", IndexKind::Ordered, |_, v| Key::from(v.len() as u64));
+    /// let (name, kind, f) = spec.secondaries().next().unwrap();
+    /// assert_eq!((name, kind), ("len", IndexKind::Ordered));
+    /// assert_eq!(f(&Key::from(1), b"abc"), Key::from(3));
+    /// ```
+    pub fn secondaries(&self) -> impl Iterator<Item = (&str, IndexKind, KeyFn)> + '_ {
+        self.secondary.iter().map(|(n, k, f)| (n.as_str(), *k, *f))
+    }
 }
 
 pub(crate) enum IndexImpl {

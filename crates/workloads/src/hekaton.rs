@@ -41,8 +41,8 @@
 //! harness reports update and read throughput separately (the paper's Figures
 //! 8 and 9). The homogeneous workload has the single type `update`.
 
-use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Isolation, Key, Result, TableId, TableSpec, TxnOptions};
+use crate::{split_range, Mix, Param, Store, StoreTxn, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Error, Isolation, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
@@ -187,13 +187,17 @@ pub fn decode_payload(v: &[u8]) -> Option<(u64, u64, u64)> {
 impl Hekaton {
     /// Creates the table in `db` (hash primary index sized to `rows`) for
     /// the homogeneous workload of section 5.1.
-    pub fn setup(db: &Database, cfg: HekatonConfig) -> std::result::Result<Hekaton, String> {
+    pub fn setup<S: Store>(db: &S, cfg: HekatonConfig) -> std::result::Result<Hekaton, String> {
         Hekaton::setup_with(db, cfg, Heterogeneous::default())
     }
 
     /// Creates the table in `db` for the workload `cfg` with the read-only
     /// transactions of section 5.2 described by `het`.
-    pub fn setup_with(db: &Database, cfg: HekatonConfig, het: Heterogeneous) -> std::result::Result<Hekaton, String> {
+    pub fn setup_with<S: Store>(
+        db: &S,
+        cfg: HekatonConfig,
+        het: Heterogeneous,
+    ) -> std::result::Result<Hekaton, String> {
         cfg.validate()?;
         het.validate()?;
         let cap = usize::try_from(cfg.rows).map_err(|_| format!("--rows {} is too large", cfg.rows))?;
@@ -259,12 +263,12 @@ impl Workload for Hekaton {
         self.cfg.rows
     }
 
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         let range = split_range(self.cfg.rows, part, parts);
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(crate::load_isolation(db), |t| {
+            db.load_txn(|t| {
                 for k in lo..hi {
                     t.insert(self.table, Key::from_u64(k), &payload(k, 0, 0))?;
                 }
@@ -297,10 +301,8 @@ impl Workload for Hekaton {
 
     /// Every row 0..N is present and its payload names its own key and a
     /// writer: the load (thread 0, transaction 0) or a worker.
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
-        let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
-            .map_err(|e| e.to_string())?;
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
+        let mut t = db.begin_check().map_err(|e| e.to_string())?;
         let mut updated = 0u64;
         for k in 0..self.cfg.rows {
             match t.get_with(self.table, &Key::from_u64(k), decode_payload).map_err(|e| e.to_string())? {

@@ -42,6 +42,7 @@ pub mod mix;
 pub mod predicate;
 pub mod sibench;
 pub mod smallbank;
+pub mod store;
 pub mod tatp;
 pub mod tpcc;
 pub mod ycsb;
@@ -49,6 +50,7 @@ pub mod zipf;
 
 pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
 pub use mix::Mix;
+pub use store::{run_attempts as run_store_attempts, Store, StoreTxn};
 
 use multiverse::{
     AbortReason, AccessSet, Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, Transaction, TxnOptions,
@@ -328,7 +330,7 @@ pub trait Workload: Sync {
     /// Loads slice `part` of `parts` of the initial data. Slices are disjoint
     /// and together cover the data set; they can be loaded concurrently.
     /// `progress(n)` is called after each batch of `n` units.
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()>;
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()>;
 
     /// A worker for thread `thread`, with its own random generator seeded by `seed`.
     fn worker(&self, thread: usize, seed: u64) -> Self::Worker<'_>;
@@ -348,7 +350,7 @@ pub trait Workload: Sync {
     /// worker finished, see [`Worker::finish`]). `Ok` carries a one-line
     /// description of what was checked (empty if nothing); `Err` says what
     /// is broken.
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         let _ = db;
         Ok(String::new())
     }
@@ -358,7 +360,7 @@ pub trait Workload: Sync {
     /// state with what the committed transactions did; a database recovered
     /// from disk, say, comes without them). Needs only the schema set up
     /// and the rows present, no worker. `Err` says what is broken.
-    fn check_state(&self, db: &Database) -> std::result::Result<StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<StateCheck, String> {
         let _ = db;
         Ok(StateCheck { checked: String::new(), needs_run: "the workload's invariants".into() })
     }
@@ -640,7 +642,7 @@ pub mod wasted {
 
 /// Spins 2^k times (k grows per retry, up to 2^10), then yields the CPU.
 #[cold]
-fn backoff(k: &mut u32) {
+pub(crate) fn backoff(k: &mut u32) {
     if *k <= 10 {
         for _ in 0..(1u32 << *k) {
             std::hint::spin_loop();
@@ -677,7 +679,7 @@ fn offered_or_strongest(db: &Database, want: Isolation) -> Isolation {
 /// Loads the whole data set of `w` (already set up in `db`) with `parts`
 /// concurrent loaders, without progress display; returns the units of load
 /// work the loaders reported (equal to [`Workload::load_size`]).
-pub fn load_parallel<W: Workload>(db: &Database, w: &W, parts: usize) -> Result<u64> {
+pub fn load_parallel<S: Store, W: Workload>(db: &S, w: &W, parts: usize) -> Result<u64> {
     let parts = parts.max(1);
     let done = std::sync::atomic::AtomicU64::new(0);
     // Relaxed: a tally, read after the loaders were joined.

@@ -40,8 +40,8 @@
 //! worker drew, and that the lists hold exactly as many tags as the
 //! committed transactions appended: no append lost, none applied twice.
 
-use crate::{below, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
+use crate::{below, Param, Store, StoreTxn, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,7 +130,7 @@ pub struct ListAppend {
 
 impl ListAppend {
     /// Validates `cfg` and creates the table in `db`.
-    pub fn setup(db: &Database, cfg: ListAppendConfig) -> std::result::Result<ListAppend, String> {
+    pub fn setup<S: Store>(db: &S, cfg: ListAppendConfig) -> std::result::Result<ListAppend, String> {
         cfg.validate()?;
         let table = db.create_table(TableSpec::hash(TABLE, 1 << 12)).map_err(|e| e.to_string())?;
         Ok(ListAppend {
@@ -161,9 +161,8 @@ impl ListAppend {
     /// Reads every key the run may have written and checks each list;
     /// returns (keys present, tags in all). With `last` (per worker, the
     /// last sequence number drawn), every tag must name a drawn transaction.
-    fn check_lists(&self, db: &Database, last: Option<&[u64]>) -> std::result::Result<(u64, u64), String> {
-        let opts = TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) };
-        let mut t = db.begin_with(opts).map_err(|e| e.to_string())?;
+    fn check_lists<S: Store>(&self, db: &S, last: Option<&[u64]>) -> std::result::Result<(u64, u64), String> {
+        let mut t = db.begin_check().map_err(|e| e.to_string())?;
         let (mut keys, mut tags) = (0u64, 0u64);
         let mut list: Vec<[u8; APPEND_TAG_LEN]> = Vec::new();
         for slot in 0..self.cfg.keys {
@@ -245,7 +244,7 @@ impl Workload for ListAppend {
         0
     }
 
-    fn load(&self, _db: &Database, _part: usize, _parts: usize, _progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, _db: &S, _part: usize, _parts: usize, _progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         Ok(())
     }
 
@@ -262,7 +261,7 @@ impl Workload for ListAppend {
         }
     }
 
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         let last = self.last_seq.lock().map_err(|_| "a worker panicked".to_string())?.clone();
         let (keys, tags) = self.check_lists(db, Some(&last))?;
         let want = self.committed_appends();
@@ -277,7 +276,7 @@ impl Workload for ListAppend {
         ))
     }
 
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
         let (keys, tags) = self.check_lists(db, None)?;
         Ok(crate::StateCheck {
             checked: format!("{keys} lists of well-formed tags, none repeated, {tags} tags in all"),

@@ -48,8 +48,8 @@
 //! every change since the load, and (except at read committed) that no
 //! committed scan saw a number of rows other than its count row said.
 
-use crate::{below, Mix, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, IndexId, Key, Result, TableId, TableSpec, TxnOptions};
+use crate::{below, Mix, Param, Store, StoreTxn, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Error, IndexId, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -150,7 +150,7 @@ pub struct Predicate {
 
 impl Predicate {
     /// Validates `cfg` and creates the two tables in `db`.
-    pub fn setup(db: &Database, cfg: PredicateConfig) -> std::result::Result<Predicate, String> {
+    pub fn setup<S: Store>(db: &S, cfg: PredicateConfig) -> std::result::Result<Predicate, String> {
         cfg.validate()?;
         let rows = db.create_table(TableSpec::ordered(ROWS)).map_err(|e| e.to_string())?;
         let counts = db.create_table(TableSpec::hash(COUNTS, cfg.ranges as usize)).map_err(|e| e.to_string())?;
@@ -188,9 +188,8 @@ impl Predicate {
     }
 
     /// Per range, `(count row, rows present)`, read in one transaction.
-    fn state(&self, db: &Database) -> std::result::Result<Vec<(u64, u64)>, String> {
-        let opts = TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) };
-        let mut t = db.begin_with(opts).map_err(|e| e.to_string())?;
+    fn state<S: Store>(&self, db: &S) -> std::result::Result<Vec<(u64, u64)>, String> {
+        let mut t = db.begin_check().map_err(|e| e.to_string())?;
         let mut out = Vec::with_capacity(self.cfg.ranges as usize);
         for r in 0..self.cfg.ranges {
             let count = t.get_with(self.counts, &Key::from_u64(r), decode).map_err(|e| e.to_string())?;
@@ -256,9 +255,9 @@ impl Workload for Predicate {
     }
 
     /// One transaction per range: its even slots and its count row.
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         for r in crate::split_range(self.cfg.ranges, part, parts) {
-            db.run(crate::load_isolation(db), |t| {
+            db.load_txn(|t| {
                 for s in (0..self.cfg.range_rows).step_by(2) {
                     t.insert(self.rows, Key::from_u64(r * self.cfg.range_rows + s), &0u64.to_le_bytes())?;
                 }
@@ -288,7 +287,7 @@ impl Workload for Predicate {
         }
     }
 
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         let state = self.state(db)?;
         let total = self.check_counts(&state)?;
         for (r, &(count, _)) in state.iter().enumerate() {
@@ -318,7 +317,7 @@ impl Workload for Predicate {
         ))
     }
 
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
         let total = self.check_counts(&self.state(db)?)?;
         Ok(crate::StateCheck {
             checked: format!("{} ranges: each count row equals its rows ({total} in all)", self.cfg.ranges),

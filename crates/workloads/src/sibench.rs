@@ -46,8 +46,8 @@
 //! transaction sequence number in the low 40; 0 for the load), then the
 //! number of committed writes to the record.
 
-use crate::{split_range, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
+use crate::{split_range, Param, Store, StoreTxn, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -230,7 +230,7 @@ pub struct Sibench {
 
 impl Sibench {
     /// Validates `cfg` and creates the table in `db`.
-    pub fn setup(db: &Database, cfg: SibenchConfig) -> std::result::Result<Sibench, String> {
+    pub fn setup<S: Store>(db: &S, cfg: SibenchConfig) -> std::result::Result<Sibench, String> {
         cfg.validate()?;
         let table = db.create_table(TableSpec::hash(TABLE, cfg.rows as usize)).map_err(|e| e.to_string())?;
         Ok(Sibench { cfg, table, writes: AtomicU64::new(0), last_seq: Mutex::new(Vec::new()) })
@@ -284,12 +284,12 @@ impl Workload for Sibench {
         self.cfg.rows
     }
 
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         let range = split_range(self.cfg.rows, part, parts);
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(crate::load_isolation(db), |t| {
+            db.load_txn(|t| {
                 for k in lo..hi {
                     t.insert(self.table, Key::from_u64(k), &value(0, 0))?;
                 }
@@ -317,7 +317,7 @@ impl Workload for Sibench {
         }
     }
 
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         let last = self.last_seq.lock().map_err(|_| "a worker panicked".to_string())?.clone();
         let sum = self.check_records(db, Some(&last))?;
         let want = self.committed_writes();
@@ -332,7 +332,7 @@ impl Workload for Sibench {
         ))
     }
 
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
         let sum = self.check_records(db, None)?;
         Ok(crate::StateCheck {
             checked: format!(
@@ -349,11 +349,9 @@ impl Sibench {
     /// writes yet) or a worker's transaction, one that worker drew when
     /// `last` (each worker's last sequence number) is given. Returns the
     /// sum of the records' write counts.
-    fn check_records(&self, db: &Database, last: Option<&[u64]>) -> std::result::Result<u64, String> {
+    fn check_records<S: Store>(&self, db: &S, last: Option<&[u64]>) -> std::result::Result<u64, String> {
         let mut sum = 0u64;
-        let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
-            .map_err(|e| e.to_string())?;
+        let mut t = db.begin_check().map_err(|e| e.to_string())?;
         for k in 0..self.cfg.rows {
             let r = t.get_with(self.table, &Key::from_u64(k), decode).map_err(|e| e.to_string())?;
             let (tid, n) = match r {

@@ -59,8 +59,8 @@
 //! slip in between, so a savings balance can end below zero there (the money
 //! is still counted exactly).
 
-use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
+use crate::{split_range, Mix, Param, Store, StoreTxn, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -211,7 +211,7 @@ pub struct SmallBank {
 
 impl SmallBank {
     /// Creates the three tables in `db` (hash primary indexes sized to the customers).
-    pub fn setup(db: &Database, cfg: SmallBankConfig) -> std::result::Result<SmallBank, String> {
+    pub fn setup<S: Store>(db: &S, cfg: SmallBankConfig) -> std::result::Result<SmallBank, String> {
         cfg.validate()?;
         let cap = usize::try_from(cfg.customers).map_err(|_| format!("--customers {} is too large", cfg.customers))?;
         let mk = |name| db.create_table(TableSpec::hash(name, cap)).map_err(|e| e.to_string());
@@ -264,14 +264,14 @@ impl SmallBank {
 
     /// [`SmallBank::total_money`], and an error unless every customer has
     /// both accounts and a Customer row that maps its name to it.
-    fn accounts_total(&self, db: &Database) -> std::result::Result<i128, String> {
+    fn accounts_total<S: Store>(&self, db: &S) -> std::result::Result<i128, String> {
         let (total, sav, chk) = self.total_money(db)?;
         let n = self.cfg.customers;
         if sav != n || chk != n {
             return Err(format!("{sav} savings and {chk} checking rows, expected {n} of each"));
         }
         let (mut names, mut bad) = (0u64, None);
-        db.run(crate::check_isolation(db), |t| {
+        db.check_txn(|t| {
             (names, bad) = (0, None);
             t.scan(db.primary(self.customer), .., None, |k, v| {
                 names += 1;
@@ -293,10 +293,8 @@ impl SmallBank {
     /// Sums every savings and checking balance in one snapshot: `(total,
     /// savings rows, checking rows)`. A row that is not a customer's (its
     /// key past the last customer) or not an 8-byte balance is an error.
-    pub fn total_money(&self, db: &Database) -> std::result::Result<(i128, u64, u64), String> {
-        let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
-            .map_err(|e| e.to_string())?;
+    pub fn total_money<S: Store>(&self, db: &S) -> std::result::Result<(i128, u64, u64), String> {
+        let mut t = db.begin_check().map_err(|e| e.to_string())?;
         let mut total = 0i128;
         let mut bad = None;
         let mut rows = [0u64; 2];
@@ -354,12 +352,12 @@ impl Workload for SmallBank {
         self.cfg.customers.saturating_mul(3 * 128)
     }
 
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         let range = split_range(self.cfg.customers, part, parts);
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(crate::load_isolation(db), |t| {
+            db.load_txn(|t| {
                 for id in lo..hi {
                     t.insert(self.customer, customer_key(id), &id.to_le_bytes())?;
                     t.insert(self.savings, Key::from_u64(id), &initial_balance(id, false).to_le_bytes())?;
@@ -392,7 +390,7 @@ impl Workload for SmallBank {
         }
     }
 
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         let total = self.accounts_total(db)?;
         let n = self.cfg.customers;
         let initial = self.initial_total();
@@ -420,7 +418,7 @@ impl Workload for SmallBank {
 
     /// Every customer has both accounts (their keys are distinct and below
     /// the customers, so `n` of each is all of them) and a balance in each.
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
         let total = self.accounts_total(db)?;
         Ok(crate::StateCheck {
             checked: format!(

@@ -91,10 +91,8 @@
 //! specification's time parameters somewhere — the rule implemented is the
 //! specification's SQL as stated above.
 
-use crate::{below, split_range, Mix, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{
-    AccessSet, Database, Error, IndexId, IndexKind, Key, KeyBuilder, Result, TableId, TableSpec, TxnOptions,
-};
+use crate::{below, split_range, Mix, Param, Store, StoreTxn, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Error, IndexId, IndexKind, Key, KeyBuilder, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -506,7 +504,7 @@ pub const EST_BYTES_PER_ROW: u64 = 128;
 
 impl Tatp {
     /// Creates the four tables and their second indexes in `db`.
-    pub fn setup(db: &Database, cfg: TatpConfig) -> std::result::Result<Tatp, String> {
+    pub fn setup<S: Store>(db: &S, cfg: TatpConfig) -> std::result::Result<Tatp, String> {
         cfg.validate()?;
         let p =
             usize::try_from(cfg.subscribers).map_err(|_| format!("--subscribers {} is too large", cfg.subscribers))?;
@@ -591,7 +589,7 @@ impl Tatp {
     }
 
     /// Rows of each table now (one snapshot).
-    pub fn counts(&self, db: &Database) -> std::result::Result<Counts, String> {
+    pub fn counts<S: Store>(&self, db: &S) -> std::result::Result<Counts, String> {
         let mut t = snapshot(db)?;
         let mut n = [0u64; 4];
         for (i, table) in self.tables().into_iter().enumerate() {
@@ -607,7 +605,7 @@ impl Tatp {
 
     /// What the rows alone imply (see the checks below), and every
     /// subscriber loaded present.
-    fn check(&self, db: &Database) -> std::result::Result<Counts, String> {
+    fn check<S: Store>(&self, db: &S) -> std::result::Result<Counts, String> {
         let n = self.check_rows(db)?;
         if n.subscribers != self.initial.subscribers {
             return Err(format!("{} subscribers, loaded {}", n.subscribers, self.initial.subscribers));
@@ -615,7 +613,7 @@ impl Tatp {
         Ok(n)
     }
 
-    fn check_rows(&self, db: &Database) -> std::result::Result<Counts, String> {
+    fn check_rows<S: Store>(&self, db: &S) -> std::result::Result<Counts, String> {
         let p = self.cfg.subscribers;
         let mut t = snapshot(db)?;
         let es = |e: Error| e.to_string();
@@ -711,9 +709,8 @@ impl Tatp {
     }
 }
 
-fn snapshot(db: &Database) -> std::result::Result<multiverse::Transaction<'_>, String> {
-    db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
-        .map_err(|e| e.to_string())
+fn snapshot<S: Store>(db: &S) -> std::result::Result<S::Tx<'_>, String> {
+    db.begin_check().map_err(|e| e.to_string())
 }
 
 impl Workload for Tatp {
@@ -743,13 +740,13 @@ impl Workload for Tatp {
         self.initial.total().saturating_mul(EST_BYTES_PER_ROW)
     }
 
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         let range = split_range(self.cfg.subscribers, part, parts);
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
             let mut rows = 0;
-            db.run(crate::load_isolation(db), |t| {
+            db.load_txn(|t| {
                 rows = 0;
                 let mut r = Ok(());
                 for s_id in lo + 1..=hi {
@@ -799,7 +796,7 @@ impl Workload for Tatp {
         w
     }
 
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         let n = self.check(db)?;
         let i = self.initial;
         let outcomes = self.outcomes();
@@ -831,7 +828,7 @@ impl Workload for Tatp {
         ))
     }
 
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
         let n = self.check(db)?;
         Ok(crate::StateCheck {
             checked: format!(

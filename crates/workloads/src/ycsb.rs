@@ -69,8 +69,8 @@
 //! read-modify-writes: each landed exactly once.
 
 use crate::zipf::{Gray, Zipf, ZipfKeys, ZipfKind};
-use crate::{split_range, Mix, Param, Txn, TxnError, Worker, Workload};
-use multiverse::{AccessSet, Database, Error, Key, Result, TableId, TableSpec, TxnOptions};
+use crate::{split_range, Mix, Param, Store, StoreTxn, Txn, TxnError, Worker, Workload};
+use multiverse::{AccessSet, Error, Key, Result, TableId, TableSpec, TxnOptions};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -321,7 +321,7 @@ pub struct Ycsb {
 
 impl Ycsb {
     /// Validates `cfg` and creates the table in `db`.
-    pub fn setup(db: &Database, cfg: YcsbConfig) -> std::result::Result<Ycsb, String> {
+    pub fn setup<S: Store>(db: &S, cfg: YcsbConfig) -> std::result::Result<Ycsb, String> {
         cfg.validate()?;
         let keys = ZipfKeys::new(cfg.zipf, cfg.rows, cfg.theta, cfg.scramble)?;
         let table = db.create_table(TableSpec::hash(TABLE, cfg.rows as usize)).map_err(|e| e.to_string())?;
@@ -381,13 +381,13 @@ impl Workload for Ycsb {
         self.cfg.rows
     }
 
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         let range = split_range(self.cfg.rows, part, parts);
         let mut buf = Vec::with_capacity(self.cfg.value_bytes);
         let mut lo = range.start;
         while lo < range.end {
             let hi = (lo + LOAD_BATCH).min(range.end);
-            db.run(crate::load_isolation(db), |t| {
+            db.load_txn(|t| {
                 for k in lo..hi {
                     initial_value(k, self.cfg.value_bytes, &mut buf);
                     t.insert(self.table, Key::from_u64(k), &buf)?;
@@ -416,16 +416,14 @@ impl Workload for Ycsb {
         }
     }
 
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         let len = self.cfg.value_bytes;
         if self.cfg.mix.pct(OP10) > 0.0 {
             self.check_intact(db)?;
             return Ok(format!("{} records intact (10op's blind writes reset counters: not summed)", self.cfg.rows));
         }
         let mut sum = 0u64;
-        let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
-            .map_err(|e| e.to_string())?;
+        let mut t = db.begin_check().map_err(|e| e.to_string())?;
         for k in 0..self.cfg.rows {
             let r = t.get_with(self.table, &Key::from_u64(k), |v| decode(v, len)).map_err(|e| e.to_string())?;
             match r {
@@ -448,7 +446,7 @@ impl Workload for Ycsb {
         ))
     }
 
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
         self.check_intact(db)?;
         Ok(crate::StateCheck {
             checked: format!("{} records present, each with its own key and an intact layout", self.cfg.rows),
@@ -464,11 +462,9 @@ impl Workload for Ycsb {
 impl Ycsb {
     /// Every record is present and intact (any counter): the check when
     /// `10op` runs (its blind writes reset counters) and after recovery.
-    fn check_intact(&self, db: &Database) -> std::result::Result<(), String> {
+    fn check_intact<S: Store>(&self, db: &S) -> std::result::Result<(), String> {
         let len = self.cfg.value_bytes;
-        let mut t = db
-            .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
-            .map_err(|e| e.to_string())?;
+        let mut t = db.begin_check().map_err(|e| e.to_string())?;
         for k in 0..self.cfg.rows {
             match t.get_with(self.table, &Key::from_u64(k), |v| intact(v, k, len)).map_err(|e| e.to_string())? {
                 None => return Err(format!("record {k} is missing")),
@@ -840,7 +836,7 @@ mod tests {
     /// be drawn, and a worker keeps a scan's keys only while it is current.
     #[test]
     fn scans_draw_distinct_records() {
-        let db = Database::new(multiverse::Options::default()).unwrap();
+        let db = multiverse::Database::new(multiverse::Options::default()).unwrap();
         let mix = Mix::new(TYPES, &[50.0, 0.0, 50.0, 0.0, 0.0]).unwrap();
         let cfg = YcsbConfig { rows: 300, scan_records: 200, value_bytes: 16, mix, ..YcsbConfig::default() };
         let y = Ycsb::setup(&db, cfg).unwrap();

@@ -2,7 +2,7 @@
 //!
 //! Generic over the workload ([`Workload`]), so the per-transaction loop is
 //! monomorphized: per transaction a worker draws its inputs, runs
-//! [`run_txn`] (which retries transient aborts and counts them by reason),
+//! [`Store::run_txn`] (which retries transient aborts and counts them by reason),
 //! takes one `Instant` and records one latency sample into its own
 //! histogram. Nothing is shared between workers on that path except the stop
 //! flag (read, never written until the end) and a per-worker progress cell
@@ -22,7 +22,7 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use multiverse::protocol::bohm::{Config as BohmConfig, Done, Feed, Next, Outcome};
 use multiverse::{Database, Isolation, Mode, TxnOptions};
-use multiverse_workloads::{run_txn, AbortCounts, TxnError, Worker, WorkerProc, Workload};
+use multiverse_workloads::{AbortCounts, Store, TxnError, Worker, WorkerProc, Workload};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -166,8 +166,8 @@ fn bar(show: bool, len: u64, template: &str) -> ProgressBar {
 
 /// Loads the workload's data with `threads` loader threads, each taking one
 /// contiguous slice (the workload batches many rows per transaction).
-pub fn load<W: Workload>(
-    db: &Database,
+pub fn load<S: Store, W: Workload>(
+    db: &S,
     w: &W,
     threads: usize,
     show_progress: bool,
@@ -284,8 +284,8 @@ struct Progress(AtomicU64);
 /// `cfg.duration`.
 /// Runs the workers; with `ceiling` (`--protocol none`), each pass of a
 /// transaction body runs on the no-CC copy of the table, not in `db`.
-pub fn run<W: Workload>(
-    db: &Database,
+pub fn run<S: Store, W: Workload>(
+    db: &S,
     w: &W,
     cfg: RunConfig,
     ceiling: Option<Ceiling<'_>>,
@@ -355,7 +355,7 @@ pub fn run<W: Workload>(
                     // Relaxed: workers poll it; what they count after seeing
                     // it is merged after the scope's joins.
                     phase.store(MEASURE, Ordering::Relaxed);
-                    ts_at_measure = Some(db.stats().timestamp_increments);
+                    ts_at_measure = Some(db.timestamp_increments());
                     (start, deadline) = (now, now + cfg.duration);
                     series = Some(PerSecond::new(now, count()));
                 }
@@ -539,7 +539,7 @@ pub type Ceiling<'a> = (&'a multiverse::ceiling::NoCcTable, multiverse::TableId)
 /// `scripts/perf-gate` counts instructions from its entry (callgrind's
 /// `--toggle-collect=*worker_loop*`), and it is called once per thread.
 #[inline(never)]
-fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<WorkerOutcome, TxnError> {
+fn worker_loop<S: Store, K: Worker>(db: &S, worker: &mut K, l: Loop<'_>) -> Result<WorkerOutcome, TxnError> {
     let Loop { types, opts, phase, barrier, progress, breakdown, ceiling } = l;
     // xorshift64's state (never 0), a different sequence per worker.
     let mut sample_in = (0x9E37_79B9_7F4A_7C15u64 ^ (worker as *const K as u64)) | 1;
@@ -581,7 +581,7 @@ fn worker_loop<K: Worker>(db: &Database, worker: &mut K, l: Loop<'_>) -> Result<
             Clocks::read()
         });
         let done = match ceiling {
-            None => run_txn(db, worker, opts, &mut tally.aborts),
+            None => db.run_txn(worker, opts, &mut tally.aborts),
             Some((nocc, table)) => worker.execute(&mut super::ceiling::CeilingTxn::new(nocc, table)).map(|()| {
                 worker.committed();
                 true

@@ -20,6 +20,7 @@ mod args;
 pub(crate) mod ceiling;
 pub(crate) mod config;
 pub(crate) mod harness;
+pub(crate) mod peers;
 pub(crate) mod report;
 pub(crate) mod sys;
 pub(crate) mod wl;
@@ -91,11 +92,32 @@ pub(crate) struct Measurement {
     /// `--protocol none`: the no-CC ceiling ran, not `protocol` (which
     /// only loaded the rows).
     pub ceiling: bool,
+    /// Another embedded store ran (`--protocol surrealmx`, ...), not
+    /// `protocol`.
+    pub peer: Option<PeerRun>,
+}
+
+/// What ran when another store ran (see [`peers`]).
+#[derive(Clone, Debug)]
+pub(crate) struct PeerRun {
+    /// The store's name as `--protocol` takes it.
+    pub name: &'static str,
+    /// Its version and settings, in one line.
+    pub describe: String,
+    /// `none` or `sync`.
+    pub durability: multiverse_peers::Durability,
+    /// `--verify`: the black-box check's verdict (`Err`: it found an
+    /// anomaly forbidden at the run's level).
+    pub verified: Option<Result<String, String>>,
 }
 
 impl Measurement {
-    /// The protocol's name as given (`none` for the no-CC ceiling).
+    /// The protocol's name as given (`none` for the no-CC ceiling, the
+    /// store's for another store).
     pub fn protocol_name(&self) -> &'static str {
+        if let Some(p) = &self.peer {
+            return p.name;
+        }
         if self.ceiling {
             ceiling::NAME
         } else {
@@ -152,6 +174,46 @@ pub(crate) struct Ctx {
     pub bohm: Option<multiverse::protocol::bohm::Config>,
     /// `--protocol none`: run the no-CC ceiling (see [`ceiling`]).
     pub ceiling: bool,
+    /// Another store runs the workload: its name and levels (see [`peers`]).
+    pub peer: Option<(&'static str, &'static [Isolation])>,
+}
+
+impl Ctx {
+    /// Whether what runs (the protocol or another store) offers `level`.
+    pub fn offers(&self, level: Isolation) -> bool {
+        match self.peer {
+            Some((_, levels)) => levels.contains(&level),
+            None => self.protocol.isolation_levels().contains(&level),
+        }
+    }
+
+    /// The name of what runs (the protocol or another store).
+    pub fn runs(&self) -> &'static str {
+        self.peer.map_or(self.protocol.name(), |p| p.0)
+    }
+}
+
+/// Where a workload runs: a Multiverse database or another store. Each
+/// workload's runner in `wl/` sets its tables up in it and measures.
+pub(crate) trait Host: multiverse_workloads::Store {
+    /// Loads `w`, runs it, checks it (see [`measure_with`]).
+    fn measure_with<W: Workload>(
+        &self,
+        w: &W,
+        c: &Ctx,
+        ceiling: Option<(multiverse::TableId, ceiling::Check)>,
+    ) -> Result<Measurement, String>;
+}
+
+impl Host for Database {
+    fn measure_with<W: Workload>(
+        &self,
+        w: &W,
+        c: &Ctx,
+        ceiling: Option<(multiverse::TableId, ceiling::Check)>,
+    ) -> Result<Measurement, String> {
+        measure_with(self, w, c, ceiling)
+    }
 }
 
 /// `--protocol none`: refuses what the no-CC ceiling cannot honour, and
@@ -303,6 +365,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
         breakdown: a.breakdown,
         bohm,
         ceiling,
+        peer: None,
     };
     let m = match workload {
         "hekaton" => wl::hekaton::run(&a.hekaton, &ctx, &db),
@@ -343,6 +406,27 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
             check_writable(flag, path)?;
         }
     }
+    if peers::is_peer(&a.protocol) {
+        // Another store: its verdict (`--verify`) after the summary.
+        let m = peers::run_args(&a, show)?;
+        let verified = m.as_ref().ok().and_then(|m| m.peer.as_ref()?.verified.clone());
+        write_results(&a, m, config)?;
+        return match verified {
+            None => Ok(()),
+            Some(Ok(text)) => {
+                print!("{text}");
+                Ok(())
+            }
+            Some(Err(text)) => {
+                print!("{text}");
+                Err(format!(
+                    "store {}: the observed history violates {}",
+                    a.protocol,
+                    a.isolation.as_deref().unwrap_or("its level")
+                ))
+            }
+        };
+    }
     let (m, db) = run_args(&a, show)?;
     if !faults.is_empty() {
         println!("faults     {faults} (the protocol is broken on purpose)");
@@ -352,21 +436,7 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
     } else {
         resolve_isolation(a.isolation.as_deref(), parse_protocol(&a.protocol)?)?
     };
-    let written = m.and_then(|m| {
-        print!("{}", report::summary(&m));
-        if let Some(path) = &a.json {
-            let rec = report::json(&m).with_config(config);
-            let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("cannot encode JSON: {e}"))?;
-            std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        }
-        if let Some(path) = &a.latency_log {
-            report::latency_log(&m, path)?;
-        }
-        if let Some(path) = &a.plot {
-            plots(&m, path)?;
-        }
-        Ok(())
-    });
+    let written = write_results(&a, m, config);
     let verdict = if a.verify || a.history.is_some() {
         // Nothing after the run is recorded (a failed run may not have
         // switched recording off yet).
@@ -388,6 +458,25 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
     };
     exit_without_drop(db);
     written.and(verdict)
+}
+
+/// Prints the summary of a run and writes the files asked for (`--json`,
+/// `--latency-log`, `--plot`).
+fn write_results(a: &BenchArgs, m: Result<Measurement, String>, config: serde_json::Value) -> Result<(), String> {
+    let m = m?;
+    print!("{}", report::summary(&m));
+    if let Some(path) = &a.json {
+        let rec = report::json(&m).with_config(config);
+        let text = serde_json::to_string_pretty(&rec).map_err(|e| format!("cannot encode JSON: {e}"))?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &a.latency_log {
+        report::latency_log(&m, path)?;
+    }
+    if let Some(path) = &a.plot {
+        plots(&m, path)?;
+    }
+    Ok(())
 }
 
 /// `--plot`: the run's throughput per second, and its breakdown if taken.
@@ -464,8 +553,8 @@ pub(crate) fn exit_without_drop(db: Database) {
 
 /// Loads `w` (already set up in `db`), runs it once, and checks the
 /// workload's consistency conditions.
-pub(crate) fn measure<W: Workload>(db: &Database, w: &W, c: &Ctx) -> Result<Measurement, String> {
-    measure_with(db, w, c, None)
+pub(crate) fn measure<H: Host, W: Workload>(db: &H, w: &W, c: &Ctx) -> Result<Measurement, String> {
+    db.measure_with(w, c, None)
 }
 
 /// [`measure`]; with `ceiling` (`--protocol none`: the workload's one
@@ -579,6 +668,7 @@ pub(crate) fn measure_with<W: Workload>(
         bohm: c.bohm,
         pin: c.pin,
         ceiling: c.ceiling,
+        peer: None,
     })
 }
 

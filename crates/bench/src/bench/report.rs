@@ -116,6 +116,9 @@ pub fn summary(m: &Measurement) -> String {
         m.isolation_name(),
         threads(m.threads)
     );
+    if let Some(p) = &m.peer {
+        let _ = writeln!(s, "  store      {}", p.describe);
+    }
     let _ = writeln!(
         s,
         "  load       {} rows in {:.2} s ({} rows/s, {})",
@@ -231,12 +234,16 @@ pub fn summary(m: &Measurement) -> String {
         let _ =
             writeln!(s, "  seconds    {} measured: {} to {} txn/s", r.per_second.len(), int(lo as u64), int(hi as u64));
     }
+    let alive = match m.peer {
+        // Another store's versions are its own business.
+        Some(_) => String::new(),
+        None => format!(", {} versions alive at the end", int(m.stats_end.versions_alive)),
+    };
     let _ = writeln!(
         s,
-        "  memory     peak RSS {}, {:.1} bytes/row after load, {} versions alive at the end",
+        "  memory     peak RSS {}, {:.1} bytes/row after load{alive}",
         bytes(m.peak_rss),
         l.bytes_per_row(),
-        int(m.stats_end.versions_alive)
     );
     let _ = writeln!(
         s,
@@ -364,6 +371,9 @@ pub struct Record {
     /// ssn and ssi: the certified base, `read-committed` or `snapshot`.
     #[serde(skip_serializing_if = "Option::is_none")]
     ssn_base: Option<String>,
+    /// Another store ran (`protocol` is its name): its version and settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store: Option<String>,
     /// Durable runs: the durability, log streams, and what the log wrote
     /// during the run (bytes and records appended, syncs).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -483,7 +493,14 @@ pub fn json(m: &Measurement) -> Record {
             .map(|(k, n)| (k.name().to_string(), Value::from(n)))
             .collect(),
         ssn_base: m.ssn_base.map(|b| b.name().to_string()),
-        durability: m.log.map(|l| {
+        store: m.peer.as_ref().map(|p| p.describe.clone()),
+        durability: match &m.peer {
+            Some(p) if p.durability == multiverse_peers::Durability::Sync => {
+                Some(serde_json::json!({ "mode": "sync" }))
+            }
+            _ => None,
+        }
+        .or(m.log.map(|l| {
             serde_json::json!({
                 "mode": l.durability.name(),
                 "log_streams": l.streams,
@@ -493,7 +510,7 @@ pub fn json(m: &Measurement) -> Record {
                 "checkpoints": l.checkpoints,
                 "log_bytes_per_record": if l.records > 0 { l.bytes as f64 / l.records as f64 } else { 0.0 },
             })
-        }),
+        })),
         mode: match m.mode {
             Mode::Default => None,
             Mode::Optimistic => Some("optimistic".into()),

@@ -98,8 +98,11 @@ struct PointCli {
 /// One line of the comparison: a protocol, at an isolation level.
 #[derive(Clone, Debug, PartialEq)]
 struct Line {
-    /// `None`: `none`, the no-CC ceiling (`bench --protocol none`).
+    /// `None`: `none`, the no-CC ceiling (`bench --protocol none`), or
+    /// another store (`peer`).
     protocol: Option<Protocol>,
+    /// Another embedded store (`bench --protocol surrealmx`, ...).
+    peer: Option<&'static str>,
     /// SSN's base, given as `ssn+rc` or `ssn+si`; otherwise `--base`.
     base: Option<&'static str>,
     /// `ssn+rc-r`, `ssn+si-r`: SSN's read-mostly optimization (the paper's
@@ -155,7 +158,25 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
                 return Err("--protocols: 'none' is given twice".into());
             }
             let label = bench::ceiling::NAME.to_string();
-            lines.push(Line { protocol: None, base: None, read_mostly: false, isolation: None, label });
+            lines.push(Line { protocol: None, peer: None, base: None, read_mostly: false, isolation: None, label });
+            continue;
+        }
+        if bench::peers::is_peer(p) {
+            if base.is_some() {
+                return Err(format!("--protocols '{item}': store {p} takes no +base"));
+            }
+            let (level, _) =
+                bench::peers::resolve_level(p, l.or(default_isolation)).map_err(|e| format!("--protocols: {e}"))?;
+            let peer = multiverse_peers::names().iter().copied().find(|n| *n == p).expect("a peer's name");
+            let isolation = l.map(|_| level);
+            let label = match isolation {
+                Some(l) => format!("{peer}@{}", l.name()),
+                None => peer.to_string(),
+            };
+            if lines.iter().any(|x| x.label == label) {
+                return Err(format!("--protocols: '{label}' is given twice"));
+            }
+            lines.push(Line { protocol: None, peer: Some(peer), base: None, read_mostly: false, isolation, label });
             continue;
         }
         let protocol = bench::parse_protocol(p).map_err(|e| format!("--protocols: {e}"))?;
@@ -189,7 +210,7 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
         if lines.iter().any(|x| x.label == label) {
             return Err(format!("--protocols: '{label}' is given twice"));
         }
-        lines.push(Line { protocol: Some(protocol), base, read_mostly, isolation, label });
+        lines.push(Line { protocol: Some(protocol), peer: None, base, read_mostly, isolation, label });
     }
     Ok(lines)
 }
@@ -272,14 +293,19 @@ fn point_args(
 ) -> Result<(Vec<String>, BenchArgs), String> {
     let replaced = |id: &str| {
         id == "protocol"
-            || (id == "isolation" && (line.isolation.is_some() || line.protocol.is_none()))
+            || (id == "isolation" && (line.isolation.is_some() || (line.protocol.is_none() && line.peer.is_none())))
             || (id == "base" && line.base.is_some())
             || (id == "read_mostly_age" && !line.read_mostly)
             || sweeps.iter().any(|s| s.id == id)
     };
     let mut argv = vec!["multiverse compare".to_string()];
     argv.extend(base.iter().filter(|(id, _)| !replaced(id)).map(|(_, a)| a.clone()));
-    argv.push(format!("--protocol={}", line.protocol.map_or(bench::ceiling::NAME, Protocol::name)));
+    let name = match (line.protocol, line.peer) {
+        (Some(p), _) => p.name(),
+        (None, Some(peer)) => peer,
+        (None, None) => bench::ceiling::NAME,
+    };
+    argv.push(format!("--protocol={name}"));
     if let Some(l) = line.isolation {
         argv.push(format!("--isolation={}", l.name()));
     }

@@ -12,7 +12,6 @@
 //! [`check_state`] stops there: the counts need the run's tallies.
 
 use super::*;
-use multiverse::{Transaction, TxnOptions};
 
 /// Per-district tallies.
 #[derive(Clone, Copy, Default)]
@@ -49,13 +48,13 @@ struct Totals {
 }
 
 /// Checks conditions 1 to 4 and the counts; a one-line summary or what is broken.
-pub(super) fn check(tp: &Tpcc, db: &Database) -> std::result::Result<String, String> {
+pub(super) fn check<S: Store>(tp: &Tpcc, db: &S) -> std::result::Result<String, String> {
     let n = in_snapshot(tp, db)?;
     counts(tp, &n)
 }
 
 /// Checks conditions 1 to 4 alone (no tallies of a run needed).
-pub(super) fn check_state(tp: &Tpcc, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+pub(super) fn check_state<S: Store>(tp: &Tpcc, db: &S) -> std::result::Result<crate::StateCheck, String> {
     let n = in_snapshot(tp, db)?;
     let nw = tp.cfg.warehouses;
     let cond = if tp.cfg.skip_inserts { "conditions 1, 3 and 4" } else { "conditions 1-4" };
@@ -79,16 +78,14 @@ pub(super) fn check_state(tp: &Tpcc, db: &Database) -> std::result::Result<crate
 }
 
 /// Conditions 1 to 4 in one read-only snapshot.
-fn in_snapshot(tp: &Tpcc, db: &Database) -> std::result::Result<Totals, String> {
-    let mut t = db
-        .begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(db)) })
-        .map_err(|e| e.to_string())?;
+fn in_snapshot<S: Store>(tp: &Tpcc, db: &S) -> std::result::Result<Totals, String> {
+    let mut t = db.begin_check().map_err(|e| e.to_string())?;
     let r = conditions(tp, db, &mut t);
     t.commit().map_err(|e| e.to_string())?;
     r
 }
 
-fn conditions(tp: &Tpcc, db: &Database, t: &mut Transaction<'_>) -> std::result::Result<Totals, String> {
+fn conditions<S: Store>(tp: &Tpcc, db: &S, t: &mut S::Tx<'_>) -> std::result::Result<Totals, String> {
     let nw = tp.cfg.warehouses as usize;
     let nd = DISTRICTS as usize;
     let es = |e: Error| e.to_string();

@@ -9,7 +9,6 @@
 
 use super::*;
 use crate::split_range;
-use multiverse::Transaction;
 use rand::SeedableRng;
 
 /// Item chunks, and stock chunks per warehouse.
@@ -84,7 +83,13 @@ fn data_with_original(rng: &mut SmallRng, out: &mut [u8]) {
 }
 
 /// Loads slice `part` of `parts` of the population.
-pub(super) fn load(w: &Tpcc, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+pub(super) fn load<S: Store>(
+    w: &Tpcc,
+    db: &S,
+    part: usize,
+    parts: usize,
+    progress: &(impl Fn(u64) + Sync),
+) -> Result<()> {
     let units = CHUNKS as u64 + w.cfg.warehouses as u64 * UNITS_PER_WAREHOUSE;
     for unit in split_range(units, part, parts) {
         if unit < CHUNKS as u64 {
@@ -103,18 +108,18 @@ pub(super) fn load(w: &Tpcc, db: &Database, part: usize, parts: usize, progress:
 }
 
 /// Runs `body` as one load transaction and reports `rows`.
-fn batch(
-    db: &Database,
+fn batch<S: Store>(
+    db: &S,
     rows: u64,
     progress: &(impl Fn(u64) + Sync),
-    body: impl FnMut(&mut Transaction<'_>) -> Result<()>,
+    body: impl FnMut(&mut S::Tx<'_>) -> Result<()>,
 ) -> Result<()> {
-    db.run(crate::load_isolation(db), body)?;
+    db.load_txn(body)?;
     progress(rows);
     Ok(())
 }
 
-fn items(w: &Tpcc, db: &Database, chunk: u32, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+fn items<S: Store>(w: &Tpcc, db: &S, chunk: u32, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
     let per = ITEMS / CHUNKS;
     for lo in (chunk * per..(chunk + 1) * per).step_by(1000) {
         batch(db, 1000, progress, |t| {
@@ -133,7 +138,7 @@ fn items(w: &Tpcc, db: &Database, chunk: u32, progress: &(impl Fn(u64) + Sync)) 
     Ok(())
 }
 
-fn warehouse(w: &Tpcc, db: &Database, wh: u16, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+fn warehouse<S: Store>(w: &Tpcc, db: &S, wh: u16, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
     batch(db, 1, progress, |t| {
         let mut rng = rng_for([2, wh as u64, 0, 0]);
         let mut v = [0u8; W_LEN];
@@ -145,7 +150,7 @@ fn warehouse(w: &Tpcc, db: &Database, wh: u16, progress: &(impl Fn(u64) + Sync))
     })
 }
 
-fn stock(w: &Tpcc, db: &Database, wh: u16, chunk: u32, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+fn stock<S: Store>(w: &Tpcc, db: &S, wh: u16, chunk: u32, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
     let per = ITEMS / CHUNKS;
     for lo in (chunk * per..(chunk + 1) * per).step_by(500) {
         batch(db, 500, progress, |t| {
@@ -208,7 +213,7 @@ pub(crate) fn history_value(
     v
 }
 
-fn district(w: &Tpcc, db: &Database, wh: u16, d: u8, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+fn district<S: Store>(w: &Tpcc, db: &S, wh: u16, d: u8, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
     batch(db, 1, progress, |t| {
         let mut rng = rng_for([4, wh as u64, d as u64, 0]);
         let mut v = [0u8; D_LEN];
@@ -242,7 +247,7 @@ fn district(w: &Tpcc, db: &Database, wh: u16, d: u8, progress: &(impl Fn(u64) + 
     }
     for lo in (0..ORDERS).step_by(ORDER_BATCH as usize) {
         let mut rows = 0;
-        db.run(crate::load_isolation(db), |t| {
+        db.load_txn(|t| {
             rows = 0;
             let mut rng = rng_for([7, wh as u64, d as u64, lo as u64]);
             let mut ov = [0u8; O_LEN];

@@ -98,8 +98,8 @@ mod txn;
 pub use load::{load_ol_cnt, LOAD_DATE};
 pub use txn::{Outcome, TpccInput, TpccWorker};
 
-use crate::{Mix, Param, Workload};
-use multiverse::{Database, Error, IndexId, IndexKind, Key, Result, TableId, TableSpec};
+use crate::{Mix, Param, Store, StoreTxn, Txn, Workload};
+use multiverse::{Error, IndexId, IndexKind, Key, Result, TableId, TableSpec};
 use rand::rngs::SmallRng;
 use rand::RngCore;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -554,7 +554,7 @@ pub struct Tpcc {
 
 impl Tpcc {
     /// Creates the nine tables and their indexes in `db`.
-    pub fn setup(db: &Database, cfg: TpccConfig) -> std::result::Result<Tpcc, String> {
+    pub fn setup<S: Store>(db: &S, cfg: TpccConfig) -> std::result::Result<Tpcc, String> {
         cfg.validate()?;
         let w = cfg.warehouses as usize;
         let e = |e: Error| e.to_string();
@@ -665,7 +665,7 @@ impl Workload for Tpcc {
         (self.cfg.warehouses as u64).saturating_mul(EST_BYTES_PER_WAREHOUSE)
     }
 
-    fn load(&self, db: &Database, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
+    fn load<S: Store>(&self, db: &S, part: usize, parts: usize, progress: &(impl Fn(u64) + Sync)) -> Result<()> {
         load::load(self, db, part, parts, progress)
     }
 
@@ -673,12 +673,12 @@ impl Workload for Tpcc {
         TpccWorker::new(self, thread, seed)
     }
 
-    fn check_consistency(&self, db: &Database) -> std::result::Result<String, String> {
+    fn check_consistency<S: Store>(&self, db: &S) -> std::result::Result<String, String> {
         check::check(self, db)
     }
 
     /// Consistency conditions 1 to 4 (without inserts, 1, 3 and 4).
-    fn check_state(&self, db: &Database) -> std::result::Result<crate::StateCheck, String> {
+    fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
         check::check_state(self, db)
     }
 }

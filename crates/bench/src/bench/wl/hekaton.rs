@@ -6,9 +6,9 @@
 //! threads run serializable read-only transactions over `--long-read-pct`
 //! percent of the table (default 10) while the others run the mix.
 
-use super::super::{check_memory, measure, measure_with, Ctx, Measurement};
+use super::super::{check_memory, measure, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::{Database, Isolation};
+use multiverse::Isolation;
 use multiverse_workloads::hekaton::{Heterogeneous, MIX_TYPES};
 use multiverse_workloads::{Hekaton, HekatonConfig, Mix};
 
@@ -78,7 +78,7 @@ fn parse_mix(s: &str) -> Result<Mix, String> {
 }
 
 /// Runs the hekaton workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     super::refuse_common(c, "hekaton", true, true)?;
     let d = HekatonConfig::default();
     let cfg = HekatonConfig {
@@ -101,13 +101,13 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
     if het.long_readers == 0 && f.long.long_read_pct.is_some() {
         return Err("--long-read-pct applies to long readers: add --long-readers K".into());
     }
-    if het.long_readers > 0 && !c.protocol.isolation_levels().contains(&Isolation::Serializable) {
-        return Err(format!("long readers run serializable, which protocol '{}' does not offer", c.protocol));
+    if het.long_readers > 0 && !c.offers(Isolation::Serializable) {
+        return Err(format!("long readers run serializable, which {} does not offer", c.runs()));
     }
     check_memory(cfg.rows)?;
     let w = Hekaton::setup_with(db, cfg, het)?;
     if c.ceiling {
-        return measure_with(db, &w, c, Some((w.table(), crate::bench::ceiling::check_hekaton)));
+        return db.measure_with(&w, c, Some((w.table(), crate::bench::ceiling::check_hekaton)));
     }
     measure(db, &w, c)
 }

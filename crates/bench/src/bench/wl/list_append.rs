@@ -7,9 +7,9 @@
 //! lists of at most `--list-max-len` tags (default 16) before a slot moves
 //! on to a fresh key.
 
-use super::super::{measure, parse_count, Ctx, Measurement};
+use super::super::{measure, parse_count, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::Database;
+
 use multiverse_workloads::list_append::{ListAppend, ListAppendConfig};
 use multiverse_workloads::sibench::parse_range;
 
@@ -62,7 +62,7 @@ impl Given for Flags {
 }
 
 /// Runs the list-append workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     let f = &f.f;
     super::refuse_common(c, "list-append", false, false)?;
     let d = ListAppendConfig::default();

@@ -3,7 +3,7 @@
 //! A module has a `Flags` struct (its own command-line flags, flattened into
 //! [`BenchArgs`]; every field an `Option` or a `bool` so that "given" can be
 //! told from "default") implementing [`Given`], and a
-//! `run(&Flags, &Ctx, &Database) -> Result<Measurement, String>` that builds
+//! `run<H: Host>(&Flags, &Ctx, &H) -> Result<Measurement, String>` that builds
 //! the workload's configuration (defaults from its specification), sets its
 //! tables up and calls [`super::measure`].
 

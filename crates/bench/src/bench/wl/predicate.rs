@@ -6,9 +6,9 @@
 //! `scan:25,toggle:25,scan-write:50`). BOHM and ordered 2PL, which cannot
 //! declare a range, read a range slot by slot.
 
-use super::super::{measure, parse_count, Ctx, Measurement};
+use super::super::{measure, parse_count, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::{Database, Isolation};
+use multiverse::Isolation;
 use multiverse_workloads::predicate::{Predicate, PredicateConfig, TYPES};
 use multiverse_workloads::Mix;
 
@@ -48,7 +48,7 @@ impl Given for Flags {
 }
 
 /// Runs the predicate workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     super::refuse_common(c, "predicate", false, true)?;
     let d = PredicateConfig::default();
     let cfg = PredicateConfig {
@@ -58,7 +58,7 @@ pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
             Some(m) => Mix::parse(TYPES, m)?,
             None => d.mix,
         },
-        range_scans: !c.protocol.uses_declarations(),
+        range_scans: c.peer.is_some() || !c.protocol.uses_declarations(),
         consistent_reads: c.isolation != Isolation::ReadCommitted,
     };
     cfg.validate()?;

@@ -6,9 +6,9 @@
 //! (default 0) run read-only queries of `--sibench-query-accesses` reads
 //! (default 100-200).
 
-use super::super::{check_memory, measure, Ctx, Measurement};
+use super::super::{check_memory, measure, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::Database;
+
 use multiverse_workloads::sibench::{parse_range, Sibench, SibenchConfig, Writes};
 
 /// Flags of the sibench workload, boxed: `BenchArgs` is a variant of the
@@ -62,7 +62,7 @@ impl Given for Flags {
 }
 
 /// Runs the sibench workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     let f = &f.f;
     super::refuse_common(c, "sibench", true, false)?;
     let d = SibenchConfig::default();

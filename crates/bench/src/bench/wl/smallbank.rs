@@ -1,8 +1,8 @@
 //! `--workload smallbank`: SmallBank as in the BOHM paper, section 4.3.
 
-use super::super::{measure, parse_count, Ctx, Measurement};
+use super::super::{measure, parse_count, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::Database;
+
 use multiverse_workloads::smallbank::{SmallBank, SmallBankConfig, TYPES};
 use multiverse_workloads::Mix;
 use std::num::NonZeroU64;
@@ -40,7 +40,7 @@ impl Given for Flags {
 }
 
 /// Runs the smallbank workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     super::refuse_common(c, "smallbank", false, true)?;
     let d = SmallBankConfig::default();
     let cfg = SmallBankConfig {

@@ -1,8 +1,8 @@
 //! `--workload tatp`: TATP as in the Hekaton paper, section 5.3.
 
-use super::super::{measure, parse_count, Ctx, Measurement};
+use super::super::{measure, parse_count, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::Database;
+
 use multiverse_workloads::tatp::{Tatp, TatpConfig, EST_BYTES_PER_ROW, TYPES};
 use multiverse_workloads::Mix;
 use std::num::NonZeroU64;
@@ -33,7 +33,7 @@ impl Given for Flags {
 }
 
 /// Runs the tatp workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     super::refuse_common(c, "tatp", false, true)?;
     let d = TatpConfig::default();
     let cfg = TatpConfig {

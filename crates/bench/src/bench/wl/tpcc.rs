@@ -1,8 +1,8 @@
 //! `--workload tpcc`: TPC-C, its TPC-CC variant and the NewOrder-only modes.
 
-use super::super::{measure, Ctx, Measurement};
+use super::super::{measure, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::Database;
+
 use multiverse_workloads::tpcc::{Tpcc, TpccConfig, EST_BYTES_PER_WAREHOUSE, MAX_WAREHOUSES, TYPES};
 use multiverse_workloads::Mix;
 
@@ -53,7 +53,7 @@ impl Given for Flags {
 }
 
 /// Runs the tpcc workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     super::refuse_common(c, "tpcc", false, true)?;
     let cfg = TpccConfig {
         warehouses: f.warehouses.unwrap_or_else(|| (c.threads as u32).clamp(1, MAX_WAREHOUSES)),

@@ -10,9 +10,9 @@
 //! `--zipf exact|gray`, `--scramble` and `--allow-repeats` draw the keys as
 //! a peer's harness does (the module docs of `multiverse_workloads::ycsb`).
 
-use super::super::{check_bytes, measure, parse_count, report, Ctx, Measurement};
+use super::super::{check_bytes, measure, parse_count, report, Ctx, Host, Measurement};
 use super::Given;
-use multiverse::Database;
+
 use multiverse_workloads::ycsb::{Rmw, Ycsb, YcsbConfig, TYPES};
 use multiverse_workloads::zipf::ZipfKind;
 use multiverse_workloads::Mix;
@@ -105,7 +105,7 @@ impl Given for Flags {
 }
 
 /// Runs the ycsb workload.
-pub fn run(f: &Flags, c: &Ctx, db: &Database) -> Result<Measurement, String> {
+pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     let f = &f.f;
     super::refuse_common(c, "ycsb", true, true)?;
     let d = YcsbConfig::default();

@@ -1,0 +1,927 @@
+//! Checking list-append histories observed from outside a store (in the
+//! manner of Jepsen's Elle).
+//!
+//! [`crate::check`] trusts what the Multiverse engine records: which version
+//! every read returned, named by its writer's commit timestamp. Other stores
+//! are black boxes: a client sees only the values it read and wrote. For the
+//! list-append workload that is enough to rebuild the dependency graph,
+//! because the values record their own history: every value of a key is a
+//! list of 8-byte tags ([`crate::APPEND_TAG_LEN`]), every write appends one
+//! tag that no other transaction appends, and a key's first append inserts
+//! it. [`check_observed`] infers from the transactions the client recorded
+//! ([`ObservedTxn`]):
+//!
+//! - **the version order of each key**: the tags of the longest list that a
+//!   committed transaction read or wrote. Every other list observed must be
+//!   a prefix of it; one that is not means an append was lost or reordered
+//!   (two lists that do not extend one another), and is reported as
+//!   [`Class::Invalid`]: no order of the appends explains both. So is a
+//!   list that holds a tag twice (an append applied twice);
+//! - **the writer of each tag**: the committed transaction whose write
+//!   ended with it (a transaction that appends twice to one key writes two
+//!   tags);
+//! - **dependencies between committed transactions**: ww from the writer of
+//!   each tag to the writer of the next tag of the key; wr from the writer
+//!   of the last tag of a list read to its reader; rw from a reader to the
+//!   writer of the tag after the last one it read. A read that found no row,
+//!   or an empty list, read the key's initial state: it has an rw edge to the
+//!   writer of the key's first tag and no wr edge;
+//! - **direct anomalies**: G1a (a committed transaction read, or appended
+//!   to, a list holding a tag that no committed transaction appended: an
+//!   aborted or never-recorded write), G1b (a list that ends at a tag its
+//!   writer later followed with another append to the same key: an
+//!   intermediate state), and [`Class::Invalid`] for a transaction that did
+//!   not see its own appends (a read after its own write of a key must
+//!   return exactly what it wrote), for malformed lists, for a transaction
+//!   whose second append to a key does not extend its first by one tag, for a
+//!   tag appended by two committed transactions, and for duplicate
+//!   transaction ids.
+//!
+//! The graph's cycles are then classified as by [`crate::check`]: G0, G1c,
+//! G-single and G2-item (there are no predicate anti-dependencies: the
+//! workload makes point reads only), and [`Report::ok`] says whether any
+//! anomaly forbidden at the claimed level was found.
+//!
+//! Limits:
+//!
+//! - Tags name transactions, not attempts: a transaction retried after an
+//!   abort appends the same tags again, so a read of an aborted attempt's
+//!   append is indistinguishable from a read of the committed attempt's
+//!   (it is attributed to the committed one, and is a G1a only when the
+//!   committed attempt's own read shows it, or no attempt committed).
+//! - Without timestamps nothing relates transactions that touched no common
+//!   key, and a read is only known to precede the append after it: real-time
+//!   order (strict serializability) and the two rules of snapshot isolation
+//!   that need begin and commit times (the snapshot read rule and
+//!   first-committer-wins, [`Class::SnapshotRead`], [`Class::SnapshotWrite`])
+//!   are not checked. A lost update at snapshot isolation still shows, as a
+//!   G-single cycle (both read the same list, both appended) or as two lists
+//!   that do not extend one another.
+//! - Only observed lists count: an append that the store lost after it
+//!   committed goes unnoticed unless a committed transaction later read or
+//!   appended to the key (a final read of every key helps).
+
+use crate::graph::{Cycle, Dep, Edge, Graph, Search};
+use crate::model::{key_name, short_value, FxMap, FxSet};
+use crate::report::{Anomaly, Class, Findings, Limits, Report, Stats};
+use crate::APPEND_TAG_LEN as TAG;
+use multiverse::{Isolation, Key};
+use std::collections::hash_map::Entry;
+
+/// One transaction as a client observed it.
+///
+/// Record every attempt that ran, committed or not: when a committed
+/// transaction read a tag that only an aborted attempt appended, the G1a
+/// report then names that attempt.
+///
+/// ```
+/// use multiverse::Key;
+/// use multiverse_check::{ObservedOp, ObservedTxn};
+///
+/// // Appends tag 7 to an empty key 1 of table 0 (inserting it).
+/// let t = ObservedTxn {
+///     id: 1,
+///     committed: true,
+///     ops: vec![
+///         ObservedOp::Read { table: 0, key: Key::from(1), value: None },
+///         ObservedOp::Write { table: 0, key: Key::from(1), value: 7u64.to_be_bytes().to_vec() },
+///     ],
+/// };
+/// assert_eq!(t.ops.len(), 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObservedTxn {
+    /// The transaction's id, unique in the history.
+    pub id: u64,
+    /// True if it committed; false if it aborted (or its outcome is unknown
+    /// and it is treated as aborted).
+    pub committed: bool,
+    /// Its reads and writes, in the order it made them.
+    pub ops: Vec<ObservedOp>,
+}
+
+/// One operation of an [`ObservedTxn`].
+///
+/// ```
+/// use multiverse::Key;
+/// use multiverse_check::ObservedOp;
+///
+/// let tag = |n: u64| n.to_be_bytes();
+/// // A read that found the list [1, 2], then the append of tag 3.
+/// let read = ObservedOp::Read { table: 0, key: Key::from(5), value: Some([tag(1), tag(2)].concat()) };
+/// let write = ObservedOp::Write { table: 0, key: Key::from(5), value: [tag(1), tag(2), tag(3)].concat() };
+/// assert_ne!(read, write);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObservedOp {
+    /// A point read and what it returned (None: no row).
+    Read {
+        /// Table number.
+        table: u32,
+        /// Primary key.
+        key: Key,
+        /// The value read, `None` if there was no row.
+        value: Option<Vec<u8>>,
+    },
+    /// A write (insert or update) and the whole new value.
+    Write {
+        /// Table number.
+        table: u32,
+        /// Primary key.
+        key: Key,
+        /// The new value: the list before the append, followed by the new tag.
+        value: Vec<u8>,
+    },
+}
+
+/// Checks a list-append history observed from outside a store against the
+/// isolation level `claimed`, with the default [`Limits`].
+///
+/// Every value must be a list of [`APPEND_TAG_LEN`](crate::APPEND_TAG_LEN)-byte
+/// tags and every write must append one tag that no other transaction
+/// appends. Each key's version order is the longest list that a committed
+/// transaction read or wrote; each tag's writer is the committed transaction
+/// whose write ended with it. From these come ww, wr and rw dependencies
+/// between committed transactions, whose cycles are classified as G0, G1c,
+/// G-single or G2-item; G1a (a list holding a tag no committed transaction
+/// appended) and G1b (a list ending at a tag its writer followed with
+/// another append to the key) are checked directly. Findings no isolation
+/// level allows are [`Class::Invalid`]: two lists that do not extend one
+/// another (a lost or reordered append), a tag twice in a list, a
+/// transaction that did not read back its own write, malformed lists.
+/// `report.ok()` is true when nothing forbidden at `claimed` was found
+/// ([`Class::forbidden_at`]).
+///
+/// Without timestamps, the snapshot rules ([`Class::SnapshotRead`],
+/// [`Class::SnapshotWrite`]) and real-time order are not checked, and a
+/// retried transaction appends the same tags as its aborted attempts, so a
+/// read of an aborted attempt's append counts as a read of the committed
+/// one's.
+///
+/// ```
+/// use multiverse::{Isolation, Key};
+/// use multiverse_check::{check_observed, ObservedOp, ObservedTxn};
+///
+/// let list = |tags: &[u64]| tags.iter().flat_map(|t| t.to_be_bytes()).collect::<Vec<u8>>();
+/// let read = |value: Option<Vec<u8>>| ObservedOp::Read { table: 0, key: Key::from(1), value };
+/// let write = |value: Vec<u8>| ObservedOp::Write { table: 0, key: Key::from(1), value };
+/// let history = vec![
+///     // T1 appends 10 to an empty key; T2 reads [10] and appends 20.
+///     ObservedTxn { id: 1, committed: true, ops: vec![read(None), write(list(&[10]))] },
+///     ObservedTxn { id: 2, committed: true, ops: vec![read(Some(list(&[10]))), write(list(&[10, 20]))] },
+/// ];
+/// let report = check_observed(&history, Isolation::Serializable);
+/// assert!(report.ok(), "{report}");
+/// assert_eq!(report.stats.committed, 2);
+///
+/// // T3 read [10] too but wrote [10 30] over T2's list: T2's append is lost.
+/// let mut lost = history.clone();
+/// lost.push(ObservedTxn { id: 3, committed: true, ops: vec![read(Some(list(&[10]))), write(list(&[10, 30]))] });
+/// let report = check_observed(&lost, Isolation::ReadCommitted);
+/// assert_eq!(report.count(multiverse_check::Class::Invalid), 1, "{report}");
+/// ```
+pub fn check_observed(txns: &[ObservedTxn], claimed: Isolation) -> Report {
+    check_observed_with(txns, claimed, &Limits::default())
+}
+
+/// [`check_observed`] with explicit limits on examples kept and cycle-search
+/// work.
+///
+/// ```
+/// use multiverse::{Isolation, Key};
+/// use multiverse_check::{check_observed_with, Class, Limits, ObservedOp, ObservedTxn};
+///
+/// // Write skew: each reads the key the other appends to, and finds it empty.
+/// let txn = |id: u64, read: u64, write: u64| ObservedTxn {
+///     id,
+///     committed: true,
+///     ops: vec![
+///         ObservedOp::Read { table: 0, key: Key::from(read), value: None },
+///         ObservedOp::Write { table: 0, key: Key::from(write), value: (100 + id).to_be_bytes().to_vec() },
+///     ],
+/// };
+/// let history = vec![txn(1, 7, 8), txn(2, 8, 7)];
+/// let limits = Limits { examples_per_class: 1, ..Limits::default() };
+/// let report = check_observed_with(&history, Isolation::Serializable, &limits);
+/// assert_eq!(report.count(Class::G2Item), 1);
+/// assert!(!report.ok());
+/// // Snapshot isolation allows it.
+/// assert!(check_observed_with(&history, Isolation::Snapshot, &limits).ok());
+/// ```
+pub fn check_observed_with(txns: &[ObservedTxn], claimed: Isolation, limits: &Limits) -> Report {
+    let mut found = Findings::new(limits.examples_per_class);
+    let h = Observed::build(txns, &mut found);
+    let edges = h.infer(&mut found);
+    let g = Graph::build(txns.len(), edges);
+    let committed = txns.iter().filter(|t| t.committed).count();
+    let mut stats = Stats {
+        txns: txns.len(),
+        committed,
+        aborted: txns.len() - committed,
+        keys: h.names.len(),
+        edges: g.counts(),
+        ..Stats::default()
+    };
+    let mut search = Search::new(g.nodes(), limits.search_budget);
+    find_cycles(&h, &g, &mut search, &mut found, &mut stats);
+    found.into_report(claimed, stats)
+}
+
+/// A transaction's position in the slice; also its graph node.
+type TxnIx = u32;
+/// A (table, key) pair's number.
+type KeyId = u32;
+
+/// How a committed transaction observed a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum How {
+    /// It read it (before writing the key itself).
+    Read,
+    /// It wrote it, as its first append to the key: all but the last tag
+    /// are the list it extended.
+    FirstWrite,
+    /// It wrote it, extending its own earlier append.
+    Write,
+}
+
+impl How {
+    fn verb(self) -> &'static str {
+        match self {
+            How::Read => "read",
+            How::FirstWrite | How::Write => "wrote",
+        }
+    }
+}
+
+/// One list a committed transaction observed.
+#[derive(Clone, Copy, Debug)]
+struct Obs<'h> {
+    txn: TxnIx,
+    how: How,
+    value: &'h [u8],
+}
+
+impl<'h> Obs<'h> {
+    /// The part of the list that other transactions appended before this
+    /// one looked: all of a read, all but the new tag of a first append.
+    fn foreign(&self) -> &'h [u8] {
+        match self.how {
+            How::Read => self.value,
+            How::FirstWrite | How::Write => &self.value[..self.value.len() - TAG],
+        }
+    }
+}
+
+/// The committed append of one tag.
+#[derive(Clone, Copy, Debug)]
+struct Append {
+    txn: TxnIx,
+    /// The writer appended nothing to the key after this tag.
+    last: bool,
+}
+
+/// The history, indexed by key.
+struct Observed<'h> {
+    txns: &'h [ObservedTxn],
+    keys: FxMap<(u32, &'h Key), KeyId>,
+    /// (table, key) by key id.
+    names: Vec<(u32, Key)>,
+    /// Per key: the lists committed transactions observed, in history order.
+    obs: Vec<Vec<Obs<'h>>>,
+    /// Committed appends by (key, tag).
+    appends: FxMap<(KeyId, u64), Append>,
+    /// Aborted appends by (key, tag): the first aborted writer.
+    aborted: FxMap<(KeyId, u64), TxnIx>,
+}
+
+/// True for a list of whole tags.
+fn is_list(v: &[u8]) -> bool {
+    v.len() % TAG == 0
+}
+
+/// The tags of a list, as numbers.
+fn tags(v: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    v.chunks_exact(TAG).map(|c| u64::from_be_bytes(c.try_into().expect("a whole tag")))
+}
+
+/// The last tag of a list, if it has one.
+fn last_tag(v: &[u8]) -> Option<u64> {
+    (v.len() >= TAG).then(|| tags(&v[v.len() - TAG..]).next().expect("a whole tag"))
+}
+
+/// A list for a message.
+fn list_name(v: Option<&[u8]>) -> String {
+    match v {
+        None => "no row".into(),
+        Some([]) => "[]".into(),
+        Some(v) if is_list(v) && v.len() <= 4 * TAG => {
+            let t: Vec<String> = tags(v).map(tag_name).collect();
+            format!("[{}]", t.join(" "))
+        }
+        Some(v) if is_list(v) => {
+            let n = v.len() / TAG;
+            let t: Vec<String> = tags(&v[..2 * TAG]).chain(tags(&v[v.len() - TAG..])).map(tag_name).collect();
+            format!("[{} {} ... ({} tags) {}]", t[0], t[1], n, t[2])
+        }
+        Some(v) => short_value(v),
+    }
+}
+
+fn tag_name(t: u64) -> String {
+    format!("{t:016x}")
+}
+
+impl<'h> Observed<'h> {
+    /// Indexes `txns`; reports malformed lists, duplicate ids, duplicate
+    /// appends and missed own writes as [`Class::Invalid`].
+    fn build(txns: &'h [ObservedTxn], found: &mut Findings) -> Observed<'h> {
+        let mut h = Observed {
+            txns,
+            keys: FxMap::default(),
+            names: Vec::new(),
+            obs: Vec::new(),
+            appends: FxMap::default(),
+            aborted: FxMap::default(),
+        };
+        let mut ids = FxSet::default();
+        // The transaction's own last value of every key it wrote.
+        let mut own: FxMap<KeyId, &'h [u8]> = FxMap::default();
+        for (ix, t) in txns.iter().enumerate() {
+            if !ids.insert(t.id) {
+                found.note(Class::Invalid, &[t.id], || format!("transaction id {} appears more than once", t.id));
+            }
+            own.clear();
+            for op in &t.ops {
+                match op {
+                    ObservedOp::Write { table, key, value } => {
+                        let k = h.intern(*table, key);
+                        h.write(ix as TxnIx, k, value, &mut own, found);
+                    }
+                    ObservedOp::Read { table, key, value } => {
+                        let k = h.intern(*table, key);
+                        if t.committed {
+                            h.read(ix as TxnIx, k, value.as_deref(), &own, found);
+                        }
+                    }
+                }
+            }
+        }
+        h
+    }
+
+    fn intern(&mut self, table: u32, key: &'h Key) -> KeyId {
+        let next = self.names.len() as KeyId;
+        let id = *self.keys.entry((table, key)).or_insert(next);
+        if id == next {
+            self.names.push((table, key.clone()));
+            self.obs.push(Vec::new());
+        }
+        id
+    }
+
+    fn id(&self, ix: TxnIx) -> u64 {
+        self.txns[ix as usize].id
+    }
+
+    fn key_name(&self, k: KeyId) -> String {
+        key_name(&self.names[k as usize])
+    }
+
+    /// Records transaction `ix`'s write of `value` to key `k`.
+    fn write(&mut self, ix: TxnIx, k: KeyId, value: &'h [u8], own: &mut FxMap<KeyId, &'h [u8]>, found: &mut Findings) {
+        let committed = self.txns[ix as usize].committed;
+        let Some(tag) = last_tag(value).filter(|_| is_list(value)) else {
+            if committed {
+                let (id, key, got) = (self.id(ix), self.key_name(k), short_value(value));
+                found.note(Class::Invalid, &[id], || {
+                    format!("T{id} wrote {key} = {got}, which is not a non-empty list of {TAG}-byte tags")
+                });
+            }
+            return;
+        };
+        let prev = own.insert(k, value);
+        if !committed {
+            self.aborted.entry((k, tag)).or_insert(ix);
+            return;
+        }
+        let how = match prev {
+            None => How::FirstWrite,
+            Some(p) => {
+                if value.len() != p.len() + TAG || !value.starts_with(p) {
+                    let (id, key, before, after) =
+                        (self.id(ix), self.key_name(k), list_name(Some(p)), list_name(Some(value)));
+                    found.note(Class::Invalid, &[id], || {
+                        format!(
+                            "T{id} wrote {key} = {after} after writing {before}: not one tag appended to its own list"
+                        )
+                    });
+                }
+                if let Some(a) = last_tag(p).and_then(|t| self.appends.get_mut(&(k, t))) {
+                    if a.txn == ix {
+                        a.last = false;
+                    }
+                }
+                How::Write
+            }
+        };
+        self.obs[k as usize].push(Obs { txn: ix, how, value });
+        match self.appends.entry((k, tag)) {
+            Entry::Vacant(e) => {
+                e.insert(Append { txn: ix, last: true });
+            }
+            // Appended twice by itself: the list then holds it twice, which
+            // the order check reports.
+            Entry::Occupied(mut e) if e.get().txn == ix => e.get_mut().last = true,
+            Entry::Occupied(e) => {
+                // Fields, not methods: `e` borrows `self.appends`.
+                let txns = self.txns;
+                let (a, b) = (txns[e.get().txn as usize].id, txns[ix as usize].id);
+                let key = key_name(&self.names[k as usize]);
+                found.note(Class::Invalid, &[a, b], || {
+                    format!("T{a} and T{b} both appended tag {} to {key}: tags must be unique", tag_name(tag))
+                });
+            }
+        }
+    }
+
+    /// Records committed transaction `ix`'s read of key `k`.
+    fn read(
+        &mut self,
+        ix: TxnIx,
+        k: KeyId,
+        value: Option<&'h [u8]>,
+        own: &FxMap<KeyId, &'h [u8]>,
+        found: &mut Findings,
+    ) {
+        if let Some(&mine) = own.get(&k) {
+            if value != Some(mine) {
+                let (id, key, got, want) = (self.id(ix), self.key_name(k), list_name(value), list_name(Some(mine)));
+                found.note(Class::Invalid, &[id], || {
+                    format!("T{id} read {key} = {got} after writing {want}: it did not see its own write")
+                });
+            }
+            return;
+        }
+        let value = value.unwrap_or_default();
+        if !is_list(value) {
+            let (id, key, got) = (self.id(ix), self.key_name(k), short_value(value));
+            found.note(Class::Invalid, &[id], || {
+                format!("T{id} read {key} = {got}, which is not a list of {TAG}-byte tags")
+            });
+            return;
+        }
+        self.obs[k as usize].push(Obs { txn: ix, how: How::Read, value });
+    }
+
+    /// Infers every key's version order, checks the lists against it, and
+    /// returns the dependency edges.
+    fn infer(&self, found: &mut Findings) -> Vec<(u32, Edge)> {
+        let mut edges = Vec::new();
+        let mut seen = FxSet::default();
+        for k in 0..self.names.len() as KeyId {
+            let obs = &self.obs[k as usize];
+            // The longest list (the first of them, on a tie).
+            let Some(longest) = obs.iter().fold(None, |best: Option<&Obs<'_>>, o| match best {
+                Some(b) if b.value.len() >= o.value.len() => Some(b),
+                _ => Some(o),
+            }) else {
+                continue;
+            };
+            let order = longest.value;
+            let fits = |o: &Obs<'_>| order.starts_with(o.value);
+            if let Some(bad) = obs.iter().find(|o| !fits(o)) {
+                self.incompatible(k, longest, bad, found);
+            }
+            seen.clear();
+            if let Some(t) = tags(order).find(|&t| !seen.insert(t)) {
+                let (id, key, list) = (self.id(longest.txn), self.key_name(k), list_name(Some(order)));
+                found.note(Class::Invalid, &[id], || {
+                    format!(
+                        "T{id} {} {key} = {list}, which holds tag {} twice (an append applied twice)",
+                        longest.how.verb(),
+                        tag_name(t)
+                    )
+                });
+            }
+            // ww: consecutive committed appends (over tags nobody committed).
+            let mut prev: Option<TxnIx> = None;
+            for t in tags(order) {
+                if let Some(a) = self.appends.get(&(k, t)) {
+                    if let Some(p) = prev.filter(|&p| p != a.txn) {
+                        edges.push((p, Edge { to: a.txn, dep: Dep::Ww, key: k }));
+                    }
+                    prev = Some(a.txn);
+                }
+            }
+            for o in obs.iter().filter(|o| o.how != How::Write) {
+                let seen_list = o.foreign();
+                if self.aborted_read(k, o, seen_list, found) {
+                    continue;
+                }
+                let last = last_tag(seen_list).map(|t| (t, self.appends[&(k, t)]));
+                if let Some((t, a)) = last.filter(|(_, a)| !a.last) {
+                    self.intermediate_read(k, o, t, a.txn, found);
+                }
+                if o.how != How::Read || !fits(o) {
+                    continue;
+                }
+                if let Some((_, a)) = last {
+                    edges.push((a.txn, Edge { to: o.txn, dep: Dep::Wr, key: k }));
+                }
+                let next = tags(order).skip(seen_list.len() / TAG).find_map(|t| self.appends.get(&(k, t)));
+                if let Some(a) = next.filter(|a| a.txn != o.txn) {
+                    edges.push((o.txn, Edge { to: a.txn, dep: Dep::Rw, key: k }));
+                }
+            }
+        }
+        edges
+    }
+
+    /// Two lists of key `k` that do not extend one another.
+    fn incompatible(&self, k: KeyId, a: &Obs<'_>, b: &Obs<'_>, found: &mut Findings) {
+        let (ia, ib, key) = (self.id(a.txn), self.id(b.txn), self.key_name(k));
+        let (la, lb) = (list_name(Some(a.value)), list_name(Some(b.value)));
+        found.note(Class::Invalid, &[ia, ib], || {
+            format!(
+                "T{ia} {} {key} = {la} and T{ib} {} {key} = {lb}: neither list extends the other (a lost or reordered append)",
+                a.how.verb(),
+                b.how.verb()
+            )
+        });
+    }
+
+    /// G1a: the list `seen` that `o` observed holds a tag no committed
+    /// transaction appended (or one its observer appended only later).
+    fn aborted_read(&self, k: KeyId, o: &Obs<'_>, seen: &[u8], found: &mut Findings) -> bool {
+        let Some(t) = tags(seen).find(|&t| self.appends.get(&(k, t)).is_none_or(|a| a.txn == o.txn)) else {
+            return false;
+        };
+        let (id, key, list, tag) = (self.id(o.txn), self.key_name(k), list_name(Some(o.value)), tag_name(t));
+        let verb = o.how.verb();
+        match (self.appends.contains_key(&(k, t)), self.aborted.get(&(k, t))) {
+            (true, _) => found.note(Class::G1a, &[id], || {
+                format!("T{id} {verb} {key} = {list}, holding its own tag {tag} before appending it (an aborted attempt's append?)")
+            }),
+            (false, Some(&a)) => {
+                let aid = self.id(a);
+                found.note(Class::G1a, &[id, aid], || {
+                    format!("T{id} {verb} {key} = {list}, holding tag {tag}, appended only by T{aid}, which aborted")
+                });
+            }
+            (false, None) => found.note(Class::G1a, &[id], || {
+                format!("T{id} {verb} {key} = {list}, holding tag {tag}, which no committed transaction appended")
+            }),
+        }
+        true
+    }
+
+    /// G1b: `o` observed a list ending at tag `t`, which its writer `w`
+    /// followed with another append to the key.
+    fn intermediate_read(&self, k: KeyId, o: &Obs<'_>, t: u64, w: TxnIx, found: &mut Findings) {
+        let (id, wid, key, list) = (self.id(o.txn), self.id(w), self.key_name(k), list_name(Some(o.value)));
+        let verb = if o.how == How::Read { "read" } else { "appended to" };
+        found.note(Class::G1b, &[id, wid], || {
+            format!(
+                "T{id} {verb} {key} = {list}, ending at tag {}, which T{wid} followed with another append",
+                tag_name(t)
+            )
+        });
+    }
+}
+
+// ----------------------------------------------------------------------
+// Cycles
+// ----------------------------------------------------------------------
+
+/// Classifies every cyclic component of `g`, adding one anomaly per
+/// component: its most severe cycle, searched in the order G0 (ww only),
+/// G1c (ww and wr), G-single (one rw), G2-item (any). Without predicate
+/// anti-dependencies the forbidden sets of the levels are nested along this
+/// order, so the most severe cycle is also the one the claimed level is
+/// most likely to forbid.
+fn find_cycles(h: &Observed<'_>, g: &Graph, search: &mut Search, found: &mut Findings, stats: &mut Stats) {
+    let all: Vec<u32> = (0..g.nodes() as u32).collect();
+    let mut sccs = search.components(g, &all, |_, _| true);
+    sccs.sort_unstable_by_key(|nodes| nodes.iter().min().copied());
+    stats.cyclic_components = sccs.len();
+    let mut comp = vec![u32::MAX; g.nodes()];
+    for (c, nodes) in sccs.iter().enumerate() {
+        for &v in nodes {
+            comp[v as usize] = c as u32;
+        }
+    }
+    for (c, nodes) in sccs.iter().enumerate() {
+        let within = |e: &Edge| comp[e.to as usize] == c as u32;
+        match worst_cycle(g, search, &within, nodes) {
+            Some(mut cycle) => {
+                let first = (0..cycle.len()).min_by_key(|&i| h.id(cycle[i].0)).unwrap_or(0);
+                cycle.rotate_left(first);
+                found.add(crate::cycles::class_of(&cycle), || cycle_anomaly(h, &cycle));
+            }
+            None => {
+                let ids: Vec<u64> = nodes.iter().map(|&v| h.id(v)).collect();
+                found.note(Class::G2Item, &ids, || {
+                    format!("a cycle among {} transactions (no example found)", ids.len())
+                });
+            }
+        }
+    }
+    stats.search_truncated = search.exhausted;
+}
+
+/// A short cycle of the most severe class in the component `nodes`.
+fn worst_cycle(g: &Graph, search: &mut Search, within: &dyn Fn(&Edge) -> bool, nodes: &[u32]) -> Option<Cycle> {
+    for max in [Dep::Ww, Dep::Wr] {
+        if let Some(c) = cycle_in(g, search, nodes, |_, e| within(e) && e.dep <= max) {
+            return Some(c);
+        }
+    }
+    single_anti(g, search, within, nodes).or_else(|| cycle_in(g, search, nodes, |_, e| within(e)))
+}
+
+/// A short cycle of the subgraph of `nodes` and the edges `keep` accepts.
+fn cycle_in(g: &Graph, search: &mut Search, nodes: &[u32], keep: impl Fn(u32, &Edge) -> bool) -> Option<Cycle> {
+    let subs = search.components(g, nodes, &keep);
+    let sub = subs.into_iter().next()?;
+    sub.iter().take(3).filter_map(|&s| search.cycle_through(g, s, &keep)).min_by_key(|c| c.len())
+}
+
+/// A cycle with exactly one anti-dependency: for each anti-dependency
+/// target `v`, a breadth-first search over ww/wr edges from `v` that stops
+/// at any source of an anti-dependency into `v` (bounded by the budget).
+fn single_anti(g: &Graph, search: &mut Search, within: &dyn Fn(&Edge) -> bool, nodes: &[u32]) -> Option<Cycle> {
+    let mut antis: Vec<(u32, u32, Edge)> = Vec::new();
+    for &u in nodes {
+        for e in g.out(u) {
+            if e.dep.is_anti() && within(e) {
+                antis.push((e.to, u, *e));
+            }
+        }
+    }
+    antis.sort_unstable_by_key(|&(v, u, e)| (v, u, e.dep));
+    let mut sources = FxSet::default();
+    for group in antis.chunk_by(|a, b| a.0 == b.0) {
+        let v = group[0].0;
+        sources.clear();
+        sources.extend(group.iter().map(|&(_, u, _)| u));
+        let keep = |_: u32, e: &Edge| within(e) && e.dep <= Dep::Wr;
+        if let Some(mut path) = search.path(g, v, keep, |e| sources.contains(&e.to), true) {
+            let u = path.last().expect("a path has a hop").1.to;
+            let &(_, _, anti) = group.iter().find(|&&(_, s, _)| s == u).expect("u is a source");
+            path.push((u, anti));
+            return Some(path);
+        }
+        if search.exhausted {
+            return None;
+        }
+    }
+    None
+}
+
+/// Describes a cycle: the one-line summary and what each edge means.
+fn cycle_anomaly(h: &Observed<'_>, cycle: &Cycle) -> Anomaly {
+    let ids: Vec<u64> = cycle.iter().map(|&(v, _)| h.id(v)).collect();
+    let mut summary = String::new();
+    let mut details = Vec::new();
+    for &(v, e) in cycle {
+        let (from, to, key) = (h.id(v), h.id(e.to), h.key_name(e.key));
+        summary.push_str(&format!("T{from} -{}({key})-> ", e.dep.label()));
+        details.push(match e.dep {
+            Dep::Ww => format!("T{from} appended to {key}; T{to} appended after it"),
+            Dep::Wr => format!("T{to} read T{from}'s append to {key}"),
+            Dep::Rw | Dep::Prw => format!("T{from} read {key}; T{to} appended the next tag"),
+        });
+    }
+    summary.push_str(&format!("T{}", ids[0]));
+    Anomaly { class: Class::G2Item, txns: ids, summary, details }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::HashMap;
+
+    fn list(tags: &[u64]) -> Vec<u8> {
+        tags.iter().flat_map(|t| t.to_be_bytes()).collect()
+    }
+
+    fn r(key: u64, value: Option<&[u64]>) -> ObservedOp {
+        ObservedOp::Read { table: 0, key: Key::from(key), value: value.map(list) }
+    }
+
+    fn w(key: u64, value: &[u64]) -> ObservedOp {
+        ObservedOp::Write { table: 0, key: Key::from(key), value: list(value) }
+    }
+
+    fn txn(id: u64, ops: Vec<ObservedOp>) -> ObservedTxn {
+        ObservedTxn { id, committed: true, ops }
+    }
+
+    fn aborted(id: u64, ops: Vec<ObservedOp>) -> ObservedTxn {
+        ObservedTxn { id, committed: false, ops }
+    }
+
+    const LEVELS: [Isolation; 4] =
+        [Isolation::ReadCommitted, Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable];
+
+    #[test]
+    fn serial_history_passes() {
+        let h = vec![
+            txn(1, vec![r(1, None), w(1, &[10])]),
+            txn(2, vec![r(1, Some(&[10])), w(1, &[10, 20]), r(2, None), w(2, &[21])]),
+            aborted(3, vec![r(1, Some(&[10, 20])), w(1, &[10, 20, 30])]),
+            txn(4, vec![r(1, Some(&[10, 20])), r(2, Some(&[21]))]),
+            txn(5, vec![w(2, &[21, 50]), w(2, &[21, 50, 51]), r(2, Some(&[21, 50, 51]))]),
+            txn(6, vec![r(2, Some(&[21, 50, 51])), r(1, Some(&[10, 20]))]),
+        ];
+        for level in LEVELS {
+            let report = check_observed(&h, level);
+            assert!(report.ok(), "{report}");
+            assert_eq!(report.anomalies, vec![], "{report}");
+        }
+        let report = check_observed(&h, Isolation::Serializable);
+        assert_eq!((report.stats.txns, report.stats.committed, report.stats.aborted, report.stats.keys), (6, 5, 1, 2));
+        // ww 1->2 (key 1), 2->5 (key 2); wr 1->2, 2->4, 2->6, 5->6; rw 4->5
+        // (T4 read [21], T5 appended 50 next).
+        assert_eq!(report.stats.edges, [2, 4, 1, 0], "{report}");
+    }
+
+    #[test]
+    fn write_skew_is_g2_item() {
+        let h = vec![txn(1, vec![r(1, None), w(2, &[10])]), txn(2, vec![r(2, None), w(1, &[20])])];
+        let ser = check_observed(&h, Isolation::Serializable);
+        assert!(!ser.ok());
+        assert_eq!(ser.count(Class::G2Item), 1, "{ser}");
+        assert_eq!(ser.forbidden_count(), 1, "{ser}");
+        assert_eq!(ser.anomalies[0].txns, vec![1, 2]);
+        assert!(!check_observed(&h, Isolation::RepeatableRead).ok());
+        let si = check_observed(&h, Isolation::Snapshot);
+        assert!(si.ok(), "{si}");
+        assert_eq!(si.count(Class::G2Item), 1);
+    }
+
+    #[test]
+    fn lost_update_is_g_single() {
+        // Both read [10] and appended: the store applied both appends, but
+        // T3 never saw T2's (it read [10] and yet its list is [10 20 30]).
+        let h = vec![
+            txn(1, vec![w(1, &[10])]),
+            txn(2, vec![r(1, Some(&[10])), w(1, &[10, 20])]),
+            txn(3, vec![r(1, Some(&[10])), w(1, &[10, 20, 30])]),
+        ];
+        let si = check_observed(&h, Isolation::Snapshot);
+        assert!(!si.ok());
+        assert_eq!(si.count(Class::GSingle), 1, "{si}");
+        assert_eq!(si.anomalies[0].txns, vec![2, 3], "{si}");
+        // Read committed allows it: T3 appended atomically after T2.
+        assert!(check_observed(&h, Isolation::ReadCommitted).ok());
+    }
+
+    #[test]
+    fn overwritten_append_is_incompatible() {
+        // T3 read [10] and wrote [10 30] over T2's [10 20]: T2's append is lost.
+        let h = vec![
+            txn(1, vec![w(1, &[10])]),
+            txn(2, vec![r(1, Some(&[10])), w(1, &[10, 20])]),
+            txn(3, vec![r(1, Some(&[10])), w(1, &[10, 30])]),
+            txn(4, vec![r(1, Some(&[10, 30]))]),
+        ];
+        for level in LEVELS {
+            let report = check_observed(&h, level);
+            assert!(!report.ok());
+            assert_eq!(report.count(Class::Invalid), 1, "{report}");
+            assert!(report.anomalies[0].summary.contains("neither list extends the other"), "{report}");
+        }
+    }
+
+    #[test]
+    fn duplicate_append_is_invalid() {
+        let h = vec![txn(1, vec![w(1, &[10])]), txn(2, vec![r(1, Some(&[10, 10]))])];
+        let report = check_observed(&h, Isolation::ReadCommitted);
+        assert_eq!(report.count(Class::Invalid), 1, "{report}");
+        assert!(report.anomalies[0].summary.contains("twice"), "{report}");
+    }
+
+    #[test]
+    fn aborted_read_is_g1a() {
+        let h = vec![
+            txn(1, vec![w(1, &[10])]),
+            aborted(2, vec![r(1, Some(&[10])), w(1, &[10, 20])]),
+            txn(3, vec![r(1, Some(&[10, 20]))]),
+            // A tag nobody appended at all.
+            txn(4, vec![r(2, Some(&[99]))]),
+            // An append that extended the aborted list.
+            txn(5, vec![r(3, None), w(1, &[10, 20, 50])]),
+        ];
+        let report = check_observed(&h, Isolation::ReadCommitted);
+        assert!(!report.ok());
+        assert_eq!(report.count(Class::G1a), 3, "{report}");
+        let summaries: Vec<&str> = report.anomalies.iter().map(|a| a.summary.as_str()).collect();
+        assert!(summaries[0].contains("appended only by T2, which aborted"), "{report}");
+        assert!(summaries[1].contains("T5 wrote"), "{report}");
+        assert!(summaries[2].contains("no committed transaction appended"), "{report}");
+    }
+
+    #[test]
+    fn intermediate_read_is_g1b() {
+        let h = vec![
+            txn(1, vec![w(1, &[10]), w(1, &[10, 11])]),
+            txn(2, vec![r(1, Some(&[10]))]),
+            txn(3, vec![r(1, Some(&[10, 11]))]),
+        ];
+        let report = check_observed(&h, Isolation::ReadCommitted);
+        assert!(!report.ok());
+        assert_eq!(report.count(Class::G1b), 1, "{report}");
+        assert_eq!(report.forbidden_count(), 1, "{report}");
+        assert_eq!(report.anomalies[0].txns, vec![2, 1]);
+    }
+
+    #[test]
+    fn own_writes_must_be_seen() {
+        let h = vec![txn(1, vec![w(1, &[10])]), txn(2, vec![w(1, &[10, 20]), r(1, Some(&[10]))])];
+        let report = check_observed(&h, Isolation::ReadCommitted);
+        assert_eq!(report.count(Class::Invalid), 1, "{report}");
+        assert!(report.anomalies[0].summary.contains("did not see its own write"), "{report}");
+        // Its own reads add no edge: only ww 1->2.
+        assert_eq!(report.stats.edges, [1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn malformed_lists_and_ids_are_invalid() {
+        let h = vec![
+            txn(1, vec![ObservedOp::Write { table: 0, key: Key::from(1), value: vec![1, 2, 3] }]),
+            txn(1, vec![ObservedOp::Read { table: 0, key: Key::from(1), value: Some(vec![1]) }]),
+            txn(2, vec![w(2, &[5])]),
+            txn(3, vec![w(2, &[5])]),
+        ];
+        let report = check_observed(&h, Isolation::ReadCommitted);
+        // Ragged write, ragged read, duplicate id, tag appended twice.
+        assert_eq!(report.count(Class::Invalid), 4, "{report}");
+    }
+
+    #[test]
+    fn cycle_classes() {
+        // G0: the lists order T1 before T2 on key 1 and after it on key 2.
+        let h = vec![txn(1, vec![w(1, &[10]), w(2, &[20, 11])]), txn(2, vec![w(1, &[10, 21]), w(2, &[20])])];
+        let report = check_observed(&h, Isolation::ReadCommitted);
+        assert_eq!(report.count(Class::G0), 1, "{report}");
+        // G1c: each read the other's append.
+        let h = vec![txn(1, vec![w(1, &[10]), r(2, Some(&[20]))]), txn(2, vec![w(2, &[20]), r(1, Some(&[10]))])];
+        let report = check_observed(&h, Isolation::ReadCommitted);
+        assert_eq!(report.count(Class::G1c), 1, "{report}");
+        assert!(report.anomalies[0].details[0].contains("read"), "{report}");
+        // Read skew (G-single): T3 sees T2's append to key 2 but not its append to key 1.
+        let h = vec![txn(2, vec![w(1, &[20]), w(2, &[21])]), txn(3, vec![r(1, None), r(2, Some(&[21]))])];
+        let report = check_observed(&h, Isolation::Snapshot);
+        assert_eq!(report.count(Class::GSingle), 1, "{report}");
+        assert!(!report.ok());
+        assert!(check_observed(&h, Isolation::ReadCommitted).ok());
+    }
+
+    /// A random serial execution: `n` transactions over `keys` keys, some
+    /// aborted (their appends never applied).
+    fn serial_history(seed: u64, n: u64, keys: u64) -> Vec<ObservedTxn> {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut state: HashMap<u64, Vec<u64>> = HashMap::new();
+        let mut out = Vec::new();
+        for id in 1..=n {
+            let mut mine = state.clone();
+            let mut ops = Vec::new();
+            for op in 0..rng.gen_range(1..=4u64) {
+                let k = rng.gen_range(0..keys);
+                let cur = mine.get(&k).cloned();
+                if rng.gen_bool(0.5) {
+                    ops.push(r(k, cur.as_deref()));
+                } else {
+                    let mut l = cur.unwrap_or_default();
+                    l.push(id << 8 | op);
+                    ops.push(w(k, &l));
+                    mine.insert(k, l);
+                }
+            }
+            let committed = rng.gen_ratio(9, 10);
+            if committed {
+                state = mine;
+            }
+            out.push(ObservedTxn { id, committed, ops });
+        }
+        out
+    }
+
+    #[test]
+    fn long_random_serial_history_passes() {
+        let mut h = serial_history(7, 1000, 20);
+        let report = check_observed(&h, Isolation::Serializable);
+        assert!(report.ok(), "{report}");
+        assert_eq!(report.anomalies, vec![], "{report}");
+        assert_eq!(report.stats.cyclic_components, 0);
+        assert!(report.stats.edges[0] > 100 && report.stats.edges[2] > 100, "{report}");
+        // The order of the slice does not matter.
+        h.reverse();
+        let reversed = check_observed(&h, Isolation::Serializable);
+        assert!(reversed.ok(), "{reversed}");
+        assert_eq!(reversed.stats.edges, report.stats.edges);
+    }
+}
