@@ -150,3 +150,46 @@ fn verify_checks_a_stores_list_append_history_as_a_black_box() {
         assert!(e.contains("--history does not apply"), "{s}: {e}");
     }
 }
+
+#[test]
+fn compare_takes_stores_as_lines_and_refuses_their_missing_levels_before_running() {
+    let Some(s) = built().first().copied() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cmp");
+    let lines = format!("mv-occ@serializable,{s}");
+    let o = common::multiverse(&[
+        "compare",
+        "--workload",
+        "ycsb",
+        "--rows",
+        "500",
+        "--value-bytes",
+        "16",
+        "--threads",
+        "1",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--protocols",
+        &lines,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let text = common::text(&o.stdout);
+    assert!(o.status.success(), "{text}{}", common::text(&o.stderr));
+    assert!(text.contains(s) && text.contains("mv-occ@serializable"), "{text}");
+    let o = common::multiverse(&[
+        "compare",
+        "--workload",
+        "ycsb",
+        "--protocols",
+        "rocksdb-optimistic@read-committed,mv-occ",
+    ]);
+    let err = common::text(&o.stderr);
+    assert!(!o.status.success() && err.trim_end().lines().count() == 1, "{err}");
+    assert!(
+        err.contains("rocksdb-optimistic") && (err.contains("does not offer") || err.contains("not compiled in")),
+        "{err}"
+    );
+}
