@@ -120,7 +120,12 @@ impl Store for Database {
         Database::primary(self, table)
     }
     fn load_txn<R>(&self, f: impl FnMut(&mut Self::Tx<'_>) -> Result<R>) -> Result<R> {
-        self.run(crate::load_isolation(self), f)
+        // Until it commits, as the trait promises: `Database::run` gives up
+        // after 100 attempts, and eight loaders on two busy cores (1V's
+        // lock-table words are shared by unrelated keys) can time out more
+        // often than that.
+        let forever = multiverse::RetryPolicy { max_attempts: u32::MAX, ..multiverse::RetryPolicy::default() };
+        self.run_with(TxnOptions::new(crate::load_isolation(self)), forever, f)
     }
     fn begin_check(&self) -> Result<Self::Tx<'_>> {
         self.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(crate::check_isolation(self)) })
