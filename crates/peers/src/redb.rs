@@ -213,6 +213,8 @@ impl KvTxn for RedbTxn<'_> {
         let Ok(mut tx) = Arc::try_unwrap(tx) else {
             unreachable!("a write transaction's Arc is never cloned");
         };
+        // Relaxed: a tally that picks every IMMEDIATE_EVERY-th commit; it
+        // orders nothing (the write lock orders the commits).
         let n = store.commits.fetch_add(1, Ordering::Relaxed) + 1;
         let level = match store.durability {
             Durability::None if n % IMMEDIATE_EVERY != 0 => redb::Durability::None,
