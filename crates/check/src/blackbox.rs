@@ -600,16 +600,8 @@ impl<'h> Observed<'h> {
 /// order, so the most severe cycle is also the one the claimed level is
 /// most likely to forbid.
 fn find_cycles(h: &Observed<'_>, g: &Graph, search: &mut Search, found: &mut Findings, stats: &mut Stats) {
-    let all: Vec<u32> = (0..g.nodes() as u32).collect();
-    let mut sccs = search.components(g, &all, |_, _| true);
-    sccs.sort_unstable_by_key(|nodes| nodes.iter().min().copied());
+    let (sccs, comp) = search.cyclic_components(g);
     stats.cyclic_components = sccs.len();
-    let mut comp = vec![u32::MAX; g.nodes()];
-    for (c, nodes) in sccs.iter().enumerate() {
-        for &v in nodes {
-            comp[v as usize] = c as u32;
-        }
-    }
     for (c, nodes) in sccs.iter().enumerate() {
         let within = |e: &Edge| comp[e.to as usize] == c as u32;
         match worst_cycle(g, search, &within, nodes) {

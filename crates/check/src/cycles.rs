@@ -40,17 +40,8 @@ pub(crate) fn find_cycles(
     stats: &mut Stats,
     claimed: Isolation,
 ) {
-    let all: Vec<u32> = (0..g.nodes() as u32).collect();
-    let mut sccs = search.components(g, &all, |_, _| true);
-    // Earliest transactions first, so that reports follow the history.
-    sccs.sort_unstable_by_key(|nodes| nodes.iter().min().copied());
+    let (sccs, comp) = search.cyclic_components(g);
     stats.cyclic_components = sccs.len();
-    let mut comp = vec![u32::MAX; g.nodes()];
-    for (c, nodes) in sccs.iter().enumerate() {
-        for &v in nodes {
-            comp[v as usize] = c as u32;
-        }
-    }
     for (c, nodes) in sccs.iter().enumerate() {
         let within = Within { comp: &comp, c: c as u32 };
         let cycle = match forbidden_cycle(g, search, &within, nodes, claimed) {

@@ -128,6 +128,22 @@ impl Search {
         }
     }
 
+    /// The cyclic components of the whole graph, ordered by their smallest
+    /// node (so that reports follow the history), and each node's component
+    /// number (`u32::MAX` for a node on no cycle).
+    pub(crate) fn cyclic_components(&mut self, g: &Graph) -> (Vec<Vec<u32>>, Vec<u32>) {
+        let all: Vec<u32> = (0..g.nodes() as u32).collect();
+        let mut sccs = self.components(g, &all, |_, _| true);
+        sccs.sort_unstable_by_key(|nodes| nodes.iter().min().copied());
+        let mut comp = vec![u32::MAX; g.nodes()];
+        for (c, nodes) in sccs.iter().enumerate() {
+            for &v in nodes {
+                comp[v as usize] = c as u32;
+            }
+        }
+        (sccs, comp)
+    }
+
     /// Strongly connected components with more than one node, of the
     /// subgraph reachable from `roots` through the edges `keep` accepts.
     /// (Every edge is visited once; this does not draw on the budget.)
