@@ -432,6 +432,16 @@ impl AbortCounts {
     pub fn add(&mut self, r: AbortReason) {
         self.0[r as usize] += 1;
     }
+    /// Counts an aborted attempt for reason `r`, and a repeat if the
+    /// attempt before it (`last`, then set to `r`) failed for the same reason.
+    #[inline]
+    pub fn add_attempt(&mut self, r: AbortReason, last: &mut Option<AbortReason>) {
+        self.add(r);
+        if *last == Some(r) {
+            self.add_repeat(r);
+        }
+        *last = Some(r);
+    }
     /// Total aborts.
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
@@ -580,11 +590,7 @@ fn run_attempts<W: Worker>(
             }
             Err(TxnError::Engine(e)) if e.is_transient() => {
                 let r = e.abort_reason().expect("transient errors are aborts");
-                aborts.add(r);
-                if last == Some(r) {
-                    aborts.add_repeat(r);
-                }
-                last = Some(r);
+                aborts.add_attempt(r, &mut last);
                 // POMVCC: the retry begins after the conflict (section VI.C).
                 opts.after = db.retry_after().or(opts.after);
                 // SSN's safe retry (section 3.2): the transaction that

@@ -179,12 +179,7 @@ pub fn run_attempts<T: StoreTxn, W: Worker>(
                 return Ok(false);
             }
             Err(TxnError::Engine(e)) if e.is_transient() => {
-                let r = e.abort_reason().expect("transient errors are aborts");
-                aborts.add(r);
-                if last == Some(r) {
-                    aborts.add_repeat(r);
-                }
-                last = Some(r);
+                aborts.add_attempt(e.abort_reason().expect("transient errors are aborts"), &mut last);
                 crate::backoff(&mut spins);
             }
             Err(e) => return Err(e),
