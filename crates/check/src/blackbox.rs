@@ -628,7 +628,8 @@ fn worst_cycle(g: &Graph, search: &mut Search, within: &dyn Fn(&Edge) -> bool, n
             return Some(c);
         }
     }
-    single_anti(g, search, within, nodes).or_else(|| cycle_in(g, search, nodes, |_, e| within(e)))
+    crate::cycles::single_anti_where(g, search, within, nodes, Dep::is_anti)
+        .or_else(|| cycle_in(g, search, nodes, |_, e| within(e)))
 }
 
 /// A short cycle of the subgraph of `nodes` and the edges `keep` accepts.
@@ -636,38 +637,6 @@ fn cycle_in(g: &Graph, search: &mut Search, nodes: &[u32], keep: impl Fn(u32, &E
     let subs = search.components(g, nodes, &keep);
     let sub = subs.into_iter().next()?;
     sub.iter().take(3).filter_map(|&s| search.cycle_through(g, s, &keep)).min_by_key(|c| c.len())
-}
-
-/// A cycle with exactly one anti-dependency: for each anti-dependency
-/// target `v`, a breadth-first search over ww/wr edges from `v` that stops
-/// at any source of an anti-dependency into `v` (bounded by the budget).
-fn single_anti(g: &Graph, search: &mut Search, within: &dyn Fn(&Edge) -> bool, nodes: &[u32]) -> Option<Cycle> {
-    let mut antis: Vec<(u32, u32, Edge)> = Vec::new();
-    for &u in nodes {
-        for e in g.out(u) {
-            if e.dep.is_anti() && within(e) {
-                antis.push((e.to, u, *e));
-            }
-        }
-    }
-    antis.sort_unstable_by_key(|&(v, u, e)| (v, u, e.dep));
-    let mut sources = FxSet::default();
-    for group in antis.chunk_by(|a, b| a.0 == b.0) {
-        let v = group[0].0;
-        sources.clear();
-        sources.extend(group.iter().map(|&(_, u, _)| u));
-        let keep = |_: u32, e: &Edge| within(e) && e.dep <= Dep::Wr;
-        if let Some(mut path) = search.path(g, v, keep, |e| sources.contains(&e.to), true) {
-            let u = path.last().expect("a path has a hop").1.to;
-            let &(_, _, anti) = group.iter().find(|&&(_, s, _)| s == u).expect("u is a source");
-            path.push((u, anti));
-            return Some(path);
-        }
-        if search.exhausted {
-            return None;
-        }
-    }
-    None
 }
 
 /// Describes a cycle: the one-line summary and what each edge means.

@@ -151,28 +151,28 @@ fn cycle_in(g: &Graph, search: &mut Search, nodes: &[u32], keep: impl Fn(u32, &E
 
 /// A cycle with exactly one anti-dependency, an item one.
 fn single_anti_item(g: &Graph, search: &mut Search, within: &Within<'_>, nodes: &[u32]) -> Option<Cycle> {
-    single_anti_where(g, search, within, nodes, |d| d == Dep::Rw)
+    single_anti_where(g, search, |e| within.has(e), nodes, |d| d == Dep::Rw)
 }
 
 /// A cycle with exactly one anti-dependency (item or predicate).
 fn single_anti(g: &Graph, search: &mut Search, within: &Within<'_>, nodes: &[u32]) -> Option<Cycle> {
-    single_anti_where(g, search, within, nodes, Dep::is_anti)
+    single_anti_where(g, search, |e| within.has(e), nodes, Dep::is_anti)
 }
 
 /// A cycle with exactly one anti-dependency: for each anti-dependency
 /// target `v`, a breadth-first search over ww/wr edges from `v` that stops
 /// at any source of an anti-dependency into `v`.
-fn single_anti_where(
+pub(crate) fn single_anti_where(
     g: &Graph,
     search: &mut Search,
-    within: &Within<'_>,
+    within: impl Fn(&Edge) -> bool,
     nodes: &[u32],
     anti: impl Fn(Dep) -> bool,
 ) -> Option<Cycle> {
     let mut antis: Vec<(u32, u32, Edge)> = Vec::new();
     for &u in nodes {
         for e in g.out(u) {
-            if anti(e.dep) && within.has(e) {
+            if anti(e.dep) && within(e) {
                 antis.push((e.to, u, *e));
             }
         }
@@ -183,7 +183,7 @@ fn single_anti_where(
         let v = group[0].0;
         sources.clear();
         sources.extend(group.iter().map(|&(_, u, _)| u));
-        let keep = |_: u32, e: &Edge| within.has(e) && e.dep <= Dep::Wr;
+        let keep = |_: u32, e: &Edge| within(e) && e.dep <= Dep::Wr;
         if let Some(mut path) = search.path(g, v, keep, |e| sources.contains(&e.to), true) {
             let u = path.last().expect("a path has a hop").1.to;
             let &(_, _, anti) = group.iter().find(|&&(_, s, _)| s == u).expect("u is a source");
