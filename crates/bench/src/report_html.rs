@@ -271,6 +271,9 @@ fn metrics(cmp: &Comparison) -> Vec<(String, CellFn)> {
         let metric = Metric::Latency(l);
         m.push((title, cell(move |p| p.median(&metric))));
     }
+    if cmp.points.iter().any(|p| p.median(&Metric::BytesPerRow).is_some()) {
+        m.push(("Memory per loaded row, median (bytes)".to_string(), cell(|p| p.median(&Metric::BytesPerRow))));
+    }
     m
 }
 

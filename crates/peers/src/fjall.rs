@@ -73,7 +73,7 @@ use fjall::{
     Readable, Snapshot,
 };
 use multiverse::{AbortReason, Error, Isolation, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The fjall version this adapter is built against (pinned in Cargo.toml).
 const VERSION: &str = "3.1.13";
@@ -98,7 +98,7 @@ pub struct Fjall {
     persist: Option<PersistMode>,
     durability: Durability,
     path: PathBuf,
-    _dir: Option<tempfile::TempDir>,
+    tmp: Option<tempfile::TempDir>,
 }
 
 /// A transaction of [`Fjall`]: an optimistic write transaction, or a
@@ -139,7 +139,7 @@ impl KvStore for Fjall {
             Durability::None => None,
             Durability::Sync => Some(PersistMode::SyncAll),
         };
-        Ok(Fjall { ks, db, persist, durability: opts.durability, path, _dir: dir })
+        Ok(Fjall { ks, db, persist, durability: opts.durability, path, tmp: dir })
     }
 
     fn begin(&self, _isolation: Isolation, read_only: bool) -> Result<FjallTxn<'_>> {
@@ -151,6 +151,10 @@ impl KvStore for Fjall {
             Tx::Write(self.db.write_tx().map_err(fjall_error)?.durability(self.persist))
         };
         Ok(FjallTxn { ks: &self.ks, tx })
+    }
+
+    fn memory_dir(&self) -> Option<&Path> {
+        self.tmp.as_ref().map(|d| d.path())
     }
 
     fn describe(&self) -> String {
@@ -249,6 +253,7 @@ mod tests {
     #[test]
     fn operations() {
         crate::conformance::operations::<Fjall>();
+        crate::conformance::memory_counted::<Fjall>(true);
     }
 
     #[test]

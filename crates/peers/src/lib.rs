@@ -45,7 +45,7 @@ use multiverse::{AbortReason, Error, Filter, IndexId, Isolation, Key, KeyFn, Res
 use multiverse_workloads::{run_store_attempts, AbortCounts, Store, StoreTxn, Txn, TxnError, Worker};
 use parking_lot::{Mutex, RwLock};
 use std::ops::{Bound, RangeBounds};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -107,6 +107,14 @@ pub trait KvStore: Send + Sync + Sized + 'static {
 
     /// The store's version and the settings it was opened with, in one line.
     fn describe(&self) -> String;
+
+    /// The directory of the store's files when they live in memory (the
+    /// tmpfs directory [`store_dir`] made for it): they count as the store's
+    /// memory ([`Peer::memory_files_bytes`]). `None` for a store held in
+    /// the process's own memory or with its files on a disk.
+    fn memory_dir(&self) -> Option<&Path> {
+        None
+    }
 }
 
 /// A transaction of a [`KvStore`]. Dropping it uncommitted rolls it back.
@@ -302,6 +310,26 @@ impl<K: KvStore> Peer<K> {
     /// The store.
     pub fn kv(&self) -> &K {
         &self.kv
+    }
+
+    /// Bytes of memory the store's files take ([`KvStore::memory_dir`]:
+    /// blocks allocated to the files in its tmpfs directory, not their
+    /// lengths); 0 for a store without such files.
+    pub fn memory_files_bytes(&self) -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            use std::os::unix::fs::MetadataExt;
+            let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+            entries
+                .flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => walk(&e.path()),
+                    // st_blocks counts 512-byte units whatever the block size.
+                    Ok(m) => m.blocks() * 512,
+                    Err(_) => 0,
+                })
+                .sum()
+        }
+        self.kv.memory_dir().map_or(0, walk)
     }
 
     /// The store's name as `--protocol` takes it.
@@ -860,6 +888,23 @@ pub(crate) mod conformance {
                     assert!(!K::LEVELS.contains(&l));
                     assert!(e.to_string().contains("it offers"), "{e}");
                 }
+            }
+        }
+    }
+
+    /// The store's memory is counted: files in a tmpfs directory of its own
+    /// (`files`) add their blocks, a store held in the process adds none.
+    pub fn memory_counted<K: KvStore>(files: bool) {
+        let (p, _) = loaded::<K>();
+        match p.kv().memory_dir() {
+            Some(d) => {
+                assert!(files, "{} keeps no files", K::NAME);
+                assert!(d.starts_with("/dev/shm"), "{}", d.display());
+                assert!(p.memory_files_bytes() > 0);
+            }
+            None => {
+                assert!(!files, "{} keeps its files in memory", K::NAME);
+                assert_eq!(p.memory_files_bytes(), 0);
             }
         }
     }

@@ -47,7 +47,7 @@
 use crate::{store_dir, store_error, Durability, KvStore, KvTxn, PeerOptions};
 use multiverse::{Error, Isolation, Result};
 use redb::{Database, ReadOnlyTable, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -74,7 +74,7 @@ pub struct Redb {
     path: Option<PathBuf>,
     /// A temporary directory removed after the database closes (declared
     /// after `db`, so dropped after it).
-    _dir: Option<tempfile::TempDir>,
+    tmp: Option<tempfile::TempDir>,
 }
 
 /// A transaction of [`Redb`].
@@ -130,7 +130,7 @@ impl KvStore for Redb {
                 (db, Some(path), tmp)
             }
         };
-        let store = Redb { db, durability: opts.durability, commits: AtomicU64::new(0), path, _dir: dir };
+        let store = Redb { db, durability: opts.durability, commits: AtomicU64::new(0), path, tmp: dir };
         // Create the table, which read-only transactions cannot do.
         store.begin(Isolation::Serializable, false)?.commit()?;
         Ok(store)
@@ -154,6 +154,10 @@ impl KvStore for Redb {
         let tx_ref: &'static WriteTransaction = unsafe { &*Arc::as_ptr(&tx) };
         let table = tx_ref.open_table(KV).map_err(err)?;
         Ok(RedbTxn::Write(Writer { table, tx, store: self }))
+    }
+
+    fn memory_dir(&self) -> Option<&Path> {
+        self.tmp.as_ref().map(|d| d.path())
     }
 
     fn describe(&self) -> String {
@@ -258,6 +262,7 @@ mod tests {
     #[test]
     fn operations() {
         conformance::operations::<Redb>();
+        conformance::memory_counted::<Redb>(false);
     }
 
     #[test]

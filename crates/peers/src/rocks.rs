@@ -136,7 +136,7 @@ use rocksdb::{
     OptimisticTransactionOptions, Options, ReadOptions, Transaction, TransactionDB, TransactionDBOptions,
     TransactionOptions, WriteOptions,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The crate and library versions, as `describe` gives them.
 const VERSION: &str = "rocksdb 0.20.1 (RocksDB 7.8.3)";
@@ -162,7 +162,7 @@ struct Setup {
     path: PathBuf,
     durability: Durability,
     /// The temporary directory to remove after the database is closed.
-    _dir: Option<tempfile::TempDir>,
+    tmp: Option<tempfile::TempDir>,
 }
 
 impl Setup {
@@ -192,7 +192,7 @@ impl Setup {
         table.set_bloom_filter(BLOOM_BITS_PER_KEY, false);
         table.set_data_block_index_type(DataBlockIndexType::BinaryAndHash);
         o.set_block_based_table_factory(&table);
-        Ok(Setup { options: o, write, path, durability: opts.durability, _dir: dir })
+        Ok(Setup { options: o, write, path, durability: opts.durability, tmp: dir })
     }
 
     fn open_error(&self, name: &'static str, e: rocksdb::Error) -> Error {
@@ -261,6 +261,10 @@ impl KvStore for Optimistic {
     fn describe(&self) -> String {
         format!("{VERSION}, OptimisticTransactionDB, {}", self.setup.describe())
     }
+
+    fn memory_dir(&self) -> Option<&Path> {
+        self.setup.tmp.as_ref().map(|d| d.path())
+    }
 }
 
 /// RocksDB's pessimistic (locking) transactions, as a [`KvStore`] (module
@@ -324,6 +328,10 @@ impl KvStore for Pessimistic {
             self.stripes,
             self.setup.describe()
         )
+    }
+
+    fn memory_dir(&self) -> Option<&Path> {
+        self.setup.tmp.as_ref().map(|d| d.path())
     }
 }
 
@@ -448,6 +456,7 @@ mod tests {
     #[test]
     fn optimistic_conforms() {
         conformance::operations::<Optimistic>();
+        conformance::memory_counted::<Optimistic>(true);
         conformance::levels::<Optimistic>();
         conformance::increments::<Optimistic>(4, 200);
     }
@@ -455,6 +464,7 @@ mod tests {
     #[test]
     fn pessimistic_conforms() {
         conformance::operations::<Pessimistic>();
+        conformance::memory_counted::<Pessimistic>(true);
         conformance::levels::<Pessimistic>();
         conformance::increments::<Pessimistic>(4, 200);
     }

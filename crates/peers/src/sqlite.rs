@@ -61,7 +61,7 @@ use crate::{conflict, store_dir, store_error, Durability, KvStore, KvTxn, PeerOp
 use multiverse::{AbortReason, Error, Isolation, Result};
 use parking_lot::Mutex;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The database file, in the store's directory.
@@ -91,7 +91,7 @@ pub struct Sqlite {
     busy_timeout: Duration,
     /// Whether the directory is the store's own, in `/dev/shm`.
     tmpfs: bool,
-    _dir: Option<tempfile::TempDir>,
+    tmp: Option<tempfile::TempDir>,
 }
 
 /// SQLite's busy and locked errors are aborts; others name the store.
@@ -122,7 +122,7 @@ impl Sqlite {
             durability: opts.durability,
             busy_timeout,
             tmpfs: tmp.is_some(),
-            _dir: tmp,
+            tmp,
         };
         let conn = store.connect()?;
         let mode: String =
@@ -181,6 +181,10 @@ impl KvStore for Sqlite {
         let sql = if read_only { "BEGIN" } else { "BEGIN IMMEDIATE" };
         tx.conn().prepare_cached(sql).and_then(|mut s| s.execute([])).map_err(sql_error)?;
         Ok(tx)
+    }
+
+    fn memory_dir(&self) -> Option<&Path> {
+        self.tmp.as_ref().map(|d| d.path())
     }
 
     fn describe(&self) -> String {
@@ -282,6 +286,7 @@ mod tests {
     #[test]
     fn operations() {
         conformance::operations::<Sqlite>();
+        conformance::memory_counted::<Sqlite>(true);
     }
 
     #[test]

@@ -45,7 +45,7 @@
 
 use crate::{conflict, store_dir, store_error, Durability, KvStore, KvTxn, PeerOptions};
 use multiverse::{AbortReason, Error, Isolation, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use surrealmx::{AolMode, Database, DatabaseOptions, FsyncMode, PersistenceOptions, SnapshotMode, Transaction};
 
 /// The store's name, in its errors and as `--protocol` takes it.
@@ -61,7 +61,7 @@ pub struct SurrealMx {
     /// Where the append-only log lives (`Durability::Sync` only).
     dir: Option<PathBuf>,
     /// A directory made for this store, removed when it is dropped.
-    _tmp: Option<tempfile::TempDir>,
+    tmp: Option<tempfile::TempDir>,
 }
 
 /// Maps a SurrealMX error: its conflicts to aborts the harness retries,
@@ -87,7 +87,7 @@ impl KvStore for SurrealMx {
     fn open(opts: &PeerOptions) -> Result<Self> {
         let options = DatabaseOptions::default().with_high_performance();
         match opts.durability {
-            Durability::None => Ok(SurrealMx { db: Database::new_with_options(options), dir: None, _tmp: None }),
+            Durability::None => Ok(SurrealMx { db: Database::new_with_options(options), dir: None, tmp: None }),
             Durability::Sync => {
                 let (dir, tmp) = store_dir(NAME, opts)?;
                 let persistence = PersistenceOptions::new(&dir)
@@ -97,7 +97,7 @@ impl KvStore for SurrealMx {
                 let db = Database::new_with_persistence(options, persistence).map_err(|e| {
                     store_error(NAME, format_args!("cannot open its append-only log in {}: {e}", dir.display()))
                 })?;
-                Ok(SurrealMx { db, dir: Some(dir), _tmp: tmp })
+                Ok(SurrealMx { db, dir: Some(dir), tmp })
             }
         }
     }
@@ -110,6 +110,10 @@ impl KvStore for SurrealMx {
             other => return Err(Error::Unsupported(format!("{NAME} does not offer {}", other.name()))),
         };
         Ok(SurrealMxTxn { tx, write: !read_only })
+    }
+
+    fn memory_dir(&self) -> Option<&Path> {
+        self.tmp.as_ref().map(|d| d.path())
     }
 
     fn describe(&self) -> String {
@@ -177,6 +181,7 @@ mod tests {
     #[test]
     fn operations() {
         conformance::operations::<SurrealMx>();
+        conformance::memory_counted::<SurrealMx>(false);
     }
 
     #[test]

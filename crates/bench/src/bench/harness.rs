@@ -43,15 +43,19 @@ pub struct LoadResult {
     pub rss_before: u64,
     /// See `rss_before`.
     pub rss_after: u64,
+    /// Bytes of the store's files in memory after the load (another
+    /// store's files on a tmpfs, not in its resident set); 0 for Multiverse.
+    pub files: u64,
 }
 
 impl LoadResult {
-    /// Resident bytes added per row by creating and loading the table.
+    /// Bytes of memory added per row by creating and loading the table:
+    /// resident memory, and the store's files where they live in memory.
     pub fn bytes_per_row(&self) -> f64 {
         if self.rows == 0 {
             return 0.0;
         }
-        self.rss_after.saturating_sub(self.rss_before) as f64 / self.rows as f64
+        (self.rss_after.saturating_sub(self.rss_before) + self.files) as f64 / self.rows as f64
     }
 }
 
@@ -186,7 +190,7 @@ pub fn load<S: Store, W: Workload>(
     for r in results {
         r.map_err(|e| format!("loading {} failed: {e}", w.name()))?;
     }
-    Ok(LoadResult { rows: total, elapsed, threads, rss_before, rss_after: sys::rss_bytes() })
+    Ok(LoadResult { rows: total, elapsed, threads, rss_before, rss_after: sys::rss_bytes(), files: 0 })
 }
 
 /// Settings of a timed run.

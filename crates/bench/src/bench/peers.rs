@@ -180,7 +180,8 @@ impl<K: KvStore> Host for Peer<K> {
         if est > 0 {
             check_bytes(est, &format!("workload {}", w.name()))?;
         }
-        let load = harness::load(self, w, c.threads, c.show, c.rss_before)?;
+        let mut load = harness::load(self, w, c.threads, c.show, c.rss_before)?;
+        load.files = self.memory_files_bytes();
         let prefault = if c.prefault > 0 {
             check_bytes(c.prefault, "--prefault")?;
             Some((c.prefault, sys::prefault(c.prefault)))

@@ -239,9 +239,13 @@ pub fn summary(m: &Measurement) -> String {
         Some(_) => String::new(),
         None => format!(", {} versions alive at the end", int(m.stats_end.versions_alive)),
     };
+    let files = match l.files {
+        0 => String::new(),
+        n => format!(" ({} of files on tmpfs)", bytes(n)),
+    };
     let _ = writeln!(
         s,
-        "  memory     peak RSS {}, {:.1} bytes/row after load{alive}",
+        "  memory     peak RSS {}, {:.1} bytes/row after load{files}{alive}",
         bytes(m.peak_rss),
         l.bytes_per_row(),
     );
@@ -407,8 +411,12 @@ pub struct Record {
     load_threads: usize,
     load_rows: u64,
     load_rows_per_s: f64,
+    /// Memory per loaded row: resident-set growth over the load plus the
+    /// store's files in memory (`store_files_after_load_bytes`).
     bytes_per_row: f64,
     rss_after_load_bytes: u64,
+    /// Another store's files on a tmpfs after the load (0 for Multiverse).
+    store_files_after_load_bytes: u64,
     /// `--prefault`: bytes touched after loading (0: off) and the seconds it took.
     prefault_bytes: u64,
     prefault_s: f64,
@@ -531,6 +539,7 @@ pub fn json(m: &Measurement) -> Record {
         load_rows_per_s: l.rows as f64 / l.elapsed.as_secs_f64().max(1e-9),
         bytes_per_row: l.bytes_per_row(),
         rss_after_load_bytes: l.rss_after,
+        store_files_after_load_bytes: l.files,
         prefault_bytes: m.prefault.map_or(0, |p| p.0),
         prefault_s: m.prefault.map_or(0.0, |p| p.1.as_secs_f64()),
         run_page_faults: m.run_faults,

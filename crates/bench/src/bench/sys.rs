@@ -14,9 +14,13 @@ pub fn peak_rss_bytes() -> u64 {
     proc_kb("/proc/self/status", "VmHWM").unwrap_or(0)
 }
 
-/// Resident set size of this process now (`VmRSS`), in bytes.
+/// Resident set size of this process now, in bytes: `VmRSS` less
+/// `RssShmem`, the pages of shared memory and tmpfs files mapped in (another
+/// store's files on `/dev/shm` are counted once, as files: see
+/// `multiverse_peers::Peer::memory_files_bytes`).
 pub fn rss_bytes() -> u64 {
-    proc_kb("/proc/self/status", "VmRSS").unwrap_or(0)
+    let status = "/proc/self/status";
+    proc_kb(status, "VmRSS").unwrap_or(0).saturating_sub(proc_kb(status, "RssShmem").unwrap_or(0))
 }
 
 /// Minor page faults of this process so far (field 10 of `/proc/self/stat`).

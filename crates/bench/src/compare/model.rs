@@ -18,6 +18,8 @@ pub(crate) struct RunSummary {
     pub latency: Vec<(String, f64)>,
     /// Worker CPU time over wall time × threads, when the record has them.
     pub cpu_share: Option<f64>,
+    /// Memory per loaded row (`bytes_per_row`), when the record has it.
+    pub bytes_per_row: Option<f64>,
     /// Where each committed transaction's time went, in ns, by component
     /// (the `all` entry of `breakdown_ns_per_txn`, in
     /// [`BREAKDOWN_ORDER`]); empty when the run had no `--breakdown`.
@@ -63,6 +65,7 @@ pub(crate) fn summary(rec: &Value) -> Result<RunSummary, String> {
         abort_pct: if committed + aborted == 0.0 { 0.0 } else { 100.0 * aborted / (committed + aborted) },
         latency,
         cpu_share,
+        bytes_per_row: rec["bytes_per_row"].as_f64(),
         breakdown: breakdown_of(rec),
     })
 }
@@ -86,6 +89,8 @@ pub(crate) enum Metric {
     AbortPct,
     /// A latency percentile by its record name (`p99`, `max`).
     Latency(String),
+    /// Memory per loaded row.
+    BytesPerRow,
 }
 
 impl Metric {
@@ -94,6 +99,7 @@ impl Metric {
             Metric::Throughput => Some(r.tps),
             Metric::AbortPct => Some(r.abort_pct),
             Metric::Latency(p) => r.latency(p),
+            Metric::BytesPerRow => r.bytes_per_row,
         }
     }
 
@@ -103,6 +109,7 @@ impl Metric {
             Metric::Throughput => "throughput (txn/s)".into(),
             Metric::AbortPct => "aborted share of attempts (%)".into(),
             Metric::Latency(p) => format!("{p} latency (µs)"),
+            Metric::BytesPerRow => "memory per loaded row (bytes)".into(),
         }
     }
 
@@ -112,6 +119,7 @@ impl Metric {
             Metric::Throughput => "throughput".into(),
             Metric::AbortPct => "abort rate".into(),
             Metric::Latency(p) => format!("{p} latency"),
+            Metric::BytesPerRow => "memory per row".into(),
         }
     }
 }
@@ -338,9 +346,15 @@ impl Comparison {
             "p99_us",
             "cpu_share",
         ];
-        let n_sweeps = header.len().checked_sub(1 + TAIL.len()).filter(|_| header[0] == "workload");
-        let Some(n_sweeps) = n_sweeps.filter(|&n| header[1 + n..] == TAIL) else {
-            return Err(format!("not compare's CSV: its header is workload,[swept...],{}", TAIL.join(",")));
+        // `bytes_per_row` last, in CSVs written since memory was measured.
+        let memory = header.last().is_some_and(|h| h == "bytes_per_row");
+        let tail_len = TAIL.len() + usize::from(memory);
+        let n_sweeps = header.len().checked_sub(1 + tail_len).filter(|_| header[0] == "workload");
+        let Some(n_sweeps) = n_sweeps.filter(|&n| header[1 + n..1 + n + TAIL.len()] == TAIL) else {
+            return Err(format!(
+                "not compare's CSV: its header is workload,[swept...],{},bytes_per_row",
+                TAIL.join(",")
+            ));
         };
         let mut sweeps: Vec<Axis> =
             header[1..1 + n_sweeps].iter().map(|n| Axis { name: n.clone(), values: Vec::new() }).collect();
@@ -354,7 +368,9 @@ impl Comparison {
             let num = |i: usize| -> Result<Option<f64>, String> {
                 match at(i) {
                     "" => Ok(None),
-                    t => t.parse::<f64>().map(Some).map_err(|_| format!("line {no}: {} is not a number: {t}", TAIL[i])),
+                    t => t.parse::<f64>().map(Some).map_err(|_| {
+                        format!("line {no}: {} is not a number: {t}", TAIL.get(i).unwrap_or(&"bytes_per_row"))
+                    }),
                 }
             };
             if !workloads.contains(&row[0]) {
@@ -385,6 +401,7 @@ impl Comparison {
                 abort_pct: 0.0,
                 latency: latency.clone(),
                 cpu_share: None,
+                bytes_per_row: None,
                 breakdown: Vec::new(),
             };
             let stand_ins = match count {
@@ -394,7 +411,9 @@ impl Comparison {
                 _ => vec![lo, tps, hi],
             };
             let (abort_pct, cpu_share) = (num(7)?.unwrap_or(0.0), num(10)?);
-            let runs = stand_ins.into_iter().map(|t| RunSummary { abort_pct, cpu_share, ..run(t) }).collect();
+            let bytes_per_row = if memory { num(11)? } else { None };
+            let runs =
+                stand_ins.into_iter().map(|t| RunSummary { abort_pct, cpu_share, bytes_per_row, ..run(t) }).collect();
             if points.iter().any(|p| p.line == line && p.values == values) {
                 return Err(format!("line {no}: the point {} of {} again", values.join(","), at(0)));
             }

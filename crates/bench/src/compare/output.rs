@@ -49,6 +49,7 @@ pub(crate) fn table(cmp: &Comparison) -> String {
         }
         let _ = writeln!(s, "{}", r.trim_end());
     }
+    s.push_str(&latency_memory_table(cmp, &key_w, col_w));
     if let Some(ni) = cmp.lines.iter().position(|l| l.protocol == crate::bench::ceiling::NAME) {
         let _ = writeln!(s, "share of the no-CC ceiling (none), median over median:");
         for values in cmp.grid() {
@@ -85,6 +86,40 @@ pub(crate) fn write_outputs(prefix: &Path, cmp: &Comparison) -> Result<Vec<PathB
     Ok(files)
 }
 
+/// The second table: per point and line, the median p99 latency and the
+/// memory per loaded row (empty when the records have neither).
+fn latency_memory_table(cmp: &Comparison, key_w: &[usize], col_w: usize) -> String {
+    let (p99, memory) = (Metric::Latency("p99".into()), Metric::BytesPerRow);
+    let has = |m: &Metric| cmp.points.iter().any(|p| p.median(m).is_some());
+    if !has(&p99) && !has(&memory) {
+        return String::new();
+    }
+    let mut s = String::from("\np99 latency in µs and memory per loaded row in bytes, median\n");
+    let mut sub = String::new();
+    for w in key_w {
+        let _ = write!(sub, "{:<w$}  ", "");
+    }
+    for _ in &cmp.lines {
+        let _ = write!(sub, " {:>w$} {:>8}", "p99 µs", "B/row", w = col_w - 9);
+    }
+    let _ = writeln!(s, "{}", sub.trim_end());
+    for values in cmp.grid() {
+        let mut r = String::new();
+        for (v, w) in values.iter().zip(key_w) {
+            let _ = write!(r, "{v:<w$}  ");
+        }
+        for li in 0..cmp.lines.len() {
+            let point = cmp.point(&values, li);
+            let fmt = |m: &Metric, digits: usize| {
+                point.and_then(|p| p.median(m)).map_or("-".to_string(), |v| format!("{v:.digits$}"))
+            };
+            let _ = write!(r, " {:>w$} {:>8}", fmt(&p99, 1), fmt(&memory, 0), w = col_w - 9);
+        }
+        let _ = writeln!(s, "{}", r.trim_end());
+    }
+    s
+}
+
 /// PREFIX.csv: one row per point and line (`Comparison::from_csv` reads it
 /// back).
 pub(crate) fn csv_text(cmp: &Comparison) -> String {
@@ -93,7 +128,7 @@ pub(crate) fn csv_text(cmp: &Comparison) -> String {
         let _ = write!(text, ",{}", csv(&s.name));
     }
     text.push_str(
-        ",line,protocol,isolation,runs,throughput_tps,throughput_min_tps,throughput_max_tps,abort_pct,p50_us,p99_us,cpu_share\n",
+        ",line,protocol,isolation,runs,throughput_tps,throughput_min_tps,throughput_max_tps,abort_pct,p50_us,p99_us,cpu_share,bytes_per_row\n",
     );
     let opt = |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
     for p in &cmp.points {
@@ -105,7 +140,7 @@ pub(crate) fn csv_text(cmp: &Comparison) -> String {
         }
         let _ = writeln!(
             text,
-            ",{},{},{},{},{},{lo:.1},{hi:.1},{},{},{},{}",
+            ",{},{},{},{},{},{lo:.1},{hi:.1},{},{},{},{},{}",
             csv(&line.label),
             csv(&line.protocol),
             csv(&line.isolation),
@@ -115,6 +150,7 @@ pub(crate) fn csv_text(cmp: &Comparison) -> String {
             opt(p.median(&Metric::Latency("p50".into())), 2),
             opt(p.median(&Metric::Latency("p99".into())), 2),
             opt(p.cpu_share(), 3),
+            opt(p.median(&Metric::BytesPerRow), 1),
         );
     }
     text

@@ -121,7 +121,7 @@ fn rec(line: &str, isolation: &str, sweep: &[(&str, &str)], tps: f64, warehouses
         "protocol": line.split(['@', '+']).next().unwrap(), "isolation": isolation, "workload": "tpcc",
         "params": {"warehouses": warehouses, "mix": "new-order:100"},
         "threads": 2, "duration_requested_s": 1.0, "committed": 90, "aborted": 10, "throughput_tps": tps,
-        "latency_us": {"max": 9.0, "p99.9": 5.0, "p50": 1.0, "p99": 4.0},
+        "latency_us": {"max": 9.0, "p99.9": 5.0, "p50": 1.0, "p99": 4.0}, "bytes_per_row": tps / 10.0,
         "git_commit": "abc1234",
         "compare": {"line": line, "sweep": values, "sweep_order": names, "repeat": 1}
     })
@@ -150,6 +150,10 @@ fn comparisons_are_rebuilt_from_records() {
         (2, Some(110.0), Some((100.0, 120.0)))
     );
     assert_eq!(p.median(&Metric::AbortPct), Some(10.0));
+    assert_eq!(p.median(&Metric::BytesPerRow), Some(11.0));
+    let t = table(&c);
+    assert!(t.contains("p99 latency in µs and memory per loaded row in bytes, median"), "{t}");
+    assert!(t.contains("    4.0       11"), "p99 and bytes per row of silo at 1 a: {t}");
     assert_eq!(c.latencies(), ["p50", "p99", "p99.9", "max"]);
     assert_eq!((c.repeats(), c.grid().len()), (2, 4));
     assert!(c.repeats_text().contains("median of 1–2 runs"), "{}", c.repeats_text());
@@ -228,6 +232,13 @@ fn comparisons_are_read_back_from_csv() {
     let text = csv_text(&c);
     let back = Comparison::from_csv(&text).unwrap();
     assert_eq!(csv_text(&back), text, "the CSV round-trips");
+    assert!(text.lines().next().unwrap().ends_with(",cpu_share,bytes_per_row"), "{text}");
+    let p = back.point(&["a".into(), "2".into()], 0).unwrap();
+    assert_eq!(p.median(&Metric::BytesPerRow), Some(15.0), "bytes per row read back");
+    // A CSV written before memory was measured still reads.
+    let old: String = text.lines().map(|l| format!("{}\n", &l[..l.rfind(',').unwrap()])).collect();
+    let old = Comparison::from_csv(&old).unwrap();
+    assert_eq!(old.point(&["a".into(), "2".into()], 0).unwrap().median(&Metric::BytesPerRow), None);
     assert_eq!(back.repeats_text(), c.repeats_text(), "the run counts are the CSV's, not the stand-ins'");
     let (a, b) = (chart(&c, &Metric::Throughput), chart(&back, &Metric::Throughput));
     assert_eq!((a.x.clone(), a.y_name.clone()), (b.x.clone(), b.y_name.clone()));
