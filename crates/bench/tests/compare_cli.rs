@@ -151,7 +151,7 @@ fn grid_writes_table_csv_json_and_plots() {
     assert_eq!(
         header.join(","),
         "workload,threads,line,protocol,isolation,runs,throughput_tps,throughput_min_tps,\
-         throughput_max_tps,abort_pct,p50_us,p99_us,cpu_share"
+         throughput_max_tps,abort_pct,p50_us,p99_us,cpu_share,bytes_per_row"
     );
     assert_eq!(rows.len(), 4, "one row per value and line: {rows:?}");
     let points: Vec<(&str, &str, &str)> = rows
@@ -170,6 +170,8 @@ fn grid_writes_table_csv_json_and_plots() {
     for r in &rows {
         let tps: f64 = col(&header, r, "throughput_tps").parse().unwrap();
         assert!(tps > 0.0, "{r:?}");
+        let per_row: f64 = col(&header, r, "bytes_per_row").parse().unwrap();
+        assert!(per_row.is_finite() && per_row >= 0.0, "{r:?}");
         assert_eq!(col(&header, r, "runs"), "1");
         assert_eq!(col(&header, r, "throughput_min_tps"), col(&header, r, "throughput_max_tps"));
         assert_eq!(col(&header, r, "workload"), "hekaton");
@@ -477,4 +479,28 @@ fn breakdown_is_plotted_and_replot_redraws_from_the_json() {
     for s in ["Time per committed transaction, median over 2 runs (ns)", "log-wait", "validation", "gc"] {
         assert!(html.contains(s), "{s} missing from the report");
     }
+}
+
+/// Durable runs: each run gets a new directory under `--data-dir`, removed
+/// after it; a directory that is not empty is refused before anything runs.
+#[test]
+fn durable_runs_each_get_a_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let d = data.to_str().unwrap();
+    let o =
+        compare(&["--protocols", "mv-occ,silo", "--repeat", "2", "--durability", "sync", "--data-dir", d], dir.path());
+    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
+    let (header, rows) = csv(&dir.path().join("compare-hekaton.csv"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(col(&header, r, "runs"), "2");
+    }
+    assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0, "every run's directory is removed after it");
+    std::fs::write(data.join("mine"), b"x").unwrap();
+    let o = compare(&["--protocols", "mv-occ", "--durability", "sync", "--data-dir", d], dir.path());
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(e.contains("not empty (compare makes a new directory there for every run)"), "{e}");
+    assert_eq!(std::fs::read(data.join("mine")).unwrap(), b"x", "nothing of the user's is touched");
 }

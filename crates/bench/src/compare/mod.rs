@@ -468,6 +468,20 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(" × ")
     };
+    // Durable runs each need a new data directory: one per run under the
+    // one given, which must be empty; a run's directory is removed after
+    // the run succeeded and kept, named in the error, when it failed.
+    let data_dir = a.bench.data_dir.clone();
+    if let Some(d) = &data_dir {
+        std::fs::create_dir_all(d).map_err(|e| format!("--data-dir {}: cannot create it: {e}", d.display()))?;
+        let empty = std::fs::read_dir(d).map_err(|e| format!("--data-dir {}: {e}", d.display()))?.next().is_none();
+        if !empty {
+            return Err(format!(
+                "--data-dir {}: not empty (compare makes a new directory there for every run)",
+                d.display()
+            ));
+        }
+    }
     let labels: Vec<&str> = lines.iter().map(|l| l.label.as_str()).collect();
     let each =
         if sweeps.iter().any(|s| s.name == "duration") { String::new() } else { format!(" of {} s", a.bench.duration) };
@@ -499,7 +513,29 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
             if show {
                 eprintln!("[{done}/{total}] {what}");
             }
-            let mut rec = run_point(&cell.argv, show, done).map_err(|e| format!("{what}: {e}"))?;
+            let run_dir = data_dir.as_ref().map(|d| d.join(format!("run-{done}")));
+            let argv: Vec<String> = match &run_dir {
+                Some(r) => {
+                    cell.argv
+                        .iter()
+                        .map(|x| {
+                            if x.starts_with("--data-dir=") {
+                                format!("--data-dir={}", r.display())
+                            } else {
+                                x.clone()
+                            }
+                        })
+                        .collect()
+                }
+                None => cell.argv.clone(),
+            };
+            let mut rec = run_point(&argv, show, done).map_err(|e| match &run_dir {
+                Some(r) => format!("{what}: {e} (its data directory is kept: {})", r.display()),
+                None => format!("{what}: {e}"),
+            })?;
+            if let Some(r) = &run_dir {
+                std::fs::remove_dir_all(r).map_err(|e| format!("{what}: cannot remove {}: {e}", r.display()))?;
+            }
             let sum = summary(&rec).map_err(|e| format!("{what}: {e}"))?;
             if show {
                 eprintln!(
