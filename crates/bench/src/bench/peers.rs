@@ -111,7 +111,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<Result<Measurement, 
         ("sync", None) => return Err("--durability sync: give the store's directory with --data-dir".into()),
         (d, _) => return Err(format!("--durability {d}: store {name} runs with none or sync")),
     };
-    let opts = PeerOptions { durability, dir: a.data_dir.clone(), threads };
+    let opts = PeerOptions { durability, dir: a.data_dir.clone(), threads, lock_timeout: None };
     let ctx = Ctx {
         // Not used: `peer` says what runs.
         protocol: Protocol::MvOcc,
