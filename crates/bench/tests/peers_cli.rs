@@ -5,34 +5,11 @@
 //! name is a one-line refusal naming the feature.
 
 mod common;
-use common::{fails, runs};
-
-/// The stores compiled into this test's binary.
-fn built() -> Vec<&'static str> {
-    let mut v = vec![];
-    if cfg!(feature = "peer-surrealmx") {
-        v.push("surrealmx");
-    }
-    if cfg!(feature = "peer-rocksdb") {
-        v.extend(["rocksdb-optimistic", "rocksdb-pessimistic"]);
-    }
-    if cfg!(feature = "peer-fjall") {
-        v.push("fjall");
-    }
-    if cfg!(feature = "peer-redb") {
-        v.push("redb");
-    }
-    if cfg!(feature = "peer-sqlite") {
-        v.push("sqlite");
-    }
-    v
-}
-
-const ALL: [&str; 6] = ["surrealmx", "rocksdb-optimistic", "rocksdb-pessimistic", "fjall", "redb", "sqlite"];
+use common::{built, fails, runs, STORES};
 
 #[test]
 fn a_store_left_out_of_the_build_is_a_one_line_refusal_naming_its_feature() {
-    for s in ALL.iter().filter(|s| !built().contains(s)) {
+    for s in STORES.iter().filter(|s| !built().contains(s)) {
         let e = fails(&["--protocol", s, "--workload", "ycsb", "--rows", "100"]);
         assert!(e.contains("not compiled in") && e.contains("--features peers"), "{s}: {e}");
     }

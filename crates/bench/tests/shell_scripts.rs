@@ -2,11 +2,12 @@
 //! script in `examples/scripts` against its expected output, and the error
 //! handling, observer, abort and blocking behaviour of the shell.
 
+mod common;
+use common::{assert_lines, shell, Matrix};
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const LEVELS: [&str; 4] = ["read-committed", "snapshot", "repeatable-read", "serializable"];
 const ANOMALIES: [&str; 5] = ["dirty-write", "lost-update", "read-skew", "write-skew", "phantom"];
@@ -18,24 +19,6 @@ const GRACE_MS: &str = "2000";
 
 fn scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scripts")
-}
-
-/// Runs `multiverse shell ARGS`, feeding `stdin` to it.
-fn shell(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_multiverse"))
-        .arg("shell")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start multiverse");
-    // The shell may exit before reading its whole script (an error on the
-    // first line): a broken pipe here is its answer, not a test failure.
-    if let Err(e) = child.stdin.take().expect("stdin is piped").write_all(stdin) {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write the script: {e}");
-    }
-    child.wait_with_output().expect("run multiverse")
 }
 
 /// Runs a script given on standard input (with the long grace period unless
@@ -50,21 +33,6 @@ fn run_script(script: &str, args: &[&str]) -> String {
     assert!(out.status.success(), "exit status {:?}, stderr: {stderr}", out.status);
     assert!(stderr.is_empty(), "unexpected stderr: {stderr}");
     String::from_utf8(out.stdout).expect("output is UTF-8")
-}
-
-/// Checks `actual` equals `expected` line by line, saying where it differs.
-fn assert_lines(actual: &str, expected: &str) {
-    if actual == expected {
-        return;
-    }
-    let (a, e): (Vec<_>, Vec<_>) = (actual.lines().collect(), expected.lines().collect());
-    let at = a.iter().zip(&e).position(|(x, y)| x != y).unwrap_or(a.len().min(e.len()));
-    panic!(
-        "output differs at line {}:\n  expected: {:?}\n  actual:   {:?}\n--- whole output ---\n{actual}",
-        at + 1,
-        e.get(at),
-        a.get(at)
-    );
 }
 
 /// Fails with a one-line message on stderr and nothing on stdout.
@@ -136,21 +104,12 @@ fn the_isolation_matrix_is_docs_isolation_md() {
     // all, as if every step were slower than the grace period, no cell
     // moves (results_do_not_depend_on_the_grace_period has the details).
     assert_lines(&matrix(&["--grace-ms", "0"]), &doc);
-    let rows: Vec<Vec<&str>> = table
-        .lines()
-        .filter(|l| l.starts_with("| "))
-        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
-        .collect();
-    let (head, body) = rows.split_first().unwrap();
-    let cell = |id: &str, column: &str| {
-        let c = head.iter().position(|h| *h == column).unwrap_or_else(|| panic!("no column {column}"));
-        let row = body.iter().find(|r| r[0].starts_with(&format!("{id} ("))).unwrap_or_else(|| panic!("no row {id}"));
-        row[c]
-    };
-    assert_eq!(head.len(), 24, "23 protocol-level columns: {head:?}");
-    for (c, name) in head.iter().enumerate().skip(1) {
+    let m = Matrix::parse(&table);
+    let cell = |id: &str, column: &str| m.cell(id, column);
+    assert_eq!(m.head.len(), 24, "23 protocol-level columns: {:?}", m.head);
+    for (c, name) in m.head.iter().enumerate().skip(1) {
         if name.ends_with(" SER") {
-            for r in body.iter().skip(1) {
+            for r in &m.body {
                 assert_ne!(r[c], "**possible**", "{name} allows {}", r[0]);
             }
         }

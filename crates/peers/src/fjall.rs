@@ -374,7 +374,12 @@ mod tests {
     #[test]
     fn a_synced_store_keeps_its_commits() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = PeerOptions { durability: Durability::Sync, dir: Some(dir.path().to_path_buf()), threads: 1 };
+        let opts = PeerOptions {
+            durability: Durability::Sync,
+            dir: Some(dir.path().to_path_buf()),
+            threads: 1,
+            ..PeerOptions::default()
+        };
         {
             let s = Fjall::open(&opts).unwrap();
             assert!(s.describe().starts_with("fjall 3.1.13, "), "{}", s.describe());
@@ -391,7 +396,12 @@ mod tests {
 
     #[test]
     fn an_unwritable_directory_is_an_error_naming_the_store() {
-        let opts = PeerOptions { durability: Durability::Sync, dir: Some("/proc/nonexistent".into()), threads: 1 };
+        let opts = PeerOptions {
+            durability: Durability::Sync,
+            dir: Some("/proc/nonexistent".into()),
+            threads: 1,
+            ..PeerOptions::default()
+        };
         let e = Fjall::open(&opts).err().expect("no store in /proc");
         assert!(e.to_string().contains("fjall"), "{e}");
         assert!(e.to_string().contains("/proc/nonexistent"), "{e}");

@@ -83,6 +83,11 @@ pub struct PeerOptions {
     pub dir: Option<PathBuf>,
     /// Worker threads that will use the store (a store may size pools by it).
     pub threads: usize,
+    /// How long a transaction waits for a lock before it aborts with
+    /// [`AbortReason::LockTimeout`], where the store waits for one
+    /// (RocksDB's pessimistic transactions, SQLite's writers); `None`: the
+    /// adapter's default.
+    pub lock_timeout: Option<std::time::Duration>,
 }
 
 /// A transactional, ordered key-value store that hosts the workloads
@@ -164,17 +169,39 @@ pub trait PeerFn {
     fn call<K: KvStore>(self, peer: &Peer<K>) -> Self::Output;
 }
 
+/// What to do with a store once it is open, given the store itself (to
+/// keep it beyond the call): [`open_peer`]'s counterpart of [`PeerFn`].
+pub trait PeerInto {
+    /// The result.
+    type Output;
+    /// Takes the open store.
+    fn take<K: KvStore>(self, peer: Peer<K>) -> Self::Output;
+}
+
 /// Opens the store `name` with `opts` and calls `f` on it. Errors: an
 /// unknown name, a store whose feature is not compiled in (naming the
 /// feature), and the store's own open failure (naming the store and path).
 pub fn with_peer<F: PeerFn>(name: &str, opts: &PeerOptions, f: F) -> std::result::Result<F::Output, String> {
+    /// Lends the store to a [`PeerFn`].
+    struct Lend<F>(F);
+    impl<F: PeerFn> PeerInto for Lend<F> {
+        type Output = F::Output;
+        fn take<K: KvStore>(self, peer: Peer<K>) -> F::Output {
+            self.0.call(&peer)
+        }
+    }
+    open_peer(name, opts, Lend(f))
+}
+
+/// [`with_peer`], handing the open store over to `f`.
+pub fn open_peer<F: PeerInto>(name: &str, opts: &PeerOptions, f: F) -> std::result::Result<F::Output, String> {
     #[cfg_attr(
         not(any(feature = "surrealmx", feature = "rocksdb", feature = "fjall", feature = "redb", feature = "sqlite")),
         allow(dead_code)
     )]
-    fn go<K: KvStore, F: PeerFn>(opts: &PeerOptions, f: F) -> std::result::Result<F::Output, String> {
+    fn go<K: KvStore, F: PeerInto>(opts: &PeerOptions, f: F) -> std::result::Result<F::Output, String> {
         let peer = Peer::<K>::open(opts).map_err(|e| e.to_string())?;
-        Ok(f.call(&peer))
+        Ok(f.take(peer))
     }
     let _ = (opts, &f);
     match name {

@@ -104,7 +104,8 @@
 //!     compressing costs CPU on every flush and block read;
 //!   - [`BACKGROUND_JOBS`] background flush and compaction jobs (the
 //!     default is 2).
-//! - Pessimistic only: a lock timeout of [`LOCK_TIMEOUT_MS`] ms (RocksDB's
+//! - Pessimistic only: a lock timeout of [`LOCK_TIMEOUT_MS`] ms unless
+//!   [`PeerOptions::lock_timeout`] says otherwise (RocksDB's
 //!   default is 1 s; 100 ms is hundreds of times the length of an
 //!   in-memory transaction, so a wait this long is behind a holder that is
 //!   stuck or descheduled, and is better retried), deadlock detection on (off by default: without it every
@@ -284,7 +285,8 @@ pub struct Pessimistic {
 
 impl Pessimistic {
     /// Opens a new, empty store whose transactions wait `lock_timeout_ms`
-    /// for a lock ([`KvStore::open`] waits [`LOCK_TIMEOUT_MS`]).
+    /// for a lock ([`KvStore::open`] waits [`PeerOptions::lock_timeout`],
+    /// by default [`LOCK_TIMEOUT_MS`]).
     pub fn open_with_lock_timeout(opts: &PeerOptions, lock_timeout_ms: i64) -> Result<Self> {
         let setup = Setup::new(Self::NAME, opts)?;
         let stripes = (4 * opts.threads).max(16);
@@ -311,7 +313,8 @@ impl KvStore for Pessimistic {
     const LEVELS: &'static [Isolation] = &[Isolation::ReadCommitted, Isolation::Snapshot, Isolation::RepeatableRead];
 
     fn open(opts: &PeerOptions) -> Result<Self> {
-        Pessimistic::open_with_lock_timeout(opts, LOCK_TIMEOUT_MS)
+        let ms = opts.lock_timeout.map_or(LOCK_TIMEOUT_MS, |t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX));
+        Pessimistic::open_with_lock_timeout(opts, ms)
     }
 
     fn begin(&self, isolation: Isolation, read_only: bool) -> Result<Self::Tx<'_>> {
@@ -635,7 +638,12 @@ mod tests {
     #[test]
     fn sync_commits_reach_the_log() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = PeerOptions { durability: Durability::Sync, dir: Some(dir.path().to_path_buf()), threads: 1 };
+        let opts = PeerOptions {
+            durability: Durability::Sync,
+            dir: Some(dir.path().to_path_buf()),
+            threads: 1,
+            ..PeerOptions::default()
+        };
         let shown = dir.path().display().to_string();
         {
             let s = Pessimistic::open(&opts).unwrap();

@@ -47,7 +47,7 @@
 //!   writes, because another committed since its snapshot. Read-only
 //!   transactions begin with a plain (deferred) `BEGIN` and take their
 //!   snapshot at their first read.
-//! - **`busy_timeout` of 5 s**: a writer that finds the write lock taken
+//! - **`busy_timeout` of 5 s** (or [`PeerOptions::lock_timeout`]): a writer that finds the write lock taken
 //!   waits for it, in SQLite's own way: it sleeps and retries, for 1, 2, 5,
 //!   10 ms and longer, up to the timeout. A lock still busy then
 //!   (`SQLITE_BUSY`, or `SQLITE_BUSY_SNAPSHOT` when a read-only transaction
@@ -165,7 +165,7 @@ impl KvStore for Sqlite {
     const LEVELS: &'static [Isolation] = &[Isolation::Serializable];
 
     fn open(opts: &PeerOptions) -> Result<Self> {
-        Sqlite::open_with(opts, BUSY_TIMEOUT)
+        Sqlite::open_with(opts, opts.lock_timeout.unwrap_or(BUSY_TIMEOUT))
     }
 
     fn begin(&self, isolation: Isolation, read_only: bool) -> Result<SqliteTxn<'_>> {
@@ -377,7 +377,12 @@ mod tests {
     #[test]
     fn durable_store_commits_to_its_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = PeerOptions { durability: Durability::Sync, dir: Some(dir.path().into()), threads: 1 };
+        let opts = PeerOptions {
+            durability: Durability::Sync,
+            dir: Some(dir.path().into()),
+            threads: 1,
+            ..PeerOptions::default()
+        };
         let s = Sqlite::open(&opts).unwrap();
         let d = s.describe();
         assert!(d.contains("synchronous=FULL") && d.contains(&dir.path().display().to_string()), "{d}");

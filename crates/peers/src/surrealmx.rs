@@ -309,7 +309,12 @@ mod tests {
     #[test]
     fn durable_commits_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = PeerOptions { durability: Durability::Sync, dir: Some(dir.path().to_path_buf()), threads: 1 };
+        let opts = PeerOptions {
+            durability: Durability::Sync,
+            dir: Some(dir.path().to_path_buf()),
+            threads: 1,
+            ..PeerOptions::default()
+        };
         {
             let s = SurrealMx::open(&opts).unwrap();
             assert!(s.describe().contains("fsynced per commit"), "{}", s.describe());

@@ -35,13 +35,18 @@ pub(crate) fn resolve_level(name: &str, flag: Option<&str>) -> Result<(Isolation
         Some(s) => {
             let l: Isolation = s.parse().map_err(|e: multiverse::Error| e.to_string())?;
             if !levels.contains(&l) {
-                let offered: Vec<&str> = levels.iter().map(|l| l.name()).collect();
-                return Err(format!("store {name} does not offer {}; it offers {}", l.name(), offered.join(", ")));
+                return Err(level_refused(name, l, levels));
             }
             l
         }
     };
     Ok((level, levels))
+}
+
+/// The one-line refusal of a level the store `name` does not offer.
+pub(crate) fn level_refused(name: &str, level: Isolation, levels: &[Isolation]) -> String {
+    let offered: Vec<&str> = levels.iter().map(|l| l.name()).collect();
+    format!("store {name} does not offer {}; it offers {}", level.name(), offered.join(", "))
 }
 
 /// The one-line error of a store whose feature is not compiled in.
@@ -111,7 +116,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<Result<Measurement, 
         ("sync", None) => return Err("--durability sync: give the store's directory with --data-dir".into()),
         (d, _) => return Err(format!("--durability {d}: store {name} runs with none or sync")),
     };
-    let opts = PeerOptions { durability, dir: a.data_dir.clone(), threads };
+    let opts = PeerOptions { durability, dir: a.data_dir.clone(), threads, lock_timeout: None };
     let ctx = Ctx {
         // Not used: `peer` says what runs.
         protocol: Protocol::MvOcc,

@@ -21,6 +21,7 @@
 
 use super::driver::Driver;
 use super::session::Context;
+use super::store;
 use multiverse::{Isolation, Options, Protocol};
 use std::io;
 use std::time::Duration;
@@ -356,23 +357,56 @@ impl Cell {
     }
 }
 
-/// A column: a protocol at a level.
+/// What a column runs on.
+#[derive(Clone, Copy)]
+pub(crate) enum Engine {
+    /// A Multiverse protocol.
+    Protocol(Protocol),
+    /// Another embedded store, by name (`multiverse_peers::names`).
+    Store(&'static str),
+}
+
+/// A column: a protocol or a store at a level.
 pub(crate) struct Column {
-    pub(crate) protocol: Protocol,
+    pub(crate) engine: Engine,
     pub(crate) level: Isolation,
+}
+
+impl Column {
+    /// The protocol's or store's name.
+    fn name(&self) -> &'static str {
+        match self.engine {
+            Engine::Protocol(p) => p.name(),
+            Engine::Store(s) => s,
+        }
+    }
 }
 
 /// Every protocol at every level it claims, in `Protocol::ALL` order.
 pub(crate) fn columns() -> Vec<Column> {
     Protocol::ALL
         .iter()
-        .flat_map(|&p| p.isolation_levels().iter().map(move |&l| Column { protocol: p, level: l }))
+        .flat_map(|&p| p.isolation_levels().iter().map(move |&l| Column { engine: Engine::Protocol(p), level: l }))
         .collect()
+}
+
+/// Every other store at every level it offers, in `multiverse_peers::names`
+/// order; an error naming the feature of a store not compiled in.
+pub(crate) fn store_columns() -> Result<Vec<Column>, String> {
+    let mut cols = Vec::new();
+    for &name in multiverse_peers::names() {
+        let (_, levels) = crate::bench::peers::resolve_level(name, None)?;
+        cols.extend(levels.iter().map(|&l| Column { engine: Engine::Store(name), level: l }));
+    }
+    Ok(cols)
 }
 
 /// Runs one anomaly against one column.
 fn run_one(a: &Anomaly, c: &Column, base: &Options, grace: Duration) -> Result<Cell, String> {
-    let ctx = Context::open(Options { protocol: c.protocol, ..base.clone() })?;
+    let ctx = match c.engine {
+        Engine::Protocol(protocol) => Context::open(Options { protocol, ..base.clone() })?,
+        Engine::Store(name) => store::open(name, base.lock_timeout)?,
+    };
     let mut driver = Driver::new(ctx, grace, io::sink());
     let level = c.level.name();
     let lines = std::iter::once(a.setup.to_string()).chain(a.steps.iter().map(|(s, cmd)| {
@@ -402,8 +436,7 @@ fn run_one(a: &Anomaly, c: &Column, base: &Options, grace: Duration) -> Result<C
 /// The whole matrix: one row per anomaly, one cell per column. The runs go
 /// in parallel, a thread per column (each on its own database): most of a
 /// locking protocol's time is waiting.
-pub(crate) fn run(base: &Options, grace: Duration) -> Result<Vec<Vec<Cell>>, String> {
-    let cols = columns();
+pub(crate) fn run(cols: &[Column], base: &Options, grace: Duration) -> Result<Vec<Vec<Cell>>, String> {
     let by_column: Vec<Result<Vec<Cell>, String>> = std::thread::scope(|s| {
         let runs: Vec<_> = cols
             .iter()
@@ -416,8 +449,7 @@ pub(crate) fn run(base: &Options, grace: Duration) -> Result<Vec<Vec<Cell>>, Str
 }
 
 /// The matrix as markdown: a header, the table, its legend.
-pub(crate) fn markdown(cells: &[Vec<Cell>]) -> String {
-    let cols = columns();
+pub(crate) fn markdown(cols: &[Column], cells: &[Vec<Cell>]) -> String {
     let mut out = String::new();
     let short = |l: Isolation| match l {
         Isolation::ReadCommitted => "RC",
@@ -426,8 +458,8 @@ pub(crate) fn markdown(cells: &[Vec<Cell>]) -> String {
         Isolation::Serializable => "SER",
     };
     out.push_str("| anomaly |");
-    for c in &cols {
-        out.push_str(&format!(" {} {} |", c.protocol.name(), short(c.level)));
+    for c in cols {
+        out.push_str(&format!(" {} {} |", c.name(), short(c.level)));
     }
     out.push_str("\n| --- |");
     out.push_str(&" --- |".repeat(cols.len()));
@@ -455,17 +487,85 @@ pub(crate) fn document(cells: &[Vec<Cell>]) -> String {
          is **possible** when the anomaly happened, `abort` when it did not because the engine \
          aborted a transaction, `prevented` when it did not and nothing aborted (a wait or a \
          snapshot kept it out). Levels: RC read committed, SI snapshot, RR repeatable read, SER \
-         serializable.\n\n",
+         serializable. The other embedded stores (SurrealMX, RocksDB, fjall, redb, SQLite) run the \
+         same scripts in [ISOLATION-PEERS.md](ISOLATION-PEERS.md) (`--matrix --stores`).\n\n",
     );
-    out.push_str(&markdown(cells));
-    out.push_str("\n## The scripts\n\n");
+    out.push_str(&markdown(&columns(), cells));
+    out.push_str(&scripts());
+    out.push_str(FOOTNOTES);
+    out
+}
+
+/// The section that lists each anomaly's script.
+fn scripts() -> String {
+    let mut out = String::from("\n## The scripts\n\n");
     for a in ANOMALIES {
         let steps: Vec<String> = a.steps.iter().map(|(s, c)| format!("{s} {c}")).collect();
         out.push_str(&format!("- **{}** ({}): `{}`; `{}`.\n", a.id, a.name, a.setup, steps.join("`, `")));
     }
-    out.push_str(FOOTNOTES);
     out
 }
+
+/// docs/ISOLATION-PEERS.md: the same anomalies against the other embedded
+/// stores, with how it was made, the stores' versions and what stands out.
+pub(crate) fn stores_document(cells: &[Vec<Cell>]) -> String {
+    let mut out = String::from(
+        "# Isolation: the other embedded stores against the Hermitage anomalies\n\n\
+         Generated by `multiverse shell --matrix --stores > docs/ISOLATION-PEERS.md` \
+         (`crates/bench/src/shell/matrix.rs`) in a build with `--features peers`; `cargo test -p \
+         multiverse-bench --features peers --test peers_shell` checks that this file is its output. \
+         The anomalies and their scripts are those of [ISOLATION.md](ISOLATION.md), run through \
+         `multiverse shell --protocol STORE` against each store of [PEERS.md](PEERS.md) at every \
+         level it offers: the store's own transactions, through the adapters of `crates/peers`, \
+         with a store's waits (RocksDB's pessimistic locks, redb's and SQLite's single writer) shown \
+         and queued as for Multiverse's locking protocols. A cell is **possible** when the anomaly \
+         happened, `abort` when it did not because the store aborted a transaction (a conflict, a \
+         deadlock, a lock timeout), `prevented` when it did not and nothing aborted (a wait or a \
+         snapshot kept it out). Levels: RC read committed, SI snapshot, RR repeatable read, SER \
+         serializable.\n\n\
+         Stores: SurrealMX 1.1.0; RocksDB 7.8.3 (Debian's library, crate `rocksdb` 0.20.1), its \
+         `OptimisticTransactionDB` and its `TransactionDB`; fjall 3.1.13; redb 5.0.0; SQLite 3.54.1 \
+         (crate `rusqlite` 0.43.0, bundled).\n\n",
+    );
+    out.push_str(&markdown(&store_columns().unwrap_or_default(), cells));
+    out.push_str(STORE_NOTES);
+    out.push_str(&scripts());
+    out
+}
+
+/// What stands out in docs/ISOLATION-PEERS.md.
+const STORE_NOTES: &str = "
+## What stands out
+
+- RocksDB has no serializable level. At its strongest, repeatable read (every read a
+  `GetForUpdate`), both front ends still allow G2, the anti-dependency cycle through
+  predicates: each transaction's scan found no row, and each inserted one the other's scan
+  would have returned. Keys are locked or validated one at a time, so a row added to a scanned
+  range goes unseen; PMP is `prevented` only because the second scan reads the same snapshot.
+  RocksDB's snapshot level allows what snapshot isolation allows (write skew, G2, the
+  read-only anomaly), as does SurrealMX's.
+- RocksDB's repeatable read holds readers to account. The optimistic front end validates every
+  key read at commit, so a transaction that only read aborts when a key it read was written
+  after its snapshot (G1b, G-single, G-single-pred: `abort` where its snapshot level shows
+  `prevented`). The pessimistic one locks every key read, exclusively: a writer waits for a
+  reader (G-single `prevented` by the wait), a reader waits for a writer and then aborts if
+  the writer committed after its snapshot (G1b), and two transactions that each read what the
+  other wrote deadlock, one of them aborting (G1c).
+- Pessimistic RocksDB's read committed reads the latest commit at every read and locks only
+  what it writes: a dirty write waits (G0 `prevented`), a lost update, read skew and PMP are
+  possible. Its OTV cell is **possible** by the matrix's test, which counts a transaction that
+  saw T1's write of one row and T2's write of the other in either order: t3 reads 1:11 and
+  2:19 (T1's), then 2:18 and 1:12 (T2's), each the latest commit. Hermitage looks at the order
+  (T1 vanishes when a read after one of T2's writes still shows T1's) and counts the same four
+  reads under PostgreSQL's read committed as OTV prevented.
+- SurrealMX and fjall at serializable validate the keys read and the ranges scanned at commit:
+  what a snapshot does not keep out ends in `abort`, and nothing waits.
+- redb and SQLite prevent everything by waiting. They run one writer at a time, and the shell
+  begins every transaction as a writer (only an observer's `get` or `scan` begins read-only),
+  so a second transaction's `begin` waits (`blocked`) until the first ends: the transactions
+  run one after another, and no cell is `abort`. redb's writer waits in `begin_write`,
+  SQLite's in its busy handler, which sleeps and retries.
+";
 
 /// Where a level differs from PostgreSQL's on purpose.
 const FOOTNOTES: &str = "

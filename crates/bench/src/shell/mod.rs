@@ -23,7 +23,9 @@
 //! `test` and the printed form of rows), [`session`] (the session threads,
 //! which talk to the engine), [`driver`] (the ordering of the output),
 //! [`waiting`] (whether a session's thread waits), [`permute`] (scripts of
-//! steps run in every interleaving).
+//! steps run in every interleaving), [`store`] (the sessions on another
+//! embedded store), [`matrix`] (the anomaly tables of docs/ISOLATION.md and
+//! docs/ISOLATION-PEERS.md).
 
 mod driver;
 mod matrix;
@@ -31,6 +33,7 @@ mod parse;
 mod permute;
 mod rows;
 mod session;
+mod store;
 mod waiting;
 
 use driver::Driver;
@@ -43,7 +46,9 @@ use std::time::Duration;
 /// Arguments of `multiverse shell`.
 #[derive(clap::Args)]
 pub struct ShellArgs {
-    /// Concurrency-control protocol.
+    /// Concurrency-control protocol, or another embedded store
+    /// (surrealmx, rocksdb-optimistic, rocksdb-pessimistic, fjall, redb,
+    /// sqlite; built with `--features peers`).
     #[arg(long, default_value = "mv-occ")]
     protocol: String,
 
@@ -51,7 +56,9 @@ pub struct ShellArgs {
     script: Option<PathBuf>,
 
     /// Milliseconds a single-version locking transaction waits for a lock
-    /// before it aborts (lock-timeout; how 1v-lock breaks deadlocks).
+    /// before it aborts (lock-timeout; how 1v-lock breaks deadlocks); on a
+    /// store, how long a RocksDB pessimistic transaction waits for a lock
+    /// and an SQLite writer for the write lock.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     lock_timeout_ms: u64,
 
@@ -84,6 +91,12 @@ pub struct ShellArgs {
     /// output); takes no script.
     #[arg(long, conflicts_with_all = ["script", "expect", "protocol"])]
     matrix: bool,
+
+    /// With --matrix: run the anomaly set against the other embedded
+    /// stores, every store at every level it offers, and print
+    /// docs/ISOLATION-PEERS.md (needs every store compiled in).
+    #[arg(long, requires = "matrix")]
+    stores: bool,
 
     /// Compare the output with this file (an earlier run's output, such as
     /// the `.out` files in examples/scripts) and exit non-zero where they
@@ -124,24 +137,50 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
             pomvcc_interval: Duration::from_secs(3600),
             ..multiverse::Options::default()
         };
-        let cells = matrix::run(&base, Duration::from_millis(a.grace_ms.unwrap_or(MATRIX_GRACE_MS)))?;
-        print!("{}", matrix::document(&cells));
+        let grace = Duration::from_millis(a.grace_ms.unwrap_or(MATRIX_GRACE_MS));
+        let doc = if a.stores {
+            matrix::stores_document(&matrix::run(&matrix::store_columns()?, &base, grace)?)
+        } else {
+            matrix::document(&matrix::run(&matrix::columns(), &base, grace)?)
+        };
+        print!("{doc}");
         return Ok(());
     }
-    let protocol = available_protocol(&a.protocol)?;
+    // A store or a protocol: refused in one line before anything runs.
+    let store = crate::bench::peers::is_peer(&a.protocol);
+    let protocol = if store {
+        crate::bench::peers::resolve_level(&a.protocol, None)?;
+        None
+    } else {
+        Some(available_protocol(&a.protocol)?)
+    };
     // Read first: a missing expected file is an error before anything runs.
     let expected = match &a.expect {
         Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("cannot read '{}': {e}", p.display()))?),
         None => None,
     };
     let (name, input) = open_script(a.script.as_deref())?;
-    let ssn_base = crate::bench::parse_base(a.base.as_deref(), protocol)?;
-    let opts = multiverse::Options {
-        protocol,
-        lock_timeout: Duration::from_millis(a.lock_timeout_ms),
-        ssn_base,
-        pomvcc_interval: Duration::from_millis(a.pomvcc_interval_ms),
-        ..multiverse::Options::default()
+    let lock_timeout = Duration::from_millis(a.lock_timeout_ms);
+    // Opens a fresh database or store (one per permutation).
+    let open: Box<dyn Fn() -> Result<session::Context, String>> = match protocol {
+        None => {
+            if a.base.is_some() {
+                return Err(format!("--base does not apply to store {} (it is a setting of ssn)", a.protocol));
+            }
+            let name = a.protocol.clone();
+            Box::new(move || store::open(&name, lock_timeout))
+        }
+        Some(protocol) => {
+            let ssn_base = crate::bench::parse_base(a.base.as_deref(), protocol)?;
+            let opts = multiverse::Options {
+                protocol,
+                lock_timeout,
+                ssn_base,
+                pomvcc_interval: Duration::from_millis(a.pomvcc_interval_ms),
+                ..multiverse::Options::default()
+            };
+            Box::new(move || session::Context::open(opts.clone()))
+        }
     };
     let grace = Duration::from_millis(a.grace_ms.unwrap_or(GRACE_MS));
     let mut out = Tee { out: io::stdout().lock(), copy: expected.as_ref().map(|_| Vec::new()) };
@@ -167,9 +206,9 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
             lines.push(line);
         }
         let script = permute::Script::parse(&lines).map_err(|e| format!("script {name}: {e}"))?;
-        script.run(&opts, grace, &mut out)?
+        script.run(&*open, grace, &mut out)?
     } else {
-        let ctx = session::Context::open(opts)?;
+        let ctx = open()?;
         let mut driver = Driver::new(ctx, grace, &mut out);
         let mut seq = 0;
         for line in head.into_iter().chain(first) {

@@ -19,7 +19,6 @@
 
 use super::driver::Driver;
 use super::session::Context;
-use multiverse::Options;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::Duration;
@@ -87,16 +86,21 @@ impl Script {
         Ok(Script { prologue, steps, permutations })
     }
 
-    /// Runs every permutation on a fresh database with `opts`, printing a
+    /// Runs every permutation on a fresh database or store from `open`, printing a
     /// header line, each line's result and the final state, a blank line
     /// between permutations. Returns the number of error lines.
-    pub(crate) fn run<W: Write>(&self, opts: &Options, grace: Duration, out: &mut W) -> Result<usize, String> {
+    pub(crate) fn run<W: Write>(
+        &self,
+        open: &dyn Fn() -> Result<Context, String>,
+        grace: Duration,
+        out: &mut W,
+    ) -> Result<usize, String> {
         let mut errors = 0;
         for (i, p) in self.permutations.iter().enumerate() {
             let names: Vec<&str> = p.iter().map(|&s| self.steps[s].0.as_str()).collect();
             let head = format!("{}permutation {}", if i > 0 { "\n" } else { "" }, names.join(" "));
             writeln!(out, "{head}").map_err(output_error)?;
-            let ctx = Context::open(opts.clone())?;
+            let ctx = open()?;
             let mut driver = Driver::new(ctx, grace, &mut *out);
             let lines = self.prologue.iter().map(String::as_str).chain(p.iter().map(|&s| self.steps[s].1.as_str()));
             for (seq, line) in lines.enumerate() {

@@ -18,12 +18,24 @@
 //! * at least [`SLEEPS`] voluntary context switches, and asleep now (a
 //!   wait that polls with short sleeps);
 //! * asleep at two samples at least [`ASLEEP_FOR`] apart, with no voluntary
-//!   switch between them (parked on a mutex or a condition variable, or in
-//!   one long sleep);
+//!   switch between them, and not in a timed sleep (parked on a mutex or a
+//!   condition variable, which the end of the wait wakes at once);
+//! * in a timed sleep (`nanosleep`) now, with at least [`TIMED_SLEEPS`]
+//!   voluntary switches (a wait that polls with long sleeps, as SQLite's
+//!   busy handler does, up to 100 ms each: it has woken since the watch
+//!   began, found it still had to wait, and slept again);
 //! * at least [`YIELDS`] involuntary context switches (a wait that yields
 //!   the CPU to other runnable threads);
 //! * at least [`CPU`] of CPU time (a wait that spins, or yields with no
 //!   other thread to yield to).
+//!
+//! A timed sleep needs the wake-up because it ends by itself, not when what
+//! it waits for is released: a thread in a sleep that began before another
+//! session released its lock (the watch restarts then) is about to retry
+//! and get through, and taking it for one still waiting would let the next
+//! line run first. A thread's current system call is in
+//! `/proc/self/task/TID/syscall`; where it cannot be read, no sleep counts
+//! as timed.
 //!
 //! A thread that does not get the CPU shows none of these, however loaded
 //! the machine: load delays the evidence, it cannot make it. A command
@@ -42,6 +54,16 @@ use std::time::{Duration, Instant};
 const SLEEPS: u64 = 20;
 /// How far apart two samples that find the thread asleep must be.
 const ASLEEP_FOR: Duration = Duration::from_millis(10);
+/// Voluntary context switches that show a wait polling with timed sleeps,
+/// the thread in one now: the sleep it is in, and one before it.
+const TIMED_SLEEPS: u64 = 2;
+/// The system calls of a timed sleep (`nanosleep`, `clock_nanosleep`).
+#[cfg(target_arch = "x86_64")]
+const SLEEP_CALLS: &[&str] = &["35", "230"];
+#[cfg(target_arch = "aarch64")]
+const SLEEP_CALLS: &[&str] = &["101", "115"];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const SLEEP_CALLS: &[&str] = &[];
 /// Involuntary context switches that show a wait yielding the CPU.
 const YIELDS: u64 = 50;
 /// CPU time that shows a wait spinning.
@@ -59,6 +81,8 @@ struct Sample {
     involuntary: u64,
     /// In state S (sleeping: blocked in the kernel, interruptibly).
     asleep: bool,
+    /// Asleep in a timed sleep (`syscall`; false where it cannot be read).
+    timed: bool,
 }
 
 /// A thread whose counters can be read from any thread.
@@ -84,7 +108,9 @@ impl Thread {
         let involuntary = field("nonvoluntary_ctxt_switches:")?.parse().ok()?;
         let schedstat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
         let cpu_ns = schedstat.split_whitespace().next()?.parse().ok()?;
-        Some(Sample { at: Instant::now(), cpu_ns, voluntary, involuntary, asleep })
+        let call = std::fs::read_to_string(dir.join("syscall")).unwrap_or_default();
+        let timed = asleep && call.split_whitespace().next().is_some_and(|n| SLEEP_CALLS.contains(&n));
+        Some(Sample { at: Instant::now(), cpu_ns, voluntary, involuntary, asleep, timed })
     }
 }
 
@@ -107,15 +133,17 @@ impl Watch {
     /// (module docs); true where its counters cannot be read.
     pub(crate) fn waiting(&mut self, t: &Thread) -> bool {
         let (Some(since), Some(now)) = (self.since, t.sample()) else { return true };
-        let slept = match self.asleep_since {
+        let parked = match self.asleep_since {
             Some(s) if s.asleep && now.asleep && s.voluntary == now.voluntary => now.at - s.at >= ASLEEP_FOR,
             _ => {
                 self.asleep_since = Some(now);
                 false
             }
         };
-        slept
-            || (now.asleep && now.voluntary.saturating_sub(since.voluntary) >= SLEEPS)
+        let switches = now.voluntary.saturating_sub(since.voluntary);
+        (parked && !now.timed)
+            || (now.timed && switches >= TIMED_SLEEPS)
+            || (now.asleep && switches >= SLEEPS)
             || now.involuntary.saturating_sub(since.involuntary) >= YIELDS
             || now.cpu_ns.saturating_sub(since.cpu_ns) >= CPU.as_nanos() as u64
     }
@@ -170,11 +198,16 @@ mod tests {
             assert!(Watch::start(&Thread::current()).waiting(&Thread::current()));
             return;
         }
-        // One long sleep; many short ones; a spin.
-        assert!(watch(|| std::thread::sleep(Duration::from_millis(500))), "a long sleep");
+        // A long park; many short sleeps; long sleeps again and again (as
+        // SQLite's busy handler); a spin.
+        assert!(watch(|| std::thread::park_timeout(Duration::from_millis(500))), "a long park");
         assert!(
             watch(|| (0..2000).for_each(|_| std::thread::sleep(Duration::from_micros(50)))),
             "a wait that polls with short sleeps"
+        );
+        assert!(
+            watch(|| (0..20).for_each(|_| std::thread::sleep(Duration::from_millis(50)))),
+            "a wait that polls with long sleeps"
         );
         assert!(
             watch(|| {
@@ -195,5 +228,24 @@ mod tests {
             }),
             "work"
         );
+        // One timed sleep that began before the watch is no wait: it ends by
+        // itself (the thread would retry whatever it waited for).
+        if SLEEP_CALLS.is_empty() {
+            return; // no sleep counts as timed
+        }
+        let (tx, rx) = mpsc::channel();
+        let h = std::thread::spawn(move || {
+            tx.send(Thread::current()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        let t = rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut w = Watch::start(&t);
+        let end = Instant::now() + Duration::from_millis(150);
+        while Instant::now() < end {
+            assert!(!w.waiting(&t), "a timed sleep begun before the watch");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        h.join().unwrap();
     }
 }
