@@ -181,7 +181,7 @@ const NOTED: &[Noted] = &[
     ("G1c", &["rocksdb-pessimistic RR"], "abort", "a deadlock of read locks"),
     ("P4", &["rocksdb-pessimistic RC"], "**possible**", "read committed loses an update"),
     ("G0", &["rocksdb-pessimistic RC"], "prevented", "a dirty write waits for the lock"),
-    ("OTV", &["rocksdb-pessimistic RC"], "**possible**", "the notes explain this cell"),
+    ("OTV", &["rocksdb-pessimistic RC"], "prevented", "each read the latest commit, never T1 after T2"),
 ];
 
 /// `shell --matrix --stores` prints docs/ISOLATION-PEERS.md as it is, with
