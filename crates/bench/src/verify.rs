@@ -152,7 +152,7 @@ struct Line {
     protocol: Protocol,
     flags: Vec<&'static str>,
     /// Another embedded store (`bench --protocol surrealmx`, ...), checked
-    /// as a black box: list-append only.
+    /// as a black box: list-append and predicate only.
     peer: Option<&'static str>,
 }
 
@@ -166,11 +166,11 @@ impl Line {
     }
 
     /// Whether the line runs workload `w`: another store's history can be
-    /// checked from outside on list-append only (its values name their
-    /// writers).
+    /// checked from outside on list-append and predicate only (their values
+    /// name their writers).
     fn runs(&self, w: &str) -> bool {
         match self.peer {
-            Some(_) => w == "list-append",
+            Some(_) => matches!(w, "list-append" | "predicate"),
             None => runs(self.protocol, w),
         }
     }

@@ -122,9 +122,37 @@ fn verify_checks_a_stores_list_append_history_as_a_black_box() {
             assert!(out.contains("verify: ") && out.contains("transactions"), "{s}@{l}: {out}");
         }
         let e = fails(&["--protocol", s, "--workload", "ycsb", "--rows", "100", "--verify"]);
-        assert!(e.contains("checks workload list-append"), "{s}: {e}");
+        assert!(e.contains("checks workloads list-append and predicate") && e.lines().count() == 1, "{s}: {e}");
         let e = fails(&["--protocol", s, "--workload", "list-append", "--history", "/tmp/h"]);
         assert!(e.contains("--history does not apply"), "{s}: {e}");
+    }
+}
+
+#[test]
+fn verify_checks_a_stores_predicate_scans_as_a_black_box_at_its_strongest_level() {
+    for s in built() {
+        let args = [
+            "--protocol",
+            s,
+            "--workload",
+            "predicate",
+            "--threads",
+            "3",
+            "--duration",
+            "0.4",
+            "--warmup",
+            "0",
+            "--verify",
+        ];
+        let (out, v) = runs(&format!("{s}-predicate-verify"), &args);
+        assert!(v["committed"].as_u64().unwrap() > 0, "{out}");
+        // The count rows were checked in their tagged format.
+        assert!(out.contains("each count row equals its rows"), "{s}: {out}");
+        assert!(out.contains("verify: ") && out.contains("OK (no forbidden anomaly)"), "{s}: {out}");
+        // Scans and lookups made predicate anti-dependencies.
+        let prw =
+            out.split("predicate rw ").nth(1).and_then(|t| t.split(';').next()).and_then(|n| n.parse::<u64>().ok());
+        assert!(prw.is_some_and(|n| n > 0), "{s}: {out}");
     }
 }
 

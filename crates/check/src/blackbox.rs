@@ -38,9 +38,46 @@
 //!   transaction ids.
 //!
 //! The graph's cycles are then classified as by [`crate::check`]: G0, G1c,
-//! G-single and G2-item (there are no predicate anti-dependencies: the
-//! workload makes point reads only), and [`Report::ok`] says whether any
-//! anomaly forbidden at the claimed level was found.
+//! G-single and G2-item (a list-append history has no predicate
+//! anti-dependencies: the workload makes point reads only), and
+//! [`Report::ok`] says whether any anomaly forbidden at the claimed level
+//! was found.
+//!
+//! **Rows that come and go** ([`check_observed_ranges`]): a row inserted
+//! and deleted shows a client no version identity for its absence, so a
+//! scan that found a key absent does not say which deletion it saw. The
+//! predicate workload run this way guards each key range with a list-append
+//! key (its count row, followed by the tags of the toggles): every
+//! transaction that inserts or deletes a row of the range appends its tag
+//! there in the same transaction. The guard's inferred list is then the
+//! order of the range's changes; replayed from the initial rows, with each
+//! transaction's recorded inserts ([`ObservedOp::Write`], the value its
+//! unique tag) and deletes ([`ObservedOp::Delete`]), it gives every state of
+//! the range. What is inferred:
+//!
+//! - **key by key, at every level** (a lookup, or each key a scan covered):
+//!   the reader read one of the key's versions matching what it saw (the
+//!   row with its tag, or an absence); with the earliest and latest of them
+//!   (before the reader's own change of the range), a wr edge from the
+//!   writer of the earliest and an anti-dependency to the writer of the
+//!   version after the latest: item rw if it saw a row, predicate rw if it
+//!   saw none. A returned row that no committed transaction inserted is G1a;
+//!   changes that do not replay in the guard's order (an insert over a row,
+//!   a delete of none) are [`Class::Invalid`];
+//! - **the whole range, at snapshot isolation and serializable**, which
+//!   promise that a scan reads one state: the states `k` holding exactly
+//!   the rows returned give a wr edge from the writer of the earliest and an
+//!   anti-dependency to the writer of the state after the latest (whichever
+//!   it read lies between: the guard's ww chain links them). A scan that no
+//!   state explains, or one that disagrees with the guard it read in the
+//!   same transaction, is [`Class::Invalid`] (not a consistent snapshot).
+//!   A whole-table scan covers every range.
+//!
+//! Cycles through predicate rw edges are classified as by [`crate::check`]
+//! for white-box histories: G-single (forbidden at snapshot isolation and
+//! above, but at repeatable read a cycle through a predicate
+//! anti-dependency is an allowed phantom, reported as G2) and G2 (forbidden
+//! at serializable only).
 //!
 //! Limits:
 //!
@@ -60,6 +97,13 @@
 //! - Only observed lists count: an append that the store lost after it
 //!   committed goes unnoticed unless a committed transaction later read or
 //!   appended to the key (a final read of every key helps).
+//! - Rows: an absence names no version, so a read that matches several
+//!   states gives only the edges all of them share; an inconsistent read
+//!   whose set happens to equal another state of the range (insert a row,
+//!   delete it) goes unnoticed unless the reader also read the guard. Below
+//!   snapshot isolation a scan is checked key by key only. A range whose
+//!   guard holds a tag no committed transaction appended (G1a) is not
+//!   replayed, and a key outside every range is not checked.
 
 use crate::graph::{Cycle, Dep, Edge, Graph, Search};
 use crate::model::{key_name, short_value, FxMap, FxSet};
@@ -67,6 +111,10 @@ use crate::report::{Anomaly, Class, Findings, Limits, Report, Stats};
 use crate::APPEND_TAG_LEN as TAG;
 use multiverse::{Isolation, Key};
 use std::collections::hash_map::Entry;
+use std::ops::Bound;
+
+mod ranges;
+pub use ranges::{check_observed_ranges, ObservedRange, ObservedRanges};
 
 /// One transaction as a client observed it.
 ///
@@ -131,6 +179,26 @@ pub enum ObservedOp {
         key: Key,
         /// The new value: the list before the append, followed by the new tag.
         value: Vec<u8>,
+    },
+    /// The delete of an existing row (rows of [`ObservedRanges`] only).
+    Delete {
+        /// Table number.
+        table: u32,
+        /// Primary key.
+        key: Key,
+    },
+    /// A primary-key range read and every row it returned, in key order
+    /// (rows of [`ObservedRanges`] only): each key of the range that it did
+    /// not return, it found absent.
+    Scan {
+        /// Table number.
+        table: u32,
+        /// The range's start.
+        lo: Bound<Key>,
+        /// The range's end.
+        hi: Bound<Key>,
+        /// The rows returned: key and value.
+        rows: Vec<(Key, Vec<u8>)>,
     },
 }
 
@@ -211,7 +279,22 @@ pub fn check_observed(txns: &[ObservedTxn], claimed: Isolation) -> Report {
 pub fn check_observed_with(txns: &[ObservedTxn], claimed: Isolation, limits: &Limits) -> Report {
     let mut found = Findings::new(limits.examples_per_class);
     let h = Observed::build(txns, &mut found);
-    let edges = h.infer(&mut found);
+    let (edges, _) = h.infer(&mut found);
+    finish(&h, edges, None, claimed, limits, found)
+}
+
+/// Builds the graph of `edges` over the transactions of `h`, classifies
+/// its cycles and returns the report. `rows`: the table of
+/// [`ObservedRanges`], whose edges come from scans and lookups.
+fn finish(
+    h: &Observed<'_>,
+    edges: Vec<(u32, Edge)>,
+    rows: Option<u32>,
+    claimed: Isolation,
+    limits: &Limits,
+    mut found: Findings,
+) -> Report {
+    let txns = h.txns;
     let g = Graph::build(txns.len(), edges);
     let committed = txns.iter().filter(|t| t.committed).count();
     let mut stats = Stats {
@@ -223,7 +306,9 @@ pub fn check_observed_with(txns: &[ObservedTxn], claimed: Isolation, limits: &Li
         ..Stats::default()
     };
     let mut search = Search::new(g.nodes(), limits.search_budget);
-    find_cycles(&h, &g, &mut search, &mut found, &mut stats);
+    let id = |v: u32| h.id(v);
+    let describe = |c: &Cycle| cycle_anomaly(h, c, rows);
+    crate::cycles::classify_cycles(&g, &mut search, &mut found, &mut stats, claimed, &id, &describe);
     found.into_report(claimed, stats)
 }
 
@@ -363,6 +448,12 @@ impl<'h> Observed<'h> {
                             h.read(ix as TxnIx, k, value.as_deref(), &own, found);
                         }
                     }
+                    ObservedOp::Delete { table, .. } | ObservedOp::Scan { table, .. } if t.committed => {
+                        found.note(Class::Invalid, &[t.id], || {
+                            format!("T{} deleted or scanned rows of t{table}: list-append keys are only read and appended to", t.id)
+                        });
+                    }
+                    ObservedOp::Delete { .. } | ObservedOp::Scan { .. } => {}
                 }
             }
         }
@@ -474,9 +565,11 @@ impl<'h> Observed<'h> {
     }
 
     /// Infers every key's version order, checks the lists against it, and
-    /// returns the dependency edges.
-    fn infer(&self, found: &mut Findings) -> Vec<(u32, Edge)> {
+    /// returns the dependency edges and each key's order (the longest list
+    /// observed; empty for a key never observed by a committed transaction).
+    fn infer(&self, found: &mut Findings) -> (Vec<(u32, Edge)>, Vec<&'h [u8]>) {
         let mut edges = Vec::new();
+        let mut orders = vec![&[][..]; self.names.len()];
         let mut seen = FxSet::default();
         for k in 0..self.names.len() as KeyId {
             let obs = &self.obs[k as usize];
@@ -488,6 +581,7 @@ impl<'h> Observed<'h> {
                 continue;
             };
             let order = longest.value;
+            orders[k as usize] = order;
             let fits = |o: &Obs<'_>| order.starts_with(o.value);
             if let Some(bad) = obs.iter().find(|o| !fits(o)) {
                 self.incompatible(k, longest, bad, found);
@@ -534,7 +628,7 @@ impl<'h> Observed<'h> {
                 }
             }
         }
-        edges
+        (edges, orders)
     }
 
     /// Two lists of key `k` that do not extend one another.
@@ -589,68 +683,26 @@ impl<'h> Observed<'h> {
     }
 }
 
-// ----------------------------------------------------------------------
-// Cycles
-// ----------------------------------------------------------------------
-
-/// Classifies every cyclic component of `g`, adding one anomaly per
-/// component: its most severe cycle, searched in the order G0 (ww only),
-/// G1c (ww and wr), G-single (one rw), G2-item (any). Without predicate
-/// anti-dependencies the forbidden sets of the levels are nested along this
-/// order, so the most severe cycle is also the one the claimed level is
-/// most likely to forbid.
-fn find_cycles(h: &Observed<'_>, g: &Graph, search: &mut Search, found: &mut Findings, stats: &mut Stats) {
-    let (sccs, comp) = search.cyclic_components(g);
-    stats.cyclic_components = sccs.len();
-    for (c, nodes) in sccs.iter().enumerate() {
-        let within = |e: &Edge| comp[e.to as usize] == c as u32;
-        match worst_cycle(g, search, &within, nodes) {
-            Some(mut cycle) => {
-                let first = (0..cycle.len()).min_by_key(|&i| h.id(cycle[i].0)).unwrap_or(0);
-                cycle.rotate_left(first);
-                found.add(crate::cycles::class_of(&cycle), || cycle_anomaly(h, &cycle));
-            }
-            None => {
-                let ids: Vec<u64> = nodes.iter().map(|&v| h.id(v)).collect();
-                found.note(Class::G2Item, &ids, || {
-                    format!("a cycle among {} transactions (no example found)", ids.len())
-                });
-            }
-        }
-    }
-    stats.search_truncated = search.exhausted;
-}
-
-/// A short cycle of the most severe class in the component `nodes`.
-fn worst_cycle(g: &Graph, search: &mut Search, within: &dyn Fn(&Edge) -> bool, nodes: &[u32]) -> Option<Cycle> {
-    for max in [Dep::Ww, Dep::Wr] {
-        if let Some(c) = cycle_in(g, search, nodes, |_, e| within(e) && e.dep <= max) {
-            return Some(c);
-        }
-    }
-    crate::cycles::single_anti_where(g, search, within, nodes, Dep::is_anti)
-        .or_else(|| cycle_in(g, search, nodes, |_, e| within(e)))
-}
-
-/// A short cycle of the subgraph of `nodes` and the edges `keep` accepts.
-fn cycle_in(g: &Graph, search: &mut Search, nodes: &[u32], keep: impl Fn(u32, &Edge) -> bool) -> Option<Cycle> {
-    let subs = search.components(g, nodes, &keep);
-    let sub = subs.into_iter().next()?;
-    sub.iter().take(3).filter_map(|&s| search.cycle_through(g, s, &keep)).min_by_key(|c| c.len())
-}
-
 /// Describes a cycle: the one-line summary and what each edge means.
-fn cycle_anomaly(h: &Observed<'_>, cycle: &Cycle) -> Anomaly {
+/// The edges on keys of table `rows` (of [`ObservedRanges`]) come from
+/// scans and lookups, the others from lists.
+fn cycle_anomaly(h: &Observed<'_>, cycle: &Cycle, rows: Option<u32>) -> Anomaly {
     let ids: Vec<u64> = cycle.iter().map(|&(v, _)| h.id(v)).collect();
     let mut summary = String::new();
     let mut details = Vec::new();
     for &(v, e) in cycle {
         let (from, to, key) = (h.id(v), h.id(e.to), h.key_name(e.key));
         summary.push_str(&format!("T{from} -{}({key})-> ", e.dep.label()));
-        details.push(match e.dep {
-            Dep::Ww => format!("T{from} appended to {key}; T{to} appended after it"),
-            Dep::Wr => format!("T{to} read T{from}'s append to {key}"),
-            Dep::Rw | Dep::Prw => format!("T{from} read {key}; T{to} appended the next tag"),
+        let row = rows == Some(h.names[e.key as usize].0);
+        details.push(match (e.dep, row) {
+            (Dep::Ww, _) => format!("T{from} appended to {key}; T{to} appended after it"),
+            (Dep::Wr, false) => format!("T{to} read T{from}'s append to {key}"),
+            (Dep::Rw | Dep::Prw, false) => format!("T{from} read {key}; T{to} appended the next tag"),
+            (Dep::Wr, true) => format!("T{to} read its range as T{from}'s change of {key} (or a later one) left it"),
+            (Dep::Rw, true) => format!("T{from} read row {key}; T{to} deleted it (or changed the range after that)"),
+            (Dep::Prw, true) => {
+                format!("T{from} found no row at {key} (scan or lookup); T{to} inserted it (or changed the range after that)")
+            }
         });
     }
     summary.push_str(&format!("T{}", ids[0]));

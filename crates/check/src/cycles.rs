@@ -40,6 +40,21 @@ pub(crate) fn find_cycles(
     stats: &mut Stats,
     claimed: Isolation,
 ) {
+    let id = |v: u32| m.txn(v).id;
+    classify_cycles(g, search, found, stats, claimed, &id, &|c: &Cycle| cycle_anomaly(m, c));
+}
+
+/// [`find_cycles`] over any graph: `id` names a node's transaction,
+/// `describe` explains a cycle (its class is set here).
+pub(crate) fn classify_cycles(
+    g: &Graph,
+    search: &mut Search,
+    found: &mut Findings,
+    stats: &mut Stats,
+    claimed: Isolation,
+    id: &dyn Fn(u32) -> u64,
+    describe: &dyn Fn(&Cycle) -> Anomaly,
+) {
     let (sccs, comp) = search.cyclic_components(g);
     stats.cyclic_components = sccs.len();
     for (c, nodes) in sccs.iter().enumerate() {
@@ -57,11 +72,15 @@ pub(crate) fn find_cycles(
         match cycle {
             Some((class, mut cycle)) => {
                 // Start the cycle at its smallest transaction id.
-                let first = (0..cycle.len()).min_by_key(|&i| m.txn(cycle[i].0).id).unwrap_or(0);
+                let first = (0..cycle.len()).min_by_key(|&i| id(cycle[i].0)).unwrap_or(0);
                 cycle.rotate_left(first);
-                found.add(class, || cycle_anomaly(m, &cycle));
+                found.add(class, || describe(&cycle));
             }
-            None => unreachable_component(m, nodes, found),
+            None => {
+                // Cannot happen (a component always has a cycle), but never panic on it.
+                let ids: Vec<u64> = nodes.iter().map(|&v| id(v)).collect();
+                found.note(Class::G2, &ids, || format!("a cycle among {} transactions (no example found)", ids.len()));
+            }
         }
     }
     stats.search_truncated = search.exhausted;
@@ -80,7 +99,7 @@ impl Within<'_> {
 }
 
 /// The class of a cycle, from its edges.
-pub(crate) fn class_of(cycle: &Cycle) -> Class {
+fn class_of(cycle: &Cycle) -> Class {
     let anti = cycle.iter().filter(|(_, e)| e.dep.is_anti()).count();
     let predicate = cycle.iter().any(|(_, e)| e.dep == Dep::Prw);
     if cycle.iter().all(|(_, e)| e.dep == Dep::Ww) {
@@ -162,7 +181,7 @@ fn single_anti(g: &Graph, search: &mut Search, within: &Within<'_>, nodes: &[u32
 /// A cycle with exactly one anti-dependency: for each anti-dependency
 /// target `v`, a breadth-first search over ww/wr edges from `v` that stops
 /// at any source of an anti-dependency into `v`.
-pub(crate) fn single_anti_where(
+fn single_anti_where(
     g: &Graph,
     search: &mut Search,
     within: impl Fn(&Edge) -> bool,
@@ -195,12 +214,6 @@ pub(crate) fn single_anti_where(
         }
     }
     None
-}
-
-/// Cannot happen (a component always has a cycle), but never panic on it.
-fn unreachable_component(m: &Model<'_>, nodes: &[u32], found: &mut Findings) {
-    let ids: Vec<u64> = nodes.iter().map(|&v| m.txn(v).id).collect();
-    found.note(Class::G2, &ids, || format!("a cycle among {} transactions (no example found)", ids.len()));
 }
 
 /// Describes a cycle: the one-line summary and what each edge means.

@@ -57,7 +57,9 @@ mod model;
 mod report;
 
 pub use append::{check_appends, AppendMismatch, APPEND_TAG_LEN};
-pub use blackbox::{check_observed, check_observed_with, ObservedOp, ObservedTxn};
+pub use blackbox::{
+    check_observed, check_observed_ranges, check_observed_with, ObservedOp, ObservedRange, ObservedRanges, ObservedTxn,
+};
 pub use format::{read_history, write_history, ParseError, FORMAT_HEADER, FORMAT_TRAILER};
 pub use report::{Anomaly, Class, Limits, Report, Stats};
 

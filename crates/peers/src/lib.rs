@@ -320,8 +320,9 @@ impl<K: KvStore> Peer<K> {
         self.durability
     }
 
-    /// Starts (or stops) recording what the point reads and writes of
-    /// transactions begun from now on observed, for a black-box check of
+    /// Starts (or stops) recording what the point reads, writes, deletes
+    /// and unfiltered primary-key scans of transactions begun from now on
+    /// observed, for a black-box check of
     /// their isolation; only committed transactions are kept.
     pub fn set_recording(&self, on: bool) {
         // Relaxed: read at each begin; the run's threads start after this.
@@ -686,8 +687,11 @@ impl<'s, K: KvStore> Txn for PeerTxn<'s, K> {
 
     fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
         self.row_key(table, key.as_bytes());
-        let Some(old) = self.tx.get_for_update(&self.key, |v| v.to_vec())? else { return Err(Error::KeyNotFound) };
+        let found = self.tx.get_for_update(&self.key, |v| v.to_vec())?;
+        self.note(|| Observed::Read { table: table.raw(), key: key.clone(), value: found.clone() });
+        let Some(old) = found else { return Err(Error::KeyNotFound) };
         self.tx.delete(&self.key)?;
+        self.note(|| Observed::Delete { table: table.raw(), key: key.clone() });
         self.secondary_entries(table, key, &old, None, false)
     }
 
@@ -715,18 +719,35 @@ impl<'s, K: KvStore> Txn for PeerTxn<'s, K> {
         };
         let r = if index.index_no() == 0 {
             let mut err = None;
+            // While recording, an unfiltered scan's rows (a filtered one
+            // says nothing of the rows it left out, and is not recorded).
+            let mut seen = (self.rec.is_some() && filter.is_none()).then(Vec::new);
+            let mut stopped = false;
             let r = self.tx.scan(&lo, &hi, |k, v| match key_of(&k[5..]) {
                 Ok(pk) => {
                     if excluded.as_ref() == Some(&pk) || filter.is_some_and(|p| !p(&pk, v)) {
                         return true;
                     }
-                    f(&pk, v)
+                    let go = f(&pk, v);
+                    if let Some(s) = &mut seen {
+                        s.push((pk, v.to_vec()));
+                    }
+                    stopped = !go;
+                    go
                 }
                 Err(e) => {
                     err = Some(e);
                     false
                 }
             });
+            if let Some(rows) = seen.filter(|_| r.is_ok() && err.is_none()) {
+                // A scan stopped early read up to its last row.
+                let hi = match rows.last() {
+                    Some((k, _)) if stopped => Bound::Included(k.clone()),
+                    _ => range.end_bound().cloned(),
+                };
+                self.note(|| Observed::Scan { table: table.raw(), lo: range.start_bound().cloned(), hi, rows });
+            }
             r.and(err.map_or(Ok(()), Err))
         } else {
             // Collect the entries' primary keys, then read each row (the

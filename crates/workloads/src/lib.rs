@@ -355,6 +355,14 @@ pub trait Workload: Sync {
         Ok(String::new())
     }
 
+    /// For a black-box check of a store's scans (`--verify` on another
+    /// store): the table whose rows come and go and the guards of its
+    /// ranges, when the workload keeps them ([`GuardedRanges`]); `None`
+    /// (the default) for a workload that does not.
+    fn guarded_ranges(&self) -> Option<GuardedRanges> {
+        None
+    }
+
     /// Checks the invariants that the database state alone implies, without
     /// the tallies of a run ([`Workload::check_consistency`] compares the
     /// state with what the committed transactions did; a database recovered
@@ -374,6 +382,23 @@ pub struct StateCheck {
     pub checked: String,
     /// What needs the run's tallies and was not checked, one line (empty: nothing).
     pub needs_run: String,
+}
+
+/// A table whose rows are inserted and deleted, cut into key ranges, each
+/// with a guard row to whose list of 8-byte tags every transaction that
+/// changes rows of the range appends one tag: what a black-box checker
+/// needs to order the changes and rebuild the states a scan may have read
+/// (`multiverse_check::check_observed_ranges`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuardedRanges {
+    /// The table of rows.
+    pub rows: u32,
+    /// Per range: its first key, the key after it, and its guard (table, key).
+    pub ranges: Vec<(Key, Key, u32, Key)>,
+    /// Bytes at the start of each guard's value before its list of tags.
+    pub guard_prefix: usize,
+    /// The rows the load inserted: key and value.
+    pub initial: Vec<(Key, Vec<u8>)>,
 }
 
 /// Generates and runs the transactions of one thread.

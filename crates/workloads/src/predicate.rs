@@ -15,7 +15,11 @@
 //!   holds a row or not; a row's value is the 8-byte tag of its inserter
 //!   ([`tag`]; 0 for the load). The load fills every even slot.
 //! * `predicate_counts`: one row per range, key `r`, holding the number of
-//!   rows present in the range (`u64`, little-endian).
+//!   rows present in the range (`u64`, little-endian). With
+//!   [`PredicateConfig::tagged_counts`] (`--verify` on another store) the
+//!   count is followed by the 8-byte tag of every toggle of the range, in
+//!   the order they committed: the toggles' order, which a black box does
+//!   not otherwise show ([`crate::Workload::guarded_ranges`]).
 //!
 //! Transaction types (`--mix`, default `scan:25,toggle:25,scan-write:50`):
 //!
@@ -100,12 +104,26 @@ pub struct PredicateConfig {
     /// A committed `scan` must see as many rows as its count row says: true
     /// at every level but read committed, whose reads see no single state.
     pub consistent_reads: bool,
+    /// Each count row also lists, after its count, the 8-byte tag (big
+    /// endian) of every toggle of its range, appended by the toggle in its
+    /// update of the count: the count rows then order the toggles for a
+    /// black-box check of another store's scans
+    /// ([`crate::Workload::guarded_ranges`]). Off: the count alone.
+    pub tagged_counts: bool,
 }
 
 impl Default for PredicateConfig {
-    /// Four ranges of eight slots, the default mix, range scans, consistent reads.
+    /// Four ranges of eight slots, the default mix, range scans, consistent
+    /// reads, untagged counts.
     fn default() -> PredicateConfig {
-        PredicateConfig { ranges: 4, range_rows: 8, mix: default_mix(), range_scans: true, consistent_reads: true }
+        PredicateConfig {
+            ranges: 4,
+            range_rows: 8,
+            mix: default_mix(),
+            range_scans: true,
+            consistent_reads: true,
+            tagged_counts: false,
+        }
     }
 }
 
@@ -195,7 +213,9 @@ impl Predicate {
             let count = t.get_with(self.counts, &Key::from_u64(r), decode).map_err(|e| e.to_string())?;
             let count = match count {
                 None => return Err(format!("the count row of range {r} is missing")),
-                Some(None) => return Err(format!("the count row of range {r} does not hold 8 bytes")),
+                Some(None) => {
+                    return Err(format!("the count row of range {r} does not hold an 8-byte count (and 8-byte tags)"))
+                }
                 Some(Some(c)) => c,
             };
             let mut present = 0;
@@ -224,10 +244,14 @@ impl Predicate {
     }
 }
 
-/// A count row's value.
+/// A count row's count: its first 8 bytes (little-endian), followed by
+/// whole 8-byte tags when the counts are tagged.
 #[inline]
 fn decode(v: &[u8]) -> Option<u64> {
-    Some(u64::from_le_bytes(v.try_into().ok()?))
+    if v.len() < 8 || v.len() % 8 != 0 {
+        return None;
+    }
+    Some(u64::from_le_bytes(v[..8].try_into().ok()?))
 }
 
 impl Workload for Predicate {
@@ -315,6 +339,26 @@ impl Workload for Predicate {
             "{} ranges: each count row equals its rows ({total} in all), as the committed toggles left them{scans}",
             self.cfg.ranges
         ))
+    }
+
+    /// With tagged counts: the rows table, each range's slots guarded by its
+    /// count row (the count before the tags), the load's rows.
+    fn guarded_ranges(&self) -> Option<crate::GuardedRanges> {
+        let c = &self.cfg;
+        c.tagged_counts.then(|| crate::GuardedRanges {
+            rows: self.rows.raw(),
+            ranges: (0..c.ranges)
+                .map(|r| {
+                    let (lo, hi) = (Key::from_u64(r * c.range_rows), Key::from_u64((r + 1) * c.range_rows));
+                    (lo, hi, self.counts.raw(), Key::from_u64(r))
+                })
+                .collect(),
+            guard_prefix: 8,
+            initial: (0..c.slots())
+                .filter(|s| s % c.range_rows % 2 == 0)
+                .map(|s| (Key::from_u64(s), 0u64.to_le_bytes().to_vec()))
+                .collect(),
+        })
     }
 
     fn check_state<S: Store>(&self, db: &S) -> std::result::Result<crate::StateCheck, String> {
@@ -408,10 +452,23 @@ impl PredicateWorker<'_> {
         let delta = if present { -1 } else { 1 };
         let range = self.toggle / self.w.cfg.range_rows;
         let mut bad = false;
-        let r = t.modify(self.w.counts, &Key::from_u64(range), |v| match decode(v) {
-            Some(c) => v.copy_from_slice(&c.wrapping_add_signed(delta).to_le_bytes()),
-            None => bad = true,
-        });
+        let count = Key::from_u64(range);
+        let r = if self.w.cfg.tagged_counts {
+            let tag = tag(self.thread, self.seq);
+            t.update_with(self.w.counts, &count, |old, new| {
+                new.extend_from_slice(old);
+                match decode(old) {
+                    Some(c) => new[..8].copy_from_slice(&c.wrapping_add_signed(delta).to_le_bytes()),
+                    None => bad = true,
+                }
+                new.extend_from_slice(&tag.to_be_bytes());
+            })
+        } else {
+            t.modify(self.w.counts, &count, |v| match decode(v) {
+                Some(c) => v.copy_from_slice(&c.wrapping_add_signed(delta).to_le_bytes()),
+                None => bad = true,
+            })
+        };
         match r {
             Err(Error::KeyNotFound) => {
                 return Err(TxnError::Invariant(format!("the count row of range {range} is missing (an engine bug)")))
@@ -419,7 +476,7 @@ impl PredicateWorker<'_> {
             r => r?,
         }
         if bad {
-            return Err(TxnError::Invariant(format!("the count row of range {range} does not hold 8 bytes")));
+            return Err(TxnError::Invariant(format!("the count row of range {range} does not hold an 8-byte count")));
         }
         Ok(delta)
     }

@@ -12,14 +12,17 @@
 //! recorder. `--verify` checks a store as a black box: on the list-append
 //! workload, whose values name their writers, the point reads and writes
 //! each committed transaction observed are recorded and checked by
-//! `multiverse_check::check_observed` (other workloads are refused).
+//! `multiverse_check::check_observed`; on the predicate workload, whose
+//! count rows then also list the tags of their range's toggles, the scans,
+//! lookups, inserts and deletes too, checked by
+//! `multiverse_check::check_observed_ranges` (other workloads are refused).
 
 use super::harness::{self, RunConfig};
 use super::{check_bytes, parse_pin, sys, wl, BenchArgs, Ctx, Host, Measurement, PeerRun};
 use multiverse::{Isolation, Mode, Protocol, Stats};
-use multiverse_check::ObservedTxn;
+use multiverse_check::{Limits, ObservedRange, ObservedRanges, ObservedTxn};
 use multiverse_peers::{Durability, KvStore, Observed, Peer, PeerFn, PeerOptions};
-use multiverse_workloads::Workload;
+use multiverse_workloads::{GuardedRanges, Workload};
 use std::time::Duration;
 
 /// Whether `name` is another store's (compiled in or not).
@@ -82,10 +85,10 @@ fn refuse(a: &BenchArgs, name: &str, workload: &str) -> Result<(), String> {
         };
         return Err(format!("{flag} does not apply to store {name} ({why})"));
     }
-    if a.verify && workload != "list-append" {
+    if a.verify && !matches!(workload, "list-append" | "predicate") {
         return Err(format!(
-            "--verify on store {name} checks workload list-append (its values name their writers: a store is a black \
-             box, without versions to record); {workload} needs Multiverse's history recorder"
+            "--verify on store {name} checks workloads list-append and predicate (their values name their writers: a \
+             store is a black box, without versions to record); {workload} needs Multiverse's history recorder"
         ));
     }
     if matches!(workload, "predicate" | "list-append") && a.durability != "none" {
@@ -215,7 +218,7 @@ impl<K: KvStore> Host for Peer<K> {
         let run_rss_growth = sys::rss_bytes() as i64 - rss_before_run as i64;
         let consistency =
             w.check_consistency(self).map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;
-        let verified = c.record.then(|| verify(self.take_recorded(), c.isolation));
+        let verified = c.record.then(|| verify(self.take_recorded(), c.isolation, w.guarded_ranges()));
         Ok(Measurement {
             protocol: c.protocol,
             ssn_base: None,
@@ -251,16 +254,32 @@ impl<K: KvStore> Host for Peer<K> {
     }
 }
 
-/// Checks what the committed transactions observed against `level`:
-/// `Ok` with the verdict's text, or `Err` with it when something forbidden
-/// at that level was found.
-fn verify(observed: Vec<Vec<Observed>>, level: Isolation) -> Result<String, String> {
+/// Checks what the committed transactions observed against `level`, with
+/// the scans of the workload's guarded ranges if it keeps them: `Ok` with
+/// the verdict's text, or `Err` with it when something forbidden at that
+/// level was found.
+fn verify(observed: Vec<Vec<Observed>>, level: Isolation, ranges: Option<GuardedRanges>) -> Result<String, String> {
     let txns: Vec<ObservedTxn> = observed
         .into_iter()
         .enumerate()
         .map(|(i, ops)| ObservedTxn { id: i as u64 + 1, committed: true, ops })
         .collect();
-    let report = multiverse_check::check_observed(&txns, level);
+    let report = match ranges {
+        None => multiverse_check::check_observed(&txns, level),
+        Some(g) => {
+            let layout = ObservedRanges {
+                table: g.rows,
+                ranges: g
+                    .ranges
+                    .into_iter()
+                    .map(|(lo, hi, table, key)| ObservedRange { lo, hi, guard: (table, key) })
+                    .collect(),
+                guard_prefix: g.guard_prefix,
+                initial: g.initial,
+            };
+            multiverse_check::check_observed_ranges(&txns, &layout, level, &Limits::default())
+        }
+    };
     let text = format!("verify: {report}");
     if report.ok() {
         Ok(text)

@@ -60,6 +60,8 @@ pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
         },
         range_scans: c.peer.is_some() || !c.protocol.uses_declarations(),
         consistent_reads: c.isolation != Isolation::ReadCommitted,
+        // `--verify` on another store: the count rows order the toggles.
+        tagged_counts: c.peer.is_some() && c.record,
     };
     cfg.validate()?;
     let w = Predicate::setup(db, cfg)?;
