@@ -465,7 +465,7 @@ impl PredicateWorker<'_> {
             })
         } else {
             t.modify(self.w.counts, &count, |v| match decode(v) {
-                Some(c) => v.copy_from_slice(&c.wrapping_add_signed(delta).to_le_bytes()),
+                Some(c) => v[..8].copy_from_slice(&c.wrapping_add_signed(delta).to_le_bytes()),
                 None => bad = true,
             })
         };
