@@ -24,7 +24,8 @@ end 3
 
 #[test]
 fn a_recorded_run_verifies_and_checks_clean() {
-    let dir = tempdir();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let hist = dir.join("run.history");
     let out = multiverse()
         .args(["bench", "--rows", "2000", "--duration", "0.3", "--threads", "2", "--isolation", "serializable"])
@@ -42,7 +43,8 @@ fn a_recorded_run_verifies_and_checks_clean() {
 
 #[test]
 fn write_skew_fails_at_serializable_and_passes_at_snapshot() {
-    let dir = tempdir();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let hist = dir.join("skew.history");
     std::fs::write(&hist, WRITE_SKEW).unwrap();
     let out = multiverse().arg("check").arg(&hist).output().unwrap();
@@ -56,7 +58,8 @@ fn write_skew_fails_at_serializable_and_passes_at_snapshot() {
 
 #[test]
 fn bad_files_give_one_line_errors() {
-    let dir = tempdir();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("bad.history");
     std::fs::write(&bad, "multiverse-history 1\ntxn x\n").unwrap();
     // The write-skew history cut short after its second transaction.
@@ -73,14 +76,4 @@ fn bad_files_give_one_line_errors() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
     }
-}
-
-fn tempdir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "multiverse-check-cli-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
