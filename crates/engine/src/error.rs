@@ -188,6 +188,10 @@ pub enum Error {
     UnknownTable(String),
     /// No index of that name (or number) on the table.
     UnknownIndex(String),
+    /// A table or index handle of another database (or of none): a
+    /// database refuses it rather than take it for one of its own tables.
+    /// The transaction stays open.
+    ForeignHandle(String),
     /// A table of that name exists already.
     TableExists(String),
     /// `insert` of a key that already has a visible row.
@@ -305,6 +309,7 @@ impl fmt::Display for Error {
             Error::TransactionClosed(Some(r)) => write!(f, "transaction already aborted ({r})"),
             Error::TransactionClosed(None) => write!(f, "transaction already committed"),
             Error::UnknownTable(t) => write!(f, "unknown table '{t}'"),
+            Error::ForeignHandle(s) => write!(f, "{s}"),
             Error::UnknownIndex(i) => write!(f, "unknown index '{i}'"),
             Error::TableExists(t) => write!(f, "table '{t}' already exists"),
             Error::DuplicateKey => write!(f, "duplicate key"),

@@ -25,6 +25,8 @@ use std::sync::{Arc, OnceLock};
 #[doc(hidden)]
 pub struct Shared {
     pub(crate) opts: Options,
+    /// This database's tag, in every handle it gives out ([`TableId`]).
+    pub(crate) tag: crate::options::DbTag,
     /// The global timestamp counter (section 2.4). Holds the next even stamp.
     pub(crate) clock: CachePadded<AtomicU64>,
     pub(crate) txns: TxnTable,
@@ -52,6 +54,7 @@ impl Shared {
         let budget = opts.memory_limit.map(|l| Arc::new(Budget::new(l)));
         let obs = Metrics::new(opts.protocol.name());
         Shared {
+            tag: crate::options::next_db_tag(),
             txns: TxnTable::new(opts.max_transactions),
             recording: AtomicBool::new(opts.record_history),
             clock: CachePadded::new(AtomicU64::new(2)),
@@ -75,9 +78,29 @@ impl Shared {
         v
     }
 
+    /// The handle of this database's table number `n`.
+    #[inline]
+    pub(crate) fn tid(&self, n: u32) -> TableId {
+        TableId(n, self.tag)
+    }
+
+    /// The table a handle names: a handle of another database (or of none,
+    /// [`TableId::from_raw`]) is [`Error::ForeignHandle`].
     #[inline]
     pub(crate) fn table_ref(&self, t: TableId) -> Result<&Table> {
+        if t.1 != self.tag {
+            return Err(self.foreign(t));
+        }
         self.tables.get(t.0 as usize).and_then(|c| c.get()).ok_or_else(|| Error::UnknownTable(format!("#{}", t.0)))
+    }
+
+    #[cold]
+    fn foreign(&self, t: TableId) -> Error {
+        Error::ForeignHandle(if t.1 == 0 {
+            format!("table #{} is a handle of no database (TableId::from_raw)", t.0)
+        } else {
+            format!("table #{} is a handle of another database", t.0)
+        })
     }
 
     #[inline]

@@ -220,7 +220,8 @@ impl Txn for Transaction<'_> {
         filter: Option<&Filter>,
         f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
-        Transaction::scan(self, index, range, filter, f)
+        let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
+        Transaction::scan(self, index, bounds, filter, f)
     }
     #[inline]
     fn prefetch(&self, table: TableId, keys: &[Key]) {

@@ -220,7 +220,7 @@ impl Database {
         if let Some(log) = &self.log {
             log.set_tables(&self.table_list())?;
         }
-        Ok(TableId(id))
+        Ok(self.tid(id))
     }
 
     /// Looks a table up by name.
@@ -234,7 +234,7 @@ impl Database {
     /// assert!(matches!(db.table("nobody"), Err(Error::UnknownTable(_))));
     /// ```
     pub fn table(&self, name: &str) -> Result<TableId> {
-        self.names.lock().get(name).map(|&i| TableId(i)).ok_or_else(|| Error::UnknownTable(name.to_string()))
+        self.names.lock().get(name).map(|&i| self.tid(i)).ok_or_else(|| Error::UnknownTable(name.to_string()))
     }
 
     /// The names of all tables, in creation order.
@@ -270,7 +270,7 @@ impl Database {
         t.indexes
             .iter()
             .position(|ix| ix.name == name)
-            .map(|i| IndexId { table: table.0, index: i as u8 })
+            .map(|i| IndexId { table: table.0, index: i as u8, db: table.1 })
             .ok_or_else(|| Error::UnknownIndex(format!("{}.{name}", t.name)))
     }
 
@@ -286,7 +286,7 @@ impl Database {
     /// assert_eq!(db.index(t, "primary").unwrap(), ix);
     /// ```
     pub fn primary(&self, table: TableId) -> IndexId {
-        IndexId { table: table.0, index: 0 }
+        IndexId::from(table)
     }
 
     /// Begins a transaction at `isolation`.

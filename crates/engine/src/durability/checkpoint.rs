@@ -38,7 +38,7 @@
 use super::checkpoint_file_name;
 use crate::wal::format::{frame, next_frame, put_key, put_value, Framed, Reader};
 use crate::wal::sync_dir;
-use crate::{Database, Isolation, Key, TableId, TxnOptions};
+use crate::{Database, Isolation, Key, TxnOptions};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -173,7 +173,7 @@ fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation, freeze
     let (mut rows, mut bytes) = (0u64, 0u64);
     let mut failed = None;
     for (id, _) in &tables {
-        let table = TableId(*id);
+        let table = db.tid(*id);
         t.scan(db.primary(table), .., None, |k, v| {
             frame(&mut buf, |b| {
                 b.extend_from_slice(&id.to_le_bytes());

@@ -316,7 +316,7 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
     /// assert_eq!(t.primary(), db.primary(t.id()));
     /// ```
     pub const fn primary(&self) -> IndexId {
-        IndexId { table: self.table.0, index: 0 }
+        IndexId { table: self.table.0, index: 0, db: self.table.1 }
     }
 
     /// The engine [`Key`] of `key` (to declare it in an

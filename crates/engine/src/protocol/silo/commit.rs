@@ -27,7 +27,7 @@ impl<'db> SiloTxn<'db> {
         let placeholders: Vec<(u32, VPtr)> =
             l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         for (table, rec) in placeholders {
-            self.core.sv_retire(self.g, TableId(table), rec.0, 0);
+            self.core.sv_retire(self.g, self.core.db.tid(table), rec.0, 0);
         }
         self.core.db.txns.report_outcome(self.core.slot, false);
         self.core.aborted(reason)
@@ -258,7 +258,7 @@ impl<'db> SiloTxn<'db> {
         let t = self.core.db.table_by_id(w.table);
         match w.kind {
             WriteKind::Delete => {
-                let table = TableId(w.table);
+                let table = self.core.db.tid(w.table);
                 self.core.sv_retire(self.g, table, w.rec.0, tid);
             }
             WriteKind::Insert | WriteKind::Update if TxnCore::sv_in_place(t, rec, value) => {
@@ -275,7 +275,7 @@ impl<'db> SiloTxn<'db> {
                 // SAFETY: fresh, unlinked.
                 unsafe { t.link_all(nv) };
                 self.core.created += 1;
-                let table = TableId(w.table);
+                let table = self.core.db.tid(w.table);
                 self.core.sv_retire(self.g, table, w.rec.0, tid);
                 // SAFETY: ours. Release: unlock the new record.
                 unsafe { &*nv }.begin.store(tid | LATEST, Ordering::Release);
