@@ -229,11 +229,14 @@ impl<'db> SiloTxn<'db> {
                 let seen = &l.seen[seen.0 as usize..seen.1 as usize];
                 let t = db.table_by_id(*table);
                 let ix = &t.indexes[*index as usize];
-                // The rows of the bound's index key past the stop were not
-                // walked: not phantoms (module `single`'s `SvNode::Scan`).
+                // The records of the bound's index key past the stop were
+                // not walked: not phantoms (module `single`'s
+                // `SvNode::Scan`). Nor are the other records of the row the
+                // walk stopped at: that row was read, and the ReadSet
+                // checks it (a move or a delete since changes its word).
                 let unwalked = |v: &Version| match (stop, lo, hi) {
-                    (Some((pk, false)), _, Bound::Included(k)) => v.key_cmp(pk).is_gt() && ix.key_of(v) == *k,
-                    (Some((pk, true)), Bound::Included(k), _) => v.key_cmp(pk).is_lt() && ix.key_of(v) == *k,
+                    (Some((pk, false)), _, Bound::Included(k)) => v.key_cmp(pk).is_ge() && ix.key_of(v) == *k,
+                    (Some((pk, true)), Bound::Included(k), _) => v.key_cmp(pk).is_le() && ix.key_of(v) == *k,
                     _ => false,
                 };
                 walk_range(ix, lo, hi, false, |v| {
