@@ -257,6 +257,7 @@
 //!
 //! let (db, report) = Database::open(opts, schema)?;
 //! assert!(!report.damaged);
+//! let kv = db.table("kv")?; // a handle is its database's: look it up again
 //! let mut t = db.begin(Isolation::Snapshot)?;
 //! assert_eq!(t.get(kv, &Key::from(7))?.as_deref(), Some(&b"seven"[..]));
 //! # Ok(())

@@ -890,6 +890,8 @@ fn a_directory_has_one_owner_at_a_time() {
     drop(db);
     let (db, rep) = Database::open(o, bank_schema).unwrap();
     assert_eq!(rep.replayed, 2, "{rep:?}");
+    // The reopened database is another database: its handles are new.
+    let acct = db.table("acct").unwrap();
     let got = db.run(Isolation::Serializable, |t| Ok((t.get(acct, &Key::from(1u64))?, t.get(acct, &Key::from(2u64))?)));
     assert_eq!(got.unwrap(), (Some(val(7).to_vec()), Some(val(8).to_vec())));
 }

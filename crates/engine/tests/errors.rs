@@ -24,19 +24,21 @@ fn foreign_handles() -> (Database, TableId, IndexId) {
     (other, c, s1)
 }
 
-/// Unknown table by name or by id (a handle from another database).
+/// Unknown table by name, and a handle from another database (whose table
+/// number this database does not have, here: a handle of another database
+/// is refused whatever its number).
 #[test]
 fn unknown_table_by_name_and_by_id() {
     let (db, _) = db();
     assert_eq!(db.table("nope"), Err(Error::UnknownTable("nope".into())));
     let (_other, foreign, _) = foreign_handles();
-    assert!(matches!(db.index(foreign, "primary"), Err(Error::UnknownTable(_))));
+    assert!(matches!(db.index(foreign, "primary"), Err(Error::ForeignHandle(_))));
     let mut x = db.begin(Isolation::Serializable).unwrap();
-    assert!(matches!(x.get(foreign, &Key::from(1)), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.insert(foreign, Key::from(1), b"v"), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.update(foreign, &Key::from(1), b"v"), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.delete(foreign, &Key::from(1)), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.scan(db.primary(foreign), .., None, |_, _| true), Err(Error::UnknownTable(_))));
+    assert!(matches!(x.get(foreign, &Key::from(1)), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.insert(foreign, Key::from(1), b"v"), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.update(foreign, &Key::from(1), b"v"), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.delete(foreign, &Key::from(1)), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.scan(db.primary(foreign), .., None, |_, _| true), Err(Error::ForeignHandle(_))));
     // Prefetch hints ignore what they cannot use: a foreign table, a
     // missing key, an ordered table.
     let t = db.table("t").unwrap();
@@ -59,8 +61,12 @@ fn unknown_index_by_name_and_number() {
     db.create_table(TableSpec::hash("w", 16)).unwrap();
     let (_other, _, s1) = foreign_handles();
     let mut x = db.begin(Isolation::Snapshot).unwrap();
-    assert!(matches!(x.get_by(s1, &Key::from(1), |_, _| true), Err(Error::UnknownIndex(_))));
-    assert!(matches!(x.scan(s1, .., None, |_, _| true), Err(Error::UnknownIndex(_))));
+    // Another database's index is refused as such.
+    assert!(matches!(x.get_by(s1, &Key::from(1), |_, _| true), Err(Error::ForeignHandle(_))));
+    // An index number this database's table lacks.
+    let missing = IndexId::from_raw(db.table("w").unwrap(), 1);
+    assert!(matches!(x.get_by(missing, &Key::from(1), |_, _| true), Err(Error::UnknownIndex(_))));
+    assert!(matches!(x.scan(missing, .., None, |_, _| true), Err(Error::UnknownIndex(_))));
     x.commit().unwrap();
 }
 

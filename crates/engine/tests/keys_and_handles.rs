@@ -71,6 +71,7 @@ fn integer_keys_and_every_value_form() {
             Ok(())
         })
         .unwrap();
+        db.sync_commits().unwrap();
         db.run(Isolation::Serializable, |x| {
             x.update(t, 2, "two")?;
             x.put(t, 5, vec![5u8])?;
@@ -83,8 +84,6 @@ fn integer_keys_and_every_value_form() {
             x.delete(t, 5)
         })
         .unwrap();
-        db.sync_commits().unwrap();
-        // POMVCC shows a commit to the next transaction only once asked to.
         db.sync_commits().unwrap();
         let mut x = db.begin(Isolation::Serializable).unwrap();
         let keys: Vec<u64> = x.range(t, 1..=70_000).unwrap().map(|r| r.unwrap().0.to_u64().unwrap()).collect();

@@ -370,6 +370,7 @@ fn long_keys_survive_a_restart_under_every_protocol() {
         // And once more, from the checkpoint the reopen wrote alone.
         drop(db);
         let (db, _) = Database::open(durable_opts(dir.path(), p), durable_schema).unwrap();
+        let o = db.table("o").unwrap();
         assert_eq!(scan_all(&db, iso, o, true), want[1], "{p:?}: second reopen");
     }
 }

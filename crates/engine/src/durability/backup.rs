@@ -91,6 +91,7 @@ impl Database {
     ///
     /// let opts = Options { data_dir: Some(backup), durability: Durability::Async, ..Options::default() };
     /// let (copy, _) = Database::open(opts, |d| d.create_table(TableSpec::hash("t", 64)).map(|_| ())).unwrap();
+    /// let t = copy.table("t").unwrap(); // handles are their database's
     /// let mut x = copy.begin(Isolation::Snapshot).unwrap();
     /// assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
     /// ```

@@ -157,7 +157,7 @@ impl Database {
     ///
     /// // Load the directory into an in-memory database, without owning it.
     /// let copy = Database::new(Options::default()).unwrap();
-    /// copy.create_table(TableSpec::ordered("t")).unwrap();
+    /// let t = copy.create_table(TableSpec::ordered("t")).unwrap();
     /// let report = copy.recover_from(&dir).unwrap();
     /// assert_eq!(report.checkpoint.map(|(_file, _ts, rows)| rows), Some(1));
     /// assert!(copy.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap().is_some());
