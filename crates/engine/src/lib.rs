@@ -118,7 +118,7 @@
 //! before it commits (never during normal processing); there is no
 //! validation. Deadlocks among wait-for dependencies are found every
 //! [`Options::deadlock_interval`] and break by aborting a victim
-//! ([`AbortReason::Deadlock`]; [`detect_deadlocks`]). All four levels.
+//! ([`AbortReason::Deadlock`]; [`research::detect_deadlocks`]). All four levels.
 //!
 //! **Hekaton mixed** ([`Protocol::MvMixed`]): MV/O and MV/L transactions
 //! side by side on one database (section 4.5), chosen per transaction with
@@ -268,12 +268,13 @@
 //! From the bottom up: [`error`], [`key`], the options and ids
 //! (`options.rs`), `storage` (versions, tables), `index` (hash and
 //! ordered indexes), `txn` (transaction table, visibility, commit
-//! dependencies), `gc` (version reclamation), [`history`], [`protocol`]
-//! (one module per protocol), [`Database`] (`db/`), and [`durability`]
-//! (log, checkpoints, recovery, opening a data directory), and above them
-//! [`typed`] (typed keys and values, [`TableDefinition`]). This file only
-//! declares the modules and re-exports the public API; `docs/ARCHITECTURE.md`
-//! in the repository describes the layers.
+//! dependencies), `gc` (version reclamation), history recording
+//! ([`research::history`]), [`protocol`] (one module per protocol),
+//! [`Database`] (`db/`), and [`durability`] (log, checkpoints, recovery,
+//! opening a data directory), and above them [`typed`] (typed keys and
+//! values, [`TableDefinition`]). This file only declares the modules and
+//! re-exports the public API; `docs/ARCHITECTURE.md` in the repository
+//! describes the layers.
 //!
 //! Optional features: `serde` (typed values through postcard), `metrics`
 //! (counters, a gauge and histograms through the `metrics` facade: commits,
@@ -287,15 +288,13 @@
 
 #![warn(missing_docs)]
 
-pub mod breakdown;
-pub mod ceiling;
 pub mod durability;
 pub mod error;
 pub(crate) mod gc;
-pub mod history;
 pub(crate) mod index;
 pub mod key;
 pub mod protocol;
+pub mod research;
 pub(crate) mod storage;
 mod sync;
 pub mod table;
@@ -310,22 +309,23 @@ mod options;
 mod shared;
 mod stats;
 
-pub use db::{Core, Database, Pinned};
+// The engine's own paths to the instruments `research` publishes.
+pub(crate) use research::{breakdown, history};
+
+pub use db::Database;
 pub use durability::backup::BackupInfo;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};
 pub use key::{Key, KeyBuilder, KEY_INLINE, KEY_MAX};
 pub use options::{
-    AccessSet, Durability, Faults, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId,
-    TxnOptions, MAX_TABLES, POMVCC_TICK,
+    AccessSet, Durability, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId, TxnOptions,
+    MAX_TABLES, POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
 pub use protocol::core::Savepoint;
 pub use protocol::iter::Range;
-pub use protocol::mv_lock::detect_deadlocks;
 pub use protocol::transaction::Transaction;
-pub use shared::Shared;
 pub use stats::Stats;
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;

@@ -5,6 +5,7 @@
 
 mod common;
 
+use multiverse::research::Faults;
 use multiverse::*;
 
 const SER: Isolation = Isolation::Serializable;

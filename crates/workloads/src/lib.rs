@@ -52,6 +52,7 @@ pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
 pub use mix::Mix;
 pub use store::{run_attempts as run_store_attempts, Store, StoreTxn};
 
+use multiverse::research::breakdown;
 use multiverse::{
     AbortReason, AccessSet, Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, Transaction, TxnOptions,
 };
@@ -564,7 +565,7 @@ fn run_attempts<W: Worker>(
     let mut opts = opts;
     // A time breakdown samples this transaction: each attempt is timed,
     // and an aborted one's time (with its backoff) goes to `wasted`.
-    let timing = multiverse::breakdown::enabled() && multiverse::breakdown::sampling();
+    let timing = breakdown::enabled() && breakdown::sampling();
     if let Some(now) = db.retry_after() {
         if let (at, Some(ts)) = LAST_COMMIT.get() {
             // Past `now`: another database that had the same address.
@@ -574,7 +575,7 @@ fn run_attempts<W: Worker>(
         }
     }
     loop {
-        let attempt = timing.then(|| (multiverse::breakdown::now(), multiverse::breakdown::thread_totals()));
+        let attempt = timing.then(|| (breakdown::now(), breakdown::thread_totals()));
         // One epoch pin for the attempt (`Database::pin`): the operations'
         // own pins nest in it (a counter, not a fence each), 5-7% more
         // throughput on Silo YCSB and MV/O Hekaton (docs/BENCHMARKS.md).
@@ -641,19 +642,21 @@ fn run_attempts<W: Worker>(
 
 /// The time this thread's aborted attempts took (rolled back by the
 /// workload, or aborted by the engine and retried, with their backoff),
-/// while `multiverse::breakdown` is on and the thread samples: what a time
-/// breakdown counts as work thrown away. Kept apart from the engine's parts, which the aborted
-/// attempts' regions also added to, so that a caller can leave those out.
+/// while `multiverse::research::breakdown` is on and the thread samples: what
+/// a time breakdown counts as work thrown away. Kept apart from the engine's
+/// parts, which the aborted attempts' regions also added to, so that a
+/// caller can leave those out.
 pub mod wasted {
-    use multiverse::breakdown::{now, thread_totals};
+    use multiverse::research::breakdown::{now, thread_totals};
     use std::cell::Cell;
 
     thread_local! {
         static WASTED: Cell<(u64, [u64; 5])> = const { Cell::new((0, [0; 5])) };
     }
 
-    /// This thread's running totals, in `multiverse::breakdown` ticks: the
-    /// aborted attempts' time, and what they added to each engine part.
+    /// This thread's running totals, in `multiverse::research::breakdown`
+    /// ticks: the aborted attempts' time, and what they added to each engine
+    /// part.
     pub fn totals() -> (u64, [u64; 5]) {
         WASTED.get()
     }

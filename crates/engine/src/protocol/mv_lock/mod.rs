@@ -65,9 +65,9 @@
 //!   committed since the visibility check is retried on the new latest
 //!   version for a point lookup, and aborts a scan (reason `read-lock`).
 
-mod deadlock;
+pub(crate) mod deadlock;
 
-pub use deadlock::*;
+use deadlock::detect_deadlocks;
 
 use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
