@@ -326,7 +326,7 @@ pub use protocol::core::CommitInfo;
 pub use protocol::core::Savepoint;
 pub use protocol::iter::Range;
 pub use protocol::transaction::Transaction;
-pub use stats::Stats;
+pub use stats::{AbortCounts, Stats};
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;
 pub use typed::{TableDefinition, TypedRange, TypedTable};

@@ -621,7 +621,7 @@ mod tests {
         });
         let deadlocks = outcomes.iter().filter(|o| **o == Err(crate::Error::Aborted(AbortReason::Deadlock))).count();
         assert_eq!((deadlocks, outcomes.iter().filter(|o| o.is_ok()).count()), (1, 1), "{outcomes:?}");
-        assert_eq!(db.stats().aborts[AbortReason::Deadlock as usize], 1);
+        assert_eq!(db.stats().aborts[AbortReason::Deadlock], 1);
     }
 
     #[test]
