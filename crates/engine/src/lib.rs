@@ -59,6 +59,46 @@
 //!   versions. [`Database::stats`] counts commits, aborts by reason,
 //!   versions, log and memory use ([`Stats`]).
 //!
+//! # What the crate exports
+//!
+//! The crate root and its public modules are the embedding API:
+//!
+//! * the database and its schema: [`Database`]; [`Options`] with
+//!   [`Protocol`], [`Isolation`], [`Durability`], [`OnDamage`],
+//!   [`RetryPolicy`], and [`POMVCC_TICK`] (the default of
+//!   [`Options::pomvcc_interval`]); [`TableSpec`], [`IndexKind`],
+//!   [`KeyFn`], [`TableId`], [`IndexId`] and [`MAX_TABLES`];
+//! * keys: [`Key`], [`KeyBuilder`], [`KEY_MAX`] and [`KEY_INLINE`] (also
+//!   in [`key`]);
+//! * transactions: [`Transaction`], [`TxnOptions`] with [`Mode`] and
+//!   [`AccessSet`], [`Range`], [`Savepoint`], [`CommitInfo`], [`Filter`];
+//! * errors and counters: [`Error`], [`AbortReason`] and [`Result`] (also
+//!   in [`error`]), [`Stats`] with its [`AbortCounts`];
+//! * the [`typed`] layer: [`TableDefinition`], [`TypedTable`],
+//!   [`TypedRange`] and the module's traits;
+//! * durability: [`RecoveryReport`], [`CheckpointInfo`], [`BackupInfo`],
+//!   and in [`durability`] [`salvage`](durability::salvage()) with its
+//!   report;
+//! * BOHM's whole-transaction API, in [`protocol::bohm`]:
+//!   [`Procedure`](protocol::bohm::Procedure) and
+//!   [`ExecTxn`](protocol::bohm::ExecTxn) for the logic,
+//!   [`Config`](protocol::bohm::Config), a [`Batch`](protocol::bohm::Batch)
+//!   or any [`Feed`](protocol::bohm::Feed) for [`Database::bohm_run`], a
+//!   [`Server`](protocol::bohm::Server) for [`Database::bohm_serve`], and
+//!   what comes back ([`Done`](protocol::bohm::Done),
+//!   [`Outcome`](protocol::bohm::Outcome),
+//!   [`RunStats`](protocol::bohm::RunStats)). The other modules of
+//!   [`protocol`] document one protocol each.
+//!
+//! [`research`] holds what the benchmark and the checker use and an
+//! embedder does not: the time-breakdown timers, the ceiling table without
+//! concurrency control, history recording, fault injection, epoch pins
+//! held over a whole transaction, the deadlock detector's entry point and
+//! the state behind a database handle. It is public for the workspace's
+//! other crates and is not held to the embedding API's stability. The
+//! test `tests/public_api.rs` lists the root's names, so that the list
+//! changes only on purpose.
+//!
 //! # Isolation levels
 //!
 //! [`Isolation`] has the four levels of Hekaton (section 2.5):

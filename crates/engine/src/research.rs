@@ -57,3 +57,38 @@ pub use crate::db::{Core, Pinned};
 pub use crate::options::Faults;
 pub use crate::protocol::mv_lock::deadlock::detect_deadlocks;
 pub use crate::shared::Shared;
+
+/// None of the research items may be named at the crate root: one
+/// `compile_fail` block per item (`Pinned`'s is in the module docs), since
+/// a block naming them all would go on failing to compile, and so passing,
+/// while any one of them stayed out of the root.
+///
+/// ```compile_fail,E0432
+/// use multiverse::breakdown;
+/// ```
+/// ```compile_fail,E0432
+/// use multiverse::ceiling;
+/// ```
+/// ```compile_fail,E0432
+/// use multiverse::history;
+/// ```
+/// ```compile_fail,E0432
+/// use multiverse::Faults;
+/// ```
+/// ```compile_fail,E0432
+/// use multiverse::Core;
+/// ```
+/// ```compile_fail,E0432
+/// use multiverse::Shared;
+/// ```
+/// ```compile_fail,E0432
+/// use multiverse::detect_deadlocks;
+/// ```
+///
+/// And each of them is here:
+///
+/// ```
+/// use multiverse::research::{breakdown, ceiling, detect_deadlocks, history, Core, Faults, Pinned, Shared};
+/// ```
+#[cfg(doctest)]
+pub struct NotAtTheRoot;
