@@ -15,8 +15,8 @@
 //! Sizes are modest by default; `MULTIVERSE_LONG=1` runs 20 times more
 //! transactions (and `MULTIVERSE_STRESS=N` multiplies that).
 
-use multiverse::history::{History, Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
 use multiverse::protocol::bohm::{Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+use multiverse::research::history::{History, Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
 use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
 use multiverse_check::{check, Class};
 use rand::rngs::SmallRng;

@@ -2,8 +2,9 @@
 //! checker accepts every level it claims; with the engine's fault switches
 //! on, the checker catches the anomalies that follow.
 
-use multiverse::history::History;
-use multiverse::{Database, Faults, Isolation, Key, Options, TableId, TableSpec};
+use multiverse::research::history::History;
+use multiverse::research::Faults;
+use multiverse::{Database, Isolation, Key, Options, TableId, TableSpec};
 use multiverse_check::{check, Class};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

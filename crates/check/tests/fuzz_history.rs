@@ -17,7 +17,7 @@
 //! N, `MULTIVERSE_FUZZ_SEED=S` others. Nothing is written to the
 //! repository.
 
-use multiverse::history::History;
+use multiverse::research::history::History;
 use multiverse::{Database, Isolation, Key, Options, TableSpec};
 use multiverse_check::{check, check_appends, read_history, write_history};
 use proptest::prelude::*;

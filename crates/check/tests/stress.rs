@@ -11,8 +11,9 @@
 //! Sizes are modest by default; `MULTIVERSE_STRESS=N` multiplies the number
 //! of transactions (e.g. 1000 for millions).
 
+use multiverse::research::Faults;
 use multiverse::{
-    Database, Error, Faults, Filter, Isolation, Key, Mode, Options, Protocol, Stats, TableId, TableSpec, TxnOptions,
+    Database, Error, Filter, Isolation, Key, Mode, Options, Protocol, Stats, TableId, TableSpec, TxnOptions,
 };
 use multiverse_check::{check, Class, Report};
 use rand::rngs::SmallRng;
@@ -257,7 +258,7 @@ fn run_threads_stats(opts: Options, iso: Isolation, txns_per_thread: u64, thread
 
 /// Writes a failing run's history to `$MULTIVERSE_DUMP/NAME.history`, if
 /// that variable names a directory.
-fn dump(history: &multiverse::history::History, name: &str) {
+fn dump(history: &multiverse::research::history::History, name: &str) {
     if let Ok(dir) = std::env::var("MULTIVERSE_DUMP") {
         let path = format!("{dir}/{name}.history");
         let f = std::fs::File::create(&path).unwrap();

@@ -59,6 +59,46 @@
 //!   versions. [`Database::stats`] counts commits, aborts by reason,
 //!   versions, log and memory use ([`Stats`]).
 //!
+//! # What the crate exports
+//!
+//! The crate root and its public modules are the embedding API:
+//!
+//! * the database and its schema: [`Database`]; [`Options`] with
+//!   [`Protocol`], [`Isolation`], [`Durability`], [`OnDamage`],
+//!   [`RetryPolicy`], and [`POMVCC_TICK`] (the default of
+//!   [`Options::pomvcc_interval`]); [`TableSpec`], [`IndexKind`],
+//!   [`KeyFn`], [`TableId`], [`IndexId`] and [`MAX_TABLES`];
+//! * keys: [`Key`], [`KeyBuilder`], [`KEY_MAX`] and [`KEY_INLINE`] (also
+//!   in [`key`]);
+//! * transactions: [`Transaction`], [`TxnOptions`] with [`Mode`] and
+//!   [`AccessSet`], [`Range`], [`Savepoint`], [`CommitInfo`], [`Filter`];
+//! * errors and counters: [`Error`], [`AbortReason`] and [`Result`] (also
+//!   in [`error`]), [`Stats`] with its [`AbortCounts`];
+//! * the [`typed`] layer: [`TableDefinition`], [`TypedTable`],
+//!   [`TypedRange`] and the module's traits;
+//! * durability: [`RecoveryReport`], [`CheckpointInfo`], [`BackupInfo`],
+//!   and in [`durability`] [`salvage`](durability::salvage()) with its
+//!   report;
+//! * BOHM's whole-transaction API, in [`protocol::bohm`]:
+//!   [`Procedure`](protocol::bohm::Procedure) and
+//!   [`ExecTxn`](protocol::bohm::ExecTxn) for the logic,
+//!   [`Config`](protocol::bohm::Config), a [`Batch`](protocol::bohm::Batch)
+//!   or any [`Feed`](protocol::bohm::Feed) for [`Database::bohm_run`], a
+//!   [`Server`](protocol::bohm::Server) for [`Database::bohm_serve`], and
+//!   what comes back ([`Done`](protocol::bohm::Done),
+//!   [`Outcome`](protocol::bohm::Outcome),
+//!   [`RunStats`](protocol::bohm::RunStats)). The other modules of
+//!   [`protocol`] document one protocol each.
+//!
+//! [`research`] holds what the benchmark and the checker use and an
+//! embedder does not: the time-breakdown timers, the ceiling table without
+//! concurrency control, history recording, fault injection, epoch pins
+//! held over a whole transaction, the deadlock detector's entry point and
+//! the state behind a database handle. It is public for the workspace's
+//! other crates and is not held to the embedding API's stability. The
+//! test `tests/public_api.rs` lists the root's names, so that the list
+//! changes only on purpose.
+//!
 //! # Isolation levels
 //!
 //! [`Isolation`] has the four levels of Hekaton (section 2.5):
@@ -118,7 +158,7 @@
 //! before it commits (never during normal processing); there is no
 //! validation. Deadlocks among wait-for dependencies are found every
 //! [`Options::deadlock_interval`] and break by aborting a victim
-//! ([`AbortReason::Deadlock`]; [`detect_deadlocks`]). All four levels.
+//! ([`AbortReason::Deadlock`]; [`research::detect_deadlocks`]). All four levels.
 //!
 //! **Hekaton mixed** ([`Protocol::MvMixed`]): MV/O and MV/L transactions
 //! side by side on one database (section 4.5), chosen per transaction with
@@ -269,12 +309,13 @@
 //! From the bottom up: [`error`], [`key`], the options and ids
 //! (`options.rs`), `storage` (versions, tables), `index` (hash and
 //! ordered indexes), `txn` (transaction table, visibility, commit
-//! dependencies), `gc` (version reclamation), [`history`], [`protocol`]
-//! (one module per protocol), [`Database`] (`db/`), and [`durability`]
-//! (log, checkpoints, recovery, opening a data directory), and above them
-//! [`typed`] (typed keys and values, [`TableDefinition`]). This file only
-//! declares the modules and re-exports the public API; `docs/ARCHITECTURE.md`
-//! in the repository describes the layers.
+//! dependencies), `gc` (version reclamation), history recording
+//! ([`research::history`]), [`protocol`] (one module per protocol),
+//! [`Database`] (`db/`), and [`durability`] (log, checkpoints, recovery,
+//! opening a data directory), and above them [`typed`] (typed keys and
+//! values, [`TableDefinition`]). This file only declares the modules and
+//! re-exports the public API; `docs/ARCHITECTURE.md` in the repository
+//! describes the layers.
 //!
 //! Optional features: `serde` (typed values through postcard), `metrics`
 //! (counters, a gauge and histograms through the `metrics` facade: commits,
@@ -288,15 +329,13 @@
 
 #![warn(missing_docs)]
 
-pub mod breakdown;
-pub mod ceiling;
 pub mod durability;
 pub mod error;
 pub(crate) mod gc;
-pub mod history;
 pub(crate) mod index;
 pub mod key;
 pub mod protocol;
+pub mod research;
 pub(crate) mod storage;
 mod sync;
 pub mod table;
@@ -311,23 +350,24 @@ mod options;
 mod shared;
 mod stats;
 
-pub use db::{Core, Database, Pinned};
+// The engine's own paths to the instruments `research` publishes.
+pub(crate) use research::{breakdown, history};
+
+pub use db::Database;
 pub use durability::backup::BackupInfo;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};
 pub use key::{Key, KeyBuilder, KEY_INLINE, KEY_MAX};
 pub use options::{
-    AccessSet, Durability, Faults, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId,
-    TxnOptions, MAX_TABLES, POMVCC_TICK,
+    AccessSet, Durability, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId, TxnOptions,
+    MAX_TABLES, POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
 pub use protocol::core::Savepoint;
 pub use protocol::iter::Range;
-pub use protocol::mv_lock::detect_deadlocks;
 pub use protocol::transaction::Transaction;
-pub use shared::Shared;
-pub use stats::Stats;
+pub use stats::{AbortCounts, Stats};
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;
 pub use typed::{TableDefinition, TypedRange, TypedTable};

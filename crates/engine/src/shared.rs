@@ -21,8 +21,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// The state of a database that every protocol shares.
-#[doc(hidden)]
+/// The state of a database that every protocol shares, reached from a
+/// [`Database`](crate::Database) through `Deref` (by way of
+/// `research::Core`). Its fields are the engine's own.
 pub struct Shared {
     pub(crate) opts: Options,
     /// This database's tag, in every handle it gives out ([`TableId`]).

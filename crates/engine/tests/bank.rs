@@ -173,7 +173,7 @@ fn run_bank(spec: TableSpec, iso: Isolation, collect: bool) -> u64 {
     assert!(transfers >= WRITERS * TRANSFERS_PER_WRITER, "{iso}: every writer ran its CI-size transfers");
     assert!(st.committed > transfers, "{iso}: the load and every transfer committed: {st:?}");
     assert_eq!(st.open_transactions, 0);
-    assert_eq!(st.aborts[AbortReason::User as usize], 0, "{iso}: no user aborts were issued");
+    assert_eq!(st.aborts[AbortReason::User], 0, "{iso}: no user aborts were issued");
     db.collect_garbage();
     let st = db.stats();
     assert_eq!(st.versions_alive, ACCOUNTS, "{iso}: after the run only the latest versions remain: {st:?}");

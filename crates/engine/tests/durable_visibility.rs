@@ -6,6 +6,7 @@
 //! A slow disk (`Faults::log_round_delay`) holds a writer's round pending
 //! while readers run: one reads the pending row, one an unrelated row.
 
+use multiverse::research::Faults;
 use multiverse::*;
 use std::time::{Duration, Instant};
 

@@ -310,7 +310,7 @@ fn run_with_retries_transient_aborts_up_to_the_limit() {
     });
     assert_eq!(r, Ok(()));
     assert_eq!(calls, 2, "the second attempt began before the holder aborted and still saw the row updatable");
-    assert_eq!(db.stats().aborts[AbortReason::WriteConflict as usize], 4);
+    assert_eq!(db.stats().aborts[AbortReason::WriteConflict], 4);
 }
 
 /// A database holds at most MAX_TABLES tables.

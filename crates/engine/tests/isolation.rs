@@ -184,7 +184,7 @@ fn read_row_updated_by_concurrent_commit_fails_read_validation() {
         let r = x.commit().map(|_| ());
         if VALIDATING.contains(&iso) {
             assert_eq!(r, aborted(AbortReason::ReadValidation), "{iso}");
-            assert_eq!(db.stats().aborts[AbortReason::ReadValidation as usize], 1);
+            assert_eq!(db.stats().aborts[AbortReason::ReadValidation], 1);
         } else {
             assert_eq!(r, Ok(()), "{iso}");
         }
@@ -338,7 +338,7 @@ fn hash_scan_with_filter_then_concurrent_matching_insert_is_phantom() {
         let r = x.commit().map(|_| ());
         if iso == Isolation::Serializable {
             assert_eq!(r, aborted(AbortReason::Phantom));
-            assert_eq!(db.stats().aborts[AbortReason::Phantom as usize], 1);
+            assert_eq!(db.stats().aborts[AbortReason::Phantom], 1);
         } else {
             assert_eq!(r, Ok(()), "repeatable read does not detect phantoms");
         }
@@ -672,7 +672,7 @@ fn aborted_and_dropped_transactions_leave_no_trace() {
     assert_eq!(read(&db, t, 2), Some(2));
     assert_eq!(read(&db, t, 3), Some(3));
     let s = db.stats();
-    assert_eq!(s.aborts[AbortReason::User as usize], 2);
+    assert_eq!(s.aborts[AbortReason::User], 2);
     assert_eq!(s.open_transactions, 0);
     // The rows are writable again.
     db.run(Isolation::Serializable, |z| {

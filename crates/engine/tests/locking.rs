@@ -190,8 +190,8 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
     outcomes.sort_by_key(|o| o.0);
     assert_eq!(outcomes[0].1, Ok(()), "the older commits: {outcomes:?}");
     assert_eq!(outcomes[1].1, Err(Error::Aborted(AbortReason::Deadlock)), "the younger is chosen: {outcomes:?}");
-    assert_eq!(db.stats().aborts[AbortReason::Deadlock as usize], 1);
-    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
+    assert_eq!(db.stats().aborts[AbortReason::Deadlock], 1);
+    assert_eq!(db.stats().aborts[AbortReason::LockTimeout], 0);
 }
 
 /// A waiting upgrade keeps new readers out of its key (its mark on the word),
@@ -241,7 +241,7 @@ fn a_reader_behind_a_waiting_writer_is_in_the_deadlock_graph() {
     let outcomes = [&r1, &r2, &r3];
     assert_eq!(outcomes.iter().filter(|r| ***r == dead).count(), 1, "{outcomes:?}");
     assert!(outcomes.iter().all(|r| **r == dead || r.is_ok()), "{outcomes:?}");
-    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
+    assert_eq!(db.stats().aborts[AbortReason::LockTimeout], 0);
     assert_eq!(get(&db, h, 2), Some(if r1.is_ok() { 10 } else { 2 }));
     assert_eq!(
         get(&db, h, 3),

@@ -10,6 +10,7 @@
 //! one: a child process whose file size limit (`RLIMIT_FSIZE`, with
 //! `SIGXFSZ` ignored) makes the log's `write` fail with `EFBIG`.
 
+use multiverse::research::Faults;
 use multiverse::*;
 use std::process::Command;
 use std::time::Duration;

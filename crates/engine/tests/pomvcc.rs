@@ -122,7 +122,7 @@ fn an_optimistic_write_locks_at_commit() {
     assert!(won.commit_ts > c0.commit_ts);
     assert_eq!(occ.commit().unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
     assert_eq!(get(&db, t, 1, Some(won.commit_ts)), Some(12));
-    assert_eq!(db.stats().aborts[AbortReason::WriteConflict as usize], 1);
+    assert_eq!(db.stats().aborts[AbortReason::WriteConflict], 1);
 }
 
 /// A pessimistic write locks at update time (Figure 14): a long

@@ -5,6 +5,7 @@
 
 mod common;
 
+use multiverse::research::Faults;
 use multiverse::*;
 
 const SER: Isolation = Isolation::Serializable;
@@ -215,7 +216,7 @@ fn a_retry_survives_the_overwriter_that_killed_it() {
         r.unwrap_or_else(|e| panic!("{c:?}: {e}"));
         assert_eq!(attempts, 2, "{c:?}: the first attempt fails, the retry commits");
         let s = db.stats();
-        assert_eq!(s.aborts[reason(c) as usize], 1, "{c:?}");
+        assert_eq!(s.aborts[reason(c)], 1, "{c:?}");
     }
 }
 

@@ -171,7 +171,7 @@ fn concurrent_snapshot_and_serializable_runs_keep_rows_intact() {
     // 20 rows, 2 threads: heavy contention, so aborts happen and are retried.
     for iso in [Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable] {
         let a = concurrent(iso, 20, 2, 400);
-        assert_eq!(a.0[multiverse::AbortReason::User as usize], 0);
+        assert_eq!(a.0[multiverse::AbortReason::User], 0);
     }
 }
 

@@ -207,7 +207,7 @@ fn concurrent_long_readers(iso: Isolation) {
             // Serializable, but it writes nothing: MV/O serializes it at its
             // begin timestamp without validation. Only a commit dependency on
             // an updater that then aborts can fail it.
-            let other = aborts.total() - aborts.0[AbortReason::CommitDependency as usize];
+            let other = aborts.total() - aborts.0[AbortReason::CommitDependency];
             assert_eq!(other, 0, "long reader at {iso}: {aborts:?}");
         } else {
             assert_eq!(by_type[LONG_READ], 0);

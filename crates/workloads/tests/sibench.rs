@@ -212,7 +212,7 @@ fn concurrent_groups_keep_tids_and_counts_exact() {
         // Read-only: nothing to validate (a commit dependency on a writer
         // that then aborts is the only way a query can fail under MV/O).
         let q = per_type[0].2;
-        assert_eq!(q.total(), q.0[AbortReason::CommitDependency as usize], "{q:?}");
+        assert_eq!(q.total(), q.0[AbortReason::CommitDependency], "{q:?}");
         let written: u64 = per_type.iter().map(|p| p.1).sum();
         assert!(written > 800, "{written} writes");
         let st = state(&db, &w);

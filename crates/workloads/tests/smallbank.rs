@@ -3,7 +3,8 @@
 //! isolation level, including proof that the check catches money created
 //! behind its back and lost updates.
 
-use multiverse::{AccessSet, Database, Faults, Isolation, Key, Options, TxnOptions};
+use multiverse::research::Faults;
+use multiverse::{AccessSet, Database, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::smallbank::*;
 use multiverse_workloads::{load_parallel, run_txn, AbortCounts, Mix, Worker, Workload};
 use std::time::{Duration, Instant};

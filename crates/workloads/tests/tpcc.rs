@@ -164,7 +164,7 @@ fn each_transaction_does_what_the_specification_says() {
     let mut rb = TpccInput { rollback: true, ..no };
     rb.items[4] = ITEMS + 1;
     assert!(!run_one(&db, &mut k, &mut aborts, rb));
-    assert_eq!(aborts.0[AbortReason::User as usize], 1);
+    assert_eq!(aborts.0[AbortReason::User], 1);
     assert_eq!(u32_at(&get(&db, district, &d_key(1, 3)).unwrap(), D_NEXT_O_ID), 3002);
     assert!(get(&db, order, &o_key(1, 3, 3002)).is_none() && get(&db, order_line, &ol_key(1, 3, 3002, 1)).is_none());
 

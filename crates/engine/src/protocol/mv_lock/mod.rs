@@ -65,9 +65,9 @@
 //!   committed since the visibility check is retried on the new latest
 //!   version for a point lookup, and aborts a scan (reason `read-lock`).
 
-mod deadlock;
+pub(crate) mod deadlock;
 
-pub use deadlock::*;
+use deadlock::detect_deadlocks;
 
 use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
@@ -621,7 +621,7 @@ mod tests {
         });
         let deadlocks = outcomes.iter().filter(|o| **o == Err(crate::Error::Aborted(AbortReason::Deadlock))).count();
         assert_eq!((deadlocks, outcomes.iter().filter(|o| o.is_ok()).count()), (1, 1), "{outcomes:?}");
-        assert_eq!(db.stats().aborts[AbortReason::Deadlock as usize], 1);
+        assert_eq!(db.stats().aborts[AbortReason::Deadlock], 1);
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn dependency_resolved_by_abort_fails_dependent_commit() {
     assert_eq!(deps_of(&db, x.id()), 1);
     f.abort();
     assert_eq!(x.commit(), Err(Error::Aborted(AbortReason::CommitDependency)));
-    assert_eq!(db.stats().aborts[AbortReason::CommitDependency as usize], 1);
+    assert_eq!(db.stats().aborts[AbortReason::CommitDependency], 1);
     let mut y = db.begin(Isolation::Snapshot).unwrap();
     assert_eq!(get(&mut y, t, 1).unwrap().as_deref(), Some(&b"v1"[..]));
 }
@@ -166,7 +166,7 @@ fn cascading_abort_through_a_waiting_dependent() {
     for k in 1..=3 {
         assert_eq!(get(&mut y, t, k).unwrap(), Some(format!("v{k}").into_bytes()));
     }
-    assert_eq!(db.stats().aborts[AbortReason::CommitDependency as usize], 2);
+    assert_eq!(db.stats().aborts[AbortReason::CommitDependency], 2);
 }
 
 /// The same chain with F committing: every dependent commits, in order.
