@@ -358,7 +358,7 @@ pub use durability::backup::BackupInfo;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};
-pub use key::{Key, KeyBuilder, KEY_INLINE, KEY_MAX};
+pub use key::{IntoKey, Key, KeyBuilder, KeyRange, KEY_INLINE, KEY_MAX};
 pub use options::{
     AccessSet, Durability, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId, TxnOptions,
     MAX_TABLES, POMVCC_TICK,

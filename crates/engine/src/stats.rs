@@ -188,15 +188,6 @@ impl IndexMut<AbortReason> for AbortCounts {
     }
 }
 
-/// By position in [`AbortReason::ALL`] (`reason as usize`), for code
-/// written when the counts were an array; index by the reason instead.
-impl Index<usize> for AbortCounts {
-    type Output = u64;
-    fn index(&self, i: usize) -> &u64 {
-        &self.0[i]
-    }
-}
-
 /// Adds another set of counts, reason by reason.
 impl AddAssign for AbortCounts {
     fn add_assign(&mut self, o: AbortCounts) {

@@ -27,7 +27,7 @@ root! {
     Database, Options, Protocol, Isolation, Durability, OnDamage, RetryPolicy, POMVCC_TICK,
     TableSpec, IndexKind, KeyFn, TableId, IndexId, MAX_TABLES,
     // Keys.
-    Key, KeyBuilder, KEY_MAX, KEY_INLINE,
+    IntoKey, Key, KeyBuilder, KeyRange, KEY_MAX, KEY_INLINE,
     // Transactions.
     Transaction, TxnOptions, Mode, AccessSet, Range, Savepoint, CommitInfo, Filter,
     // Errors and counters.

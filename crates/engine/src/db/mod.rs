@@ -519,7 +519,7 @@ impl Database {
     /// db.begin(Isolation::Serializable).unwrap().abort();
     /// let s = db.stats();
     /// assert_eq!((s.committed, s.aborted()), (1, 1));
-    /// assert_eq!(s.aborts[AbortReason::User as usize], 1);
+    /// assert_eq!(s.aborts[AbortReason::User], 1);
     /// assert_eq!(s.open_transactions, 0);
     /// ```
     pub fn stats(&self) -> Stats {
