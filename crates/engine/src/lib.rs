@@ -11,21 +11,22 @@
 //! the same application code.
 //!
 //! ```
-//! use multiverse::{Database, Isolation, Key, Options, TableSpec};
+//! use multiverse::{Database, Isolation, Options, TableSpec};
 //!
 //! let db = Database::new(Options::default()).unwrap();
-//! let accounts = db.create_table(TableSpec::hash("accounts", 1024)).unwrap();
+//! let accounts = db.create_table(TableSpec::ordered("accounts")).unwrap();
 //! // A closure transaction: committed at the end, retried on transient aborts.
 //! db.run(Isolation::Serializable, |t| {
-//!     t.insert(accounts, Key::from(1), &100u64.to_le_bytes())?;
-//!     t.insert(accounts, Key::from(2), &50u64.to_le_bytes())
+//!     t.insert(accounts, "alice", 100u64.to_le_bytes())?;
+//!     t.insert(accounts, "bob", 50u64.to_le_bytes())
 //! })
 //! .unwrap();
 //!
 //! // An interactive transaction.
 //! let mut t = db.begin(Isolation::Snapshot).unwrap();
-//! let v = t.get(accounts, &Key::from(1)).unwrap().unwrap();
+//! let v = t.get(accounts, "alice").unwrap().unwrap();
 //! assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), 100);
+//! assert_eq!(t.range(accounts, "a".."c").unwrap().count(), 2);
 //! t.commit().unwrap();
 //! ```
 //!
@@ -37,9 +38,15 @@
 //!   primary index (a lock-free hash index or an ordered skip list, see
 //!   [`IndexKind`]) and any number of non-unique secondary indexes whose
 //!   keys a function derives from the row.
-//! * Keys are byte strings ordered by their bytes ([`Key`]); composite keys
-//!   are built with [`KeyBuilder`] so that they sort like the tuple. Values
-//!   are byte slices. The [`typed`] layer ([`TableDefinition`],
+//! * Keys are byte strings ordered by their bytes ([`Key`]); every
+//!   operation takes one as [`IntoKey`]: `&str`, `String`, `&[u8]`,
+//!   `Vec<u8>`, a `u64` (big-endian, sorting as numbers) or a `Key`, owned
+//!   or borrowed. Composite keys are built with [`KeyBuilder`] so that they
+//!   sort like the tuple. Values are anything that is bytes
+//!   (`impl AsRef<[u8]>`). Ranges ([`KeyRange`]) are Rust's range
+//!   expressions over any key form, on a table ([`TableId`], its primary
+//!   index) or a secondary index ([`IndexId`]). Handles belong to their
+//!   database ([`Error::ForeignHandle`]). The [`typed`] layer ([`TableDefinition`],
 //!   [`TypedTable`]) encodes Rust keys and values, tuples included, over
 //!   the same API.
 //! * [`Database::run`] runs a closure as a transaction and retries it on

@@ -46,7 +46,9 @@ fn string_keys_round_trip_in_order() {
         assert_eq!(x.get(t, &fig).unwrap(), want);
         assert_eq!(x.get(t, fig.clone()).unwrap(), want);
         // Ranges of strings, and a prefix.
-        let keys = |r: multiverse::Range| r.map(|kv| String::from_utf8(kv.unwrap().0.as_bytes().to_vec()).unwrap()).collect::<Vec<_>>();
+        let keys = |r: multiverse::Range| {
+            r.map(|kv| String::from_utf8(kv.unwrap().0.as_bytes().to_vec()).unwrap()).collect::<Vec<_>>()
+        };
         assert_eq!(keys(x.range(t, "apple".."fig").unwrap()), ["apple", "apples", "banana"], "{p:?}");
         assert_eq!(keys(x.range(t, "b"..="fig").unwrap()), ["banana", "fig"], "{p:?}");
         assert_eq!(keys(x.prefix(t, "apple").unwrap()), ["apple", "apples"], "{p:?}");
@@ -119,7 +121,8 @@ fn an_oversize_key_is_refused_and_the_transaction_goes_on() {
 fn handles_cannot_cross_databases() {
     for p in Protocol::ALL {
         let (a, b) = (db(p), db(p));
-        let spec = || TableSpec::ordered("t").secondary("by_value", IndexKind::Ordered, |_, v| Key::from_bytes(v).unwrap());
+        let spec =
+            || TableSpec::ordered("t").secondary("by_value", IndexKind::Ordered, |_, v| Key::from_bytes(v).unwrap());
         let ta = a.create_table(spec()).unwrap();
         let tb = b.create_table(spec()).unwrap();
         assert_eq!(ta.raw(), tb.raw());

@@ -406,8 +406,10 @@ fn a_scan_stopped_at_a_moved_row_commits() {
     use multiverse::{Database, Isolation, Options, Protocol, TableSpec};
     let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
     let t = db.create_table(TableSpec::ordered("n")).unwrap();
-    db.run(Isolation::Serializable, |x| [1u64, 2, 300, 70_000].into_iter().try_for_each(|k| x.insert(t, k, k.to_le_bytes())))
-        .unwrap();
+    db.run(Isolation::Serializable, |x| {
+        [1u64, 2, 300, 70_000].into_iter().try_for_each(|k| x.insert(t, k, k.to_le_bytes()))
+    })
+    .unwrap();
     // 300 moves: its new value is longer than the record holds.
     db.run(Isolation::Serializable, |x| x.update(t, 300, "three hundred")).unwrap();
     for _ in 0..3 {

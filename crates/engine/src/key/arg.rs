@@ -43,15 +43,28 @@ use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, Rang
 /// assert!(x.get(t, "x".repeat(2000)).is_err());
 /// x.commit().unwrap();
 /// ```
-pub trait IntoKey<'a> {
+pub trait IntoKey<'a>: Sized {
     /// The key, borrowed when `self` is a `&Key`.
     fn into_key(self) -> Result<Cow<'a, Key>, Error>;
+
+    /// Calls `f` with the key: a `&Key` as it is (no copy, no check: the
+    /// lookups' hot path), anything else converted first.
+    #[inline(always)]
+    fn with_key<R>(self, f: impl FnOnce(&Key) -> R) -> Result<R, Error> {
+        let k = self.into_key()?;
+        Ok(f(&k))
+    }
 }
 
 impl<'a> IntoKey<'a> for &'a Key {
     #[inline(always)]
     fn into_key(self) -> Result<Cow<'a, Key>, Error> {
         Ok(Cow::Borrowed(self))
+    }
+
+    #[inline(always)]
+    fn with_key<R>(self, f: impl FnOnce(&Key) -> R) -> Result<R, Error> {
+        Ok(f(self))
     }
 }
 
@@ -60,12 +73,22 @@ impl<'a> IntoKey<'a> for Key {
     fn into_key(self) -> Result<Cow<'a, Key>, Error> {
         Ok(Cow::Owned(self))
     }
+
+    #[inline(always)]
+    fn with_key<R>(self, f: impl FnOnce(&Key) -> R) -> Result<R, Error> {
+        Ok(f(&self))
+    }
 }
 
 impl<'a> IntoKey<'a> for u64 {
     #[inline(always)]
     fn into_key(self) -> Result<Cow<'a, Key>, Error> {
         Ok(Cow::Owned(Key::from_u64(self)))
+    }
+
+    #[inline(always)]
+    fn with_key<R>(self, f: impl FnOnce(&Key) -> R) -> Result<R, Error> {
+        Ok(f(&Key::from_u64(self)))
     }
 }
 
@@ -226,7 +249,10 @@ mod tests {
     #[test]
     fn oversize_bytes_are_a_typed_error() {
         let long = vec![0u8; crate::KEY_MAX + 1];
-        assert_eq!(long.as_slice().into_key().unwrap_err(), Error::KeyTooLarge { len: long.len(), max: crate::KEY_MAX });
+        assert_eq!(
+            long.as_slice().into_key().unwrap_err(),
+            Error::KeyTooLarge { len: long.len(), max: crate::KEY_MAX }
+        );
         assert!(Key::try_from(long).is_err());
     }
 

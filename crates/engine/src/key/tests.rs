@@ -81,10 +81,7 @@ fn composite_keys_order_as_tuples() {
 
 #[test]
 fn too_long_keys_are_refused() {
-    assert_eq!(
-        Key::from_bytes(&[1u8; KEY_MAX + 1]).err(),
-        Some(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX })
-    );
+    assert_eq!(Key::from_bytes(&[1u8; KEY_MAX + 1]).err(), Some(Error::KeyTooLarge { len: KEY_MAX + 1, max: KEY_MAX }));
     assert!(Key::from_bytes(&[1u8; KEY_MAX]).is_ok());
     let b = Key::builder().bytes(&[7; KEY_MAX - 8]).u64(1);
     assert_eq!(b.clone().build().unwrap().len(), KEY_MAX);

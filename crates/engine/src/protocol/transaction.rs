@@ -320,13 +320,12 @@ impl<'db> Transaction<'db> {
         key: impl IntoKey<'k>,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
-        let key = &*key.into_key()?;
-        match &mut self.family {
+        key.with_key(|key| match &mut self.family {
             Family::Mv(t) => t.get_with(table, key, f),
             Family::Silo(t) => t.get_with(table, key, f),
             Family::Lock(t) => t.get_with(table, key, f),
             Family::Bohm(t) => t.get_with(table, key, f),
-        }
+        })?
     }
 
     /// Reads the row with primary key `key` (copies the value).
@@ -394,18 +393,19 @@ impl<'db> Transaction<'db> {
         key: impl IntoKey<'k>,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
-        let key = &*key.into_key()?;
-        if self.core().read_only && self.core().is_open() {
-            return Err(Error::InvalidArgument("get_for_update in a read-only transaction".into()));
-        }
-        match &mut self.family {
-            Family::Mv(t) => t.get_for_update_with(table, key, f),
-            Family::Silo(t) => t.get_for_update_with(table, key, f),
-            Family::Lock(t) => t.get_for_update_with(table, key, f),
-            // BOHM: writes are declared before the transaction runs, and an
-            // interactive transaction runs alone (see `bohm::interactive`).
-            Family::Bohm(t) => t.get_with(table, key, f),
-        }
+        key.with_key(|key| {
+            if self.core().read_only && self.core().is_open() {
+                return Err(Error::InvalidArgument("get_for_update in a read-only transaction".into()));
+            }
+            match &mut self.family {
+                Family::Mv(t) => t.get_for_update_with(table, key, f),
+                Family::Silo(t) => t.get_for_update_with(table, key, f),
+                Family::Lock(t) => t.get_for_update_with(table, key, f),
+                // BOHM: writes are declared before the transaction runs, and an
+                // interactive transaction runs alone (see `bohm::interactive`).
+                Family::Bohm(t) => t.get_with(table, key, f),
+            }
+        })?
     }
 
     /// [`Transaction::get_for_update_with`], copying the value.
@@ -527,15 +527,21 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(in_oslo, [1, 3]);
     /// ```
     #[inline]
-    pub fn get_by<'k>(&mut self, index: IndexId, key: impl IntoKey<'k>, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        let key = &*key.into_key()?;
-        let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
-        match &mut self.family {
-            Family::Mv(t) => t.get_by(index, key, f),
-            Family::Silo(t) => t.scan(index, lo, hi, None, false, f),
-            Family::Lock(t) => t.scan(index, lo, hi, None, false, f),
-            Family::Bohm(t) => t.scan(index, lo, hi, None, false, f),
-        }
+    pub fn get_by<'k>(
+        &mut self,
+        index: IndexId,
+        key: impl IntoKey<'k>,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        key.with_key(|key| {
+            let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
+            match &mut self.family {
+                Family::Mv(t) => t.get_by(index, key, f),
+                Family::Silo(t) => t.scan(index, lo, hi, None, false, f),
+                Family::Lock(t) => t.scan(index, lo, hi, None, false, f),
+                Family::Bohm(t) => t.scan(index, lo, hi, None, false, f),
+            }
+        })?
     }
 
     /// Calls `f(primary key, value)` for every visible row whose key in
@@ -632,23 +638,29 @@ impl<'db> Transaction<'db> {
     /// ```
     #[inline]
     pub fn update<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
-        let (key, value) = (&*key.into_key()?, value.as_ref());
-        self.core().admit_update(value.len())?;
-        let fill = |_: &[u8], new: &mut Vec<u8>| {
-            new.extend_from_slice(value);
-            true
-        };
-        // The single-version families check the length here: their `write`
-        // also serves `update_with` and `modify`, which check the result.
-        let too_large = |max: usize| Err(Error::ValueTooLarge { len: value.len(), max });
-        match &mut self.family {
-            Family::Mv(t) => t.update(table, key, value),
-            Family::Silo(t) if value.len() > t.core.db.opts.max_value_size => too_large(t.core.db.opts.max_value_size),
-            Family::Lock(t) if value.len() > t.core.db.opts.max_value_size => too_large(t.core.db.opts.max_value_size),
-            Family::Silo(t) => t.write(table, key, fill),
-            Family::Lock(t) => t.write(table, key, fill),
-            Family::Bohm(t) => t.write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value)),
-        }
+        let value = value.as_ref();
+        key.with_key(|key| {
+            self.core().admit_update(value.len())?;
+            let fill = |_: &[u8], new: &mut Vec<u8>| {
+                new.extend_from_slice(value);
+                true
+            };
+            // The single-version families check the length here: their `write`
+            // also serves `update_with` and `modify`, which check the result.
+            let too_large = |max: usize| Err(Error::ValueTooLarge { len: value.len(), max });
+            match &mut self.family {
+                Family::Mv(t) => t.update(table, key, value),
+                Family::Silo(t) if value.len() > t.core.db.opts.max_value_size => {
+                    too_large(t.core.db.opts.max_value_size)
+                }
+                Family::Lock(t) if value.len() > t.core.db.opts.max_value_size => {
+                    too_large(t.core.db.opts.max_value_size)
+                }
+                Family::Silo(t) => t.write(table, key, fill),
+                Family::Lock(t) => t.write(table, key, fill),
+                Family::Bohm(t) => t.write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value)),
+            }
+        })?
     }
 
     /// Read-modify-write: `f(old, new)` fills `new` (empty on entry) from the
@@ -678,20 +690,21 @@ impl<'db> Transaction<'db> {
         key: impl IntoKey<'k>,
         f: impl FnOnce(&[u8], &mut Vec<u8>),
     ) -> Result<()> {
-        let key = &*key.into_key()?;
-        self.core().admit_update(0)?;
-        match &mut self.family {
-            Family::Mv(t) => t.update_with(table, key, f),
-            Family::Silo(t) => t.write(table, key, |old, new| {
-                f(old, new);
-                true
-            }),
-            Family::Lock(t) => t.write(table, key, |old, new| {
-                f(old, new);
-                true
-            }),
-            Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new)),
-        }
+        key.with_key(|key| {
+            self.core().admit_update(0)?;
+            match &mut self.family {
+                Family::Mv(t) => t.update_with(table, key, f),
+                Family::Silo(t) => t.write(table, key, |old, new| {
+                    f(old, new);
+                    true
+                }),
+                Family::Lock(t) => t.write(table, key, |old, new| {
+                    f(old, new);
+                    true
+                }),
+                Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new)),
+            }
+        })?
     }
 
     /// Read-modify-write of an existing row that keeps its length: `f`
@@ -718,25 +731,26 @@ impl<'db> Transaction<'db> {
     /// ```
     #[inline]
     pub fn modify<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        let key = &*key.into_key()?;
-        self.core().admit_update(0)?;
-        match &mut self.family {
-            Family::Mv(t) => t.modify(table, key, f),
-            Family::Silo(t) => t.write(table, key, |old, new| {
-                new.extend_from_slice(old);
-                f(new);
-                true
-            }),
-            Family::Lock(t) => t.write(table, key, |old, new| {
-                new.extend_from_slice(old);
-                f(new);
-                true
-            }),
-            Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| {
-                new.extend_from_slice(old.unwrap_or(&[]));
-                f(new)
-            }),
-        }
+        key.with_key(|key| {
+            self.core().admit_update(0)?;
+            match &mut self.family {
+                Family::Mv(t) => t.modify(table, key, f),
+                Family::Silo(t) => t.write(table, key, |old, new| {
+                    new.extend_from_slice(old);
+                    f(new);
+                    true
+                }),
+                Family::Lock(t) => t.write(table, key, |old, new| {
+                    new.extend_from_slice(old);
+                    f(new);
+                    true
+                }),
+                Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| {
+                    new.extend_from_slice(old.unwrap_or(&[]));
+                    f(new)
+                }),
+            }
+        })?
     }
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
@@ -755,13 +769,12 @@ impl<'db> Transaction<'db> {
     /// ```
     #[inline]
     pub fn delete<'k>(&mut self, table: TableId, key: impl IntoKey<'k>) -> Result<()> {
-        let key = &*key.into_key()?;
-        match &mut self.family {
+        key.with_key(|key| match &mut self.family {
             Family::Mv(t) => t.delete(table, key),
             Family::Silo(t) => t.write(table, key, |_, _| false),
             Family::Lock(t) => t.write(table, key, |_, _| false),
             Family::Bohm(t) => t.write(table, key, WriteKind::Delete, |_, _| {}),
-        }
+        })?
     }
 
     /// Inserts the row, or updates it if `key` has a visible row.

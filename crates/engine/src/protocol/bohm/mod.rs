@@ -807,7 +807,12 @@ mod tests {
     #[test]
     fn declared_records_are_told_apart_past_their_hashes() {
         let (a, b) = (Key::from_u64(1), Key::from_u64(2));
-        let list = [(TableId(0, 0), a.clone()), (TableId(0, 0), b.clone()), (TableId(1, 0), a.clone()), (TableId(0, 0), b.clone())];
+        let list = [
+            (TableId(0, 0), a.clone()),
+            (TableId(0, 0), b.clone()),
+            (TableId(1, 0), a.clone()),
+            (TableId(0, 0), b.clone()),
+        ];
         // Every hash equal: only the table and key decide.
         let same = [7u64; 4];
         assert_eq!(declared_at(&same, &list, 7, TableId(0, 0), &b), Some(1));
