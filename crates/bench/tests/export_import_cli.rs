@@ -43,12 +43,12 @@ fn source(dir: &Path) {
     let (p, o) = (db.table("plain").unwrap(), db.table("odd/name.x").unwrap());
     db.run(Isolation::Snapshot, |t| {
         for i in 0..300u64 {
-            t.insert(p, Key::from(i), &i.to_le_bytes())?;
+            t.insert(p, Key::from(i), i.to_le_bytes())?;
         }
         // Long keys (past the 32 inline bytes, up to the 1024-byte maximum).
         t.insert(p, Key::from_bytes(&[0xab; 100]).unwrap(), b"long")?;
         t.insert(p, Key::from_bytes(&[0xcd; multiverse::KEY_MAX]).unwrap(), b"longest")?;
-        t.insert(o, Key::from_bytes(&[0, 0xff, b'"', b'\n']).unwrap(), &[0xc3, 0x28, 0, b'\\'])?;
+        t.insert(o, Key::from_bytes(&[0, 0xff, b'"', b'\n']).unwrap(), [0xc3, 0x28, 0, b'\\'])?;
         t.insert(o, Key::from_bytes(b"k").unwrap(), b"")
     })
     .unwrap();

@@ -135,7 +135,7 @@ fn recover_checks_the_consistency_of_a_durable_tpcc_run() {
     let (db, _) = Database::open(opts, schema).unwrap();
     let district = db.table(tpcc::names::DISTRICT).unwrap();
     db.run(Isolation::Serializable, |t| {
-        t.modify(district, &tpcc::d_key(1, 3), |v| tpcc::put_i64(v, tpcc::D_YTD, tpcc::get_i64(v, tpcc::D_YTD) + 1))
+        t.modify(district, tpcc::d_key(1, 3), |v| tpcc::put_i64(v, tpcc::D_YTD, tpcc::get_i64(v, tpcc::D_YTD) + 1))
     })
     .unwrap();
     drop(db);

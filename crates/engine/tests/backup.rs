@@ -82,7 +82,7 @@ fn load(db: &Database) {
     let acct = db.table("acct").unwrap();
     db.run(db.protocol().strongest(), |t| {
         for k in 0..ACCOUNTS {
-            t.insert(acct, Key::from(k), &START.to_le_bytes())?;
+            t.insert(acct, Key::from(k), START.to_le_bytes())?;
         }
         Ok(())
     })
@@ -111,11 +111,11 @@ fn backup_during_transfers(db: &Database, target: &Path) -> BackupInfo {
                     }
                     let (a, b) = ((i * 7 + th) % ACCOUNTS, (i * 3 + 5 * th + 1) % ACCOUNTS);
                     let r = db.run(iso, |t| {
-                        let x = int(&t.get(acct, &Key::from(a))?.unwrap());
-                        t.update(acct, &Key::from(a), &(x - 1).to_le_bytes())?;
-                        let y = int(&t.get(acct, &Key::from(b))?.unwrap());
-                        t.update(acct, &Key::from(b), &(y + 1).to_le_bytes())?;
-                        t.insert(journal, Key::from(th << 32 | i), &[a as u8, b as u8])
+                        let x = int(&t.get(acct, Key::from(a))?.unwrap());
+                        t.update(acct, Key::from(a), (x - 1).to_le_bytes())?;
+                        let y = int(&t.get(acct, Key::from(b))?.unwrap());
+                        t.update(acct, Key::from(b), (y + 1).to_le_bytes())?;
+                        t.insert(journal, Key::from(th << 32 | i), [a as u8, b as u8])
                     });
                     if let Err(e) = &r {
                         assert!(e.is_transient(), "writer {th}, transfer {i}: {e:?}");

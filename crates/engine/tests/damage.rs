@@ -111,7 +111,7 @@ fn open_accounts(db: &Database) -> TableId {
     let acct = db.table("acct").unwrap();
     db.run(Isolation::Serializable, |t| {
         for a in 0..ACCOUNTS {
-            t.insert(acct, Key::from(a), &START.to_le_bytes())?;
+            t.insert(acct, Key::from(a), START.to_le_bytes())?;
         }
         Ok(())
     })
@@ -131,14 +131,14 @@ fn transfer(db: &Database, th: u64, seq: u64, rng: &mut SmallRng) -> (u64, u64, 
     loop {
         let mut t = db.begin(Isolation::Serializable).unwrap();
         let r = (|| {
-            let x = num(&t.get(acct, &Key::from(from))?.expect("an account"));
-            let y = num(&t.get(acct, &Key::from(to))?.expect("an account"));
+            let x = num(&t.get(acct, Key::from(from))?.expect("an account"));
+            let y = num(&t.get(acct, Key::from(to))?.expect("an account"));
             let moved = if from != to && x >= amount { amount } else { 0 };
             if moved > 0 {
-                t.update(acct, &Key::from(from), &(x - moved).to_le_bytes())?;
-                t.update(acct, &Key::from(to), &(y + moved).to_le_bytes())?;
+                t.update(acct, Key::from(from), (x - moved).to_le_bytes())?;
+                t.update(acct, Key::from(to), (y + moved).to_le_bytes())?;
             }
-            t.insert(acks, Key::from(th << 32 | seq), &seq.to_le_bytes())?;
+            t.insert(acks, Key::from(th << 32 | seq), seq.to_le_bytes())?;
             Ok(moved)
         })();
         match r.and_then(|moved| t.commit().map(|_| moved)) {

@@ -67,10 +67,10 @@ fn work_range(db: &Database, range: std::ops::Range<u64>) {
     let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
     for i in range {
         db.run(db.protocol().strongest(), |t| {
-            t.put(h, Key::from(i % 20), &val(i))?;
-            t.put(o, Key::from(i), &val(i * 2))?;
+            t.put(h, Key::from(i % 20), val(i))?;
+            t.put(o, Key::from(i), val(i * 2))?;
             if i % 7 == 0 {
-                t.delete(o, &Key::from(i - 1))?;
+                t.delete(o, Key::from(i - 1))?;
             }
             Ok(())
         })
@@ -252,7 +252,7 @@ fn pomvcc_logs_recover_consistently() {
     let h = db.table("h").unwrap();
     db.run(Isolation::Snapshot, |t| {
         for k in 0..16 {
-            t.insert(h, Key::from(k), &val(100))?;
+            t.insert(h, Key::from(k), val(100))?;
         }
         Ok(())
     })
@@ -268,10 +268,10 @@ fn pomvcc_logs_recover_consistently() {
                         continue;
                     }
                     let _ = db.run(Isolation::Snapshot, |t| {
-                        let x = u64::from_le_bytes(t.get(h, &Key::from(a))?.unwrap()[..8].try_into().unwrap());
-                        let y = u64::from_le_bytes(t.get(h, &Key::from(b))?.unwrap()[..8].try_into().unwrap());
-                        t.update(h, &Key::from(a), &val(x - 1))?;
-                        t.update(h, &Key::from(b), &val(y + 1))
+                        let x = u64::from_le_bytes(t.get(h, Key::from(a))?.unwrap()[..8].try_into().unwrap());
+                        let y = u64::from_le_bytes(t.get(h, Key::from(b))?.unwrap()[..8].try_into().unwrap());
+                        t.update(h, Key::from(a), val(x - 1))?;
+                        t.update(h, Key::from(b), val(y + 1))
                     });
                 }
             });
@@ -302,7 +302,7 @@ fn checkpoints_taken_while_transactions_commit_recover_under_every_protocol() {
         let iso = p.strongest();
         db.run(iso, |t| {
             for k in 0..16 {
-                t.insert(h, Key::from(k), &val(100))?;
+                t.insert(h, Key::from(k), val(100))?;
             }
             Ok(())
         })
@@ -324,10 +324,10 @@ fn checkpoints_taken_while_transactions_commit_recover_under_every_protocol() {
                                 continue;
                             }
                             let _ = db.run(iso, |t| {
-                                let x = u64::from_le_bytes(t.get(h, &Key::from(a))?.unwrap()[..8].try_into().unwrap());
-                                let y = u64::from_le_bytes(t.get(h, &Key::from(b))?.unwrap()[..8].try_into().unwrap());
-                                t.update(h, &Key::from(a), &val(x - 1))?;
-                                t.update(h, &Key::from(b), &val(y + 1))
+                                let x = u64::from_le_bytes(t.get(h, Key::from(a))?.unwrap()[..8].try_into().unwrap());
+                                let y = u64::from_le_bytes(t.get(h, Key::from(b))?.unwrap()[..8].try_into().unwrap());
+                                t.update(h, Key::from(a), val(x - 1))?;
+                                t.update(h, Key::from(b), val(y + 1))
                             });
                         }
                     })
@@ -431,7 +431,7 @@ fn bohm_pipeline_logs_replay_in_log_order() {
         let h = db.table("h").unwrap();
         db.run(Isolation::Serializable, |t| {
             for k in 0..20 {
-                t.insert(h, Key::from(k), &val(k % 3))?;
+                t.insert(h, Key::from(k), val(k % 3))?;
             }
             Ok(())
         })
@@ -553,9 +553,9 @@ fn bank_state(db: &Database) -> (u64, u64) {
     db.run(Isolation::Serializable, |t| {
         let mut sum = 0;
         for a in 0..ACCOUNTS {
-            sum += t.get(acct, &Key::from(a))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
+            sum += t.get(acct, Key::from(a))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
         }
-        let n = t.get(count, &Key::from(0u64))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
+        let n = t.get(count, Key::from(0u64))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
         Ok((sum, n))
     })
     .unwrap()
@@ -570,9 +570,9 @@ fn pristine_bank() -> (tempfile::TempDir, u64) {
     let (acct, count) = (db.table("acct").unwrap(), db.table("count").unwrap());
     db.run(Isolation::Serializable, |t| {
         for a in 0..ACCOUNTS {
-            t.insert(acct, Key::from(a), &val(1000))?;
+            t.insert(acct, Key::from(a), val(1000))?;
         }
-        t.insert(count, Key::from(0u64), &val(0))
+        t.insert(count, Key::from(0u64), val(0))
     })
     .unwrap();
     // The accounts are in the checkpoint: even an empty prefix of the log
@@ -587,14 +587,14 @@ fn pristine_bank() -> (tempfile::TempDir, u64) {
                     let (a, b) = ((th * 13 + i * 7) % ACCOUNTS, (th * 31 + i * 11 + 1) % ACCOUNTS);
                     db.run(Isolation::Serializable, |t| {
                         let get = |t: &mut Transaction<'_>, tb, k: u64| -> Result<u64> {
-                            Ok(u64::from_le_bytes(t.get(tb, &Key::from(k))?.unwrap()[..8].try_into().unwrap()))
+                            Ok(u64::from_le_bytes(t.get(tb, Key::from(k))?.unwrap()[..8].try_into().unwrap()))
                         };
                         let (x, y, n) = (get(t, acct, a)?, get(t, acct, b)?, get(t, count, 0)?);
                         if a != b {
-                            t.update(acct, &Key::from(a), &val(x - 1))?;
-                            t.update(acct, &Key::from(b), &val(y + 1))?;
+                            t.update(acct, Key::from(a), val(x - 1))?;
+                            t.update(acct, Key::from(b), val(y + 1))?;
                         }
-                        t.update(count, &Key::from(0u64), &val(n + 1))
+                        t.update(count, Key::from(0u64), val(n + 1))
                     })
                     .unwrap();
                     acked.fetch_add(1, Ordering::Relaxed);
@@ -874,7 +874,7 @@ fn a_directory_has_one_owner_at_a_time() {
     let o = bank_opts(dir.path(), OnDamage::KeepPrefix);
     let (db, _) = Database::open(o.clone(), bank_schema).unwrap();
     let acct = db.table("acct").unwrap();
-    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(1u64), &val(7))).unwrap();
+    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(1u64), val(7))).unwrap();
     let e = Database::open(o.clone(), bank_schema).err().expect("a second open fails");
     assert!(
         matches!(&e, Error::Locked(m) if m.contains("in use") && m.contains(&format!("process {}", std::process::id()))),
@@ -886,13 +886,13 @@ fn a_directory_has_one_owner_at_a_time() {
     let rep = reader.recover_from(dir.path()).unwrap();
     assert!(!rep.damaged, "{rep:?}");
     // The owner goes on; its sync-acknowledged commit survives the next open.
-    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(2u64), &val(8))).unwrap();
+    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(2u64), val(8))).unwrap();
     drop(db);
     let (db, rep) = Database::open(o, bank_schema).unwrap();
     assert_eq!(rep.replayed, 2, "{rep:?}");
     // The reopened database is another database: its handles are new.
     let acct = db.table("acct").unwrap();
-    let got = db.run(Isolation::Serializable, |t| Ok((t.get(acct, &Key::from(1u64))?, t.get(acct, &Key::from(2u64))?)));
+    let got = db.run(Isolation::Serializable, |t| Ok((t.get(acct, Key::from(1u64))?, t.get(acct, Key::from(2u64))?)));
     assert_eq!(got.unwrap(), (Some(val(7).to_vec()), Some(val(8).to_vec())));
 }
 
@@ -913,7 +913,7 @@ fn a_round_syncs_one_file_and_an_idle_log_none() {
             s.spawn(move || {
                 let o = db.table("o").unwrap();
                 for i in 0..40 {
-                    db.run(Isolation::Serializable, |t| t.put(o, Key::from(th * 1000 + i), &val(i))).unwrap();
+                    db.run(Isolation::Serializable, |t| t.put(o, Key::from(th * 1000 + i), val(i))).unwrap();
                 }
             });
         }

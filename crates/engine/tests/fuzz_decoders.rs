@@ -133,7 +133,7 @@ fn work(db: &Database, th: u64, range: std::ops::Range<u64>) {
                     r => r,
                 }
             } else {
-                t.put(o, k, &i.to_le_bytes())
+                t.put(o, k, i.to_le_bytes())
             }
         });
         r.unwrap();

@@ -39,7 +39,7 @@ fn string_keys_round_trip_in_order() {
         let want = Some(b"FIG".to_vec());
         assert_eq!(x.get(t, "fig").unwrap(), want, "{p:?}");
         assert_eq!(x.get(t, String::from("fig")).unwrap(), want);
-        assert_eq!(x.get(t, &String::from("fig")).unwrap(), want);
+        assert_eq!(x.get(t, String::from("fig")).unwrap(), want);
         assert_eq!(x.get(t, b"fig").unwrap(), want);
         assert_eq!(x.get(t, &b"fig"[..]).unwrap(), want);
         assert_eq!(x.get(t, b"fig".to_vec()).unwrap(), want);
@@ -78,7 +78,7 @@ fn integer_keys_and_every_value_form() {
             x.update(t, 2, "two")?;
             x.put(t, 5, vec![5u8])?;
             x.put(t, Key::from(300), &b"three hundred"[..])?;
-            x.update_with(t, &Key::from(1), |old, new| {
+            x.update_with(t, Key::from(1), |old, new| {
                 new.extend_from_slice(old);
                 new.push(b'!')
             })?;

@@ -324,7 +324,7 @@ fn bad_stored_bytes_and_long_keys_give_typed_errors() {
     let e = t.get(&mut x, (1, "b")).unwrap_err();
     assert!(e.to_string().contains("u64"), "{e}");
     // A key that is not a (u32, String).
-    x.insert(t.id(), Key::from(u64::MAX), &1u64.to_le_bytes()).unwrap();
+    x.insert(t.id(), Key::from(u64::MAX), 1u64.to_le_bytes()).unwrap();
     let mut seen = vec![];
     let r = t.all(&mut x, |k, v| {
         seen.push((k, v));

@@ -797,7 +797,7 @@ mod tests {
         assert_eq!(aborts.0[AbortReason::User], 1);
         assert_eq!(aborts.total(), 1);
         assert_eq!(w.commits, 0);
-        let read = |db: &Database| db.run(multiverse::Isolation::Snapshot, |t| t.get(table, &Key::from_u64(1)));
+        let read = |db: &Database| db.run(multiverse::Isolation::Snapshot, |t| t.get(table, Key::from_u64(1)));
         assert_eq!(read(&db).unwrap(), None, "the insert was rolled back");
         w.roll_back = false;
         assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(true));

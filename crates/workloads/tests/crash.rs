@@ -266,12 +266,12 @@ fn tpcc_keeps_acknowledged_orders_and_its_consistency_conditions() {
                     })
                     .unwrap();
                 for &(wh, d, o, ol_cnt, c) in &orders {
-                    let row = t.get(order, &tpcc::o_key(wh, d, o)).unwrap();
+                    let row = t.get(order, tpcc::o_key(wh, d, o)).unwrap();
                     let row = row.unwrap_or_else(|| panic!("{at}: acknowledged order ({wh}, {d}, {o}) is gone"));
                     let found = (row[tpcc::O_OL_CNT], tpcc::get_u32(&row, tpcc::O_C_ID));
                     assert_eq!(found, (ol_cnt, c), "{at}: order ({wh}, {d}, {o}): (lines, customer)");
                     for ol in 1..=ol_cnt {
-                        let line = t.get(order_line, &tpcc::ol_key(wh, d, o, ol)).unwrap();
+                        let line = t.get(order_line, tpcc::ol_key(wh, d, o, ol)).unwrap();
                         assert!(line.is_some(), "{at}: line {ol} of acknowledged order ({wh}, {d}, {o}) is gone");
                     }
                 }

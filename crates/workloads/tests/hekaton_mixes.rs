@@ -31,7 +31,7 @@ fn writers(db: &Database, w: &Hekaton) -> Vec<u64> {
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     let v = (0..w.config().rows)
         .map(|k| {
-            let v = t.get(w.table(), &Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("row {k} missing"));
+            let v = t.get(w.table(), Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("row {k} missing"));
             let (key, thread, _) = decode_payload(&v).unwrap();
             assert_eq!(key, k, "row {k} holds another row's payload");
             thread

@@ -164,7 +164,7 @@ mod tests {
         let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
         db.run(Isolation::Serializable, |x| {
             for k in 0..50u64 {
-                x.insert(t, Key::from(k), &multiverse_workloads::hekaton::payload(k, 0, 0))?;
+                x.insert(t, Key::from(k), multiverse_workloads::hekaton::payload(k, 0, 0))?;
             }
             Ok(())
         })

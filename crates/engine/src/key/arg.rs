@@ -228,13 +228,13 @@ mod tests {
     fn every_form_gives_the_same_key() {
         let want = Key::from_bytes(b"abc").unwrap();
         assert_eq!(key("abc"), want);
-        assert_eq!(key(&String::from("abc")), want);
+        assert_eq!(key(String::from("abc")), want);
         assert_eq!(key(String::from("abc")), want);
         assert_eq!(key(&b"abc"[..]), want);
         assert_eq!(key(b"abc"), want);
         assert_eq!(key(*b"abc"), want);
         assert_eq!(key(b"abc".to_vec()), want);
-        assert_eq!(key(&b"abc".to_vec()), want);
+        assert_eq!(key(b"abc".to_vec()), want);
         assert_eq!(key(&want), want);
         assert_eq!(key(want.clone()), want);
         assert_eq!(key(258), Key::from_u64(258));

@@ -557,7 +557,7 @@ mod tests {
         db.run(Isolation::Serializable, |tx| {
             rows.clear();
             for k in 0..300u64 {
-                if let Some(v) = tx.get(t, &Key::from(k))? {
+                if let Some(v) = tx.get(t, Key::from(k))? {
                     rows.push((k, v.to_vec()));
                 }
             }

@@ -686,7 +686,7 @@ mod tests {
         unsafe { t.link_all(ins) };
         let mut x = db.begin(Isolation::Serializable).unwrap();
         assert_eq!(x.get(tid, &k).unwrap(), None);
-        x.update(tid, &Key::from(5u64), b"other").unwrap();
+        x.update(tid, Key::from(5u64), b"other").unwrap();
         // SAFETY: alive until the table drops. Release: as phase 1's lock.
         unsafe { &*ins }.begin.store(LATEST | ABSENT | LOCK, Ordering::Release);
         assert!(matches!(x.commit(), Err(Error::Aborted(AbortReason::Phantom))));
