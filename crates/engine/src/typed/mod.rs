@@ -399,6 +399,60 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
         t.get_with(self.table, &self.key(key)?, f)
     }
 
+    /// Reads the value of `key` for an update that follows in this
+    /// transaction: [`Transaction::get_for_update`], which claims the row
+    /// as a write would (the protocol's write lock or write intent), so
+    /// that a concurrent writer of it conflicts now rather than at commit.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, IndexKind, Isolation, Options, TableDefinition};
+    ///
+    /// const STOCK: TableDefinition<u32, u64> = TableDefinition::new("stock");
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let stock = STOCK.create(&db, IndexKind::Hash { capacity: 64 }).unwrap();
+    /// db.run(Isolation::Serializable, |t| stock.insert(t, 7, 10)).unwrap();
+    /// let mut a = db.begin(Isolation::Serializable).unwrap();
+    /// let n = stock.get_for_update(&mut a, 7).unwrap().unwrap();
+    /// // The row is claimed: a second writer is refused at once (mv-occ).
+    /// let mut b = db.begin(Isolation::Serializable).unwrap();
+    /// assert!(matches!(stock.update(&mut b, 7, 0), Err(Error::Aborted(_))));
+    /// stock.update(&mut a, 7, n - 1).unwrap();
+    /// a.commit().unwrap();
+    /// assert_eq!(db.run(Isolation::Snapshot, |t| stock.get(t, 7)).unwrap(), Some(9));
+    /// ```
+    pub fn get_for_update(&self, t: &mut Transaction<'_>, key: impl AsKey<K>) -> Result<Option<V>> {
+        t.get_for_update_with(self.table, &self.key(key)?, V::decode_value)?.transpose()
+    }
+
+    /// [`TypedTable::get_for_update`], passing the stored bytes to `f`
+    /// without copying or decoding them (see
+    /// [`Transaction::get_for_update_with`]).
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexKind, Isolation, Options, TableDefinition};
+    ///
+    /// const T: TableDefinition<u64, String> = TableDefinition::new("t");
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = T.create(&db, IndexKind::Ordered).unwrap();
+    /// db.run(Isolation::Serializable, |x| t.insert(x, 1, "abc")).unwrap();
+    /// let n = db
+    ///     .run(Isolation::Serializable, |x| {
+    ///         let n = t.get_for_update_with(x, 1, |b| b.len())?;
+    ///         t.update(x, 1, "abcd")?;
+    ///         Ok(n)
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(n, Some(3));
+    /// ```
+    pub fn get_for_update_with<R>(
+        &self,
+        t: &mut Transaction<'_>,
+        key: impl AsKey<K>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        t.get_for_update_with(self.table, &self.key(key)?, f)
+    }
+
     /// Inserts a new row ([`Error::DuplicateKey`] if `key` has one).
     ///
     /// ```
