@@ -11,8 +11,9 @@
 //! checks the invariants the rows alone imply ([`Workload::check_state`]):
 //! a failed check is an error. What only the run's tallies could prove is
 //! named, not checked. Without the file, or with the one-word file of
-//! earlier versions, every table is a plain hash table and nothing is
-//! checked.
+//! earlier versions, every table is created as the directory records it
+//! (its kinds and types; a plain hash table in the files of earlier
+//! versions, which record none) and nothing is checked.
 //!
 //! Every state a run can be killed in is a valid directory: empty (killed
 //! before its first checkpoint), holding the workload file and a
