@@ -240,10 +240,16 @@
 //!
 //! # Durability
 //!
-//! A database opened with [`Database::open`] keeps its data in a
-//! directory ([`Options::data_dir`]) under one of two
-//! [`Durability`] modes ([`Durability::None`], the default of
-//! [`Database::new`], keeps nothing):
+//! [`Database::open`] opens (or creates) a durable database in a
+//! directory, with every table its data holds; [`Database::open_table`]
+//! opens a table there, creating it on the first run and checking its
+//! definition on the next ones; [`Database::close`] makes every commit
+//! durable, reports the last flush's error, and releases the directory.
+//! [`Database::open_with`] takes the [`Options`] ([`Options::data_dir`],
+//! and one of two [`Durability`] modes: [`Durability::None`], the
+//! default of [`Database::new`], keeps nothing) and a schema closure,
+//! which creates the tables before recovery (secondary indexes need it:
+//! their key functions are code).
 //!
 //! * **The log.** Every writing commit appends one redo record (its new
 //!   values, with a CRC) to its thread's log stream
@@ -256,24 +262,36 @@
 //!   returns at once and the flusher runs every
 //!   [`Options::group_commit_interval`] (1 ms): a crash loses at most the
 //!   last rounds, and recovery still yields a consistent state. Under
-//!   [`Durability::Sync`] a commit returns once its round is durable, and
-//!   nothing a client was shown is lost: the multi-version protocols make a
-//!   commit visible only once it is durable (Hekaton section 3.2), the
-//!   others make a transaction wait for the round of what it read.
-//!   [`Database::flush_log`] makes everything committed so far durable.
+//!   [`Durability::Sync`] (what [`Database::open`] chooses) a commit
+//!   returns once its round is durable, and nothing a client was shown is
+//!   lost: the multi-version protocols make a commit visible only once it
+//!   is durable (Hekaton section 3.2), the others make a transaction wait
+//!   for the round of what it read. [`Database::flush_log`] makes
+//!   everything committed so far durable.
 //! * **Checkpoints.** A checkpoint is a snapshot of every row, taken by a
 //!   read-only transaction while others run; the log files it covers are
 //!   then removed. One falls due every [`Options::checkpoint_every`] (60 s)
 //!   or [`Options::checkpoint_log_bytes`] (1 GiB) of log, written by a
 //!   background thread; [`Database::checkpoint`] writes one at once.
-//! * **Recovery.** [`Database::open`] takes the directory's `LOCK` (a second
-//!   open fails with [`Error::Locked`]), creates the tables (the schema
-//!   closure, the same on every open), loads the newest checkpoint, replays
-//!   the log streams up to the first round one of them misses (always a
-//!   prefix of the commit order), writes a fresh checkpoint and starts
-//!   logging. The [`RecoveryReport`] says what was replayed and what was
-//!   dropped and why (a crash's torn tail). Damage a crash cannot explain
-//!   refuses the directory with [`Error::Corrupt`], changing nothing
+//! * **The schema is stored.** Checkpoints and log files record each
+//!   table's definition: its indexes' kinds (a hash index's capacity
+//!   included) and names, and a typed table's key and value types. An
+//!   open compares the tables its schema creates with them before it
+//!   loads or writes anything: a difference (an ordered table opened as a
+//!   hash table, a secondary index missing, a typed table opened with
+//!   other types) is [`Error::SchemaMismatch`], and the directory is left
+//!   as it was. The tables the schema does not create are created as
+//!   recorded (one with secondary indexes needs the schema:
+//!   [`Error::KeyFunctionNeeded`]).
+//! * **Recovery.** [`Database::open_with`] takes the directory's `LOCK` (a
+//!   second open fails with [`Error::Locked`]), creates the tables (the
+//!   schema closure, then those recorded that it did not create) and
+//!   checks them, loads the newest checkpoint, replays the log streams up
+//!   to the first round one of them misses (always a prefix of the commit
+//!   order), writes a fresh checkpoint and starts logging. The
+//!   [`RecoveryReport`] says what was replayed and what was dropped and
+//!   why (a crash's torn tail). Damage a crash cannot explain refuses the
+//!   directory with [`Error::Corrupt`], changing nothing
 //!   ([`OnDamage::Refuse`], the default of [`Options::on_damage`]);
 //!   [`OnDamage::KeepPrefix`] opens its prefix and moves what it drops
 //!   into a quarantine folder, and [`durability::salvage()`] reads out
@@ -285,28 +303,49 @@
 //! The [`durability`] module describes the files and the recovery rules.
 //!
 //! ```
-//! use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
+//! use multiverse::{Database, Isolation, Key, TableSpec};
+//!
+//! # fn main() -> multiverse::Result<()> {
+//! # let tmp = tempfile::tempdir().unwrap();
+//! # let path = tmp.path().join("db");
+//! let db = Database::open(&path)?;
+//! let kv = db.open_table(TableSpec::ordered("kv"))?;
+//! db.run(Isolation::Serializable, |t| t.insert(kv, Key::from(7), b"seven"))?;
+//! db.close()?; // or a crash: the commit returned, so it is on disk
+//!
+//! let db = Database::open(&path)?;
+//! let kv = db.open_table(TableSpec::ordered("kv"))?;
+//! let mut t = db.begin(Isolation::Snapshot)?;
+//! assert_eq!(t.get(kv, &Key::from(7))?.as_deref(), Some(&b"seven"[..]));
+//! drop(t);
+//! // The directory records the table's definition.
+//! assert!(matches!(db.open_table(TableSpec::hash("kv", 64)), Err(multiverse::Error::SchemaMismatch { .. })));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! With options and a schema, which creates the tables (and gives
+//! secondary indexes their key functions) on every open:
+//!
+//! ```
+//! use multiverse::{Database, Durability, IndexKind, Key, Options, TableSpec};
 //!
 //! # fn main() -> multiverse::Result<()> {
 //! # let tmp = tempfile::tempdir().unwrap();
 //! let opts = Options {
-//!     durability: Durability::Sync,
+//!     durability: Durability::Async,
 //!     data_dir: Some(tmp.path().join("db")),
 //!     ..Options::default()
 //! };
-//! // The schema: the same tables in the same order on every open.
-//! let schema = |db: &Database| db.create_table(TableSpec::ordered("kv")).map(drop);
-//!
-//! let (db, _) = Database::open(opts.clone(), schema)?;
-//! let kv = db.table("kv")?;
-//! db.run(Isolation::Serializable, |t| t.insert(kv, Key::from(7), b"seven"))?;
-//! drop(db); // or a crash: the commit returned, so it is on disk
-//!
-//! let (db, report) = Database::open(opts, schema)?;
+//! let schema = |db: &Database| {
+//!     let spec = TableSpec::hash("users", 1024).secondary("by_name", IndexKind::Ordered, |_, v| Key::from_bytes(v).unwrap());
+//!     db.create_table(spec).map(drop)
+//! };
+//! let (db, report) = Database::open_with(opts.clone(), schema)?;
+//! assert_eq!(report.generation, 0); // a new directory
+//! db.close()?;
+//! let (_db, report) = Database::open_with(opts, schema)?;
 //! assert!(!report.damaged);
-//! let kv = db.table("kv")?; // a handle is its database's: look it up again
-//! let mut t = db.begin(Isolation::Snapshot)?;
-//! assert_eq!(t.get(kv, &Key::from(7))?.as_deref(), Some(&b"seven"[..]));
 //! # Ok(())
 //! # }
 //! ```

@@ -13,6 +13,7 @@ use crate::obs::Metrics;
 use crate::options::{Durability, Options, MAX_TABLES};
 use crate::table::Table;
 use crate::txn::{freeze::Freeze, table::TxnTable};
+use crate::wal::format::TableEntry;
 use crate::wal::log::Log;
 use crate::{Error, Result, TableId};
 use crossbeam_utils::CachePadded;
@@ -72,10 +73,16 @@ impl Shared {
         }
     }
 
-    /// The tables' ids and names, in creation order.
-    pub(crate) fn table_list(&self) -> Vec<(u32, String)> {
-        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
-        v.sort();
+    /// The tables' ids, names and descriptors, in creation order: what
+    /// the headers of checkpoints and log files name.
+    pub(crate) fn table_list(&self) -> Vec<TableEntry> {
+        let mut v: Vec<_> = self
+            .names
+            .lock()
+            .iter()
+            .map(|(n, &i)| TableEntry { id: i, name: n.clone(), desc: Some(self.table_by_id(i).desc()) })
+            .collect();
+        v.sort_by_key(|t| t.id);
         v
     }
 

@@ -226,7 +226,7 @@ fn crash_child() {
     // opens files close-on-exec, not close-on-fork): wait for that.
     let waited = Instant::now();
     let (db, _) = loop {
-        match Database::open(cfg.options(Path::new(&dir)), schema) {
+        match Database::open_with(cfg.options(Path::new(&dir)), schema) {
             Err(Error::Locked(_)) if waited.elapsed() < Duration::from_secs(5) => {
                 std::thread::sleep(Duration::from_millis(5))
             }
@@ -608,7 +608,7 @@ fn crash_recovery_keeps_every_acknowledged_and_observed_commit() {
             // Reopen in the parent and check (a copy of the directory as the
             // crash left it is kept if the check fails).
             let copy = Copy::of(dir.path());
-            let (db, rep) = Database::open(cfg.options(dir.path()), schema).unwrap();
+            let (db, rep) = Database::open_with(cfg.options(dir.path()), schema).unwrap();
             assert_eq!(rep.same_ts_conflicts, 0, "{what}: {rep:?}");
             // A kill tears tails; it cannot damage what was written (nor lose
             // what was acknowledged): `damaged` says a crash cannot explain
@@ -740,7 +740,7 @@ fn crash_during_loading_keeps_whole_acknowledged_loads() {
             }
 
             let copy = Copy::of(dir.path());
-            let (db, rep) = Database::open(cfg.options(dir.path()), schema).unwrap();
+            let (db, rep) = Database::open_with(cfg.options(dir.path()), schema).unwrap();
             assert_eq!(rep.same_ts_conflicts, 0, "{what}: {rep:?}");
             // A kill tears tails; it cannot damage what was written (nor lose
             // what was acknowledged): `damaged` says a crash cannot explain

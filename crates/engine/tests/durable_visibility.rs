@@ -47,7 +47,7 @@ fn readers_are_shown_only_durable_commits_and_wait_only_for_what_they_read() {
             faults: Faults { log_round_delay: DELAY, ..Faults::default() },
             ..Options::default()
         };
-        let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
+        let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
         let h = db.table("h").unwrap();
         db.run(db.protocol().strongest(), |t| {
             t.put(h, Key::from(1u64), val(0))?;
@@ -103,7 +103,7 @@ fn a_safe_snapshot_does_not_wait_for_log_rounds_it_does_not_read_from() {
             faults: Faults { log_round_delay: DELAY, ..Faults::default() },
             ..Options::default()
         };
-        let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
+        let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
         let h = db.table("h").unwrap();
         db.run(Isolation::Serializable, |t| {
             t.put(h, Key::from(1u64), val(0))?;

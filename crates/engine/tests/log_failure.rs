@@ -43,7 +43,7 @@ fn options(protocol: Protocol, dir: &std::path::Path, faults: Faults) -> Options
 }
 
 fn open(o: Options) -> Database {
-    let (db, report) = Database::open(o, |db| db.create_table(TableSpec::hash("h", 64)).map(drop)).unwrap();
+    let (db, report) = Database::open_with(o, |db| db.create_table(TableSpec::hash("h", 64)).map(drop)).unwrap();
     assert!(!report.damaged, "{report:?}");
     db
 }

@@ -332,7 +332,7 @@ fn long_keys_survive_a_restart_under_every_protocol() {
         let iso = p.strongest();
         let mut want = Vec::new();
         {
-            let (db, _) = Database::open(durable_opts(dir.path(), p), durable_schema).unwrap();
+            let (db, _) = Database::open_with(durable_opts(dir.path(), p), durable_schema).unwrap();
             let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
             let (early, late) = keys.split_at(keys.len() / 2);
             db.run(iso, |x| {
@@ -362,14 +362,14 @@ fn long_keys_survive_a_restart_under_every_protocol() {
             }
             assert!(want[1].iter().any(|(k, _)| k.len() == KEY_MAX), "{p:?}");
         }
-        let (db, report) = Database::open(durable_opts(dir.path(), p), durable_schema).unwrap();
+        let (db, report) = Database::open_with(durable_opts(dir.path(), p), durable_schema).unwrap();
         assert!(!report.damaged && report.dropped.is_empty(), "{p:?}: {report:?}");
         let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
         assert_eq!(scan_all(&db, iso, h, false), want[0], "{p:?}: hash table after reopen");
         assert_eq!(scan_all(&db, iso, o, true), want[1], "{p:?}: ordered table after reopen");
         // And once more, from the checkpoint the reopen wrote alone.
         drop(db);
-        let (db, _) = Database::open(durable_opts(dir.path(), p), durable_schema).unwrap();
+        let (db, _) = Database::open_with(durable_opts(dir.path(), p), durable_schema).unwrap();
         let o = db.table("o").unwrap();
         assert_eq!(scan_all(&db, iso, o, true), want[1], "{p:?}: second reopen");
     }

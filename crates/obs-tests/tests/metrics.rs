@@ -297,7 +297,7 @@ fn the_log_and_checkpoints() {
     };
     let rec = Arc::new(Recording::default());
     let schema = |db: &Database| db.create_table(TableSpec::hash("t", 64)).map(|_| ());
-    let (db, _) = metrics::with_local_recorder(&*rec, || Database::open(opts, schema)).unwrap();
+    let (db, _) = metrics::with_local_recorder(&*rec, || Database::open_with(opts, schema)).unwrap();
     let t = db.table("t").unwrap();
     for k in 0..20 {
         db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(k), val(k))).unwrap();

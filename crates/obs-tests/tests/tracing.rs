@@ -229,7 +229,7 @@ fn spans_of_commits_open_recovery_checkpoints_and_batches() {
     };
     let schema = |db: &Database| db.create_table(TableSpec::hash("t", 64)).map(|_| ());
     spans.take();
-    let (db, _) = Database::open(opts.clone(), schema).unwrap();
+    let (db, _) = Database::open_with(opts.clone(), schema).unwrap();
     let got = spans.take();
     let open = got.iter().find(|s| s.name == "open").expect("an open span");
     assert_eq!(open.fields.get("protocol").map(String::as_str), Some("mv-occ"));
@@ -242,7 +242,7 @@ fn spans_of_commits_open_recovery_checkpoints_and_batches() {
     let cp = got.iter().find(|s| s.name == "checkpoint").expect("a checkpoint span");
     assert_eq!(cp.parent, None, "{got:?}");
     drop(db);
-    let (_db, _) = Database::open(opts, schema).unwrap();
+    let (_db, _) = Database::open_with(opts, schema).unwrap();
     let got = spans.take();
     let open = got.iter().find(|s| s.name == "open").expect("an open span");
     assert_eq!(children(&got, open.id), ["recovery", "checkpoint"]);

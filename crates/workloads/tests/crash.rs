@@ -61,7 +61,7 @@ fn open<W>(
     setup: impl FnOnce(&Database) -> Result<W, String>,
 ) -> (Database, W, RecoveryReport) {
     let mut w = None;
-    let (db, rep) = Database::open(options(dir, protocol), |db| {
+    let (db, rep) = Database::open_with(options(dir, protocol), |db| {
         w = Some(setup(db).map_err(Error::InvalidArgument)?);
         Ok(())
     })

@@ -337,7 +337,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
             drop(db);
             // The workload's tables come next; `measure` records the
             // workload in the directory once they exist.
-            db = Database::open(opts, |_| Ok(())).map_err(|e| e.to_string())?.0;
+            db = Database::open_with(opts, |_| Ok(())).map_err(|e| e.to_string())?.0;
         }
     }
     if a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some() {

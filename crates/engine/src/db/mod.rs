@@ -6,6 +6,7 @@
 mod bohm;
 pub(crate) mod durable;
 mod pin;
+mod schema;
 
 pub use pin::Pinned;
 
@@ -116,13 +117,13 @@ impl Database {
     ///
     /// let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
     /// assert_eq!(db.protocol(), Protocol::Silo);
-    /// // A durable database is opened with `Database::open`.
+    /// // A durable database is opened with `Database::open` or `Database::open_with`.
     /// assert!(Database::new(Options { durability: Durability::Sync, ..Options::default() }).is_err());
     /// ```
     pub fn new(opts: Options) -> Result<Database> {
         if opts.durability != Durability::None || opts.data_dir.is_some() {
             return Err(Error::InvalidArgument(
-                "a durable database (durability or data_dir set) is opened with Database::open".into(),
+                "a durable database (durability or data_dir set) is opened with Database::open_with".into(),
             ));
         }
         Database::new_unlogged(opts)
@@ -756,7 +757,7 @@ impl Database {
     ///
     /// # let tmp = tempfile::tempdir().unwrap();
     /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
-    /// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+    /// let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
     /// let t = db.table("t").unwrap();
     /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
     /// db.flush_log().unwrap(); // the async commit above is now on disk
