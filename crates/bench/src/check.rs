@@ -2,7 +2,7 @@
 //! against an isolation level, and the verdict printing shared with
 //! `multiverse bench --verify`.
 
-use multiverse::history::History;
+use multiverse::research::history::History;
 use multiverse::Isolation;
 use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};

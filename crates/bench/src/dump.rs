@@ -11,14 +11,21 @@
 //!   file's name;
 //! * `workload`: the data directory's workload file, when it has one;
 //! * `export.json`, written last: `{"format":"multiverse-export",
-//!   "version":1,"tables":[{"name":..,"file":..,"rows":N}]}`, the tables
-//!   in the data directory's order. An export without it is unfinished and
+//!   "version":2,"tables":[{"name":..,"file":..,"rows":N,"primary":..,
+//!   "secondary":[[name,kind]..],"types":[key,value]}]}`, the tables in
+//!   the data directory's order, each with its definition as the
+//!   directory records it (`primary` and the secondary indexes' kinds as
+//!   `hash(N)`, `ordered` or `ordered-grouped(N)`, a typed table's key and
+//!   value type names; absent for a table recorded without them, and in
+//!   version 1, which wrote none). An export without it is unfinished and
 //!   is refused by import.
 //!
 //! **Import** reads an export (its `export.json` says which files) and
 //! writes a new data directory that `Database::open` opens (a backup of
-//! the rows loaded in memory: atomic, synced), with the workload file when
-//! the export has one, so that `recover` checks its invariants. Bad input
+//! the rows loaded in memory: atomic, synced), its tables recorded as the
+//! export describes them (a hash table for one it does not), with the
+//! workload file when the export has one, so that `recover` checks its
+//! invariants. Bad input
 //! is one line naming the file and line (malformed JSON, bad hex, a key
 //! too long, a duplicate key, a row count that differs from the
 //! manifest's) and exit 1; nothing is written then.
@@ -30,7 +37,8 @@
 //!
 //! Every command refuses an output directory that exists and is not empty.
 
-use multiverse::{Database, Key, Options, TableSpec, TxnOptions};
+use multiverse::durability::StoredTable;
+use multiverse::{Database, IndexKind, Key, Options, TableSpec, TxnOptions};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -77,12 +85,36 @@ struct Manifest {
     tables: Vec<TableEntry>,
 }
 
+/// The newest `export.json` version written (1, which recorded no table
+/// definitions, is read too).
+const VERSION: u32 = 2;
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TableEntry {
     name: String,
     file: String,
     rows: u64,
+    /// The primary index's kind (`hash(N)`, `ordered`, `ordered-grouped(N)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    primary: Option<String>,
+    /// The secondary indexes' names and kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    secondary: Vec<(String, String)>,
+    /// A typed table's key and value type names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    types: Option<(String, String)>,
+}
+
+/// Reads an index kind as its `Display` writes it.
+fn parse_kind(s: &str) -> Option<IndexKind> {
+    let arg = |prefix: &str| s.strip_prefix(prefix)?.strip_suffix(')')?.parse::<usize>().ok();
+    match s {
+        "ordered" => Some(IndexKind::Ordered),
+        _ => arg("hash(")
+            .map(|capacity| IndexKind::Hash { capacity })
+            .or_else(|| arg("ordered-grouped(").map(|prefix| IndexKind::OrderedGrouped { prefix })),
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -131,6 +163,7 @@ fn new_dir(dir: &Path) -> Result<(), String> {
 /// Runs `multiverse export`.
 pub fn export(a: ExportArgs) -> Result<(), String> {
     let (db, workload) = crate::recover::load_dir(&a.dir)?;
+    let stored = multiverse::durability::tables(&a.dir).map_err(|e| e.to_string())?;
     new_dir(&a.out)?;
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     let mut t = db
@@ -158,7 +191,15 @@ pub fn export(a: ExportArgs) -> Result<(), String> {
         }
         let f = out.into_inner().map_err(|e| io(&path, e.into_error()))?;
         f.sync_all().map_err(|e| io(&path, e))?;
-        tables.push(TableEntry { name, file, rows });
+        let def = stored.iter().find(|t| t.name == name);
+        tables.push(TableEntry {
+            primary: def.and_then(|t| t.primary).map(|k| k.to_string()),
+            secondary: def.map_or(vec![], |t| t.secondary.iter().map(|(n, k)| (n.clone(), k.to_string())).collect()),
+            types: def.and_then(|t| t.types.clone()),
+            name,
+            file,
+            rows,
+        });
     }
     t.commit().map_err(|e| e.to_string())?;
     if let Some(w) = workload {
@@ -167,7 +208,7 @@ pub fn export(a: ExportArgs) -> Result<(), String> {
     }
     let total: u64 = tables.iter().map(|t| t.rows).sum();
     let n = tables.len();
-    let m = Manifest { format: FORMAT.into(), version: 1, tables };
+    let m = Manifest { format: FORMAT.into(), version: VERSION, tables };
     let p = a.out.join(MANIFEST);
     let text = serde_json::to_string_pretty(&m).expect("strings") + "\n";
     let tmp = a.out.join(".export.json.tmp");
@@ -184,16 +225,37 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
     let text = std::fs::read_to_string(&mp)
         .map_err(|e| format!("{}: {e} (not an export, or an unfinished one: export writes it last)", mp.display()))?;
     let m: Manifest = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", mp.display()))?;
-    if m.format != FORMAT || m.version != 1 {
-        return Err(format!("{}: format {} version {} is not {FORMAT} version 1", mp.display(), m.format, m.version));
+    if m.format != FORMAT || !(1..=VERSION).contains(&m.version) {
+        return Err(format!(
+            "{}: format {} version {} is not {FORMAT} version 1 to {VERSION}",
+            mp.display(),
+            m.format,
+            m.version
+        ));
     }
     let db = Database::new(Options::default()).map_err(|e| e.to_string())?;
     for t in &m.tables {
         if t.file.is_empty() || t.file.starts_with('.') || t.file.contains(['/', '\\']) {
             return Err(format!("{}: table {}: '{}' is not a plain file name", mp.display(), t.name, t.file));
         }
-        let cap = (t.rows.clamp(64, 1 << 24)) as usize;
-        db.create_table(TableSpec::hash(&t.name, cap)).map_err(|e| format!("{}: {e}", mp.display()))?;
+        let kind = |k: &str| {
+            parse_kind(k).ok_or_else(|| format!("{}: table {}: '{k}' is not an index kind", mp.display(), t.name))
+        };
+        let mut secondary = Vec::new();
+        for (n, k) in &t.secondary {
+            secondary.push((n.clone(), kind(k)?));
+        }
+        let spec = match &t.primary {
+            // As the source directory recorded it.
+            Some(p) => crate::recover::recorded_spec(&StoredTable {
+                name: t.name.clone(),
+                primary: Some(kind(p)?),
+                secondary,
+                types: t.types.clone(),
+            }),
+            None => TableSpec::hash(&t.name, (t.rows.clamp(64, 1 << 24)) as usize),
+        };
+        db.create_table(spec).map_err(|e| format!("{}: {e}", mp.display()))?;
     }
     let mut total = 0;
     for t in &m.tables {
@@ -252,6 +314,16 @@ pub fn backup(a: BackupArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_kinds_parse_as_they_print() {
+        for k in [IndexKind::Hash { capacity: 64 }, IndexKind::Ordered, IndexKind::OrderedGrouped { prefix: 4 }] {
+            assert_eq!(parse_kind(&k.to_string()), Some(k));
+        }
+        for bad in ["", "hash", "hash()", "hash(x)", "ordered(1)", "ordered-grouped(4"] {
+            assert_eq!(parse_kind(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn hex_round_trips_and_rejects_bad_input() {

@@ -11,8 +11,9 @@
 //! checks the invariants the rows alone imply ([`Workload::check_state`]):
 //! a failed check is an error. What only the run's tallies could prove is
 //! named, not checked. Without the file, or with the one-word file of
-//! earlier versions, every table is a plain hash table and nothing is
-//! checked.
+//! earlier versions, every table is created as the directory records it
+//! (its kinds and types; a plain hash table in the files of earlier
+//! versions, which record none) and nothing is checked.
 //!
 //! Every state a run can be killed in is a valid directory: empty (killed
 //! before its first checkpoint), holding the workload file and a
@@ -624,11 +625,36 @@ struct Loaded {
     report: RecoveryReport,
 }
 
+/// The spec that recreates a table as its data directory records it, to
+/// load its rows: the recorded kinds and types, or a hash table for one
+/// recorded without them (by files of earlier versions). A secondary
+/// index's key function is the application's code: here each gets the
+/// primary key, so that the table is recorded as it was (a backup or an
+/// import keeps its indexes' names and kinds) but the index is of no use
+/// for lookups, which `recover`, `export` and `backup` do not make.
+pub(crate) fn recorded_spec(t: &multiverse::durability::StoredTable) -> TableSpec {
+    use multiverse::IndexKind;
+    let mut spec = match t.primary {
+        Some(IndexKind::Hash { capacity }) => TableSpec::hash(&t.name, capacity),
+        Some(IndexKind::Ordered) => TableSpec::ordered(&t.name),
+        Some(IndexKind::OrderedGrouped { prefix }) => TableSpec::ordered_grouped(&t.name, prefix),
+        None => TableSpec::hash(&t.name, 1 << 16),
+    };
+    for (name, kind) in &t.secondary {
+        spec = spec.secondary(name, *kind, |pk, _| pk.clone());
+    }
+    match &t.types {
+        Some((k, v)) => spec.types(k, v),
+        None => spec,
+    }
+}
+
 /// Creates the schema and recovers `dir` into a new database. Without a
-/// workload's schema the tables are the checkpoint's, plus any the log
-/// names that the checkpoint does not (created after it). A read that
-/// fails while the directory's files change (a database that has it open
-/// checkpoints and removes old files) is tried again.
+/// workload's schema the tables are those the directory records (the
+/// checkpoint's, plus any the log names that the checkpoint does not,
+/// created after it), as it records them (see [`recorded_spec`]). A read
+/// that fails while the directory's files change (a database that has it
+/// open checkpoints and removes old files) is tried again.
 fn load(dir: &Path, opts: &Options, recorded: Option<&Recorded>) -> Result<Loaded, Failure> {
     let policy = if opts.on_damage == OnDamage::Refuse { "refuse" } else { "keep-prefix" };
     let mut log_only: Vec<String> = Vec::new();
@@ -657,9 +683,17 @@ fn load(dir: &Path, opts: &Options, recorded: Option<&Recorded>) -> Result<Loade
                     Some(schema)
                 }
                 _ => {
-                    // The schema as the data names it: primary keys only
-                    // (secondary indexes are the application's code, not data).
-                    for n in names.iter().chain(&log_only) {
+                    // The schema as the data records it.
+                    let stored = match multiverse::durability::tables(dir) {
+                        Ok(t) => t,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    for t in &stored {
+                        db.create_table(recorded_spec(t)).map_err(|e| e.to_string())?;
+                    }
+                    // Named only by log files of earlier versions, which
+                    // record no definitions (found by the error below).
+                    for n in log_only.iter().filter(|n| db.table(n).is_err()) {
                         db.create_table(TableSpec::hash(n, 1 << 16)).map_err(|e| e.to_string())?;
                     }
                     None
@@ -708,7 +742,7 @@ fn catching_panics<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 }
 
 /// Loads the data directory `dir` into memory as `recover` does (its
-/// recorded workload's schema, or hash tables by the data's names), for
+/// recorded workload's schema, or the tables as the data records them), for
 /// `export` and `backup`; a damaged directory is refused. Returns the
 /// database and the workload file's bytes, if it has one.
 pub(crate) fn load_dir(dir: &Path) -> Result<(Database, Option<Vec<u8>>), String> {

@@ -22,7 +22,7 @@ fn opts(dir: &Path) -> Options {
 
 /// Every row of every table, sorted.
 fn rows(dir: &Path) -> Vec<(String, Vec<u8>, Vec<u8>)> {
-    let (db, _) = Database::open(opts(dir), schema).unwrap();
+    let (db, _) = Database::open_with(opts(dir), schema).unwrap();
     let mut out = Vec::new();
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     for n in db.table_names() {
@@ -39,16 +39,16 @@ fn rows(dir: &Path) -> Vec<(String, Vec<u8>, Vec<u8>)> {
 }
 
 fn source(dir: &Path) {
-    let (db, _) = Database::open(opts(dir), schema).unwrap();
+    let (db, _) = Database::open_with(opts(dir), schema).unwrap();
     let (p, o) = (db.table("plain").unwrap(), db.table("odd/name.x").unwrap());
     db.run(Isolation::Snapshot, |t| {
         for i in 0..300u64 {
-            t.insert(p, Key::from(i), &i.to_le_bytes())?;
+            t.insert(p, Key::from(i), i.to_le_bytes())?;
         }
         // Long keys (past the 32 inline bytes, up to the 1024-byte maximum).
         t.insert(p, Key::from_bytes(&[0xab; 100]).unwrap(), b"long")?;
         t.insert(p, Key::from_bytes(&[0xcd; multiverse::KEY_MAX]).unwrap(), b"longest")?;
-        t.insert(o, Key::from_bytes(&[0, 0xff, b'"', b'\n']).unwrap(), &[0xc3, 0x28, 0, b'\\'])?;
+        t.insert(o, Key::from_bytes(&[0, 0xff, b'"', b'\n']).unwrap(), [0xc3, 0x28, 0, b'\\'])?;
         t.insert(o, Key::from_bytes(b"k").unwrap(), b"")
     })
     .unwrap();
@@ -90,10 +90,21 @@ fn export_then_import_round_trips_and_backup_copies() {
     assert_eq!(files, ["empty.jsonl", "export.json", "odd%2Fname%2Ex.jsonl", "plain.jsonl"]);
     let odd = std::fs::read_to_string(out.join("odd%2Fname%2Ex.jsonl")).unwrap();
     assert_eq!(odd, "{\"key\":\"00ff220a\",\"value\":\"c328005c\"}\n{\"key\":\"6b\",\"value\":\"\"}\n");
+    // The tables' definitions as the directory records them.
+    let manifest = std::fs::read_to_string(out.join("export.json")).unwrap();
+    assert!(
+        manifest.contains("\"primary\": \"ordered\"") && manifest.contains("\"primary\": \"hash(64)\""),
+        "{manifest}"
+    );
+    // The import and the backup record them as the source does: the
+    // source's schema opens both (a table of another kind would be refused).
     ok(&["import", s(&out), "--into", s(&back)]);
     assert_eq!(rows(&back), expect);
     ok(&["backup", s(&data), "--out", s(&copy)]);
     assert_eq!(rows(&copy), expect);
+    for dir in [&back, &copy] {
+        assert_eq!(multiverse::durability::tables(dir).unwrap(), multiverse::durability::tables(&data).unwrap());
+    }
     // Used outputs are refused and left alone.
     assert!(refused(&["export", s(&data), "--out", s(&out)]).contains("not empty"));
     assert!(refused(&["import", s(&out), "--into", s(&back)]).contains("not an empty directory"));
@@ -120,6 +131,16 @@ fn bad_import_input_is_one_line_with_its_place() {
         (good, "{\"key\":\"01\",\"value\":\"aa\"}\n", "1 rows, but"),
         (good, &format!("{{\"key\":\"{}\",\"value\":\"\"}}\n", "ab".repeat(5000)), "t.jsonl:1: key of 5000 bytes"),
         (r#"{"format":"other","version":1,"tables":[]}"#, "", "is not multiverse-export"),
+        (
+            r#"{"format":"multiverse-export","version":3,"tables":[]}"#,
+            "",
+            "version 3 is not multiverse-export version 1 to 2",
+        ),
+        (
+            r#"{"format":"multiverse-export","version":2,"tables":[{"name":"t","file":"t.jsonl","rows":0,"primary":"heap"}]}"#,
+            "",
+            "table t: 'heap' is not an index kind",
+        ),
         (
             r#"{"format":"multiverse-export","version":1,"tables":[{"name":"t","file":"../t","rows":0}]}"#,
             "",

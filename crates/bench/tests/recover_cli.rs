@@ -68,7 +68,7 @@ fn durable(dir: &Path) -> Options {
 /// What `bench --durability` leaves before it creates the workload's tables:
 /// the checkpoint of `Database::open`, of no tables.
 fn first_checkpoint(dir: &Path) {
-    let (db, _) = Database::open(durable(dir), |_| Ok(())).unwrap();
+    let (db, _) = Database::open_with(durable(dir), |_| Ok(())).unwrap();
     drop(db);
 }
 
@@ -132,10 +132,10 @@ fn recover_checks_the_consistency_of_a_durable_tpcc_run() {
     let opts = durable(&data);
     let cfg = TpccConfig { warehouses: 1, ..TpccConfig::default() };
     let schema = |db: &Database| Tpcc::setup(db, cfg).map(drop).map_err(multiverse::Error::InvalidArgument);
-    let (db, _) = Database::open(opts, schema).unwrap();
+    let (db, _) = Database::open_with(opts, schema).unwrap();
     let district = db.table(tpcc::names::DISTRICT).unwrap();
     db.run(Isolation::Serializable, |t| {
-        t.modify(district, &tpcc::d_key(1, 3), |v| tpcc::put_i64(v, tpcc::D_YTD, tpcc::get_i64(v, tpcc::D_YTD) + 1))
+        t.modify(district, tpcc::d_key(1, 3), |v| tpcc::put_i64(v, tpcc::D_YTD, tpcc::get_i64(v, tpcc::D_YTD) + 1))
     })
     .unwrap();
     drop(db);
@@ -265,7 +265,7 @@ fn every_state_a_killed_load_leaves_is_a_valid_directory() {
 
     // Part of a load: the first of four slices of a hekaton load, logged.
     let d = subdir(root.path(), "part");
-    let (db, _) = Database::open(durable(&d), |_| Ok(())).unwrap();
+    let (db, _) = Database::open_with(durable(&d), |_| Ok(())).unwrap();
     write(&d, "workload", "workload=hekaton\nrows=1000\nreads=10\nwrites=2\nload=started\n");
     let w = Hekaton::setup(&db, HekatonConfig { rows: 1000, ..HekatonConfig::default() }).unwrap();
     w.load(&db, 0, 4, &|_| {}).unwrap();
@@ -277,7 +277,7 @@ fn every_state_a_killed_load_leaves_is_a_valid_directory() {
     // Tables created after the checkpoint, and no workload file: the
     // tables come from the log.
     let d = subdir(root.path(), "log-only-tables");
-    let (db, _) = Database::open(durable(&d), |_| Ok(())).unwrap();
+    let (db, _) = Database::open_with(durable(&d), |_| Ok(())).unwrap();
     for name in ["late", "later"] {
         let t = db.create_table(TableSpec::hash(name, 64)).unwrap();
         db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1u64), b"v")).unwrap();
@@ -308,7 +308,7 @@ fn a_workload_file_too_large_for_memory_is_refused_as_bench_refuses_it() {
     let d = subdir(root.path(), "hekaton");
     let small = HekatonConfig { rows: 100, ..HekatonConfig::default() };
     let schema = |db: &Database| Hekaton::setup(db, small).map(drop).map_err(multiverse::Error::InvalidArgument);
-    drop(Database::open(durable(&d), schema).unwrap());
+    drop(Database::open_with(durable(&d), schema).unwrap());
     write(&d, "workload", format!("workload=hekaton\nrows={huge}\nload=finished\n"));
     let (e, _) = refused(&d, &[], 1);
     assert!(e.contains(&format!("workload: rows={huge} needs about ")), "{e}");
@@ -422,7 +422,7 @@ fn rows_a_check_cannot_read_are_an_error_line_not_a_panic() {
     let d = tempfile::tempdir().unwrap();
     let cfg = TpccConfig { warehouses: 1, ..TpccConfig::default() };
     let schema = |db: &Database| Tpcc::setup(db, cfg).map(drop).map_err(multiverse::Error::InvalidArgument);
-    let (db, _) = Database::open(durable(d.path()), schema).unwrap();
+    let (db, _) = Database::open_with(durable(d.path()), schema).unwrap();
     let warehouse = db.table(tpcc::names::WAREHOUSE).unwrap();
     db.run(Isolation::Serializable, |t| t.insert(warehouse, tpcc::w_key(1), b"short")).unwrap();
     drop(db);
@@ -442,7 +442,7 @@ fn rotated_dir(dir: &Path) -> u64 {
         ..durable(dir)
     };
     let schema = |db: &Database| db.create_table(TableSpec::hash("acct", 1024)).map(drop);
-    let (db, _) = Database::open(opts, schema).unwrap();
+    let (db, _) = Database::open_with(opts, schema).unwrap();
     let acct = db.table("acct").unwrap();
     std::thread::scope(|s| {
         for th in 0..8u64 {
@@ -551,7 +551,7 @@ fn damage_exits_3_and_a_torn_tail_exits_0() {
 fn recover_reads_a_directory_a_database_has_open() {
     let d = tempfile::tempdir().unwrap();
     let schema = |db: &Database| db.create_table(TableSpec::hash("acct", 64)).map(drop);
-    let (db, _) = Database::open(durable(d.path()), schema).unwrap();
+    let (db, _) = Database::open_with(durable(d.path()), schema).unwrap();
     let acct = db.table("acct").unwrap();
     for i in 0..10u64 {
         db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(i), b"v")).unwrap();

@@ -11,7 +11,7 @@
 //! saw a value outside the committed list.
 
 use crate::model::{key_name, short_value, FxMap};
-use multiverse::history::{History, Op, Outcome, WriteKind};
+use multiverse::research::history::{History, Op, Outcome, WriteKind};
 use multiverse::Key;
 use std::fmt;
 

@@ -24,7 +24,7 @@
 use crate::graph::{Dep, Edge};
 use crate::model::{in_range, key_name, short_value, writer_name, FxMap, FxSet, KeyId, Model, Seen, Source, TxnIx};
 use crate::report::{Class, Findings};
-use multiverse::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
+use multiverse::research::history::{Op, Outcome, TxnRecord, WriteKind, Writer};
 use multiverse::{Isolation, Key};
 use std::ops::Bound;
 

@@ -21,7 +21,7 @@
 //! `end N` (the number of transactions) closes the history: a file cut
 //! short, even at a line boundary, lacks it and is refused.
 
-use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+use multiverse::research::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 use multiverse::{AbortReason, Isolation, Key, KEY_MAX};
 use std::fmt;
 use std::io::{self, BufRead, BufWriter, Write};

@@ -3,7 +3,7 @@
 //!
 //! A database opened with [`multiverse::Options::record_history`] records
 //! what every transaction read (naming the exact version by its writer),
-//! wrote and scanned, and how it ended ([`multiverse::history`]). This crate
+//! wrote and scanned, and how it ended ([`multiverse::research::history`]). This crate
 //!
 //! - stores such histories as text and reads them back ([`write_history`],
 //!   [`read_history`]; the format is in `docs/HISTORY.md`);
@@ -23,7 +23,7 @@
 //!   lists themselves ([`check_observed`], in the manner of Jepsen's Elle).
 //!
 //! ```
-//! use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+//! use multiverse::research::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 //! use multiverse::{Isolation, Key};
 //!
 //! let w = TxnRecord {
@@ -63,7 +63,7 @@ pub use blackbox::{
 pub use format::{read_history, write_history, ParseError, FORMAT_HEADER, FORMAT_TRAILER};
 pub use report::{Anomaly, Class, Limits, Report, Stats};
 
-use multiverse::history::{History, Outcome};
+use multiverse::research::history::{History, Outcome};
 use multiverse::Isolation;
 
 /// Checks `history` against the isolation level `claimed`, with the default
@@ -94,7 +94,7 @@ pub fn check(history: &History, claimed: Isolation) -> Report {
 /// [`check`] with explicit limits on examples kept and cycle-search work.
 ///
 /// ```
-/// use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+/// use multiverse::research::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 /// use multiverse::{Isolation, Key};
 /// use multiverse_check::{check_with, Class, Limits};
 ///

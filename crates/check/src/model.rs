@@ -3,7 +3,7 @@
 //! writer behind every version name.
 
 use crate::report::{Class, Findings};
-use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+use multiverse::research::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 use multiverse::Key;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

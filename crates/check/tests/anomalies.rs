@@ -285,7 +285,7 @@ fn malformed_transactions_are_invalid() {
 }
 
 /// The reports of `h` at every level hold no `invalid` finding.
-fn no_invalid(h: &multiverse::history::History) {
+fn no_invalid(h: &multiverse::research::history::History) {
     for level in ALL {
         let r = check(h, level);
         assert_eq!(r.count(Class::Invalid), 0, "{level}:\n{r}");

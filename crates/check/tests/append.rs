@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use multiverse::history::{History, Op, Writer};
+use multiverse::research::history::{History, Op, Writer};
 use multiverse::Key;
 use multiverse_check::check_appends;
 

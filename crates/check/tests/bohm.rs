@@ -15,8 +15,8 @@
 //! Sizes are modest by default; `MULTIVERSE_LONG=1` runs 20 times more
 //! transactions (and `MULTIVERSE_STRESS=N` multiplies that).
 
-use multiverse::history::{History, Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
 use multiverse::protocol::bohm::{Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
+use multiverse::research::history::{History, Op, Outcome as HOutcome, TxnRecord, WriteKind, Writer};
 use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
 use multiverse_check::{check, Class};
 use rand::rngs::SmallRng;
@@ -228,7 +228,7 @@ fn setup() -> Setup {
     for (t, no) in tables.into_iter().zip(numbers) {
         for k in 0..INITIAL {
             let v = val(k * 100, PLAIN);
-            tx.insert(t, Key::from(k), &v).unwrap();
+            tx.insert(t, Key::from(k), v).unwrap();
             initial.push(((no, Key::from(k)), v.to_vec()));
         }
     }
@@ -243,7 +243,7 @@ fn setup() -> Setup {
 fn table_numbers(db: &Database, tables: [TableId; 2]) -> [u32; 2] {
     let mut tx = db.begin(Isolation::Serializable).unwrap();
     for t in tables {
-        tx.get(t, &Key::from(0)).unwrap();
+        tx.get(t, Key::from(0)).unwrap();
     }
     tx.commit().unwrap();
     let h = db.take_history();
@@ -472,7 +472,7 @@ fn interactive_and_pipeline_transactions_have_distinct_ids() {
     // A recorded interactive transaction, with its id.
     let mut tx = s.db.begin(Isolation::Serializable).unwrap();
     let id = tx.id();
-    tx.get(t, &Key::from(0)).unwrap();
+    tx.get(t, Key::from(0)).unwrap();
     tx.commit().unwrap();
     // Enough pipeline transactions that their timestamps pass that id.
     let n = id as usize + 100;

@@ -2,8 +2,9 @@
 //! checker accepts every level it claims; with the engine's fault switches
 //! on, the checker catches the anomalies that follow.
 
-use multiverse::history::History;
-use multiverse::{Database, Faults, Isolation, Key, Options, TableId, TableSpec};
+use multiverse::research::history::History;
+use multiverse::research::Faults;
+use multiverse::{Database, Isolation, Key, Options, TableId, TableSpec};
 use multiverse_check::{check, Class};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -17,7 +18,7 @@ fn open(faults: Faults) -> (Database, TableId) {
     let t = db.create_table(TableSpec::ordered("t")).unwrap();
     db.run(Isolation::Serializable, |x| {
         for i in 0..KEYS {
-            x.insert(t, Key::from(i), &i.to_be_bytes())?;
+            x.insert(t, Key::from(i), i.to_be_bytes())?;
         }
         Ok(())
     })
@@ -44,7 +45,7 @@ fn random_txn(db: &Database, t: TableId, level: Isolation, rng: &mut SmallRng) {
                     left > 0
                 })
             }
-            4 => x.insert(t, k, &rng.gen::<u64>().to_be_bytes()),
+            4 => x.insert(t, k, rng.gen::<u64>().to_be_bytes()),
             5 => x.delete(t, &k),
             6 => x.modify(t, &k, |v| v[0] = v[0].wrapping_add(1)),
             _ => x.update_with(t, &k, |old, new| {
@@ -100,11 +101,11 @@ fn lock_step(faults: Faults, level: Isolation, same_key: bool) -> History {
             s.spawn(move || {
                 for round in 0..50u64 {
                     let mut x = db.begin(level).unwrap();
-                    let _ = x.get(t, &Key::from(0));
-                    let _ = x.get(t, &Key::from(1));
+                    let _ = x.get(t, Key::from(0));
+                    let _ = x.get(t, Key::from(1));
                     barrier.wait();
                     let key = if same_key { 0 } else { who };
-                    let _ = x.update(t, &Key::from(key), &(round * 2 + who).to_be_bytes());
+                    let _ = x.update(t, Key::from(key), (round * 2 + who).to_be_bytes());
                     let _ = x.commit();
                     barrier.wait();
                 }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+use multiverse::research::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 use multiverse::{AbortReason, Isolation, Key};
 use multiverse_check::{check, read_history, write_history, ParseError};
 use rand::rngs::SmallRng;

@@ -17,7 +17,7 @@
 //! N, `MULTIVERSE_FUZZ_SEED=S` others. Nothing is written to the
 //! repository.
 
-use multiverse::history::History;
+use multiverse::research::history::History;
 use multiverse::{Database, Isolation, Key, Options, TableSpec};
 use multiverse_check::{check, check_appends, read_history, write_history};
 use proptest::prelude::*;
@@ -111,8 +111,8 @@ fn engine_history() -> History {
     let h = db.create_table(TableSpec::hash("h", 16)).unwrap();
     db.run(Isolation::Serializable, |x| {
         for i in 0..8u64 {
-            x.insert(t, Key::from(i), &i.to_be_bytes())?;
-            x.insert(h, Key::from(i), &[i as u8; 3])?;
+            x.insert(t, Key::from(i), i.to_be_bytes())?;
+            x.insert(h, Key::from(i), [i as u8; 3])?;
         }
         Ok(())
     })
@@ -139,7 +139,7 @@ fn engine_history() -> History {
                 x.scan(db.primary(t), (Bound::Included(k), Bound::Excluded(hi)), None, |_, _| true)
             }
             4 => x.scan(db.primary(t), .., Some(&odd), |_, _| true),
-            5 => x.insert(table, k, &rng.gen::<u64>().to_be_bytes()),
+            5 => x.insert(table, k, rng.gen::<u64>().to_be_bytes()),
             6 => x.delete(table, &k),
             7 | 8 => x.update_with(table, &k, |old, new| {
                 new.extend_from_slice(old);

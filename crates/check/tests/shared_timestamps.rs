@@ -49,7 +49,7 @@ fn a_writer_that_inserted_and_deleted_a_row_is_not_the_state_seen() {
 }
 
 /// Nothing forbidden at `level` (allowed anomalies may be reported).
-fn expect_clean_at(h: &multiverse::history::History, level: multiverse::Isolation) {
+fn expect_clean_at(h: &multiverse::research::history::History, level: multiverse::Isolation) {
     let report = multiverse_check::check(h, level);
     assert!(report.ok(), "expected no forbidden anomaly at {level}:\n{report}");
 }

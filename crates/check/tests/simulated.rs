@@ -4,7 +4,7 @@
 
 mod common;
 
-use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+use multiverse::research::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 use multiverse::{AbortReason, Isolation, Key};
 use multiverse_check::{check, check_appends, Class};
 use rand::rngs::SmallRng;

@@ -11,8 +11,9 @@
 //! Sizes are modest by default; `MULTIVERSE_STRESS=N` multiplies the number
 //! of transactions (e.g. 1000 for millions).
 
+use multiverse::research::Faults;
 use multiverse::{
-    Database, Error, Faults, Filter, Isolation, Key, Mode, Options, Protocol, Stats, TableId, TableSpec, TxnOptions,
+    Database, Error, Filter, Isolation, Key, Mode, Options, Protocol, Stats, TableId, TableSpec, TxnOptions,
 };
 use multiverse_check::{check, Class, Report};
 use rand::rngs::SmallRng;
@@ -63,8 +64,8 @@ fn setup_with(opts: Options) -> Setup {
     let ordered = db.create_table(TableSpec::ordered("o")).unwrap();
     db.run(protocol.strongest(), |t| {
         for k in 0..INITIAL {
-            t.insert(hash, key(k), &value(99, k))?;
-            t.insert(ordered, key(k), &value(99, k))?;
+            t.insert(hash, key(k), value(99, k))?;
+            t.insert(ordered, key(k), value(99, k))?;
         }
         Ok(())
     })
@@ -135,9 +136,9 @@ fn worker(s: &Setup, iso: Isolation, thread: u64, txns: u64) {
                         r => r.map(|_| ()),
                     }
                 }
-                35..=54 => t.update(table, &k, &v),
+                35..=54 => t.update(table, &k, v),
                 55..=64 => t.update_with(table, &k, |_old, new| new.extend_from_slice(&v)),
-                65..=74 => t.insert(table, k, &v),
+                65..=74 => t.insert(table, k, v),
                 75..=84 => t.delete(table, &k),
                 85..=89 => {
                     let lo = rng.gen_range(0..KEYS);
@@ -257,7 +258,7 @@ fn run_threads_stats(opts: Options, iso: Isolation, txns_per_thread: u64, thread
 
 /// Writes a failing run's history to `$MULTIVERSE_DUMP/NAME.history`, if
 /// that variable names a directory.
-fn dump(history: &multiverse::history::History, name: &str) {
+fn dump(history: &multiverse::research::history::History, name: &str) {
     if let Ok(dir) = std::env::var("MULTIVERSE_DUMP") {
         let path = format!("{dir}/{name}.history");
         let f = std::fs::File::create(&path).unwrap();
@@ -365,7 +366,7 @@ fn safe_snapshots_keep_ssn_and_ssi_serializable() {
                         for _ in 0..rng.gen_range(1..=4) {
                             let table = if rng.gen_bool(0.5) { s.hash } else { s.ordered };
                             if rng.gen_bool(0.8) {
-                                t.get(table, &key(rng.gen_range(0..KEYS))).unwrap_or_else(|e| never("get", e));
+                                t.get(table, key(rng.gen_range(0..KEYS))).unwrap_or_else(|e| never("get", e));
                             } else {
                                 let scan = t.scan(s.db.primary(table), .., None, |_, _| true);
                                 scan.unwrap_or_else(|e| never("scan", e));
@@ -571,8 +572,8 @@ fn ordered_2pl_with_declarations_is_serializable() {
                         let v = value(th, seq);
                         let r = match op {
                             0 => t.get(table, &k).map(|_| ()),
-                            1 => t.update(table, &k, &v),
-                            2 => t.insert(table, k, &v),
+                            1 => t.update(table, &k, v),
+                            2 => t.insert(table, k, v),
                             3 => t.delete(table, &k),
                             _ => t.update_with(table, &k, |_old, new| new.extend_from_slice(&v)),
                         };
@@ -602,15 +603,15 @@ fn ordered_2pl_refuses_undeclared_accesses() {
     let access = multiverse::AccessSet { reads: vec![(s.hash, Key::from(1))], writes: vec![(s.hash, Key::from(2))] };
     let opts = multiverse::TxnOptions { access: Some(&access), ..multiverse::TxnOptions::new(Isolation::Serializable) };
     let mut t = s.db.begin_with(opts).unwrap();
-    assert!(t.get(s.hash, &Key::from(1)).unwrap().is_some());
-    let e = t.update(s.hash, &Key::from(1), &value(0, 1)).unwrap_err();
+    assert!(t.get(s.hash, Key::from(1)).unwrap().is_some());
+    let e = t.update(s.hash, Key::from(1), value(0, 1)).unwrap_err();
     assert!(matches!(e, Error::NotDeclared(_)), "a declared read is not a write: {e}");
     assert_eq!(e.to_string(), "not declared: a write of a record the access declaration does not list as written");
-    assert!(matches!(t.get(s.hash, &Key::from(3)), Err(Error::NotDeclared(_))));
+    assert!(matches!(t.get(s.hash, Key::from(3)), Err(Error::NotDeclared(_))));
     assert!(matches!(t.scan(s.db.primary(s.hash), .., None, |_, _| true), Err(Error::NotDeclared(_))));
-    t.update(s.hash, &Key::from(2), &value(0, 2)).unwrap();
+    t.update(s.hash, Key::from(2), value(0, 2)).unwrap();
     t.commit().unwrap();
     let mut t = s.db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(t.get(s.hash, &Key::from(2)).unwrap().unwrap(), value(0, 2));
+    assert_eq!(t.get(s.hash, Key::from(2)).unwrap().unwrap(), value(0, 2));
     t.commit().unwrap();
 }

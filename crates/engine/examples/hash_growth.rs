@@ -45,7 +45,7 @@ fn load(db: &Database, t: TableId, n: u64, iso: Isolation) -> (f64, f64) {
                 db.run(iso, |x| {
                     for _ in 0..10 {
                         let k = next(&mut rng) % m;
-                        assert!(x.get(t, &Key::from(k))?.is_some(), "key {k} lost");
+                        assert!(x.get(t, Key::from(k))?.is_some(), "key {k} lost");
                     }
                     Ok(())
                 })
@@ -55,7 +55,7 @@ fn load(db: &Database, t: TableId, n: u64, iso: Isolation) -> (f64, f64) {
             reads
         });
         for b in 0..n / BATCH {
-            db.run(iso, |x| (b * BATCH..(b + 1) * BATCH).try_for_each(|k| x.insert(t, Key::from(k), &value(k))))
+            db.run(iso, |x| (b * BATCH..(b + 1) * BATCH).try_for_each(|k| x.insert(t, Key::from(k), value(k))))
                 .unwrap();
             // Release: the rows are committed.
             committed.store((b + 1) * BATCH, Ordering::Release);
@@ -82,7 +82,7 @@ fn gets(db: &Database, t: TableId, n: u64, iso: Isolation, threads: u64, dur: Du
                     db.run(iso, |x| {
                         for _ in 0..10 {
                             let k = next(&mut rng) % n;
-                            assert!(x.get(t, &Key::from(k))?.is_some());
+                            assert!(x.get(t, Key::from(k))?.is_some());
                         }
                         Ok(())
                     })

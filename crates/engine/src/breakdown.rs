@@ -21,7 +21,7 @@
 //! the parts do not cover is the transaction's own work.
 //!
 //! ```
-//! use multiverse::breakdown::{self, Part};
+//! use multiverse::research::breakdown::{self, Part};
 //! use multiverse::{Database, Isolation, Key, Options, TableSpec};
 //!
 //! let db = Database::new(Options::default()).unwrap();
@@ -46,7 +46,7 @@ use std::sync::OnceLock;
 /// What a timed region is; its number indexes [`thread_totals`].
 ///
 /// ```
-/// use multiverse::breakdown::{thread_totals, Part};
+/// use multiverse::research::breakdown::{thread_totals, Part};
 /// let t = thread_totals();
 /// assert_eq!(t[Part::Validation as usize], 0, "nothing timed on this thread yet");
 /// ```
@@ -73,7 +73,7 @@ impl Part {
     /// Its name in reports: `index`, `validation`, `wait`, `gc`, `log-wait`.
     ///
     /// ```
-    /// use multiverse::breakdown::{Part, PARTS};
+    /// use multiverse::research::breakdown::{Part, PARTS};
     /// assert_eq!(PARTS.map(Part::name), ["index", "validation", "wait", "gc", "log-wait"]);
     /// ```
     pub fn name(self) -> &'static str {
@@ -93,7 +93,7 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Switches the timing on or off for every database of the process.
 ///
 /// ```
-/// use multiverse::breakdown;
+/// use multiverse::research::breakdown;
 /// breakdown::set_enabled(true);
 /// assert!(breakdown::enabled());
 /// breakdown::set_enabled(false);
@@ -107,7 +107,7 @@ pub fn set_enabled(on: bool) {
 /// Whether the timing is on.
 ///
 /// ```
-/// assert!(!multiverse::breakdown::enabled(), "off by default");
+/// assert!(!multiverse::research::breakdown::enabled(), "off by default");
 /// ```
 pub fn enabled() -> bool {
     // Relaxed: as in `set_enabled`.
@@ -139,7 +139,7 @@ thread_local! {
 /// samples a transaction by switching it on around it.
 ///
 /// ```
-/// use multiverse::breakdown;
+/// use multiverse::research::breakdown;
 /// breakdown::set_sampling(true);
 /// assert!(breakdown::sampling());
 /// breakdown::set_sampling(false);
@@ -151,7 +151,7 @@ pub fn set_sampling(on: bool) {
 /// Whether this thread samples (see [`set_sampling`]); false by default.
 ///
 /// ```
-/// assert!(!multiverse::breakdown::sampling());
+/// assert!(!multiverse::research::breakdown::sampling());
 /// ```
 pub fn sampling() -> bool {
     TOTALS.with(|t| t.sampling.get())
@@ -161,8 +161,8 @@ pub fn sampling() -> bool {
 /// call elsewhere.
 ///
 /// ```
-/// let a = multiverse::breakdown::now();
-/// assert!(multiverse::breakdown::now() >= a);
+/// let a = multiverse::research::breakdown::now();
+/// assert!(multiverse::research::breakdown::now() >= a);
 /// ```
 #[inline]
 pub fn now() -> u64 {
@@ -183,7 +183,7 @@ pub fn now() -> u64 {
 /// the monotonic clock) on the first call.
 ///
 /// ```
-/// assert!(multiverse::breakdown::ticks_per_ns() > 0.0);
+/// assert!(multiverse::research::breakdown::ticks_per_ns() > 0.0);
 /// ```
 pub fn ticks_per_ns() -> f64 {
     static RATE: OnceLock<f64> = OnceLock::new();
@@ -200,7 +200,7 @@ pub fn ticks_per_ns() -> f64 {
 /// This thread's running totals, in ticks, indexed by `Part as usize`.
 ///
 /// ```
-/// let t = multiverse::breakdown::thread_totals();
+/// let t = multiverse::research::breakdown::thread_totals();
 /// assert_eq!(t.len(), 5);
 /// ```
 pub fn thread_totals() -> [u64; 5] {
@@ -212,7 +212,7 @@ pub fn thread_totals() -> [u64; 5] {
 /// added to a breakdown.
 ///
 /// ```
-/// let n = multiverse::breakdown::thread_regions();
+/// let n = multiverse::research::breakdown::thread_regions();
 /// assert_eq!(n, [0; 5], "no region timed on this thread yet");
 /// ```
 pub fn thread_regions() -> [u64; 5] {
@@ -234,7 +234,7 @@ pub fn thread_regions() -> [u64; 5] {
 /// per region would wipe out whole parts of a breakdown.
 ///
 /// ```
-/// let (inside, whole) = multiverse::breakdown::region_cost();
+/// let (inside, whole) = multiverse::research::breakdown::region_cost();
 /// assert!(inside <= whole);
 /// ```
 pub fn region_cost() -> (f64, f64) {

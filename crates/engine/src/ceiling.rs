@@ -37,7 +37,7 @@ const STACK_ROW: usize = 128;
 /// and records (see the [module documentation](self)).
 ///
 /// ```
-/// use multiverse::ceiling::NoCcTable;
+/// use multiverse::research::ceiling::NoCcTable;
 /// use multiverse::Key;
 ///
 /// let t = NoCcTable::new(16);
@@ -67,7 +67,7 @@ impl NoCcTable {
     /// [`crate::TableSpec::hash`] sizes them).
     ///
     /// ```
-    /// let t = multiverse::ceiling::NoCcTable::new(1_000);
+    /// let t = multiverse::research::ceiling::NoCcTable::new(1_000);
     /// assert!(t.is_empty());
     /// ```
     pub fn new(capacity: usize) -> NoCcTable {
@@ -84,7 +84,8 @@ impl NoCcTable {
     /// control), so loaders split the keys.
     ///
     /// ```
-    /// use multiverse::{ceiling::NoCcTable, Error, Key};
+    /// use multiverse::research::ceiling::NoCcTable;
+    /// use multiverse::{Error, Key};
     ///
     /// let t = NoCcTable::new(4);
     /// t.insert(&Key::from(7), b"row").unwrap();
@@ -108,7 +109,8 @@ impl NoCcTable {
     /// transaction of a benchmark worker, as a transaction pins).
     ///
     /// ```
-    /// use multiverse::{ceiling::NoCcTable, Key};
+    /// use multiverse::research::ceiling::NoCcTable;
+    /// use multiverse::Key;
     ///
     /// let t = NoCcTable::new(4);
     /// t.insert(&Key::from(1), b"x").unwrap();
@@ -121,7 +123,7 @@ impl NoCcTable {
     /// Rows inserted.
     ///
     /// ```
-    /// let t = multiverse::ceiling::NoCcTable::new(4);
+    /// let t = multiverse::research::ceiling::NoCcTable::new(4);
     /// t.insert(&multiverse::Key::from(1), b"x").unwrap();
     /// assert_eq!(t.len(), 1);
     /// ```
@@ -133,7 +135,7 @@ impl NoCcTable {
     /// True if no row was inserted.
     ///
     /// ```
-    /// assert!(multiverse::ceiling::NoCcTable::new(4).is_empty());
+    /// assert!(multiverse::research::ceiling::NoCcTable::new(4).is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -144,7 +146,8 @@ impl NoCcTable {
 /// (see [`NoCcTable::session`]).
 ///
 /// ```
-/// use multiverse::{ceiling::NoCcTable, Key};
+/// use multiverse::research::ceiling::NoCcTable;
+/// use multiverse::Key;
 ///
 /// let t = NoCcTable::new(4);
 /// t.insert(&Key::from(5), b"five").unwrap();
@@ -185,7 +188,8 @@ impl Session<'_> {
     /// write may tear it), or returns `None` if there is none.
     ///
     /// ```
-    /// use multiverse::{ceiling::NoCcTable, Key};
+    /// use multiverse::research::ceiling::NoCcTable;
+    /// use multiverse::Key;
     ///
     /// let t = NoCcTable::new(4);
     /// t.insert(&Key::from(3), &42u64.to_le_bytes()).unwrap();
@@ -211,7 +215,8 @@ impl Session<'_> {
     /// (rows are rewritten in place, so their length is fixed).
     ///
     /// ```
-    /// use multiverse::{ceiling::NoCcTable, Error, Key};
+    /// use multiverse::research::ceiling::NoCcTable;
+    /// use multiverse::{Error, Key};
     ///
     /// let t = NoCcTable::new(4);
     /// t.insert(&Key::from(1), b"aaaa").unwrap();
@@ -239,7 +244,8 @@ impl Session<'_> {
     /// table.
     ///
     /// ```
-    /// use multiverse::{ceiling::NoCcTable, Key};
+    /// use multiverse::research::ceiling::NoCcTable;
+    /// use multiverse::Key;
     ///
     /// let t = NoCcTable::new(4);
     /// t.session().prefetch(&[Key::from(1), Key::from(2)]); // a hint: nothing changes

@@ -188,6 +188,10 @@ pub enum Error {
     UnknownTable(String),
     /// No index of that name (or number) on the table.
     UnknownIndex(String),
+    /// A table or index handle of another database (or of none): a
+    /// database refuses it rather than take it for one of its own tables.
+    /// The transaction stays open.
+    ForeignHandle(String),
     /// A table of that name exists already.
     TableExists(String),
     /// `insert` of a key that already has a visible row.
@@ -224,7 +228,7 @@ pub enum Error {
     /// that met the failure, and every transaction that read its writes,
     /// fails with this error, so no client is shown a commit that a
     /// restart would lose. Drop the database and open the directory again
-    /// ([`crate::Database::open`]): it recovers the durable prefix.
+    /// ([`crate::Database::open_with`]): it recovers the durable prefix.
     LogFailed(String),
     /// The target of a backup exists and is not an empty directory: nothing is overwritten.
     NotEmpty(String),
@@ -259,6 +263,33 @@ pub enum Error {
     /// store and its value's buffer. Not counted: index nodes,
     /// transactions' private buffers, freed blocks kept for reuse.
     MemoryLimit { used: u64, limit: u64 },
+    /// A table's definition differs from the one its data directory
+    /// records (its primary index's kind or a hash index's capacity, a
+    /// secondary index added, missing or of another kind, a typed table's
+    /// key or value type): refused when the directory is opened
+    /// ([`crate::Database::open_with`], nothing in it changed), by
+    /// [`crate::Database::open_table`] and by
+    /// [`crate::TableDefinition::open`]. `detail` says what differs.
+    ///
+    /// ```
+    /// use multiverse::Error;
+    ///
+    /// let e = Error::SchemaMismatch { table: "orders".into(), detail: "stored as ordered, opened as hash(64)".into() };
+    /// assert_eq!(e.to_string(), "table 'orders': stored as ordered, opened as hash(64)");
+    /// ```
+    SchemaMismatch { table: String, detail: String },
+    /// A data directory describes a table that the schema does not create,
+    /// and it cannot be created from its description alone: its secondary
+    /// index `index` needs a key function, which only a schema
+    /// ([`crate::Database::open_with`]) can give.
+    ///
+    /// ```
+    /// use multiverse::Error;
+    ///
+    /// let e = Error::KeyFunctionNeeded { table: "t".into(), index: "by_x".into() };
+    /// assert_eq!(e.to_string(), "table 't' has secondary index 'by_x': its key function must be given by the schema");
+    /// ```
+    KeyFunctionNeeded { table: String, index: String },
 }
 
 impl Error {
@@ -305,6 +336,7 @@ impl fmt::Display for Error {
             Error::TransactionClosed(Some(r)) => write!(f, "transaction already aborted ({r})"),
             Error::TransactionClosed(None) => write!(f, "transaction already committed"),
             Error::UnknownTable(t) => write!(f, "unknown table '{t}'"),
+            Error::ForeignHandle(s) => write!(f, "{s}"),
             Error::UnknownIndex(i) => write!(f, "unknown index '{i}'"),
             Error::TableExists(t) => write!(f, "table '{t}' already exists"),
             Error::DuplicateKey => write!(f, "duplicate key"),
@@ -341,6 +373,10 @@ impl fmt::Display for Error {
                 f,
                 "memory limit reached: {used} bytes of data held, the limit is {limit} bytes (retry once garbage collection has freed old versions)"
             ),
+            Error::SchemaMismatch { table, detail } => write!(f, "table '{table}': {detail}"),
+            Error::KeyFunctionNeeded { table, index } => {
+                write!(f, "table '{table}' has secondary index '{index}': its key function must be given by the schema")
+            }
         }
     }
 }

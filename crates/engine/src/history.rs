@@ -21,7 +21,7 @@ use std::ops::Bound;
 /// The writer of a version.
 ///
 /// ```
-/// use multiverse::history::{Op, Writer};
+/// use multiverse::research::history::{Op, Writer};
 /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
 ///
 /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
@@ -47,7 +47,7 @@ pub enum Writer {
 /// How a row was written.
 ///
 /// ```
-/// use multiverse::history::{Op, WriteKind};
+/// use multiverse::research::history::{Op, WriteKind};
 /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
 ///
 /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
@@ -81,7 +81,7 @@ pub enum WriteKind {
 /// One operation of a transaction.
 ///
 /// ```
-/// use multiverse::history::Op;
+/// use multiverse::research::history::Op;
 /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
 ///
 /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
@@ -144,7 +144,7 @@ pub enum Op {
 /// How a transaction ended.
 ///
 /// ```
-/// use multiverse::history::Outcome;
+/// use multiverse::research::history::Outcome;
 /// use multiverse::{AbortReason, Database, Isolation, Key, Options, TableSpec};
 ///
 /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();
@@ -165,7 +165,7 @@ pub enum Outcome {
 /// One transaction of a history.
 ///
 /// ```
-/// use multiverse::history::Outcome;
+/// use multiverse::research::history::Outcome;
 /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
 ///
 /// let db = Database::new(Options { record_history: true, ..Options::default() }).unwrap();

@@ -11,21 +11,22 @@
 //! the same application code.
 //!
 //! ```
-//! use multiverse::{Database, Isolation, Key, Options, TableSpec};
+//! use multiverse::{Database, Isolation, Options, TableSpec};
 //!
 //! let db = Database::new(Options::default()).unwrap();
-//! let accounts = db.create_table(TableSpec::hash("accounts", 1024)).unwrap();
+//! let accounts = db.create_table(TableSpec::ordered("accounts")).unwrap();
 //! // A closure transaction: committed at the end, retried on transient aborts.
 //! db.run(Isolation::Serializable, |t| {
-//!     t.insert(accounts, Key::from(1), &100u64.to_le_bytes())?;
-//!     t.insert(accounts, Key::from(2), &50u64.to_le_bytes())
+//!     t.insert(accounts, "alice", 100u64.to_le_bytes())?;
+//!     t.insert(accounts, "bob", 50u64.to_le_bytes())
 //! })
 //! .unwrap();
 //!
 //! // An interactive transaction.
 //! let mut t = db.begin(Isolation::Snapshot).unwrap();
-//! let v = t.get(accounts, &Key::from(1)).unwrap().unwrap();
+//! let v = t.get(accounts, "alice").unwrap().unwrap();
 //! assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), 100);
+//! assert_eq!(t.range(accounts, "a".."c").unwrap().count(), 2);
 //! t.commit().unwrap();
 //! ```
 //!
@@ -37,9 +38,15 @@
 //!   primary index (a lock-free hash index or an ordered skip list, see
 //!   [`IndexKind`]) and any number of non-unique secondary indexes whose
 //!   keys a function derives from the row.
-//! * Keys are byte strings ordered by their bytes ([`Key`]); composite keys
-//!   are built with [`KeyBuilder`] so that they sort like the tuple. Values
-//!   are byte slices. The [`typed`] layer ([`TableDefinition`],
+//! * Keys are byte strings ordered by their bytes ([`Key`]); every
+//!   operation takes one as [`IntoKey`]: `&str`, `String`, `&[u8]`,
+//!   `Vec<u8>`, a `u64` (big-endian, sorting as numbers) or a `Key`, owned
+//!   or borrowed. Composite keys are built with [`KeyBuilder`] so that they
+//!   sort like the tuple. Values are anything that is bytes
+//!   (`impl AsRef<[u8]>`). Ranges ([`KeyRange`]) are Rust's range
+//!   expressions over any key form, on a table ([`TableId`], its primary
+//!   index) or a secondary index ([`IndexId`]). Handles belong to their
+//!   database ([`Error::ForeignHandle`]). The [`typed`] layer ([`TableDefinition`],
 //!   [`TypedTable`]) encodes Rust keys and values, tuples included, over
 //!   the same API.
 //! * [`Database::run`] runs a closure as a transaction and retries it on
@@ -58,6 +65,46 @@
 //!   with [`Error::MemoryLimit`] until garbage collection frees old
 //!   versions. [`Database::stats`] counts commits, aborts by reason,
 //!   versions, log and memory use ([`Stats`]).
+//!
+//! # What the crate exports
+//!
+//! The crate root and its public modules are the embedding API:
+//!
+//! * the database and its schema: [`Database`]; [`Options`] with
+//!   [`Protocol`], [`Isolation`], [`Durability`], [`OnDamage`],
+//!   [`RetryPolicy`], and [`POMVCC_TICK`] (the default of
+//!   [`Options::pomvcc_interval`]); [`TableSpec`], [`IndexKind`],
+//!   [`KeyFn`], [`TableId`], [`IndexId`] and [`MAX_TABLES`];
+//! * keys: [`Key`], [`KeyBuilder`], [`KEY_MAX`] and [`KEY_INLINE`] (also
+//!   in [`key`]);
+//! * transactions: [`Transaction`], [`TxnOptions`] with [`Mode`] and
+//!   [`AccessSet`], [`Range`], [`Savepoint`], [`CommitInfo`], [`Filter`];
+//! * errors and counters: [`Error`], [`AbortReason`] and [`Result`] (also
+//!   in [`error`]), [`Stats`] with its [`AbortCounts`];
+//! * the [`typed`] layer: [`TableDefinition`], [`TypedTable`],
+//!   [`TypedRange`] and the module's traits;
+//! * durability: [`RecoveryReport`], [`CheckpointInfo`], [`BackupInfo`],
+//!   and in [`durability`] [`salvage`](durability::salvage()) with its
+//!   report;
+//! * BOHM's whole-transaction API, in [`protocol::bohm`]:
+//!   [`Procedure`](protocol::bohm::Procedure) and
+//!   [`ExecTxn`](protocol::bohm::ExecTxn) for the logic,
+//!   [`Config`](protocol::bohm::Config), a [`Batch`](protocol::bohm::Batch)
+//!   or any [`Feed`](protocol::bohm::Feed) for [`Database::bohm_run`], a
+//!   [`Server`](protocol::bohm::Server) for [`Database::bohm_serve`], and
+//!   what comes back ([`Done`](protocol::bohm::Done),
+//!   [`Outcome`](protocol::bohm::Outcome),
+//!   [`RunStats`](protocol::bohm::RunStats)). The other modules of
+//!   [`protocol`] document one protocol each.
+//!
+//! [`research`] holds what the benchmark and the checker use and an
+//! embedder does not: the time-breakdown timers, the ceiling table without
+//! concurrency control, history recording, fault injection, epoch pins
+//! held over a whole transaction, the deadlock detector's entry point and
+//! the state behind a database handle. It is public for the workspace's
+//! other crates and is not held to the embedding API's stability. The
+//! test `tests/public_api.rs` lists the root's names, so that the list
+//! changes only on purpose.
 //!
 //! # Isolation levels
 //!
@@ -118,7 +165,7 @@
 //! before it commits (never during normal processing); there is no
 //! validation. Deadlocks among wait-for dependencies are found every
 //! [`Options::deadlock_interval`] and break by aborting a victim
-//! ([`AbortReason::Deadlock`]; [`detect_deadlocks`]). All four levels.
+//! ([`AbortReason::Deadlock`]; [`research::detect_deadlocks`]). All four levels.
 //!
 //! **Hekaton mixed** ([`Protocol::MvMixed`]): MV/O and MV/L transactions
 //! side by side on one database (section 4.5), chosen per transaction with
@@ -193,10 +240,16 @@
 //!
 //! # Durability
 //!
-//! A database opened with [`Database::open`] keeps its data in a
-//! directory ([`Options::data_dir`]) under one of two
-//! [`Durability`] modes ([`Durability::None`], the default of
-//! [`Database::new`], keeps nothing):
+//! [`Database::open`] opens (or creates) a durable database in a
+//! directory, with every table its data holds; [`Database::open_table`]
+//! opens a table there, creating it on the first run and checking its
+//! definition on the next ones; [`Database::close`] makes every commit
+//! durable, reports the last flush's error, and releases the directory.
+//! [`Database::open_with`] takes the [`Options`] ([`Options::data_dir`],
+//! and one of two [`Durability`] modes: [`Durability::None`], the
+//! default of [`Database::new`], keeps nothing) and a schema closure,
+//! which creates the tables before recovery (secondary indexes need it:
+//! their key functions are code).
 //!
 //! * **The log.** Every writing commit appends one redo record (its new
 //!   values, with a CRC) to its thread's log stream
@@ -209,24 +262,36 @@
 //!   returns at once and the flusher runs every
 //!   [`Options::group_commit_interval`] (1 ms): a crash loses at most the
 //!   last rounds, and recovery still yields a consistent state. Under
-//!   [`Durability::Sync`] a commit returns once its round is durable, and
-//!   nothing a client was shown is lost: the multi-version protocols make a
-//!   commit visible only once it is durable (Hekaton section 3.2), the
-//!   others make a transaction wait for the round of what it read.
-//!   [`Database::flush_log`] makes everything committed so far durable.
+//!   [`Durability::Sync`] (what [`Database::open`] chooses) a commit
+//!   returns once its round is durable, and nothing a client was shown is
+//!   lost: the multi-version protocols make a commit visible only once it
+//!   is durable (Hekaton section 3.2), the others make a transaction wait
+//!   for the round of what it read. [`Database::flush_log`] makes
+//!   everything committed so far durable.
 //! * **Checkpoints.** A checkpoint is a snapshot of every row, taken by a
 //!   read-only transaction while others run; the log files it covers are
 //!   then removed. One falls due every [`Options::checkpoint_every`] (60 s)
 //!   or [`Options::checkpoint_log_bytes`] (1 GiB) of log, written by a
 //!   background thread; [`Database::checkpoint`] writes one at once.
-//! * **Recovery.** [`Database::open`] takes the directory's `LOCK` (a second
-//!   open fails with [`Error::Locked`]), creates the tables (the schema
-//!   closure, the same on every open), loads the newest checkpoint, replays
-//!   the log streams up to the first round one of them misses (always a
-//!   prefix of the commit order), writes a fresh checkpoint and starts
-//!   logging. The [`RecoveryReport`] says what was replayed and what was
-//!   dropped and why (a crash's torn tail). Damage a crash cannot explain
-//!   refuses the directory with [`Error::Corrupt`], changing nothing
+//! * **The schema is stored.** Checkpoints and log files record each
+//!   table's definition: its indexes' kinds (a hash index's capacity
+//!   included) and names, and a typed table's key and value types. An
+//!   open compares the tables its schema creates with them before it
+//!   loads or writes anything: a difference (an ordered table opened as a
+//!   hash table, a secondary index missing, a typed table opened with
+//!   other types) is [`Error::SchemaMismatch`], and the directory is left
+//!   as it was. The tables the schema does not create are created as
+//!   recorded (one with secondary indexes needs the schema:
+//!   [`Error::KeyFunctionNeeded`]).
+//! * **Recovery.** [`Database::open_with`] takes the directory's `LOCK` (a
+//!   second open fails with [`Error::Locked`]), creates the tables (the
+//!   schema closure, then those recorded that it did not create) and
+//!   checks them, loads the newest checkpoint, replays the log streams up
+//!   to the first round one of them misses (always a prefix of the commit
+//!   order), writes a fresh checkpoint and starts logging. The
+//!   [`RecoveryReport`] says what was replayed and what was dropped and
+//!   why (a crash's torn tail). Damage a crash cannot explain refuses the
+//!   directory with [`Error::Corrupt`], changing nothing
 //!   ([`OnDamage::Refuse`], the default of [`Options::on_damage`]);
 //!   [`OnDamage::KeepPrefix`] opens its prefix and moves what it drops
 //!   into a quarantine folder, and [`durability::salvage()`] reads out
@@ -238,27 +303,49 @@
 //! The [`durability`] module describes the files and the recovery rules.
 //!
 //! ```
-//! use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
+//! use multiverse::{Database, Isolation, Key, TableSpec};
+//!
+//! # fn main() -> multiverse::Result<()> {
+//! # let tmp = tempfile::tempdir().unwrap();
+//! # let path = tmp.path().join("db");
+//! let db = Database::open(&path)?;
+//! let kv = db.open_table(TableSpec::ordered("kv"))?;
+//! db.run(Isolation::Serializable, |t| t.insert(kv, Key::from(7), b"seven"))?;
+//! db.close()?; // or a crash: the commit returned, so it is on disk
+//!
+//! let db = Database::open(&path)?;
+//! let kv = db.open_table(TableSpec::ordered("kv"))?;
+//! let mut t = db.begin(Isolation::Snapshot)?;
+//! assert_eq!(t.get(kv, &Key::from(7))?.as_deref(), Some(&b"seven"[..]));
+//! drop(t);
+//! // The directory records the table's definition.
+//! assert!(matches!(db.open_table(TableSpec::hash("kv", 64)), Err(multiverse::Error::SchemaMismatch { .. })));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! With options and a schema, which creates the tables (and gives
+//! secondary indexes their key functions) on every open:
+//!
+//! ```
+//! use multiverse::{Database, Durability, IndexKind, Key, Options, TableSpec};
 //!
 //! # fn main() -> multiverse::Result<()> {
 //! # let tmp = tempfile::tempdir().unwrap();
 //! let opts = Options {
-//!     durability: Durability::Sync,
+//!     durability: Durability::Async,
 //!     data_dir: Some(tmp.path().join("db")),
 //!     ..Options::default()
 //! };
-//! // The schema: the same tables in the same order on every open.
-//! let schema = |db: &Database| db.create_table(TableSpec::ordered("kv")).map(drop);
-//!
-//! let (db, _) = Database::open(opts.clone(), schema)?;
-//! let kv = db.table("kv")?;
-//! db.run(Isolation::Serializable, |t| t.insert(kv, Key::from(7), b"seven"))?;
-//! drop(db); // or a crash: the commit returned, so it is on disk
-//!
-//! let (db, report) = Database::open(opts, schema)?;
+//! let schema = |db: &Database| {
+//!     let spec = TableSpec::hash("users", 1024).secondary("by_name", IndexKind::Ordered, |_, v| Key::from_bytes(v).unwrap());
+//!     db.create_table(spec).map(drop)
+//! };
+//! let (db, report) = Database::open_with(opts.clone(), schema)?;
+//! assert_eq!(report.generation, 0); // a new directory
+//! db.close()?;
+//! let (_db, report) = Database::open_with(opts, schema)?;
 //! assert!(!report.damaged);
-//! let mut t = db.begin(Isolation::Snapshot)?;
-//! assert_eq!(t.get(kv, &Key::from(7))?.as_deref(), Some(&b"seven"[..]));
 //! # Ok(())
 //! # }
 //! ```
@@ -268,12 +355,13 @@
 //! From the bottom up: [`error`], [`key`], the options and ids
 //! (`options.rs`), `storage` (versions, tables), `index` (hash and
 //! ordered indexes), `txn` (transaction table, visibility, commit
-//! dependencies), `gc` (version reclamation), [`history`], [`protocol`]
-//! (one module per protocol), [`Database`] (`db/`), and [`durability`]
-//! (log, checkpoints, recovery, opening a data directory), and above them
-//! [`typed`] (typed keys and values, [`TableDefinition`]). This file only
-//! declares the modules and re-exports the public API; `docs/ARCHITECTURE.md`
-//! in the repository describes the layers.
+//! dependencies), `gc` (version reclamation), history recording
+//! ([`research::history`]), [`protocol`] (one module per protocol),
+//! [`Database`] (`db/`), and [`durability`] (log, checkpoints, recovery,
+//! opening a data directory), and above them [`typed`] (typed keys and
+//! values, [`TableDefinition`]). This file only declares the modules and
+//! re-exports the public API; `docs/ARCHITECTURE.md` in the repository
+//! describes the layers.
 //!
 //! Optional features: `serde` (typed values through postcard), `metrics`
 //! (counters, a gauge and histograms through the `metrics` facade: commits,
@@ -287,15 +375,13 @@
 
 #![warn(missing_docs)]
 
-pub mod breakdown;
-pub mod ceiling;
 pub mod durability;
 pub mod error;
 pub(crate) mod gc;
-pub mod history;
 pub(crate) mod index;
 pub mod key;
 pub mod protocol;
+pub mod research;
 pub(crate) mod storage;
 mod sync;
 pub mod table;
@@ -310,23 +396,24 @@ mod options;
 mod shared;
 mod stats;
 
-pub use db::{Core, Database, Pinned};
+// The engine's own paths to the instruments `research` publishes.
+pub(crate) use research::{breakdown, history};
+
+pub use db::Database;
 pub use durability::backup::BackupInfo;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};
-pub use key::{Key, KeyBuilder, KEY_INLINE, KEY_MAX};
+pub use key::{IntoKey, Key, KeyBuilder, KeyRange, KEY_INLINE, KEY_MAX};
 pub use options::{
-    AccessSet, Durability, Faults, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId,
-    TxnOptions, MAX_TABLES, POMVCC_TICK,
+    AccessSet, Durability, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId, TxnOptions,
+    MAX_TABLES, POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
 pub use protocol::core::Savepoint;
 pub use protocol::iter::Range;
-pub use protocol::mv_lock::detect_deadlocks;
 pub use protocol::transaction::Transaction;
-pub use shared::Shared;
-pub use stats::Stats;
+pub use stats::{AbortCounts, Stats};
 pub use table::{IndexKind, KeyFn, TableSpec};
 pub use txn::Filter;
 pub use typed::{TableDefinition, TypedRange, TypedTable};

@@ -505,19 +505,52 @@ impl Default for Options {
     }
 }
 
-/// A table handle.
+/// A table handle: the table's number and its database's tag (a number
+/// drawn once per [`crate::Database`] in the process), so that a handle of
+/// one database given to another is refused with
+/// [`crate::Error::ForeignHandle`] (one comparison), never taken for
+/// another table.
+///
+/// A `TableId` is also where ranges start: it converts into the table's
+/// primary index (`impl From<TableId> for IndexId`), so
+/// [`crate::Transaction::range`] and [`crate::Transaction::scan`] take it
+/// directly; secondary indexes are named with [`crate::Database::index`].
 ///
 /// ```
-/// use multiverse::{Database, Options, TableSpec};
+/// use multiverse::{Database, Error, Isolation, Options, TableSpec};
 ///
 /// let db = Database::new(Options::default()).unwrap();
 /// let a = db.create_table(TableSpec::ordered("a")).unwrap();
 /// let b = db.create_table(TableSpec::ordered("b")).unwrap();
 /// assert_ne!(a, b);
 /// assert_eq!(db.table("b").unwrap(), b);
+/// // Table "a" of another database is not table "a" of this one.
+/// let other = Database::new(Options::default()).unwrap();
+/// let a2 = other.create_table(TableSpec::ordered("a")).unwrap();
+/// assert_ne!(a, a2);
+/// let mut t = db.begin(Isolation::Serializable).unwrap();
+/// assert!(matches!(t.get(a2, 1), Err(Error::ForeignHandle(_))));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TableId(pub(crate) u32);
+pub struct TableId(pub(crate) u32, pub(crate) DbTag);
+
+/// The tag of a database's handles (see [`TableId`]); 0 is no database's
+/// (the handles of [`TableId::from_raw`]).
+pub(crate) type DbTag = u32;
+
+/// A tag no database of this process has had: drawn from a counter, 0
+/// skipped.
+pub(crate) fn next_db_tag() -> DbTag {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    loop {
+        // Relaxed: the counter only hands out distinct numbers; nothing
+        // else is published through it.
+        let t = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if t != 0 {
+            return t;
+        }
+    }
+}
 
 impl TableId {
     /// The table's number in its database (tables are numbered from 0 in
@@ -534,20 +567,23 @@ impl TableId {
         self.0
     }
 
-    /// The handle of table number `n`, for stores other than a
-    /// [`crate::Database`] that host the same schema (the adapters of
-    /// `multiverse-peers`); a database checks every handle it is given.
+    /// The handle of table number `n` of no database, for stores other
+    /// than a [`crate::Database`] that host the same schema (the adapters
+    /// of `multiverse-peers`). A database refuses it: its own handles come
+    /// from [`crate::Database::create_table`] and [`crate::Database::table`].
     ///
     /// ```
-    /// use multiverse::{Database, Options, TableId, TableSpec};
+    /// use multiverse::{Database, Error, Isolation, Options, TableId, TableSpec};
     ///
     /// let db = Database::new(Options::default()).unwrap();
     /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
-    /// assert_eq!(TableId::from_raw(0), t);
+    /// assert_eq!(TableId::from_raw(0).raw(), t.raw());
+    /// assert_ne!(TableId::from_raw(0), t);
+    /// let mut x = db.begin(Isolation::Serializable).unwrap();
+    /// assert!(matches!(x.get(TableId::from_raw(0), 1), Err(Error::ForeignHandle(_))));
     /// ```
-    #[doc(hidden)]
     pub fn from_raw(n: u32) -> TableId {
-        TableId(n)
+        TableId(n, 0)
     }
 }
 
@@ -567,6 +603,26 @@ impl TableId {
 pub struct IndexId {
     pub(crate) table: u32,
     pub(crate) index: u8,
+    /// The database's tag, as in [`TableId`].
+    pub(crate) db: DbTag,
+}
+
+/// A table's primary index: where [`crate::Transaction::range`],
+/// [`crate::Transaction::prefix`] and [`crate::Transaction::scan`] go when
+/// given a [`TableId`].
+///
+/// ```
+/// use multiverse::{Database, IndexId, Options, TableSpec};
+///
+/// let db = Database::new(Options::default()).unwrap();
+/// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+/// assert_eq!(IndexId::from(t), db.primary(t));
+/// ```
+impl From<TableId> for IndexId {
+    #[inline]
+    fn from(t: TableId) -> IndexId {
+        IndexId { table: t.0, index: 0, db: t.1 }
+    }
 }
 
 impl IndexId {
@@ -580,7 +636,7 @@ impl IndexId {
     /// assert_eq!(db.primary(t).table(), t);
     /// ```
     pub fn table(self) -> TableId {
-        TableId(self.table)
+        TableId(self.table, self.db)
     }
 
     /// The index's number in its table: 0 for the primary index, then the
@@ -610,7 +666,7 @@ impl IndexId {
     /// ```
     #[doc(hidden)]
     pub fn from_raw(table: TableId, index: u8) -> IndexId {
-        IndexId { table: table.0, index }
+        IndexId { table: table.0, index, db: table.1 }
     }
 }
 

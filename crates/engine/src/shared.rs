@@ -13,6 +13,7 @@ use crate::obs::Metrics;
 use crate::options::{Durability, Options, MAX_TABLES};
 use crate::table::Table;
 use crate::txn::{freeze::Freeze, table::TxnTable};
+use crate::wal::format::TableEntry;
 use crate::wal::log::Log;
 use crate::{Error, Result, TableId};
 use crossbeam_utils::CachePadded;
@@ -21,10 +22,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// The state of a database that every protocol shares.
-#[doc(hidden)]
+/// The state of a database that every protocol shares, reached from a
+/// [`Database`](crate::Database) through `Deref` (by way of
+/// `research::Core`). Its fields are the engine's own.
 pub struct Shared {
     pub(crate) opts: Options,
+    /// This database's tag, in every handle it gives out ([`TableId`]).
+    pub(crate) tag: crate::options::DbTag,
     /// The global timestamp counter (section 2.4). Holds the next even stamp.
     pub(crate) clock: CachePadded<AtomicU64>,
     pub(crate) txns: TxnTable,
@@ -52,6 +56,7 @@ impl Shared {
         let budget = opts.memory_limit.map(|l| Arc::new(Budget::new(l)));
         let obs = Metrics::new(opts.protocol.name());
         Shared {
+            tag: crate::options::next_db_tag(),
             txns: TxnTable::new(opts.max_transactions),
             recording: AtomicBool::new(opts.record_history),
             clock: CachePadded::new(AtomicU64::new(2)),
@@ -68,16 +73,42 @@ impl Shared {
         }
     }
 
-    /// The tables' ids and names, in creation order.
-    pub(crate) fn table_list(&self) -> Vec<(u32, String)> {
-        let mut v: Vec<_> = self.names.lock().iter().map(|(n, &i)| (i, n.clone())).collect();
-        v.sort();
+    /// The tables' ids, names and descriptors, in creation order: what
+    /// the headers of checkpoints and log files name.
+    pub(crate) fn table_list(&self) -> Vec<TableEntry> {
+        let mut v: Vec<_> = self
+            .names
+            .lock()
+            .iter()
+            .map(|(n, &i)| TableEntry { id: i, name: n.clone(), desc: Some(self.table_by_id(i).desc()) })
+            .collect();
+        v.sort_by_key(|t| t.id);
         v
     }
 
+    /// The handle of this database's table number `n`.
+    #[inline]
+    pub(crate) fn tid(&self, n: u32) -> TableId {
+        TableId(n, self.tag)
+    }
+
+    /// The table a handle names: a handle of another database (or of none,
+    /// [`TableId::from_raw`]) is [`Error::ForeignHandle`].
     #[inline]
     pub(crate) fn table_ref(&self, t: TableId) -> Result<&Table> {
+        if t.1 != self.tag {
+            return Err(self.foreign(t));
+        }
         self.tables.get(t.0 as usize).and_then(|c| c.get()).ok_or_else(|| Error::UnknownTable(format!("#{}", t.0)))
+    }
+
+    #[cold]
+    fn foreign(&self, t: TableId) -> Error {
+        Error::ForeignHandle(if t.1 == 0 {
+            format!("table #{} is a handle of no database (TableId::from_raw)", t.0)
+        } else {
+            format!("table #{} is a handle of another database", t.0)
+        })
     }
 
     #[inline]

@@ -12,7 +12,10 @@ use crate::storage::version::Version;
 use crate::Error;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+mod desc;
+pub(crate) use desc::{TableDesc, Types};
 
 /// Locks in the lock table of an ordered index (single-version locking).
 const ORDERED_LOCKS: usize = 1 << 16;
@@ -81,8 +84,28 @@ pub enum IndexKind {
     },
 }
 
+/// The kind as the schema errors name it: `hash(64)` (with its
+/// capacity), `ordered`, `ordered-grouped(4)` (with its prefix).
+///
+/// ```
+/// use multiverse::IndexKind;
+///
+/// assert_eq!(IndexKind::Hash { capacity: 64 }.to_string(), "hash(64)");
+/// assert_eq!(IndexKind::Ordered.to_string(), "ordered");
+/// assert_eq!(IndexKind::OrderedGrouped { prefix: 4 }.to_string(), "ordered-grouped(4)");
+/// ```
+impl std::fmt::Display for IndexKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IndexKind::Hash { capacity } => write!(f, "hash({capacity})"),
+            IndexKind::Ordered => write!(f, "ordered"),
+            IndexKind::OrderedGrouped { prefix } => write!(f, "ordered-grouped({prefix})"),
+        }
+    }
+}
+
 impl IndexKind {
-    fn check(self) -> Result<(), Error> {
+    pub(crate) fn check(self) -> Result<(), Error> {
         match self {
             IndexKind::Hash { capacity: 0 } => {
                 Err(Error::InvalidArgument("a hash index needs a capacity of at least 1 (it grows from there)".into()))
@@ -115,6 +138,9 @@ pub struct TableSpec {
     pub(crate) name: String,
     pub(crate) primary: IndexKind,
     pub(crate) secondary: Vec<(String, IndexKind, KeyFn)>,
+    /// A typed table's key and value types (set by the typed layer,
+    /// [`crate::TableDefinition::spec`]).
+    pub(crate) types: Option<Types>,
 }
 
 impl TableSpec {
@@ -133,7 +159,7 @@ impl TableSpec {
     /// assert!(matches!(x.range(db.primary(t), ..), Err(Error::Unsupported(_))));
     /// ```
     pub fn hash(name: &str, capacity: usize) -> TableSpec {
-        TableSpec { name: name.to_string(), primary: IndexKind::Hash { capacity }, secondary: vec![] }
+        TableSpec { name: name.to_string(), primary: IndexKind::Hash { capacity }, secondary: vec![], types: None }
     }
     /// A table whose primary key lives in an ordered index.
     ///
@@ -148,7 +174,7 @@ impl TableSpec {
     /// assert_eq!(last.0, Key::from(3));
     /// ```
     pub fn ordered(name: &str) -> TableSpec {
-        TableSpec { name: name.to_string(), primary: IndexKind::Ordered, secondary: vec![] }
+        TableSpec { name: name.to_string(), primary: IndexKind::Ordered, secondary: vec![], types: None }
     }
     /// A table whose primary key lives in an ordered index grouped by the
     /// first `prefix` bytes of the key (see [`IndexKind::OrderedGrouped`]).
@@ -172,7 +198,12 @@ impl TableSpec {
     /// assert_eq!(x.prefix(db.primary(orders), &customer).unwrap().count(), 2);
     /// ```
     pub fn ordered_grouped(name: &str, prefix: usize) -> TableSpec {
-        TableSpec { name: name.to_string(), primary: IndexKind::OrderedGrouped { prefix }, secondary: vec![] }
+        TableSpec {
+            name: name.to_string(),
+            primary: IndexKind::OrderedGrouped { prefix },
+            secondary: vec![],
+            types: None,
+        }
     }
     /// Adds a non-unique secondary index; `key` derives its key from a row.
     ///
@@ -189,6 +220,27 @@ impl TableSpec {
     /// ```
     pub fn secondary(mut self, name: &str, kind: IndexKind, key: KeyFn) -> TableSpec {
         self.secondary.push((name.to_string(), kind, key));
+        self
+    }
+
+    /// Declares the key and value types of a typed table, by name
+    /// ([`std::any::type_name`]): the table records them, and opening it
+    /// with other types is [`Error::SchemaMismatch`] (see
+    /// [`crate::typed`]). [`crate::TableDefinition::spec`] sets them; a
+    /// tool that recreates a table as a data directory records it
+    /// ([`crate::durability::tables`]) sets the recorded ones.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, IndexKind, Options, TableDefinition, TableSpec};
+    ///
+    /// const T: TableDefinition<u64, String> = TableDefinition::new("t");
+    /// let db = Database::new(Options::default()).unwrap();
+    /// db.create_table(TableSpec::ordered("t").types("u64", "alloc::string::String")).unwrap();
+    /// assert!(T.open(&db).is_ok());
+    /// assert!(matches!(TableDefinition::<u64, u64>::new("t").open(&db), Err(Error::SchemaMismatch { .. })));
+    /// ```
+    pub fn types(mut self, key: &str, value: &str) -> TableSpec {
+        self.types = Some(Types { key: key.to_string(), value: value.to_string() });
         self
     }
 
@@ -434,6 +486,12 @@ pub(crate) struct Table {
     /// The database's memory budget (with a limit): linking a new version
     /// counts its bytes (see `memory`).
     pub(crate) budget: Option<Arc<Budget>>,
+    /// What a data directory records of the table (`desc`), less its
+    /// types, which are `types`.
+    shape: TableDesc,
+    /// A typed table's key and value types: set when it is created typed,
+    /// or by the first typed open of a table created without them.
+    types: OnceLock<Types>,
 }
 
 impl Table {
@@ -488,7 +546,41 @@ impl Table {
         }
         // SSN's words come last: the stamp word and the readers bitmap.
         let link_words = if ssn { slot_word + 2 } else { slot_word };
-        Ok(Table { id, name: spec.name.clone(), indexes, link_words, row_hint: AtomicUsize::new(0), budget: None })
+        let types = OnceLock::new();
+        if let Some(t) = &spec.types {
+            let _ = types.set(t.clone());
+        }
+        Ok(Table {
+            id,
+            name: spec.name.clone(),
+            indexes,
+            link_words,
+            row_hint: AtomicUsize::new(0),
+            budget: None,
+            shape: TableDesc { types: None, ..TableDesc::of(spec) },
+            types,
+        })
+    }
+
+    /// The table's descriptor (what a data directory records of it).
+    pub(crate) fn desc(&self) -> TableDesc {
+        TableDesc { types: self.types.get().cloned(), ..self.shape.clone() }
+    }
+
+    /// Records the key and value types of a typed table if it has none
+    /// yet: `Ok(true)` if they were recorded now, `Ok(false)` if the table
+    /// has these already, and how they differ from the ones it was `was`
+    /// with ("stored", "created") otherwise.
+    pub(crate) fn record_types(&self, types: &Types, was: &str) -> Result<bool, String> {
+        let mut recorded = false;
+        let have = self.types.get_or_init(|| {
+            recorded = true;
+            types.clone()
+        });
+        match have.differs(types, was) {
+            Some(d) => Err(d),
+            None => Ok(recorded),
+        }
     }
 
     /// Links a new version into every index.

@@ -16,7 +16,8 @@
 mod common;
 
 use common::schedule::{run, run_with, Out, Run, Step};
-use multiverse::{Faults, Isolation, Options, Protocol};
+use multiverse::research::Faults;
+use multiverse::{Isolation, Options, Protocol};
 use Isolation::{ReadCommitted as RC, RepeatableRead as RR, Serializable as SR, Snapshot as SI};
 
 const X: u64 = 1;

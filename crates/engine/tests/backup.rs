@@ -82,7 +82,7 @@ fn load(db: &Database) {
     let acct = db.table("acct").unwrap();
     db.run(db.protocol().strongest(), |t| {
         for k in 0..ACCOUNTS {
-            t.insert(acct, Key::from(k), &START.to_le_bytes())?;
+            t.insert(acct, Key::from(k), START.to_le_bytes())?;
         }
         Ok(())
     })
@@ -111,11 +111,11 @@ fn backup_during_transfers(db: &Database, target: &Path) -> BackupInfo {
                     }
                     let (a, b) = ((i * 7 + th) % ACCOUNTS, (i * 3 + 5 * th + 1) % ACCOUNTS);
                     let r = db.run(iso, |t| {
-                        let x = int(&t.get(acct, &Key::from(a))?.unwrap());
-                        t.update(acct, &Key::from(a), &(x - 1).to_le_bytes())?;
-                        let y = int(&t.get(acct, &Key::from(b))?.unwrap());
-                        t.update(acct, &Key::from(b), &(y + 1).to_le_bytes())?;
-                        t.insert(journal, Key::from(th << 32 | i), &[a as u8, b as u8])
+                        let x = int(&t.get(acct, Key::from(a))?.unwrap());
+                        t.update(acct, Key::from(a), (x - 1).to_le_bytes())?;
+                        let y = int(&t.get(acct, Key::from(b))?.unwrap());
+                        t.update(acct, Key::from(b), (y + 1).to_le_bytes())?;
+                        t.insert(journal, Key::from(th << 32 | i), [a as u8, b as u8])
                     });
                     if let Err(e) = &r {
                         assert!(e.is_transient(), "writer {th}, transfer {i}: {e:?}");
@@ -154,7 +154,7 @@ fn backup_during_transfers(db: &Database, target: &Path) -> BackupInfo {
 }
 
 fn open_backup(dir: &Path, protocol: Protocol) -> Database {
-    let (db, rep) = Database::open(durable_opts(dir, protocol), schema).unwrap();
+    let (db, rep) = Database::open_with(durable_opts(dir, protocol), schema).unwrap();
     assert!(rep.dropped.is_empty() && !rep.damaged, "{protocol}: {rep:?}");
     db
 }
@@ -166,7 +166,7 @@ fn a_backup_taken_while_transfers_commit_is_one_consistent_state_under_every_pro
             let what = format!("{p} {}", if durable { "durable" } else { "in memory" });
             let tmp = tempfile::tempdir().unwrap();
             let db = if durable {
-                Database::open(durable_opts(&tmp.path().join("data"), p), schema).unwrap().0
+                Database::open_with(durable_opts(&tmp.path().join("data"), p), schema).unwrap().0
             } else {
                 let db = Database::new(mem_opts(p)).unwrap();
                 schema(&db).unwrap();
@@ -247,10 +247,10 @@ fn a_non_empty_target_is_refused_and_left_alone() {
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     assert_eq!(db.backup(&empty).unwrap().rows, ACCOUNTS);
-    assert_eq!(db.backup(&tmp.path().join("x/y/z")).unwrap().rows, ACCOUNTS);
+    assert_eq!(db.backup(tmp.path().join("x/y/z")).unwrap().rows, ACCOUNTS);
     // Bad extra files.
     for bad in ["", ".hidden", "a/b", "LOCK", "manifest", "checkpoint-1", "log-x", ".."] {
-        let e = db.backup_with(&tmp.path().join("bad"), &[(bad, b"")]).unwrap_err();
+        let e = db.backup_with(tmp.path().join("bad"), &[(bad, b"")]).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{bad}: {e:?}");
     }
     let mut left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

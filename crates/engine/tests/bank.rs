@@ -53,7 +53,7 @@ fn open(spec: TableSpec) -> (Database, TableId) {
     let t = db.create_table(spec).unwrap();
     db.run(Isolation::Serializable, |x| {
         for a in 0..ACCOUNTS {
-            x.insert(t, Key::from(a), &enc(INITIAL))?;
+            x.insert(t, Key::from(a), enc(INITIAL))?;
         }
         Ok(())
     })
@@ -63,16 +63,16 @@ fn open(spec: TableSpec) -> (Database, TableId) {
 
 /// One transfer of `amt` from `from` to `to`, read-modify-write in place.
 fn transfer_update_with(x: &mut Transaction<'_>, t: TableId, from: u64, to: u64, amt: i64) -> Result<(), Error> {
-    x.update_with(t, &Key::from(from), |o, n| n.extend_from_slice(&enc(dec(o) - amt)))?;
-    x.update_with(t, &Key::from(to), |o, n| n.extend_from_slice(&enc(dec(o) + amt)))
+    x.update_with(t, Key::from(from), |o, n| n.extend_from_slice(&enc(dec(o) - amt)))?;
+    x.update_with(t, Key::from(to), |o, n| n.extend_from_slice(&enc(dec(o) + amt)))
 }
 
 /// One transfer with separate reads and writes.
 fn transfer_get_update(x: &mut Transaction<'_>, t: TableId, from: u64, to: u64, amt: i64) -> Result<(), Error> {
-    let a = dec(&x.get(t, &Key::from(from))?.expect("account exists"));
-    let b = dec(&x.get(t, &Key::from(to))?.expect("account exists"));
-    x.update(t, &Key::from(from), &enc(a - amt))?;
-    x.update(t, &Key::from(to), &enc(b + amt))
+    let a = dec(&x.get(t, Key::from(from))?.expect("account exists"));
+    let b = dec(&x.get(t, Key::from(to))?.expect("account exists"));
+    x.update(t, Key::from(from), enc(a - amt))?;
+    x.update(t, Key::from(to), enc(b + amt))
 }
 
 /// Sums all accounts in one transaction, by point reads or by a full scan.
@@ -92,7 +92,7 @@ fn sum_all(db: &Database, t: TableId, iso: Isolation, by_scan: bool) -> i64 {
         }
     } else {
         for a in 0..ACCOUNTS {
-            s += dec(&x.get(t, &Key::from(a)).unwrap().expect("account exists"));
+            s += dec(&x.get(t, Key::from(a)).unwrap().expect("account exists"));
         }
     }
     x.commit().expect("a read-only transaction commits");
@@ -173,7 +173,7 @@ fn run_bank(spec: TableSpec, iso: Isolation, collect: bool) -> u64 {
     assert!(transfers >= WRITERS * TRANSFERS_PER_WRITER, "{iso}: every writer ran its CI-size transfers");
     assert!(st.committed > transfers, "{iso}: the load and every transfer committed: {st:?}");
     assert_eq!(st.open_transactions, 0);
-    assert_eq!(st.aborts[AbortReason::User as usize], 0, "{iso}: no user aborts were issued");
+    assert_eq!(st.aborts[AbortReason::User], 0, "{iso}: no user aborts were issued");
     db.collect_garbage();
     let st = db.stats();
     assert_eq!(st.versions_alive, ACCOUNTS, "{iso}: after the run only the latest versions remain: {st:?}");

@@ -38,7 +38,7 @@ fn open(rows: u64) -> (Database, TableId) {
     let t = db.create_table(TableSpec::hash("t", 1024)).unwrap();
     db.run(Isolation::Serializable, |tx| {
         for k in 0..rows {
-            tx.insert(t, Key::from(k), &0u64.to_le_bytes())?;
+            tx.insert(t, Key::from(k), 0u64.to_le_bytes())?;
         }
         Ok(())
     })
@@ -48,7 +48,7 @@ fn open(rows: u64) -> (Database, TableId) {
 
 fn value(db: &Database, t: TableId, k: u64) -> Option<u64> {
     let mut tx = db.begin(Isolation::Serializable).unwrap();
-    let v = tx.get(t, &Key::from(k)).unwrap().map(|v| u64::from_le_bytes(v.try_into().unwrap()));
+    let v = tx.get(t, Key::from(k)).unwrap().map(|v| u64::from_le_bytes(v.try_into().unwrap()));
     tx.commit().unwrap();
     v
 }
@@ -621,7 +621,7 @@ fn harness_db(opts: Options) -> (Database, Tabs) {
 fn load(db: &Database, tabs: Tabs, model: &mut Model, rows: &[(K, u64)]) {
     db.run(Isolation::Serializable, |tx| {
         for &(k, v) in rows {
-            tx.insert(tabs.table(k), Key::from(k.1), &enc(v))?;
+            tx.insert(tabs.table(k), Key::from(k.1), enc(v))?;
         }
         Ok(())
     })
@@ -1157,7 +1157,7 @@ fn inserts_and_deletes_through_the_pipeline() {
         assert_eq!(contents(&db, tabs), expect, "{cfg:?}");
         for i in 0..10 {
             let mut tx = db.begin(Isolation::Serializable).unwrap();
-            let got = tx.get(tabs.a, &Key::from(k(i).1)).unwrap().map(|v| dec(&v));
+            let got = tx.get(tabs.a, Key::from(k(i).1)).unwrap().map(|v| dec(&v));
             assert_eq!(got, expect.get(&k(i)).copied(), "{cfg:?}: key {i}");
             tx.commit().unwrap();
         }
@@ -1165,8 +1165,8 @@ fn inserts_and_deletes_through_the_pipeline() {
         assert_eq!(db.stats().versions_alive, expect.len() as u64, "{cfg:?}: {:?}", db.stats());
         // Interactive transactions go on from there.
         db.run(Isolation::Serializable, |tx| {
-            tx.insert(tabs.a, Key::from(k(6).1), &enc(6))?;
-            tx.delete(tabs.a, &Key::from(k(0).1))
+            tx.insert(tabs.a, Key::from(k(6).1), enc(6))?;
+            tx.delete(tabs.a, Key::from(k(0).1))
         })
         .unwrap();
         model.rows.insert(k(6), 6);
@@ -1553,7 +1553,7 @@ fn a_pipeline_waits_for_interactive_transactions() {
     let (db, t) = open(1);
     let ready = AtomicBool::new(false);
     let mut tx = db.begin(Isolation::Serializable).unwrap();
-    tx.update(t, &Key::from(0), &enc(100)).unwrap();
+    tx.update(t, Key::from(0), enc(100)).unwrap();
     std::thread::scope(|s| {
         let h = s.spawn(|| {
             ready.store(true, Ordering::Release);
@@ -1580,32 +1580,32 @@ fn interactive_transactions_under_bohm() {
     let (db, t) = open(2);
     let k = Key::from;
     let mut tx = db.begin(Isolation::Serializable).unwrap();
-    tx.update(t, &k(0), &enc(5)).unwrap();
-    tx.insert(t, k(7), &enc(7)).unwrap();
-    tx.delete(t, &k(1)).unwrap();
-    assert_eq!(tx.get(t, &k(1)).unwrap(), None);
+    tx.update(t, k(0), enc(5)).unwrap();
+    tx.insert(t, k(7), enc(7)).unwrap();
+    tx.delete(t, k(1)).unwrap();
+    assert_eq!(tx.get(t, k(1)).unwrap(), None);
     drop(tx);
     let mut tx = db.begin(Isolation::Serializable).unwrap();
-    tx.update(t, &k(0), &enc(9)).unwrap();
-    tx.update(t, &k(0), &enc(10)).unwrap();
-    tx.delete(t, &k(1)).unwrap();
-    tx.insert(t, k(1), &enc(11)).unwrap();
+    tx.update(t, k(0), enc(9)).unwrap();
+    tx.update(t, k(0), enc(10)).unwrap();
+    tx.delete(t, k(1)).unwrap();
+    tx.insert(t, k(1), enc(11)).unwrap();
     tx.abort();
     let r = db.run(Isolation::Serializable, |tx| {
-        tx.update(t, &k(0), &enc(6))?;
-        tx.insert(t, k(1), &enc(6))
+        tx.update(t, k(0), enc(6))?;
+        tx.insert(t, k(1), enc(6))
     });
     assert!(matches!(r, Err(Error::DuplicateKey)), "{r:?}");
     assert_eq!((value(&db, t, 0), value(&db, t, 1), value(&db, t, 7)), (Some(0), Some(0), None));
     assert_eq!(db.stats().versions_alive, 2, "{:?}", db.stats());
     // Insert and delete, delete and insert, in one transaction each.
     db.run(Isolation::Serializable, |tx| {
-        tx.insert(t, k(7), &enc(7))?;
-        tx.update(t, &k(7), &enc(8))?;
-        tx.delete(t, &k(7))?;
-        tx.delete(t, &k(1))?;
-        tx.insert(t, k(1), &enc(1))?;
-        assert_eq!(tx.get(t, &k(7))?, None);
+        tx.insert(t, k(7), enc(7))?;
+        tx.update(t, k(7), enc(8))?;
+        tx.delete(t, k(7))?;
+        tx.delete(t, k(1))?;
+        tx.insert(t, k(1), enc(1))?;
+        assert_eq!(tx.get(t, k(7))?, None);
         Ok(())
     })
     .unwrap();

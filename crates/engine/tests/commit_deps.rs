@@ -46,8 +46,8 @@ fn committed_readers_never_observe_values_of_aborted_writers() {
     })
     .unwrap();
     db.run(Isolation::Serializable, |x| {
-        x.insert(data, Key::from(HOT), &0u64.to_le_bytes())?;
-        x.insert(data, Key::from(B), &0u64.to_le_bytes())
+        x.insert(data, Key::from(HOT), 0u64.to_le_bytes())?;
+        x.insert(data, Key::from(B), 0u64.to_le_bytes())
     })
     .unwrap();
     let stop = AtomicBool::new(false);
@@ -61,7 +61,7 @@ fn committed_readers_never_observe_values_of_aborted_writers() {
             let mut i = 0u64;
             while !stop.load(Ordering::Acquire) {
                 i += 1;
-                let _ = db.run(Isolation::Snapshot, |x| x.update(data, &Key::from(HOT), &i.to_le_bytes()));
+                let _ = db.run(Isolation::Snapshot, |x| x.update(data, Key::from(HOT), i.to_le_bytes()));
                 std::thread::sleep(Duration::from_micros(20));
             }
         });
@@ -72,8 +72,8 @@ fn committed_readers_never_observe_values_of_aborted_writers() {
                 let mut x = db.begin(Isolation::Serializable).unwrap();
                 let r = (|| {
                     x.scan(db.primary(filler), .., None, |_, _| true)?;
-                    x.get(data, &Key::from(HOT))?;
-                    x.update(data, &Key::from(B), &v.to_le_bytes())?;
+                    x.get(data, Key::from(HOT))?;
+                    x.update(data, Key::from(B), v.to_le_bytes())?;
                     x.insert(written, Key::from(v), b"")
                 })();
                 if r.is_ok() {
@@ -88,9 +88,9 @@ fn committed_readers_never_observe_values_of_aborted_writers() {
                 while !stop.load(Ordering::Acquire) {
                     let mut x = db.begin(iso).unwrap();
                     let r = (|| {
-                        let seen = u(&x.get(data, &Key::from(B))?.expect("B always exists"));
+                        let seen = u(&x.get(data, Key::from(B))?.expect("B always exists"));
                         let k = next_obs.fetch_add(1, Ordering::Relaxed);
-                        x.insert(observed, Key::from(k), &seen.to_le_bytes())
+                        x.insert(observed, Key::from(k), seen.to_le_bytes())
                     })();
                     if r.is_ok() {
                         let _ = x.commit();
@@ -119,7 +119,7 @@ fn committed_readers_never_observe_values_of_aborted_writers() {
         true
     })
     .unwrap();
-    let final_b = u(&x.get(data, &Key::from(B)).unwrap().unwrap());
+    let final_b = u(&x.get(data, Key::from(B)).unwrap().unwrap());
     assert!(committed_values.contains(&final_b), "B holds a value of an aborted writer");
     x.commit().unwrap();
     let st = db.stats();

@@ -38,7 +38,7 @@ fn read_committed_never_misses_a_row_that_always_exists() {
     for spec in [TableSpec::hash("t", 16), TableSpec::ordered("t")] {
         let db = Database::new(Options::default()).unwrap();
         let t = db.create_table(spec).unwrap();
-        db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), &0u64.to_le_bytes())).unwrap();
+        db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), 0u64.to_le_bytes())).unwrap();
         let done = AtomicBool::new(false);
         let misses = AtomicU64::new(0);
         let reads = 1_000_000 * stress();
@@ -49,12 +49,12 @@ fn read_committed_never_misses_a_row_that_always_exists() {
                 let mut i = 0u64;
                 while !done.load(Ordering::Acquire) {
                     i += 1;
-                    db.run(Isolation::Snapshot, |x| x.update(t, &Key::from(1), &i.to_le_bytes())).unwrap();
+                    db.run(Isolation::Snapshot, |x| x.update(t, Key::from(1), i.to_le_bytes())).unwrap();
                 }
             });
             let mut x = db.begin(Isolation::ReadCommitted).unwrap();
             for i in 0..reads {
-                if x.get(t, &Key::from(1)).unwrap().is_none() {
+                if x.get(t, Key::from(1)).unwrap().is_none() {
                     misses.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
@@ -88,7 +88,7 @@ fn randomized_disjoint_ops(spec: TableSpec, ordered: bool) {
     let t = db.create_table(spec).unwrap();
     db.run(Isolation::Serializable, |x| {
         for k in STABLE {
-            x.insert(t, Key::from(k), &k.to_le_bytes())?;
+            x.insert(t, Key::from(k), k.to_le_bytes())?;
         }
         Ok(())
     })
@@ -109,14 +109,14 @@ fn randomized_disjoint_ops(spec: TableSpec, ordered: bool) {
                         let present = model.contains_key(&key);
                         let mut x = db.begin(iso).unwrap();
                         let change = if present && rng.gen_bool(0.5) {
-                            x.delete(t, &Key::from(key)).unwrap();
+                            x.delete(t, Key::from(key)).unwrap();
                             None
                         } else if present {
-                            x.update(t, &Key::from(key), &i.to_le_bytes()).unwrap();
+                            x.update(t, Key::from(key), i.to_le_bytes()).unwrap();
                             Some(i)
                         } else {
-                            assert_eq!(x.get(t, &Key::from(key)).unwrap(), None, "deleted key {key} still visible");
-                            x.insert(t, Key::from(key), &i.to_le_bytes()).unwrap();
+                            assert_eq!(x.get(t, Key::from(key)).unwrap(), None, "deleted key {key} still visible");
+                            x.insert(t, Key::from(key), i.to_le_bytes()).unwrap();
                             Some(i)
                         };
                         // An occasional abort exercises unlinking of aborted versions.
@@ -180,7 +180,7 @@ fn randomized_disjoint_ops(spec: TableSpec, ordered: bool) {
     })
     .unwrap();
     for (&k, &v) in &expect {
-        assert_eq!(x.get(t, &Key::from(k)).unwrap().map(|b| u(&b)), Some(v), "key {k}");
+        assert_eq!(x.get(t, Key::from(k)).unwrap().map(|b| u(&b)), Some(v), "key {k}");
     }
     assert_eq!(got, expect);
     x.commit().unwrap();
@@ -212,7 +212,7 @@ fn shared_insert_delete(spec: TableSpec, iso: Isolation) {
     let ops = 2_000 * stress();
     let db = Database::new(Options::default()).unwrap();
     let t = db.create_table(spec).unwrap();
-    db.run(iso, |x| x.insert(t, Key::from(COUNT_KEY), &0u64.to_le_bytes())).unwrap();
+    db.run(iso, |x| x.insert(t, Key::from(COUNT_KEY), 0u64.to_le_bytes())).unwrap();
     std::thread::scope(|s| {
         for w in 0..3u64 {
             let db = &db;
@@ -228,7 +228,7 @@ fn shared_insert_delete(spec: TableSpec, iso: Isolation) {
                             x.insert(t, key.clone(), b"present")?;
                             1
                         };
-                        x.update_with(t, &Key::from(COUNT_KEY), |o, n| {
+                        x.update_with(t, Key::from(COUNT_KEY), |o, n| {
                             n.extend_from_slice(&((u(o) as i64 + delta) as u64).to_le_bytes())
                         })
                     })
@@ -244,8 +244,8 @@ fn shared_insert_delete(spec: TableSpec, iso: Isolation) {
         });
     });
     let mut x = db.begin(Isolation::Serializable).unwrap();
-    let count = u(&x.get(t, &Key::from(COUNT_KEY)).unwrap().unwrap());
-    let present = (0..SHARED).filter(|&k| x.get(t, &Key::from(k)).unwrap().is_some()).count() as u64;
+    let count = u(&x.get(t, Key::from(COUNT_KEY)).unwrap().unwrap());
+    let present = (0..SHARED).filter(|&k| x.get(t, Key::from(k)).unwrap().is_some()).count() as u64;
     assert_eq!(count, present, "{iso}: the count row disagrees with the rows present");
 }
 

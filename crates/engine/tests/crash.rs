@@ -226,7 +226,7 @@ fn crash_child() {
     // opens files close-on-exec, not close-on-fork): wait for that.
     let waited = Instant::now();
     let (db, _) = loop {
-        match Database::open(cfg.options(Path::new(&dir)), schema) {
+        match Database::open_with(cfg.options(Path::new(&dir)), schema) {
             Err(Error::Locked(_)) if waited.elapsed() < Duration::from_secs(5) => {
                 std::thread::sleep(Duration::from_millis(5))
             }
@@ -261,7 +261,7 @@ fn child_load<'s, 'e>(db: &'s Database, cfg: &'s Config, out: &'s Out, s: &'s st
     let mut next = 0;
     db.run(Isolation::Serializable, |t| {
         next = 0;
-        while t.get(load, &load_key(next, 0))?.is_some() {
+        while t.get(load, load_key(next, 0))?.is_some() {
             next += 1;
         }
         Ok(())
@@ -279,7 +279,7 @@ fn child_load<'s, 'e>(db: &'s Database, cfg: &'s Config, out: &'s Out, s: &'s st
                     ..TxnOptions::new(levels[rng.gen_range(0..levels.len())])
                 };
                 let mut t = db.begin_with(o).unwrap();
-                let r = t.get(load, &load_key(want, LOAD_ROWS - 1)).map(|v| v.is_some());
+                let r = t.get(load, load_key(want, LOAD_ROWS - 1)).map(|v| v.is_some());
                 match r.and_then(|found| t.commit().map(|_| found)) {
                     Ok(true) => {
                         out.say(format_args!("saw-load {want}"));
@@ -295,7 +295,7 @@ fn child_load<'s, 'e>(db: &'s Database, cfg: &'s Config, out: &'s Out, s: &'s st
     for batch in next..LOAD_BATCHES {
         db.run(Isolation::Serializable, |t| {
             for i in 0..LOAD_ROWS {
-                t.insert(load, load_key(batch, i), &load_value(batch, i))?;
+                t.insert(load, load_key(batch, i), load_value(batch, i))?;
             }
             Ok(())
         })
@@ -315,12 +315,12 @@ fn child_transfers<'s, 'e>(db: &'s Database, cfg: &'s Config, out: &'s Out, s: &
     // one transaction: they are all there or none is).
     let mut next = [1u64; WRITERS as usize];
     db.run(Isolation::Serializable, |t| {
-        if t.get(ctr, &Key::from(0))?.is_none() {
+        if t.get(ctr, Key::from(0))?.is_none() {
             for a in 0..ACCOUNTS {
-                t.insert(acct, Key::from(a), &START.to_le_bytes())?;
+                t.insert(acct, Key::from(a), START.to_le_bytes())?;
             }
             for th in 0..WRITERS {
-                t.insert(ctr, Key::from(th), &0u64.to_le_bytes())?;
+                t.insert(ctr, Key::from(th), 0u64.to_le_bytes())?;
             }
         }
         Ok(())
@@ -330,7 +330,7 @@ fn child_transfers<'s, 'e>(db: &'s Database, cfg: &'s Config, out: &'s Out, s: &
     // Where each thread's sequence numbers resume.
     db.run(Isolation::Serializable, |t| {
         for th in 0..WRITERS {
-            next[th as usize] = num(&t.get(ctr, &Key::from(th))?.unwrap()) + 1;
+            next[th as usize] = num(&t.get(ctr, Key::from(th))?.unwrap()) + 1;
         }
         Ok(())
     })
@@ -348,14 +348,14 @@ fn child_transfers<'s, 'e>(db: &'s Database, cfg: &'s Config, out: &'s Out, s: &
                     let o = TxnOptions { after: last, ..TxnOptions::new(Isolation::Serializable) };
                     let mut t = db.begin_with(o).unwrap();
                     let r = (|| {
-                        let x = num(&t.get(acct, &Key::from(a))?.unwrap());
-                        let y = num(&t.get(acct, &Key::from(b))?.unwrap());
+                        let x = num(&t.get(acct, Key::from(a))?.unwrap());
+                        let y = num(&t.get(acct, Key::from(b))?.unwrap());
                         if a != b && x >= amount {
-                            t.update(acct, &Key::from(a), &(x - amount).to_le_bytes())?;
-                            t.update(acct, &Key::from(b), &(y + amount).to_le_bytes())?;
+                            t.update(acct, Key::from(a), (x - amount).to_le_bytes())?;
+                            t.update(acct, Key::from(b), (y + amount).to_le_bytes())?;
                         }
-                        t.insert(acks, Key::from((th << 32) | seq), &seq.to_le_bytes())?;
-                        t.update(ctr, &Key::from(th), &seq.to_le_bytes())
+                        t.insert(acks, Key::from((th << 32) | seq), seq.to_le_bytes())?;
+                        t.update(ctr, Key::from(th), seq.to_le_bytes())
                     })();
                     match r.and_then(|_| t.commit()) {
                         Ok(c) => {
@@ -410,7 +410,7 @@ fn reader(db: &Database, cfg: &Config, out: &Out, rd: u64) {
             }
             _ => {
                 for th in 0..WRITERS {
-                    seen[th as usize] = num(&t.get(ctr, &Key::from(th))?.unwrap());
+                    seen[th as usize] = num(&t.get(ctr, Key::from(th))?.unwrap());
                 }
                 Ok(())
             }
@@ -608,7 +608,7 @@ fn crash_recovery_keeps_every_acknowledged_and_observed_commit() {
             // Reopen in the parent and check (a copy of the directory as the
             // crash left it is kept if the check fails).
             let copy = Copy::of(dir.path());
-            let (db, rep) = Database::open(cfg.options(dir.path()), schema).unwrap();
+            let (db, rep) = Database::open_with(cfg.options(dir.path()), schema).unwrap();
             assert_eq!(rep.same_ts_conflicts, 0, "{what}: {rep:?}");
             // A kill tears tails; it cannot damage what was written (nor lose
             // what was acknowledged): `damaged` says a crash cannot explain
@@ -740,7 +740,7 @@ fn crash_during_loading_keeps_whole_acknowledged_loads() {
             }
 
             let copy = Copy::of(dir.path());
-            let (db, rep) = Database::open(cfg.options(dir.path()), schema).unwrap();
+            let (db, rep) = Database::open_with(cfg.options(dir.path()), schema).unwrap();
             assert_eq!(rep.same_ts_conflicts, 0, "{what}: {rep:?}");
             // A kill tears tails; it cannot damage what was written (nor lose
             // what was acknowledged): `damaged` says a crash cannot explain

@@ -111,7 +111,7 @@ fn open_accounts(db: &Database) -> TableId {
     let acct = db.table("acct").unwrap();
     db.run(Isolation::Serializable, |t| {
         for a in 0..ACCOUNTS {
-            t.insert(acct, Key::from(a), &START.to_le_bytes())?;
+            t.insert(acct, Key::from(a), START.to_le_bytes())?;
         }
         Ok(())
     })
@@ -131,14 +131,14 @@ fn transfer(db: &Database, th: u64, seq: u64, rng: &mut SmallRng) -> (u64, u64, 
     loop {
         let mut t = db.begin(Isolation::Serializable).unwrap();
         let r = (|| {
-            let x = num(&t.get(acct, &Key::from(from))?.expect("an account"));
-            let y = num(&t.get(acct, &Key::from(to))?.expect("an account"));
+            let x = num(&t.get(acct, Key::from(from))?.expect("an account"));
+            let y = num(&t.get(acct, Key::from(to))?.expect("an account"));
             let moved = if from != to && x >= amount { amount } else { 0 };
             if moved > 0 {
-                t.update(acct, &Key::from(from), &(x - moved).to_le_bytes())?;
-                t.update(acct, &Key::from(to), &(y + moved).to_le_bytes())?;
+                t.update(acct, Key::from(from), (x - moved).to_le_bytes())?;
+                t.update(acct, Key::from(to), (y + moved).to_le_bytes())?;
             }
-            t.insert(acks, Key::from(th << 32 | seq), &seq.to_le_bytes())?;
+            t.insert(acks, Key::from(th << 32 | seq), seq.to_le_bytes())?;
             Ok(moved)
         })();
         match r.and_then(|moved| t.commit().map(|_| moved)) {
@@ -174,7 +174,7 @@ impl Pristine {
 
     fn build_once(config: Config, attempt: u64) -> Pristine {
         let dir = tempfile::tempdir().unwrap();
-        let (db, rep) = Database::open(options(dir.path(), &config), schema).unwrap();
+        let (db, rep) = Database::open_with(options(dir.path(), &config), schema).unwrap();
         assert_eq!(rep.generation, 0);
         open_accounts(&db);
         // The accounts go into the checkpoint; the log holds the transfers.
@@ -740,7 +740,7 @@ struct Tally {
 }
 
 fn open_caught(o: Options) -> std::result::Result<Result<(Database, RecoveryReport)>, String> {
-    catch_unwind(AssertUnwindSafe(|| Database::open(o, schema))).map_err(|p| {
+    catch_unwind(AssertUnwindSafe(|| Database::open_with(o, schema))).map_err(|p| {
         let msg = p
             .downcast_ref::<String>()
             .cloned()
@@ -961,7 +961,7 @@ fn an_undamaged_bank_recovers_whole() {
     for policy in policies {
         let copy = copy_dir(p.dir.path());
         let o = policy(options(copy.path(), &p.config));
-        let (db, rep) = Database::open(o, schema).unwrap();
+        let (db, rep) = Database::open_with(o, schema).unwrap();
         assert!(rep.dropped.is_empty() && !damaged(&rep) && rep.quarantine.is_none(), "{rep:?}");
         assert!(quarantines(copy.path()).is_empty());
         assert_eq!(verify(&state(&db), &p.transfers), Ok(p.count()), "{rep:?}");
@@ -975,7 +975,7 @@ fn an_undamaged_bank_recovers_whole() {
 fn a_second_open_of_a_held_directory_is_locked_out() {
     let dir = tempfile::tempdir().unwrap();
     let c = Config { streams: 2, threads: 1, per_thread: 0, durability: Durability::Sync };
-    let (db, _) = Database::open(options(dir.path(), &c), schema).unwrap();
+    let (db, _) = Database::open_with(options(dir.path(), &c), schema).unwrap();
     open_accounts(&db);
     let mut all = Transfers::new();
     let mut rng = SmallRng::seed_from_u64(7);
@@ -984,7 +984,7 @@ fn a_second_open_of_a_held_directory_is_locked_out() {
     }
     for refuse in [false, true] {
         let o = options(dir.path(), &c);
-        match Database::open(if refuse { refusing(o) } else { o }, schema) {
+        match Database::open_with(if refuse { refusing(o) } else { o }, schema) {
             Err(e) if is_locked(&e) => {}
             Err(e) => panic!("expected Error::Locked, got {e:?}"),
             Ok((_, rep)) => panic!("a second open of a held directory succeeded: {rep:?}"),
@@ -996,9 +996,9 @@ fn a_second_open_of_a_held_directory_is_locked_out() {
     }
     assert_eq!(verify(&state(&db), &all), Ok(40));
     drop(db);
-    let (db, rep) = Database::open(options(dir.path(), &c), schema).unwrap();
+    let (db, rep) = Database::open_with(options(dir.path(), &c), schema).unwrap();
     assert!(rep.dropped.is_empty() && !damaged(&rep), "{rep:?}");
     assert_eq!(verify(&state(&db), &all), Ok(40), "every acknowledged transfer: {rep:?}");
     // And the lock is held again by this one.
-    assert!(matches!(Database::open(options(dir.path(), &c), schema), Err(e) if is_locked(&e)));
+    assert!(matches!(Database::open_with(options(dir.path(), &c), schema), Err(e) if is_locked(&e)));
 }

@@ -32,7 +32,7 @@ fn schema(db: &Database) -> Result<()> {
 }
 
 fn open(dir: &Path, protocol: Protocol, durability: Durability) -> (Database, RecoveryReport) {
-    Database::open(opts(dir, protocol, durability), schema).unwrap()
+    Database::open_with(opts(dir, protocol, durability), schema).unwrap()
 }
 
 fn val(v: u64) -> [u8; 8] {
@@ -67,10 +67,10 @@ fn work_range(db: &Database, range: std::ops::Range<u64>) {
     let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
     for i in range {
         db.run(db.protocol().strongest(), |t| {
-            t.put(h, Key::from(i % 20), &val(i))?;
-            t.put(o, Key::from(i), &val(i * 2))?;
+            t.put(h, Key::from(i % 20), val(i))?;
+            t.put(o, Key::from(i), val(i * 2))?;
             if i % 7 == 0 {
-                t.delete(o, &Key::from(i - 1))?;
+                t.delete(o, Key::from(i - 1))?;
             }
             Ok(())
         })
@@ -112,7 +112,7 @@ fn commits_survive_a_reopen_under_every_protocol() {
 fn a_checkpoint_drops_the_logs_it_covers() {
     let dir = tempfile::tempdir().unwrap();
     let o = Options { log_rotate_bytes: 4096, ..opts(dir.path(), Protocol::MvOcc, Durability::Sync) };
-    let (db, _) = Database::open(o.clone(), schema).unwrap();
+    let (db, _) = Database::open_with(o.clone(), schema).unwrap();
     work(&db, 1);
     work(&db, 100);
     let logs = |d: &Path| {
@@ -129,7 +129,7 @@ fn a_checkpoint_drops_the_logs_it_covers() {
     let expect = rows(&db);
     assert!(logs(dir.path()) < before, "the checkpoint removed covered log files");
     drop(db);
-    let (db, rep) = Database::open(o, schema).unwrap();
+    let (db, rep) = Database::open_with(o, schema).unwrap();
     assert_eq!(rep.checkpoint.as_ref().unwrap().1, cp.ts);
     assert_eq!(rep.replayed, 50, "only what followed the checkpoint: {rep:?}");
     assert_eq!(rows(&db), expect);
@@ -156,7 +156,7 @@ fn a_torn_or_damaged_log_tail_is_dropped_and_reported() {
             on_damage: OnDamage::KeepPrefix,
             ..opts(dir.path(), Protocol::MvOcc, Durability::Sync)
         };
-        let (db, _) = Database::open(o.clone(), schema).unwrap();
+        let (db, _) = Database::open_with(o.clone(), schema).unwrap();
         work(&db, 1);
         drop(db);
         let path = last_log(dir.path());
@@ -170,7 +170,7 @@ fn a_torn_or_damaged_log_tail_is_dropped_and_reported() {
             _ => data[n / 2] ^= 0x40,
         }
         std::fs::write(&path, &data).unwrap();
-        let (db, rep) = Database::open(o.clone(), schema).unwrap();
+        let (db, rep) = Database::open_with(o.clone(), schema).unwrap();
         assert!(!rep.dropped.is_empty(), "{damage}: {rep:?}");
         assert!(rep.replayed < 50, "{damage}: {rep:?}");
         // What was replayed is a prefix: the rows match the first k commits.
@@ -212,7 +212,7 @@ fn a_damaged_checkpoint_is_refused() {
             _ => data.clear(),
         }
         std::fs::write(&path, &data).unwrap();
-        let e = Database::open(opts(dir.path(), Protocol::MvOcc, Durability::Sync), schema).err().unwrap();
+        let e = Database::open_with(opts(dir.path(), Protocol::MvOcc, Durability::Sync), schema).err().unwrap();
         assert!(matches!(&e, Error::Corrupt(m) if m.contains("checkpoint") && m.contains("refusing")), "{damage}: {e}");
     }
 }
@@ -222,18 +222,26 @@ fn bad_durability_settings_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let e = Database::new(opts(dir.path(), Protocol::MvOcc, Durability::Sync)).err().unwrap();
     assert!(e.to_string().contains("Database::open"), "{e}");
-    let e = Database::open(Options { data_dir: None, ..opts(dir.path(), Protocol::MvOcc, Durability::Sync) }, schema)
-        .err()
-        .unwrap();
+    let e =
+        Database::open_with(Options { data_dir: None, ..opts(dir.path(), Protocol::MvOcc, Durability::Sync) }, schema)
+            .err()
+            .unwrap();
     assert!(e.to_string().contains("data_dir"), "{e}");
-    let e = Database::open(opts(dir.path(), Protocol::MvOcc, Durability::None), schema).err().unwrap();
+    let e = Database::open_with(opts(dir.path(), Protocol::MvOcc, Durability::None), schema).err().unwrap();
     assert!(e.to_string().contains("durability none"), "{e}");
-    // A schema that lacks a table the data names.
+    // A schema that lacks a table the data records: it is created as
+    // recorded; one that creates it otherwise is refused, naming it.
     let (db, _) = open(dir.path(), Protocol::MvOcc, Durability::Sync);
     work(&db, 1);
     drop(db);
-    let e = Database::open(opts(dir.path(), Protocol::MvOcc, Durability::Sync), |db| {
+    let (db, _) = Database::open_with(opts(dir.path(), Protocol::MvOcc, Durability::Sync), |db| {
         db.create_table(TableSpec::hash("h", 64)).map(|_| ())
+    })
+    .unwrap();
+    assert_eq!(db.table_names(), ["h", "o"]);
+    drop(db);
+    let e = Database::open_with(opts(dir.path(), Protocol::MvOcc, Durability::Sync), |db| {
+        db.create_table(TableSpec::hash("o", 64)).map(|_| ())
     })
     .err()
     .unwrap();
@@ -248,11 +256,11 @@ fn bad_durability_settings_are_clear_errors() {
 fn pomvcc_logs_recover_consistently() {
     let dir = tempfile::tempdir().unwrap();
     let o = opts(dir.path(), Protocol::Pomvcc, Durability::Async);
-    let (db, _) = Database::open(o.clone(), schema).unwrap();
+    let (db, _) = Database::open_with(o.clone(), schema).unwrap();
     let h = db.table("h").unwrap();
     db.run(Isolation::Snapshot, |t| {
         for k in 0..16 {
-            t.insert(h, Key::from(k), &val(100))?;
+            t.insert(h, Key::from(k), val(100))?;
         }
         Ok(())
     })
@@ -268,10 +276,10 @@ fn pomvcc_logs_recover_consistently() {
                         continue;
                     }
                     let _ = db.run(Isolation::Snapshot, |t| {
-                        let x = u64::from_le_bytes(t.get(h, &Key::from(a))?.unwrap()[..8].try_into().unwrap());
-                        let y = u64::from_le_bytes(t.get(h, &Key::from(b))?.unwrap()[..8].try_into().unwrap());
-                        t.update(h, &Key::from(a), &val(x - 1))?;
-                        t.update(h, &Key::from(b), &val(y + 1))
+                        let x = u64::from_le_bytes(t.get(h, Key::from(a))?.unwrap()[..8].try_into().unwrap());
+                        let y = u64::from_le_bytes(t.get(h, Key::from(b))?.unwrap()[..8].try_into().unwrap());
+                        t.update(h, Key::from(a), val(x - 1))?;
+                        t.update(h, Key::from(b), val(y + 1))
                     });
                 }
             });
@@ -280,7 +288,7 @@ fn pomvcc_logs_recover_consistently() {
     db.flush_log().unwrap();
     let expect = rows(&db);
     drop(db);
-    let (db, rep) = Database::open(o, schema).unwrap();
+    let (db, rep) = Database::open_with(o, schema).unwrap();
     assert_eq!(rep.same_ts_conflicts, 0, "{rep:?}");
     assert!(rep.replayed > 100, "{rep:?}");
     let got = rows(&db);
@@ -297,12 +305,12 @@ fn checkpoints_taken_while_transactions_commit_recover_under_every_protocol() {
     for p in protocols().filter(|&p| p != Protocol::Bohm) {
         let dir = tempfile::tempdir().unwrap();
         let o = Options { log_rotate_bytes: 8192, ..opts(dir.path(), p, Durability::Async) };
-        let (db, _) = Database::open(o.clone(), schema).unwrap();
+        let (db, _) = Database::open_with(o.clone(), schema).unwrap();
         let h = db.table("h").unwrap();
         let iso = p.strongest();
         db.run(iso, |t| {
             for k in 0..16 {
-                t.insert(h, Key::from(k), &val(100))?;
+                t.insert(h, Key::from(k), val(100))?;
             }
             Ok(())
         })
@@ -324,10 +332,10 @@ fn checkpoints_taken_while_transactions_commit_recover_under_every_protocol() {
                                 continue;
                             }
                             let _ = db.run(iso, |t| {
-                                let x = u64::from_le_bytes(t.get(h, &Key::from(a))?.unwrap()[..8].try_into().unwrap());
-                                let y = u64::from_le_bytes(t.get(h, &Key::from(b))?.unwrap()[..8].try_into().unwrap());
-                                t.update(h, &Key::from(a), &val(x - 1))?;
-                                t.update(h, &Key::from(b), &val(y + 1))
+                                let x = u64::from_le_bytes(t.get(h, Key::from(a))?.unwrap()[..8].try_into().unwrap());
+                                let y = u64::from_le_bytes(t.get(h, Key::from(b))?.unwrap()[..8].try_into().unwrap());
+                                t.update(h, Key::from(a), val(x - 1))?;
+                                t.update(h, Key::from(b), val(y + 1))
                             });
                         }
                     })
@@ -371,7 +379,7 @@ fn checkpoints_taken_while_transactions_commit_recover_under_every_protocol() {
         assert_eq!(expect.iter().map(|r| r.2).sum::<u64>(), 1600, "{p}");
         assert!(db.stats().committed > 400 * common::stress(), "{p}: {:?}", db.stats());
         drop(db);
-        let (db, rep) = Database::open(o, schema).unwrap();
+        let (db, rep) = Database::open_with(o, schema).unwrap();
         assert!(rep.dropped.is_empty(), "{p}: {rep:?}");
         assert_eq!(rows(&db), expect, "{p}: {rep:?} after {checkpoints} checkpoints");
     }
@@ -431,7 +439,7 @@ fn bohm_pipeline_logs_replay_in_log_order() {
         let h = db.table("h").unwrap();
         db.run(Isolation::Serializable, |t| {
             for k in 0..20 {
-                t.insert(h, Key::from(k), &val(k % 3))?;
+                t.insert(h, Key::from(k), val(k % 3))?;
             }
             Ok(())
         })
@@ -465,7 +473,7 @@ fn checkpoints_fall_due_on_a_timer_and_by_log_size() {
             checkpoint_log_bytes: bytes,
             ..opts(dir.path(), Protocol::MvOcc, Durability::Async)
         };
-        let (db, _) = Database::open(o.clone(), schema).unwrap();
+        let (db, _) = Database::open_with(o.clone(), schema).unwrap();
         let start = std::time::Instant::now();
         let mut i = 1;
         while db.stats().checkpoints < 3 {
@@ -477,7 +485,7 @@ fn checkpoints_fall_due_on_a_timer_and_by_log_size() {
         assert!(db.checkpoint_error().is_none());
         let expect = rows(&db);
         drop(db);
-        let (db, rep) = Database::open(o, schema).unwrap();
+        let (db, rep) = Database::open_with(o, schema).unwrap();
         assert!(rep.checkpoint.as_ref().unwrap().1 > 2, "a checkpoint taken while running: {rep:?}");
         assert_eq!(rows(&db), expect);
     }
@@ -494,7 +502,7 @@ fn damage_in_an_earlier_file_drops_the_rest_of_that_stream() {
         on_damage: OnDamage::KeepPrefix,
         ..opts(dir.path(), Protocol::MvOcc, Durability::Sync)
     };
-    let (db, _) = Database::open(o.clone(), schema).unwrap();
+    let (db, _) = Database::open_with(o.clone(), schema).unwrap();
     std::thread::scope(|s| {
         for th in 0..2u64 {
             let db = &db;
@@ -514,7 +522,7 @@ fn damage_in_an_earlier_file_drops_the_rest_of_that_stream() {
     let n = data.len();
     data[n / 2] ^= 0x40;
     std::fs::write(&victim, &data).unwrap();
-    let (_db, rep) = Database::open(o, schema).unwrap();
+    let (_db, rep) = Database::open_with(o, schema).unwrap();
     let whole: Vec<_> = rep.dropped.iter().filter(|d| d.contains("whole file, after")).collect();
     assert_eq!(whole.len(), files.len() - 2, "every later file of stream 1: {rep:?}");
     assert!(rep.dropped.iter().any(|d| d.starts_with(&files[1])), "{rep:?}");
@@ -553,9 +561,9 @@ fn bank_state(db: &Database) -> (u64, u64) {
     db.run(Isolation::Serializable, |t| {
         let mut sum = 0;
         for a in 0..ACCOUNTS {
-            sum += t.get(acct, &Key::from(a))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
+            sum += t.get(acct, Key::from(a))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
         }
-        let n = t.get(count, &Key::from(0u64))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
+        let n = t.get(count, Key::from(0u64))?.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
         Ok((sum, n))
     })
     .unwrap()
@@ -566,13 +574,13 @@ fn bank_state(db: &Database) -> (u64, u64) {
 /// itself. Returns the directory and the transfers acknowledged.
 fn pristine_bank() -> (tempfile::TempDir, u64) {
     let dir = tempfile::tempdir().unwrap();
-    let (db, _) = Database::open(bank_opts(dir.path(), OnDamage::KeepPrefix), bank_schema).unwrap();
+    let (db, _) = Database::open_with(bank_opts(dir.path(), OnDamage::KeepPrefix), bank_schema).unwrap();
     let (acct, count) = (db.table("acct").unwrap(), db.table("count").unwrap());
     db.run(Isolation::Serializable, |t| {
         for a in 0..ACCOUNTS {
-            t.insert(acct, Key::from(a), &val(1000))?;
+            t.insert(acct, Key::from(a), val(1000))?;
         }
-        t.insert(count, Key::from(0u64), &val(0))
+        t.insert(count, Key::from(0u64), val(0))
     })
     .unwrap();
     // The accounts are in the checkpoint: even an empty prefix of the log
@@ -587,14 +595,14 @@ fn pristine_bank() -> (tempfile::TempDir, u64) {
                     let (a, b) = ((th * 13 + i * 7) % ACCOUNTS, (th * 31 + i * 11 + 1) % ACCOUNTS);
                     db.run(Isolation::Serializable, |t| {
                         let get = |t: &mut Transaction<'_>, tb, k: u64| -> Result<u64> {
-                            Ok(u64::from_le_bytes(t.get(tb, &Key::from(k))?.unwrap()[..8].try_into().unwrap()))
+                            Ok(u64::from_le_bytes(t.get(tb, Key::from(k))?.unwrap()[..8].try_into().unwrap()))
                         };
                         let (x, y, n) = (get(t, acct, a)?, get(t, acct, b)?, get(t, count, 0)?);
                         if a != b {
-                            t.update(acct, &Key::from(a), &val(x - 1))?;
-                            t.update(acct, &Key::from(b), &val(y + 1))?;
+                            t.update(acct, Key::from(a), val(x - 1))?;
+                            t.update(acct, Key::from(b), val(y + 1))?;
                         }
-                        t.update(count, &Key::from(0u64), &val(n + 1))
+                        t.update(count, Key::from(0u64), val(n + 1))
                     })
                     .unwrap();
                     acked.fetch_add(1, Ordering::Relaxed);
@@ -635,8 +643,8 @@ fn copy_dir(from: &Path) -> tempfile::TempDir {
 fn reopen_damaged(dir: &Path, acked: u64, what: &str) -> (RecoveryReport, u64) {
     // On a copy: an open that succeeds begins a new generation.
     let copy = copy_dir(dir);
-    let refused = Database::open(bank_opts(copy.path(), OnDamage::Refuse), bank_schema).map(|(_, r)| r);
-    let (db, rep) = Database::open(bank_opts(dir, OnDamage::KeepPrefix), bank_schema)
+    let refused = Database::open_with(bank_opts(copy.path(), OnDamage::Refuse), bank_schema).map(|(_, r)| r);
+    let (db, rep) = Database::open_with(bank_opts(dir, OnDamage::KeepPrefix), bank_schema)
         .unwrap_or_else(|e| panic!("{what}: keep-prefix refused: {e}"));
     let (sum, n) = bank_state(&db);
     eprintln!("{what}: {n} of {acked} transfers, damaged {}: {:#?}", rep.damaged, rep.dropped);
@@ -652,7 +660,7 @@ fn reopen_damaged(dir: &Path, acked: u64, what: &str) -> (RecoveryReport, u64) {
     }
     // The prefix recovered is itself durable.
     drop(db);
-    let (db, _) = Database::open(bank_opts(dir, OnDamage::Refuse), bank_schema).unwrap();
+    let (db, _) = Database::open_with(bank_opts(dir, OnDamage::Refuse), bank_schema).unwrap();
     assert_eq!(bank_state(&db), (ACCOUNTS * 1000, n), "{what}: after a second open");
     (rep, n)
 }
@@ -790,7 +798,7 @@ fn a_damaged_directory_is_refused_by_default_and_keep_prefix_deletes_nothing() {
     let o = bank_opts(d.path(), Options::default().on_damage);
 
     // The default refuses, in one error that names the remedies.
-    let e = Database::open(o.clone(), bank_schema).err().expect("the default refuses a damaged directory");
+    let e = Database::open_with(o.clone(), bank_schema).err().expect("the default refuses a damaged directory");
     let Error::Corrupt(m) = &e else { panic!("{e:?}") };
     for word in ["damage in the middle", "nothing in it was changed", "OnDamage::KeepPrefix", "--salvage OUT"] {
         assert!(m.contains(word), "'{word}' in: {m}");
@@ -815,7 +823,7 @@ fn a_damaged_directory_is_refused_by_default_and_keep_prefix_deletes_nothing() {
     assert_eq!(data_files(d.path()), before, "salvage changed nothing");
 
     // Keeping the prefix, asked for.
-    let (db, rep) = Database::open(bank_opts(d.path(), OnDamage::KeepPrefix), bank_schema).unwrap();
+    let (db, rep) = Database::open_with(bank_opts(d.path(), OnDamage::KeepPrefix), bank_schema).unwrap();
     let (sum, n) = bank_state(&db);
     assert_eq!(sum, ACCOUNTS * 1000, "{rep:#?}");
     assert!(rep.damaged && n < acked, "{rep:#?}");
@@ -847,12 +855,12 @@ fn a_damaged_directory_is_refused_by_default_and_keep_prefix_deletes_nothing() {
 
     // Later opens (the default) find a clean directory and the prefix;
     // a checkpoint and a third open leave the folder as it is.
-    let (db, rep2) = Database::open(o.clone(), bank_schema).unwrap();
+    let (db, rep2) = Database::open_with(o.clone(), bank_schema).unwrap();
     assert!(!rep2.damaged && rep2.dropped.is_empty() && rep2.quarantine.is_none(), "{rep2:#?}");
     assert_eq!(bank_state(&db), (ACCOUNTS * 1000, n));
     db.checkpoint().unwrap();
     drop(db);
-    let (db, rep3) = Database::open(o, bank_schema).unwrap();
+    let (db, rep3) = Database::open_with(o, bank_schema).unwrap();
     assert!(!rep3.damaged && rep3.quarantine.is_none(), "{rep3:#?}");
     drop(db);
     kept("after two more opens and a checkpoint");
@@ -872,10 +880,10 @@ fn a_damaged_directory_is_refused_by_default_and_keep_prefix_deletes_nothing() {
 fn a_directory_has_one_owner_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let o = bank_opts(dir.path(), OnDamage::KeepPrefix);
-    let (db, _) = Database::open(o.clone(), bank_schema).unwrap();
+    let (db, _) = Database::open_with(o.clone(), bank_schema).unwrap();
     let acct = db.table("acct").unwrap();
-    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(1u64), &val(7))).unwrap();
-    let e = Database::open(o.clone(), bank_schema).err().expect("a second open fails");
+    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(1u64), val(7))).unwrap();
+    let e = Database::open_with(o.clone(), bank_schema).err().expect("a second open fails");
     assert!(
         matches!(&e, Error::Locked(m) if m.contains("in use") && m.contains(&format!("process {}", std::process::id()))),
         "{e}"
@@ -886,11 +894,13 @@ fn a_directory_has_one_owner_at_a_time() {
     let rep = reader.recover_from(dir.path()).unwrap();
     assert!(!rep.damaged, "{rep:?}");
     // The owner goes on; its sync-acknowledged commit survives the next open.
-    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(2u64), &val(8))).unwrap();
+    db.run(Isolation::Serializable, |t| t.insert(acct, Key::from(2u64), val(8))).unwrap();
     drop(db);
-    let (db, rep) = Database::open(o, bank_schema).unwrap();
+    let (db, rep) = Database::open_with(o, bank_schema).unwrap();
     assert_eq!(rep.replayed, 2, "{rep:?}");
-    let got = db.run(Isolation::Serializable, |t| Ok((t.get(acct, &Key::from(1u64))?, t.get(acct, &Key::from(2u64))?)));
+    // The reopened database is another database: its handles are new.
+    let acct = db.table("acct").unwrap();
+    let got = db.run(Isolation::Serializable, |t| Ok((t.get(acct, Key::from(1u64))?, t.get(acct, Key::from(2u64))?)));
     assert_eq!(got.unwrap(), (Some(val(7).to_vec()), Some(val(8).to_vec())));
 }
 
@@ -901,7 +911,7 @@ fn a_directory_has_one_owner_at_a_time() {
 fn a_round_syncs_one_file_and_an_idle_log_none() {
     let dir = tempfile::tempdir().unwrap();
     let o = Options { log_streams: 4, ..opts(dir.path(), Protocol::MvOcc, Durability::Sync) };
-    let (db, _) = Database::open(o.clone(), schema).unwrap();
+    let (db, _) = Database::open_with(o.clone(), schema).unwrap();
     // Idle: many flusher intervals pass without a record.
     std::thread::sleep(std::time::Duration::from_millis(50));
     assert_eq!(db.stats().log_syncs, 0, "an idle log syncs nothing");
@@ -911,7 +921,7 @@ fn a_round_syncs_one_file_and_an_idle_log_none() {
             s.spawn(move || {
                 let o = db.table("o").unwrap();
                 for i in 0..40 {
-                    db.run(Isolation::Serializable, |t| t.put(o, Key::from(th * 1000 + i), &val(i))).unwrap();
+                    db.run(Isolation::Serializable, |t| t.put(o, Key::from(th * 1000 + i), val(i))).unwrap();
                 }
             });
         }
@@ -931,7 +941,7 @@ fn a_round_syncs_one_file_and_an_idle_log_none() {
     let sizes: Vec<u64> = (0..4).map(per_stream).collect();
     assert!(sizes.iter().all(|&n| n > 200), "every stream's files hold rounds: {sizes:?}");
     drop(db);
-    let (db, rep) = Database::open(o, schema).unwrap();
+    let (db, rep) = Database::open_with(o, schema).unwrap();
     assert!(!rep.damaged && rep.dropped.is_empty(), "{rep:?}");
     assert_eq!(rep.replayed, 160, "{rep:?}");
     drop(db);

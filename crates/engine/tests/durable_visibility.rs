@@ -6,6 +6,7 @@
 //! A slow disk (`Faults::log_round_delay`) holds a writer's round pending
 //! while readers run: one reads the pending row, one an unrelated row.
 
+use multiverse::research::Faults;
 use multiverse::*;
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,7 @@ fn read(db: &Database, t: TableId, k: u64) -> (u64, Duration) {
     let start = Instant::now();
     let o = TxnOptions { read_only: true, ..TxnOptions::new(db.protocol().strongest()) };
     let v = db.run_with(o, RetryPolicy::default(), |tx| {
-        let v: Option<Vec<u8>> = tx.get(t, &Key::from(k))?;
+        let v: Option<Vec<u8>> = tx.get(t, Key::from(k))?;
         Ok(v.map(|v| u64::from_le_bytes(v[..8].try_into().unwrap())))
     });
     (v.unwrap().expect("the row exists"), start.elapsed())
@@ -46,17 +47,17 @@ fn readers_are_shown_only_durable_commits_and_wait_only_for_what_they_read() {
             faults: Faults { log_round_delay: DELAY, ..Faults::default() },
             ..Options::default()
         };
-        let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
+        let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
         let h = db.table("h").unwrap();
         db.run(db.protocol().strongest(), |t| {
-            t.put(h, Key::from(1u64), &val(0))?;
-            t.put(h, Key::from(2u64), &val(0))
+            t.put(h, Key::from(1u64), val(0))?;
+            t.put(h, Key::from(2u64), val(0))
         })
         .unwrap();
         db.sync_commits().unwrap();
         let (syncs, records) = (db.stats().log_syncs, db.stats().log_records);
         std::thread::scope(|s| {
-            let w = s.spawn(|| db.run(db.protocol().strongest(), |t| t.put(h, Key::from(1u64), &val(1))));
+            let w = s.spawn(|| db.run(db.protocol().strongest(), |t| t.put(h, Key::from(1u64), val(1))));
             // The writer has appended its record: its round is pending now.
             while db.stats().log_records == records {
                 std::thread::sleep(Duration::from_millis(1));
@@ -102,16 +103,16 @@ fn a_safe_snapshot_does_not_wait_for_log_rounds_it_does_not_read_from() {
             faults: Faults { log_round_delay: DELAY, ..Faults::default() },
             ..Options::default()
         };
-        let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
+        let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("h", 64)).map(|_| ())).unwrap();
         let h = db.table("h").unwrap();
         db.run(Isolation::Serializable, |t| {
-            t.put(h, Key::from(1u64), &val(0))?;
-            t.put(h, Key::from(2u64), &val(0))
+            t.put(h, Key::from(1u64), val(0))?;
+            t.put(h, Key::from(2u64), val(0))
         })
         .unwrap();
         let records = db.stats().log_records;
         std::thread::scope(|s| {
-            let w = s.spawn(|| db.run(Isolation::Serializable, |t| t.put(h, Key::from(1u64), &val(1))));
+            let w = s.spawn(|| db.run(Isolation::Serializable, |t| t.put(h, Key::from(1u64), val(1))));
             // The writer has appended its record: it waits for its round.
             while db.stats().log_records == records {
                 std::thread::sleep(Duration::from_millis(1));
@@ -122,7 +123,7 @@ fn a_safe_snapshot_does_not_wait_for_log_rounds_it_does_not_read_from() {
             let o = TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Serializable) };
             let mut r = db.begin_with(o).unwrap();
             let began = start.elapsed();
-            assert_eq!(r.get(h, &Key::from(2u64)).unwrap().as_deref(), Some(&val(0)[..]));
+            assert_eq!(r.get(h, Key::from(2u64)).unwrap().as_deref(), Some(&val(0)[..]));
             r.commit().unwrap();
             let took = start.elapsed();
             assert!(

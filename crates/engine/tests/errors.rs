@@ -24,19 +24,21 @@ fn foreign_handles() -> (Database, TableId, IndexId) {
     (other, c, s1)
 }
 
-/// Unknown table by name or by id (a handle from another database).
+/// Unknown table by name, and a handle from another database (whose table
+/// number this database does not have, here: a handle of another database
+/// is refused whatever its number).
 #[test]
 fn unknown_table_by_name_and_by_id() {
     let (db, _) = db();
     assert_eq!(db.table("nope"), Err(Error::UnknownTable("nope".into())));
     let (_other, foreign, _) = foreign_handles();
-    assert!(matches!(db.index(foreign, "primary"), Err(Error::UnknownTable(_))));
+    assert!(matches!(db.index(foreign, "primary"), Err(Error::ForeignHandle(_))));
     let mut x = db.begin(Isolation::Serializable).unwrap();
-    assert!(matches!(x.get(foreign, &Key::from(1)), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.insert(foreign, Key::from(1), b"v"), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.update(foreign, &Key::from(1), b"v"), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.delete(foreign, &Key::from(1)), Err(Error::UnknownTable(_))));
-    assert!(matches!(x.scan(db.primary(foreign), .., None, |_, _| true), Err(Error::UnknownTable(_))));
+    assert!(matches!(x.get(foreign, Key::from(1)), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.insert(foreign, Key::from(1), b"v"), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.update(foreign, Key::from(1), b"v"), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.delete(foreign, Key::from(1)), Err(Error::ForeignHandle(_))));
+    assert!(matches!(x.scan(db.primary(foreign), .., None, |_, _| true), Err(Error::ForeignHandle(_))));
     // Prefetch hints ignore what they cannot use: a foreign table, a
     // missing key, an ordered table.
     let t = db.table("t").unwrap();
@@ -44,7 +46,7 @@ fn unknown_table_by_name_and_by_id() {
     x.prefetch(foreign, &[Key::from(1)]);
     x.prefetch_many(&[(t, &[Key::from(1), Key::from(99)]), (foreign, &[Key::from(1)]), (o, &[Key::from(1)]), (t, &[])]);
     // Not an abort: the transaction goes on.
-    assert_eq!(x.get(db.table("t").unwrap(), &Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
+    assert_eq!(x.get(db.table("t").unwrap(), Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
     x.commit().unwrap();
     assert_eq!(db.table_names(), vec!["t".to_string(), "o".to_string()]);
 }
@@ -59,8 +61,12 @@ fn unknown_index_by_name_and_number() {
     db.create_table(TableSpec::hash("w", 16)).unwrap();
     let (_other, _, s1) = foreign_handles();
     let mut x = db.begin(Isolation::Snapshot).unwrap();
-    assert!(matches!(x.get_by(s1, &Key::from(1), |_, _| true), Err(Error::UnknownIndex(_))));
-    assert!(matches!(x.scan(s1, .., None, |_, _| true), Err(Error::UnknownIndex(_))));
+    // Another database's index is refused as such.
+    assert!(matches!(x.get_by(s1, Key::from(1), |_, _| true), Err(Error::ForeignHandle(_))));
+    // An index number this database's table lacks.
+    let missing = IndexId::from_raw(db.table("w").unwrap(), 1);
+    assert!(matches!(x.get_by(missing, Key::from(1), |_, _| true), Err(Error::UnknownIndex(_))));
+    assert!(matches!(x.scan(missing, .., None, |_, _| true), Err(Error::UnknownIndex(_))));
     x.commit().unwrap();
 }
 
@@ -141,7 +147,7 @@ fn duplicate_key_keeps_transaction_open() {
     assert_eq!(r, Err(Error::DuplicateKey));
     assert_eq!(calls, 1, "not retried");
     let mut y = db.begin(Isolation::Snapshot).unwrap();
-    assert_eq!(y.get(t, &Key::from(2)).unwrap(), None, "rolled back");
+    assert_eq!(y.get(t, Key::from(2)).unwrap(), None, "rolled back");
 }
 
 /// Update, update_with and delete of a missing key: KeyNotFound, not an abort.
@@ -149,12 +155,12 @@ fn duplicate_key_keeps_transaction_open() {
 fn missing_key_on_update_and_delete() {
     let (db, t) = db();
     let mut x = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(x.update(t, &Key::from(7), b"v"), Err(Error::KeyNotFound));
-    assert_eq!(x.update_with(t, &Key::from(7), |_, n| n.push(1)), Err(Error::KeyNotFound));
-    assert_eq!(x.delete(t, &Key::from(7)), Err(Error::KeyNotFound));
-    x.delete(t, &Key::from(1)).unwrap();
-    assert_eq!(x.delete(t, &Key::from(1)), Err(Error::KeyNotFound), "deleted by me");
-    assert_eq!(x.update(t, &Key::from(1), b"v"), Err(Error::KeyNotFound));
+    assert_eq!(x.update(t, Key::from(7), b"v"), Err(Error::KeyNotFound));
+    assert_eq!(x.update_with(t, Key::from(7), |_, n| n.push(1)), Err(Error::KeyNotFound));
+    assert_eq!(x.delete(t, Key::from(7)), Err(Error::KeyNotFound));
+    x.delete(t, Key::from(1)).unwrap();
+    assert_eq!(x.delete(t, Key::from(1)), Err(Error::KeyNotFound), "deleted by me");
+    assert_eq!(x.update(t, Key::from(1), b"v"), Err(Error::KeyNotFound));
     x.commit().unwrap();
 }
 
@@ -165,13 +171,13 @@ fn value_too_large() {
     let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
     let big = [7u8; 17];
     let mut x = db.begin(Isolation::Snapshot).unwrap();
-    x.insert(t, Key::from(1), &[0; 16]).unwrap();
+    x.insert(t, Key::from(1), [0; 16]).unwrap();
     let e = Error::ValueTooLarge { len: 17, max: 16 };
-    assert_eq!(x.insert(t, Key::from(2), &big), Err(e.clone()));
-    assert_eq!(x.update(t, &Key::from(1), &big), Err(e.clone()));
-    assert_eq!(x.put(t, Key::from(3), &big), Err(e.clone()));
-    assert_eq!(x.update_with(t, &Key::from(1), |_, n| n.extend_from_slice(&big)), Err(e));
-    assert_eq!(x.get(t, &Key::from(1)).unwrap(), Some(vec![0; 16]), "nothing changed");
+    assert_eq!(x.insert(t, Key::from(2), big), Err(e.clone()));
+    assert_eq!(x.update(t, Key::from(1), big), Err(e.clone()));
+    assert_eq!(x.put(t, Key::from(3), big), Err(e.clone()));
+    assert_eq!(x.update_with(t, Key::from(1), |_, n| n.extend_from_slice(&big)), Err(e));
+    assert_eq!(x.get(t, Key::from(1)).unwrap(), Some(vec![0; 16]), "nothing changed");
     x.commit().unwrap();
     assert!(matches!(
         Database::new(Options { max_value_size: u32::MAX as usize + 1, ..Options::default() }).err(),
@@ -197,16 +203,16 @@ fn operations_after_abort_report_transaction_closed() {
     let (db, t) = db();
     let mut a = db.begin(Isolation::Snapshot).unwrap();
     let mut b = db.begin(Isolation::Snapshot).unwrap();
-    a.update(t, &Key::from(1), b"a").unwrap();
-    assert_eq!(b.update(t, &Key::from(1), b"b"), Err(Error::Aborted(AbortReason::WriteConflict)));
+    a.update(t, Key::from(1), b"a").unwrap();
+    assert_eq!(b.update(t, Key::from(1), b"b"), Err(Error::Aborted(AbortReason::WriteConflict)));
     let closed = Err(Error::TransactionClosed(Some(AbortReason::WriteConflict)));
-    assert_eq!(b.get(t, &Key::from(1)).map(|_| ()), closed);
+    assert_eq!(b.get(t, Key::from(1)).map(|_| ()), closed);
     assert_eq!(b.insert(t, Key::from(5), b"x"), closed);
-    assert_eq!(b.update(t, &Key::from(1), b"x"), closed);
-    assert_eq!(b.update_with(t, &Key::from(1), |_, _| ()), closed);
-    assert_eq!(b.delete(t, &Key::from(1)), closed);
+    assert_eq!(b.update(t, Key::from(1), b"x"), closed);
+    assert_eq!(b.update_with(t, Key::from(1), |_, _| ()), closed);
+    assert_eq!(b.delete(t, Key::from(1)), closed);
     assert_eq!(b.put(t, Key::from(1), b"x"), closed);
-    assert_eq!(b.get_by(db.primary(t), &Key::from(1), |_, _| true), closed);
+    assert_eq!(b.get_by(db.primary(t), Key::from(1), |_, _| true), closed);
     assert_eq!(b.scan(db.primary(t), .., None, |_, _| true), closed);
     assert_eq!(b.commit().map(|_| ()), closed);
     a.commit().unwrap();
@@ -224,9 +230,9 @@ fn writes_in_read_only_transaction_are_refused() {
     let (db, t) = db();
     let mut x = db.begin_with(TxnOptions { read_only: true, ..TxnOptions::new(Isolation::Serializable) }).unwrap();
     assert!(matches!(x.insert(t, Key::from(2), b"v"), Err(Error::InvalidArgument(_))));
-    assert!(matches!(x.update(t, &Key::from(1), b"v"), Err(Error::InvalidArgument(_))));
-    assert!(matches!(x.delete(t, &Key::from(1)), Err(Error::InvalidArgument(_))));
-    assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
+    assert!(matches!(x.update(t, Key::from(1), b"v"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(x.delete(t, Key::from(1)), Err(Error::InvalidArgument(_))));
+    assert_eq!(x.get(t, Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
     x.commit().unwrap();
 }
 
@@ -284,11 +290,11 @@ fn run_with_retries_transient_aborts_up_to_the_limit() {
         max_backoff: std::time::Duration::from_micros(10),
     };
     let mut holder = db.begin(Isolation::Snapshot).unwrap();
-    holder.update(t, &Key::from(1), b"held").unwrap();
+    holder.update(t, Key::from(1), b"held").unwrap();
     let mut calls = 0;
     let r = db.run_with(TxnOptions::new(Isolation::Snapshot), policy, |x| {
         calls += 1;
-        x.update(t, &Key::from(1), b"mine")
+        x.update(t, Key::from(1), b"mine")
     });
     assert_eq!(r, Err(Error::Aborted(AbortReason::WriteConflict)));
     assert_eq!(calls, 3);
@@ -300,11 +306,11 @@ fn run_with_retries_transient_aborts_up_to_the_limit() {
         if calls == 2 {
             holder.take().unwrap().abort();
         }
-        x.update(t, &Key::from(1), b"mine")
+        x.update(t, Key::from(1), b"mine")
     });
     assert_eq!(r, Ok(()));
     assert_eq!(calls, 2, "the second attempt began before the holder aborted and still saw the row updatable");
-    assert_eq!(db.stats().aborts[AbortReason::WriteConflict as usize], 4);
+    assert_eq!(db.stats().aborts[AbortReason::WriteConflict], 4);
 }
 
 /// A database holds at most MAX_TABLES tables.

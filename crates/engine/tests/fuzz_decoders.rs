@@ -133,7 +133,7 @@ fn work(db: &Database, th: u64, range: std::ops::Range<u64>) {
                     r => r,
                 }
             } else {
-                t.put(o, k, &i.to_le_bytes())
+                t.put(o, k, i.to_le_bytes())
             }
         });
         r.unwrap();
@@ -143,7 +143,7 @@ fn work(db: &Database, th: u64, range: std::ops::Range<u64>) {
 /// The directory's files (name, bytes), written once.
 fn real_files() -> Vec<(String, Vec<u8>)> {
     let dir = tempfile::tempdir().unwrap();
-    let (db, _) = Database::open(options(dir.path(), OnDamage::KeepPrefix), schema).unwrap();
+    let (db, _) = Database::open_with(options(dir.path(), OnDamage::KeepPrefix), schema).unwrap();
     let both = |from: u64| {
         std::thread::scope(|s| {
             for th in 0..2u64 {
@@ -430,12 +430,12 @@ fn run(files: &[(String, Vec<u8>)], c: &Case) -> std::result::Result<String, Tes
         std::fs::write(dir.path().join(name), data).unwrap();
     }
     let outcome = match c.open {
-        Some(policy) => match Database::open(options(dir.path(), policy), schema) {
+        Some(policy) => match Database::open_with(options(dir.path(), policy), schema) {
             Ok((db, rep)) => {
                 let rows = read_all(&db).map_err(|e| TestCaseError::fail(format!("reading back: {e}")))?;
                 drop(db);
                 // What one open wrote, the next reads.
-                let (db, _) = Database::open(options(dir.path(), OnDamage::Refuse), schema)
+                let (db, _) = Database::open_with(options(dir.path(), OnDamage::Refuse), schema)
                     .map_err(|e| TestCaseError::fail(format!("the reopen after a recovery failed: {e}")))?;
                 let again = read_all(&db).map_err(|e| TestCaseError::fail(format!("reading back: {e}")))?;
                 prop_assert_eq!(rows, again, "the reopen found another state");

@@ -15,7 +15,7 @@ fn open(spec: TableSpec) -> (Database, TableId) {
     let t = db.create_table(spec).unwrap();
     db.run(Isolation::Serializable, |x| {
         for k in 0..ROWS {
-            x.insert(t, Key::from(k), &k.to_le_bytes())?;
+            x.insert(t, Key::from(k), k.to_le_bytes())?;
         }
         Ok(())
     })
@@ -26,7 +26,7 @@ fn open(spec: TableSpec) -> (Database, TableId) {
 /// `n` single-row update transactions, round-robin over the rows.
 fn churn(db: &Database, t: TableId, n: u64, base: u64) {
     for i in 0..n {
-        db.run(Isolation::Snapshot, |x| x.update(t, &Key::from(i % ROWS), &(base + i).to_le_bytes())).unwrap();
+        db.run(Isolation::Snapshot, |x| x.update(t, Key::from(i % ROWS), (base + i).to_le_bytes())).unwrap();
     }
 }
 
@@ -36,7 +36,7 @@ fn advance_clock(db: &Database) {
 }
 
 fn snapshot_values(x: &mut Transaction<'_>, t: TableId) -> Vec<Option<u64>> {
-    (0..ROWS).map(|k| x.get(t, &Key::from(k)).unwrap().map(|v| u(&v))).collect()
+    (0..ROWS).map(|k| x.get(t, Key::from(k)).unwrap().map(|v| u(&v))).collect()
 }
 
 /// After heavy churn, `collect_garbage` brings the live version count back to
@@ -78,21 +78,21 @@ fn deletes_and_aborted_inserts_are_reclaimed() {
         for round in 0..200u64 {
             db.run(Isolation::Serializable, |x| {
                 for k in 100..110 {
-                    x.insert(t, Key::from(k), &round.to_le_bytes())?;
+                    x.insert(t, Key::from(k), round.to_le_bytes())?;
                 }
                 Ok(())
             })
             .unwrap();
             db.run(Isolation::Serializable, |x| {
                 for k in 100..110 {
-                    x.delete(t, &Key::from(k))?;
+                    x.delete(t, Key::from(k))?;
                 }
                 Ok(())
             })
             .unwrap();
             let mut x = db.begin(Isolation::Snapshot).unwrap();
             x.insert(t, Key::from(500), b"never").unwrap();
-            x.update(t, &Key::from(0), b"never").unwrap();
+            x.update(t, Key::from(0), b"never").unwrap();
             x.abort();
         }
         db.collect_garbage();
@@ -112,7 +112,7 @@ fn deletes_and_aborted_inserts_are_reclaimed() {
         })
         .unwrap();
         assert_eq!(n, ROWS);
-        assert_eq!(x.get(t, &Key::from(0)).unwrap().map(|v| u(&v)), Some(0));
+        assert_eq!(x.get(t, Key::from(0)).unwrap().map(|v| u(&v)), Some(0));
     }
 }
 
@@ -157,10 +157,10 @@ fn long_reader_keeps_its_snapshot_and_releases_it_when_done() {
 fn held_open_writer_validates_against_kept_versions() {
     let (db, t) = open(TableSpec::ordered("o"));
     let mut w = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(w.get(t, &Key::from(1)).unwrap().map(|v| u(&v)), Some(1));
+    assert_eq!(w.get(t, Key::from(1)).unwrap().map(|v| u(&v)), Some(1));
     churn(&db, t, 2_000, 100);
     db.collect_garbage();
-    w.update(t, &Key::from(100), b"x").unwrap_err(); // absent: KeyNotFound, recorded as a scan
+    w.update(t, Key::from(100), b"x").unwrap_err(); // absent: KeyNotFound, recorded as a scan
     w.insert(t, Key::from(100), b"x").unwrap();
     assert_eq!(w.commit(), Err(Error::Aborted(AbortReason::ReadValidation)));
     advance_clock(&db);
@@ -210,7 +210,7 @@ fn aborted_versions_reclaimable_before_the_clock_moves() {
     let (db, t) = open(TableSpec::hash("h", 16));
     let mut x = db.begin(Isolation::Snapshot).unwrap();
     x.insert(t, Key::from(100), b"gone").unwrap();
-    x.update(t, &Key::from(0), b"gone").unwrap();
+    x.update(t, Key::from(0), b"gone").unwrap();
     x.abort();
     db.collect_garbage();
     let s = db.stats();
@@ -232,7 +232,7 @@ fn collection_unlinks_from_secondary_indexes() {
         let ix = db.index(t, "mod4").unwrap();
         db.run(Isolation::Snapshot, |x| {
             for k in 0..ROWS {
-                x.insert(t, Key::from(k), &k.to_le_bytes())?;
+                x.insert(t, Key::from(k), k.to_le_bytes())?;
             }
             Ok(())
         })
@@ -243,7 +243,7 @@ fn collection_unlinks_from_secondary_indexes() {
         let mut x = db.begin(Isolation::Snapshot).unwrap();
         let mut total = 0;
         for b in 0..4u64 {
-            x.get_by(ix, &Key::from(b), |_, v| {
+            x.get_by(ix, Key::from(b), |_, v| {
                 assert_eq!(u(v) % 4, b);
                 total += 1;
                 true
@@ -311,7 +311,7 @@ fn a_backlog_on_a_hot_row_is_reclaimed_in_linear_time() {
         let mut reader = db.begin(Isolation::Snapshot).unwrap();
         let snap = snapshot_values(&mut reader, t);
         for i in 0..updates {
-            db.run(Isolation::Snapshot, |x| x.update(t, &Key::from(0), &(1_000 + i).to_le_bytes())).unwrap();
+            db.run(Isolation::Snapshot, |x| x.update(t, Key::from(0), (1_000 + i).to_le_bytes())).unwrap();
         }
         assert_eq!(snapshot_values(&mut reader, t), snap, "{name}: the reader's snapshot is kept");
         assert!(db.stats().versions_alive >= updates, "{name}: the reader held the backlog");
@@ -322,12 +322,12 @@ fn a_backlog_on_a_hot_row_is_reclaimed_in_linear_time() {
         assert_eq!(db.stats().versions_alive, ROWS, "{name}: one version per row is left");
         assert!(took < std::time::Duration::from_secs(2), "{name}: reclaiming {updates} versions took {took:?}");
         let mut x = db.begin(Isolation::Serializable).unwrap();
-        assert_eq!(x.get(t, &Key::from(0)).unwrap().map(|v| u(&v)), Some(1_000 + updates - 1), "{name}");
+        assert_eq!(x.get(t, Key::from(0)).unwrap().map(|v| u(&v)), Some(1_000 + updates - 1), "{name}");
         assert_eq!(snapshot_values(&mut x, t)[1..], snap[1..], "{name}: the other rows are untouched");
         if name.contains("secondary") {
             let ix = db.index(t, "parity").unwrap();
             let mut rows = 0;
-            x.get_by(ix, &Key::from((1_000 + updates - 1) % 256 % 2), |pk, _| {
+            x.get_by(ix, Key::from((1_000 + updates - 1) % 256 % 2), |pk, _| {
                 rows += u64::from(pk.to_u64() == Some(0));
                 true
             })

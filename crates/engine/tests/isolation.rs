@@ -34,7 +34,7 @@ fn setup() -> (Database, TableId, TableId) {
     let log = db.create_table(TableSpec::hash("log", 64)).unwrap();
     db.run(Isolation::Serializable, |x| {
         for i in 1..=10 {
-            x.insert(t, k(i), &val(i))?;
+            x.insert(t, k(i), val(i))?;
         }
         Ok(())
     })
@@ -50,7 +50,7 @@ fn write_log(x: &mut Transaction<'_>, log: TableId) {
 
 fn read(db: &Database, t: TableId, key: u64) -> Option<u64> {
     let mut x = db.begin(Isolation::Snapshot).unwrap();
-    let v = x.get(t, &k(key)).unwrap().map(|v| num(&v));
+    let v = x.get(t, k(key)).unwrap().map(|v| num(&v));
     x.commit().unwrap();
     v
 }
@@ -72,18 +72,18 @@ fn first_writer_wins_and_row_updatable_again_after_first_aborts() {
         let (db, t, _) = setup();
         let mut first = db.begin(iso).unwrap();
         let mut bystander = db.begin(iso).unwrap();
-        first.update(t, &k(1), &val(100)).unwrap();
+        first.update(t, k(1), val(100)).unwrap();
         let mut second = db.begin(iso).unwrap();
-        assert_eq!(second.update(t, &k(1), &val(200)), aborted(AbortReason::WriteConflict), "{iso}");
+        assert_eq!(second.update(t, k(1), val(200)), aborted(AbortReason::WriteConflict), "{iso}");
         assert_eq!(second.abort_reason(), Some(AbortReason::WriteConflict));
-        assert_eq!(second.get(t, &k(1)), Err(Error::TransactionClosed(Some(AbortReason::WriteConflict))));
+        assert_eq!(second.get(t, k(1)), Err(Error::TransactionClosed(Some(AbortReason::WriteConflict))));
         assert_eq!(second.commit(), Err(Error::TransactionClosed(Some(AbortReason::WriteConflict))));
         first.abort();
-        bystander.update(t, &k(1), &val(300)).unwrap();
+        bystander.update(t, k(1), val(300)).unwrap();
         bystander.commit().unwrap();
         assert_eq!(read(&db, t, 1), Some(300), "{iso}");
         let mut later = db.begin(iso).unwrap();
-        later.update(t, &k(1), &val(400)).unwrap();
+        later.update(t, k(1), val(400)).unwrap();
         later.commit().unwrap();
         assert_eq!(read(&db, t, 1), Some(400), "{iso}");
     }
@@ -94,9 +94,9 @@ fn first_writer_wins_and_row_updatable_again_after_first_aborts() {
 #[test]
 fn first_writer_wins_between_deletes_and_updates() {
     type Op = fn(&mut Transaction<'_>, TableId) -> Result<(), Error>;
-    let upd: Op = |x, t| x.update(t, &k(5), &val(0));
-    let del: Op = |x, t| x.delete(t, &k(5));
-    let uw: Op = |x, t| x.update_with(t, &k(5), |o, n| n.extend_from_slice(o));
+    let upd: Op = |x, t| x.update(t, k(5), val(0));
+    let del: Op = |x, t| x.delete(t, k(5));
+    let uw: Op = |x, t| x.update_with(t, k(5), |o, n| n.extend_from_slice(o));
     for (a, b) in [(upd, del), (del, upd), (del, del), (uw, upd), (upd, uw)] {
         let (db, t, _) = setup();
         let mut x = db.begin(Isolation::Snapshot).unwrap();
@@ -115,11 +115,11 @@ fn update_of_row_committed_after_my_begin_is_write_conflict_above_read_committed
     for iso in [Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable] {
         let (db, t, _) = setup();
         let mut late = db.begin(iso).unwrap();
-        db.run(iso, |x| x.update(t, &k(2), &val(20))).unwrap();
-        assert_eq!(late.update(t, &k(2), &val(99)), aborted(AbortReason::WriteConflict), "{iso}");
+        db.run(iso, |x| x.update(t, k(2), val(20))).unwrap();
+        assert_eq!(late.update(t, k(2), val(99)), aborted(AbortReason::WriteConflict), "{iso}");
         let mut late = db.begin(iso).unwrap();
-        db.run(iso, |x| x.update(t, &k(3), &val(30))).unwrap();
-        let r = late.update_with(t, &k(3), |o, n| n.extend_from_slice(&val(num(o) + 1)));
+        db.run(iso, |x| x.update(t, k(3), val(30))).unwrap();
+        let r = late.update_with(t, k(3), |o, n| n.extend_from_slice(&val(num(o) + 1)));
         assert_eq!(r, aborted(AbortReason::WriteConflict), "{iso}");
         assert_eq!(read(&db, t, 2), Some(20));
         assert_eq!(read(&db, t, 3), Some(30));
@@ -132,8 +132,8 @@ fn update_of_row_committed_after_my_begin_is_write_conflict_above_read_committed
 fn read_committed_updates_latest_committed_version() {
     let (db, t, _) = setup();
     let mut x = db.begin(Isolation::ReadCommitted).unwrap();
-    db.run(Isolation::Snapshot, |y| y.update(t, &k(2), &val(20))).unwrap();
-    x.update_with(t, &k(2), |o, n| n.extend_from_slice(&val(num(o) + 1))).unwrap();
+    db.run(Isolation::Snapshot, |y| y.update(t, k(2), val(20))).unwrap();
+    x.update_with(t, k(2), |o, n| n.extend_from_slice(&val(num(o) + 1))).unwrap();
     x.commit().unwrap();
     assert_eq!(read(&db, t, 2), Some(21), "update_with used the latest value, nothing lost");
 }
@@ -162,7 +162,7 @@ fn concurrent_inserts_of_one_key_conflict() {
             assert_eq!(r, aborted(AbortReason::WriteConflict), "{iso}");
         }
         let mut x = db.begin(iso).unwrap();
-        assert_eq!(x.get(t, &k(50)).unwrap().as_deref(), Some(&b"c"[..]));
+        assert_eq!(x.get(t, k(50)).unwrap().as_deref(), Some(&b"c"[..]));
     }
 }
 
@@ -178,13 +178,13 @@ fn read_row_updated_by_concurrent_commit_fails_read_validation() {
     for iso in ALL {
         let (db, t, log) = setup();
         let mut x = db.begin(iso).unwrap();
-        assert_eq!(x.get(t, &k(4)).unwrap().map(|v| num(&v)), Some(4));
-        db.run(Isolation::Snapshot, |y| y.update(t, &k(4), &val(44))).unwrap();
+        assert_eq!(x.get(t, k(4)).unwrap().map(|v| num(&v)), Some(4));
+        db.run(Isolation::Snapshot, |y| y.update(t, k(4), val(44))).unwrap();
         write_log(&mut x, log);
         let r = x.commit().map(|_| ());
         if VALIDATING.contains(&iso) {
             assert_eq!(r, aborted(AbortReason::ReadValidation), "{iso}");
-            assert_eq!(db.stats().aborts[AbortReason::ReadValidation as usize], 1);
+            assert_eq!(db.stats().aborts[AbortReason::ReadValidation], 1);
         } else {
             assert_eq!(r, Ok(()), "{iso}");
         }
@@ -198,8 +198,8 @@ fn read_validation_covers_deletes_and_scanned_rows() {
         // A read row deleted concurrently.
         let (db, t, log) = setup();
         let mut x = db.begin(iso).unwrap();
-        x.get(t, &k(6)).unwrap().unwrap();
-        db.run(Isolation::Snapshot, |y| y.delete(t, &k(6))).unwrap();
+        x.get(t, k(6)).unwrap().unwrap();
+        db.run(Isolation::Snapshot, |y| y.delete(t, k(6))).unwrap();
         write_log(&mut x, log);
         assert_eq!(x.commit().map(|_| ()), aborted(AbortReason::ReadValidation), "{iso}");
 
@@ -213,15 +213,15 @@ fn read_validation_covers_deletes_and_scanned_rows() {
         })
         .unwrap();
         assert_eq!(n, 10);
-        db.run(Isolation::Snapshot, |y| y.update(t, &k(9), &val(0))).unwrap();
+        db.run(Isolation::Snapshot, |y| y.update(t, k(9), val(0))).unwrap();
         write_log(&mut x, log);
         assert_eq!(x.commit().map(|_| ()), aborted(AbortReason::ReadValidation), "{iso}");
 
         // A row read through get_by on the primary index.
         let (db, t, log) = setup();
         let mut x = db.begin(iso).unwrap();
-        x.get_by(db.primary(t), &k(3), |_, _| true).unwrap();
-        db.run(Isolation::Snapshot, |y| y.update(t, &k(3), &val(0))).unwrap();
+        x.get_by(db.primary(t), k(3), |_, _| true).unwrap();
+        db.run(Isolation::Snapshot, |y| y.update(t, k(3), val(0))).unwrap();
         write_log(&mut x, log);
         assert_eq!(x.commit().map(|_| ()), aborted(AbortReason::ReadValidation), "{iso}");
     }
@@ -234,10 +234,10 @@ fn read_then_own_update_or_delete_passes_validation() {
     for iso in VALIDATING {
         let (db, t, _) = setup();
         let mut x = db.begin(iso).unwrap();
-        x.get(t, &k(1)).unwrap().unwrap();
-        x.get(t, &k(2)).unwrap().unwrap();
-        x.update(t, &k(1), &val(11)).unwrap();
-        x.delete(t, &k(2)).unwrap();
+        x.get(t, k(1)).unwrap().unwrap();
+        x.get(t, k(2)).unwrap().unwrap();
+        x.update(t, k(1), val(11)).unwrap();
+        x.delete(t, k(2)).unwrap();
         x.commit().unwrap();
         assert_eq!(read(&db, t, 1), Some(11));
         assert_eq!(read(&db, t, 2), None);
@@ -251,12 +251,12 @@ fn uncommitted_or_aborted_concurrent_updates_do_not_fail_validation() {
     for iso in VALIDATING {
         let (db, t, log) = setup();
         let mut x = db.begin(iso).unwrap();
-        x.get(t, &k(1)).unwrap().unwrap();
-        x.get(t, &k(2)).unwrap().unwrap();
+        x.get(t, k(1)).unwrap().unwrap();
+        x.get(t, k(2)).unwrap().unwrap();
         let mut active = db.begin(Isolation::Snapshot).unwrap();
-        active.update(t, &k(1), &val(0)).unwrap();
+        active.update(t, k(1), val(0)).unwrap();
         let mut gone = db.begin(Isolation::Snapshot).unwrap();
-        gone.update(t, &k(2), &val(0)).unwrap();
+        gone.update(t, k(2), val(0)).unwrap();
         gone.abort();
         write_log(&mut x, log);
         x.commit().unwrap();
@@ -274,11 +274,11 @@ fn write_skew_allowed_at_snapshot_prevented_by_validation() {
         let mut a = db.begin(iso).unwrap();
         let mut b = db.begin(iso).unwrap();
         let sum =
-            |x: &mut Transaction<'_>| num(&x.get(t, &k(1)).unwrap().unwrap()) + num(&x.get(t, &k(2)).unwrap().unwrap());
+            |x: &mut Transaction<'_>| num(&x.get(t, k(1)).unwrap().unwrap()) + num(&x.get(t, k(2)).unwrap().unwrap());
         assert_eq!(sum(&mut a), 3);
         assert_eq!(sum(&mut b), 3);
-        a.update(t, &k(1), &val(0)).unwrap();
-        b.update(t, &k(2), &val(0)).unwrap();
+        a.update(t, k(1), val(0)).unwrap();
+        b.update(t, k(2), val(0)).unwrap();
         a.commit().unwrap();
         let r = b.commit().map(|_| ());
         match iso {
@@ -295,10 +295,10 @@ fn read_only_transaction_commits_at_begin_timestamp_without_validation() {
     for iso in ALL {
         let (db, t, _) = setup();
         let mut x = db.begin(iso).unwrap();
-        x.get(t, &k(1)).unwrap().unwrap();
-        assert_eq!(x.get(t, &k(77)).unwrap(), None);
+        x.get(t, k(1)).unwrap().unwrap();
+        assert_eq!(x.get(t, k(77)).unwrap(), None);
         db.run(Isolation::Snapshot, |y| {
-            y.update(t, &k(1), &val(0))?;
+            y.update(t, k(1), val(0))?;
             y.insert(t, k(77), b"p")
         })
         .unwrap();
@@ -333,12 +333,12 @@ fn hash_scan_with_filter_then_concurrent_matching_insert_is_phantom() {
         .unwrap();
         seen.sort();
         assert_eq!(seen, vec![2, 4, 6, 8, 10]);
-        db.run(Isolation::Snapshot, |y| y.insert(t, k(12), &val(12))).unwrap();
+        db.run(Isolation::Snapshot, |y| y.insert(t, k(12), val(12))).unwrap();
         write_log(&mut x, log);
         let r = x.commit().map(|_| ());
         if iso == Isolation::Serializable {
             assert_eq!(r, aborted(AbortReason::Phantom));
-            assert_eq!(db.stats().aborts[AbortReason::Phantom as usize], 1);
+            assert_eq!(db.stats().aborts[AbortReason::Phantom], 1);
         } else {
             assert_eq!(r, Ok(()), "repeatable read does not detect phantoms");
         }
@@ -354,8 +354,8 @@ fn hash_scan_ignores_inserts_outside_filter_or_range() {
     x.scan(db.primary(t), .., Some(&even_filter()), |_, _| true).unwrap();
     x.scan(db.primary(t), k(1)..=k(10), None, |_, _| true).unwrap();
     db.run(Isolation::Snapshot, |y| {
-        y.insert(t, k(11), &val(11))?; // odd: fails the filter; outside 1..=10
-        y.insert(t, k(13), &val(13))
+        y.insert(t, k(11), val(11))?; // odd: fails the filter; outside 1..=10
+        y.insert(t, k(13), val(13))
     })
     .unwrap();
     write_log(&mut x, log);
@@ -370,7 +370,7 @@ fn update_moving_row_into_filter_is_phantom() {
     let (db, t, log) = setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
     x.scan(db.primary(t), .., Some(&even_filter()), |_, _| true).unwrap();
-    db.run(Isolation::Snapshot, |y| y.update(t, &k(3), &val(30))).unwrap();
+    db.run(Isolation::Snapshot, |y| y.update(t, k(3), val(30))).unwrap();
     write_log(&mut x, log);
     assert_eq!(x.commit().map(|_| ()), aborted(AbortReason::Phantom));
 }
@@ -382,8 +382,8 @@ fn insert_deleted_again_before_end_is_not_a_phantom() {
     let (db, t, log) = setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
     x.scan(db.primary(t), .., None, |_, _| true).unwrap();
-    db.run(Isolation::Snapshot, |y| y.insert(t, k(20), &val(20))).unwrap();
-    db.run(Isolation::Snapshot, |y| y.delete(t, &k(20))).unwrap();
+    db.run(Isolation::Snapshot, |y| y.insert(t, k(20), val(20))).unwrap();
+    db.run(Isolation::Snapshot, |y| y.delete(t, k(20))).unwrap();
     write_log(&mut x, log);
     x.commit().unwrap();
 }
@@ -394,8 +394,8 @@ fn own_insert_into_scanned_range_is_not_a_phantom() {
     let (db, t, _) = setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
     x.scan(db.primary(t), .., None, |_, _| true).unwrap();
-    x.insert(t, k(30), &val(30)).unwrap();
-    x.update(t, &k(2), &val(22)).unwrap();
+    x.insert(t, k(30), val(30)).unwrap();
+    x.update(t, k(2), val(22)).unwrap();
     x.commit().unwrap();
 }
 
@@ -405,7 +405,7 @@ fn ordered_setup() -> (Database, TableId, TableId) {
     let log = db.create_table(TableSpec::hash("log", 64)).unwrap();
     db.run(Isolation::Serializable, |x| {
         for i in [10, 20, 30, 40] {
-            x.insert(t, k(i), &val(i))?;
+            x.insert(t, k(i), val(i))?;
         }
         Ok(())
     })
@@ -428,7 +428,7 @@ fn ordered_range_scan_then_concurrent_insert_in_range_is_phantom() {
         })
         .unwrap();
         assert_eq!(seen, vec![20, 30], "in key order, bounds respected");
-        db.run(Isolation::Snapshot, |y| y.insert(t, k(25), &val(25))).unwrap();
+        db.run(Isolation::Snapshot, |y| y.insert(t, k(25), val(25))).unwrap();
         write_log(&mut x, log);
         let r = x.commit().map(|_| ());
         if iso == Isolation::Serializable {
@@ -450,7 +450,7 @@ fn ordered_range_scan_ignores_inserts_outside_bounds() {
     x.scan(db.primary(t), (Excluded(k(50)), Included(k(60))), None, |_, _| true).unwrap();
     db.run(Isolation::Snapshot, |y| {
         for i in [5, 35, 36, 50, 61] {
-            y.insert(t, k(i), &val(i))?;
+            y.insert(t, k(i), val(i))?;
         }
         Ok(())
     })
@@ -466,9 +466,9 @@ fn ordered_range_scan_ignores_inserts_outside_bounds() {
 fn absent_key_read_then_concurrent_insert_is_phantom() {
     type Probe = fn(&mut Transaction<'_>, TableId);
     let probes: [Probe; 3] = [
-        |x, t| assert_eq!(x.get(t, &k(42)).unwrap(), None),
-        |x, t| assert_eq!(x.update(t, &k(42), b"u"), Err(Error::KeyNotFound)),
-        |x, t| assert_eq!(x.delete(t, &k(42)), Err(Error::KeyNotFound)),
+        |x, t| assert_eq!(x.get(t, k(42)).unwrap(), None),
+        |x, t| assert_eq!(x.update(t, k(42), b"u"), Err(Error::KeyNotFound)),
+        |x, t| assert_eq!(x.delete(t, k(42)), Err(Error::KeyNotFound)),
     ];
     for probe in probes {
         for iso in [Isolation::RepeatableRead, Isolation::Serializable] {
@@ -494,11 +494,11 @@ fn absent_key_read_then_concurrent_insert_is_phantom() {
 fn absent_key_then_insert_after_concurrent_insert_conflicts() {
     let (db, t, _) = ordered_setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(x.get(t, &k(25)).unwrap(), None);
+    assert_eq!(x.get(t, k(25)).unwrap(), None);
     db.run(Isolation::Snapshot, |y| y.insert(t, k(25), b"y")).unwrap();
     assert_eq!(x.insert(t, k(25), b"x"), aborted(AbortReason::WriteConflict));
     let mut z = db.begin(Isolation::Snapshot).unwrap();
-    assert_eq!(z.get(t, &k(25)).unwrap().as_deref(), Some(&b"y"[..]));
+    assert_eq!(z.get(t, k(25)).unwrap().as_deref(), Some(&b"y"[..]));
 }
 
 /// An absent-key read followed by the transaction's own insert of that key
@@ -507,8 +507,8 @@ fn absent_key_then_insert_after_concurrent_insert_conflicts() {
 fn absent_key_then_own_insert_commits() {
     let (db, t, _) = setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(x.get(t, &k(42)).unwrap(), None);
-    x.insert(t, k(42), &val(42)).unwrap();
+    assert_eq!(x.get(t, k(42)).unwrap(), None);
+    x.insert(t, k(42), val(42)).unwrap();
     x.commit().unwrap();
     assert_eq!(read(&db, t, 42), Some(42));
 }
@@ -523,10 +523,10 @@ fn duplicate_key_observation_is_validated_at_serializable() {
     let (db, t, _) = setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
     assert_eq!(x.insert(t, k(5), b"again"), Err(Error::DuplicateKey));
-    x.update(t, &k(1), b"key 5 exists").unwrap();
+    x.update(t, k(1), b"key 5 exists").unwrap();
     let mut u = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(u.get(t, &k(1)).unwrap().map(|v| num(&v)), Some(1));
-    u.delete(t, &k(5)).unwrap();
+    assert_eq!(u.get(t, k(1)).unwrap().map(|v| num(&v)), Some(1));
+    u.delete(t, k(5)).unwrap();
     u.commit().unwrap();
     assert_eq!(x.commit().map(|_| ()), aborted(AbortReason::ReadValidation));
 }
@@ -537,11 +537,11 @@ fn duplicate_key_observation_is_validated_at_serializable() {
 fn existence_read_by_get_is_validated_at_serializable() {
     let (db, t, _) = setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
-    assert!(x.get(t, &k(5)).unwrap().is_some());
-    x.update(t, &k(1), b"key 5 exists").unwrap();
+    assert!(x.get(t, k(5)).unwrap().is_some());
+    x.update(t, k(1), b"key 5 exists").unwrap();
     let mut u = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(u.get(t, &k(1)).unwrap().map(|v| num(&v)), Some(1));
-    u.delete(t, &k(5)).unwrap();
+    assert_eq!(u.get(t, k(1)).unwrap().map(|v| num(&v)), Some(1));
+    u.delete(t, k(5)).unwrap();
     u.commit().unwrap();
     assert_eq!(x.commit().map(|_| ()), aborted(AbortReason::ReadValidation));
 }
@@ -557,13 +557,13 @@ fn no_level_reads_uncommitted_data() {
     for iso in ALL {
         let (db, t, _) = setup();
         let mut w = db.begin(Isolation::Snapshot).unwrap();
-        w.update(t, &k(1), &val(100)).unwrap();
-        w.delete(t, &k(2)).unwrap();
-        w.insert(t, k(60), &val(60)).unwrap();
+        w.update(t, k(1), val(100)).unwrap();
+        w.delete(t, k(2)).unwrap();
+        w.insert(t, k(60), val(60)).unwrap();
         let mut x = db.begin(iso).unwrap();
-        assert_eq!(x.get(t, &k(1)).unwrap().map(|v| num(&v)), Some(1), "{iso}");
-        assert_eq!(x.get(t, &k(2)).unwrap().map(|v| num(&v)), Some(2), "{iso}");
-        assert_eq!(x.get(t, &k(60)).unwrap(), None, "{iso}");
+        assert_eq!(x.get(t, k(1)).unwrap().map(|v| num(&v)), Some(1), "{iso}");
+        assert_eq!(x.get(t, k(2)).unwrap().map(|v| num(&v)), Some(2), "{iso}");
+        assert_eq!(x.get(t, k(60)).unwrap(), None, "{iso}");
         let mut n = 0;
         x.scan(db.primary(t), .., None, |_, _| {
             n += 1;
@@ -582,18 +582,18 @@ fn read_committed_sees_new_commits_snapshot_does_not() {
     for iso in ALL {
         let (db, t, _) = setup();
         let mut x = db.begin(iso).unwrap();
-        assert_eq!(x.get(t, &k(1)).unwrap().map(|v| num(&v)), Some(1));
-        assert_eq!(x.get(t, &k(70)).unwrap(), None);
+        assert_eq!(x.get(t, k(1)).unwrap().map(|v| num(&v)), Some(1));
+        assert_eq!(x.get(t, k(70)).unwrap(), None);
         db.run(Isolation::Snapshot, |y| {
-            y.update(t, &k(1), &val(111))?;
-            y.insert(t, k(70), &val(70))?;
-            y.delete(t, &k(2))
+            y.update(t, k(1), val(111))?;
+            y.insert(t, k(70), val(70))?;
+            y.delete(t, k(2))
         })
         .unwrap();
         let (v1, v70, v2) = (
-            x.get(t, &k(1)).unwrap().map(|v| num(&v)),
-            x.get(t, &k(70)).unwrap().map(|v| num(&v)),
-            x.get(t, &k(2)).unwrap().map(|v| num(&v)),
+            x.get(t, k(1)).unwrap().map(|v| num(&v)),
+            x.get(t, k(70)).unwrap().map(|v| num(&v)),
+            x.get(t, k(2)).unwrap().map(|v| num(&v)),
         );
         if iso == Isolation::ReadCommitted {
             assert_eq!((v1, v70, v2), (Some(111), Some(70), None));
@@ -610,9 +610,9 @@ fn read_committed_sees_new_commits_snapshot_does_not() {
 fn read_committed_get_then_update_can_lose_an_update() {
     let (db, t, _) = setup();
     let mut x = db.begin(Isolation::ReadCommitted).unwrap();
-    let v = num(&x.get(t, &k(1)).unwrap().unwrap());
-    db.run(Isolation::Snapshot, |y| y.update(t, &k(1), &val(50))).unwrap();
-    x.update(t, &k(1), &val(v + 1)).unwrap();
+    let v = num(&x.get(t, k(1)).unwrap().unwrap());
+    db.run(Isolation::Snapshot, |y| y.update(t, k(1), val(50))).unwrap();
+    x.update(t, k(1), val(v + 1)).unwrap();
     x.commit().unwrap();
     assert_eq!(read(&db, t, 1), Some(2), "the concurrent +49 is overwritten");
 }
@@ -624,17 +624,17 @@ fn own_writes_are_visible_and_compose() {
     for iso in ALL {
         let (db, t, _) = setup();
         let mut x = db.begin(iso).unwrap();
-        x.insert(t, k(80), &val(1)).unwrap();
-        x.update(t, &k(80), &val(2)).unwrap();
-        assert_eq!(x.get(t, &k(80)).unwrap().map(|v| num(&v)), Some(2));
-        x.delete(t, &k(80)).unwrap();
-        assert_eq!(x.get(t, &k(80)).unwrap(), None);
-        x.insert(t, k(80), &val(3)).unwrap();
-        x.delete(t, &k(1)).unwrap();
-        x.insert(t, k(1), &val(10)).unwrap();
-        assert_eq!(x.insert(t, k(1), &val(11)), Err(Error::DuplicateKey));
-        x.put(t, k(2), &val(20)).unwrap();
-        x.put(t, k(81), &val(81)).unwrap();
+        x.insert(t, k(80), val(1)).unwrap();
+        x.update(t, k(80), val(2)).unwrap();
+        assert_eq!(x.get(t, k(80)).unwrap().map(|v| num(&v)), Some(2));
+        x.delete(t, k(80)).unwrap();
+        assert_eq!(x.get(t, k(80)).unwrap(), None);
+        x.insert(t, k(80), val(3)).unwrap();
+        x.delete(t, k(1)).unwrap();
+        x.insert(t, k(1), val(10)).unwrap();
+        assert_eq!(x.insert(t, k(1), val(11)), Err(Error::DuplicateKey));
+        x.put(t, k(2), val(20)).unwrap();
+        x.put(t, k(81), val(81)).unwrap();
         let mut n = 0;
         x.scan(db.primary(t), .., None, |_, _| {
             n += 1;
@@ -658,13 +658,13 @@ fn aborted_and_dropped_transactions_leave_no_trace() {
     let (db, t, _) = setup();
     let mut x = db.begin(Isolation::Serializable).unwrap();
     x.insert(t, k(90), b"x").unwrap();
-    x.update(t, &k(1), &val(0)).unwrap();
-    x.delete(t, &k(2)).unwrap();
+    x.update(t, k(1), val(0)).unwrap();
+    x.delete(t, k(2)).unwrap();
     x.abort();
     {
         let mut y = db.begin(Isolation::Snapshot).unwrap();
         y.insert(t, k(91), b"y").unwrap();
-        y.delete(t, &k(3)).unwrap();
+        y.delete(t, k(3)).unwrap();
     }
     assert_eq!(read(&db, t, 90), None);
     assert_eq!(read(&db, t, 91), None);
@@ -672,11 +672,11 @@ fn aborted_and_dropped_transactions_leave_no_trace() {
     assert_eq!(read(&db, t, 2), Some(2));
     assert_eq!(read(&db, t, 3), Some(3));
     let s = db.stats();
-    assert_eq!(s.aborts[AbortReason::User as usize], 2);
+    assert_eq!(s.aborts[AbortReason::User], 2);
     assert_eq!(s.open_transactions, 0);
     // The rows are writable again.
     db.run(Isolation::Serializable, |z| {
-        z.update(t, &k(1), &val(5))?;
+        z.update(t, k(1), val(5))?;
         z.insert(t, k(90), b"z")
     })
     .unwrap();
@@ -691,7 +691,7 @@ fn commit_timestamps_are_ordered() {
     for i in 0..20u64 {
         let mut x = db.begin(Isolation::Serializable).unwrap();
         let b = x.begin_ts();
-        x.update(t, &k(1 + i % 10), &val(i)).unwrap();
+        x.update(t, k(1 + i % 10), val(i)).unwrap();
         let info = x.commit().unwrap();
         assert!(info.commit_ts > b);
         assert!(info.commit_ts > last);

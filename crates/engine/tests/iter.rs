@@ -17,7 +17,7 @@ fn open(p: Protocol) -> Database {
 /// Keys 0, 2, 4, ..., 2(n-1) with value = the key as 8 LE bytes.
 fn fill(db: &Database, spec: TableSpec, n: u64) -> TableId {
     let t = db.create_table(spec).unwrap();
-    db.run(Isolation::Serializable, |x| (0..n).try_for_each(|k| x.insert(t, Key::from(2 * k), &(2 * k).to_le_bytes())))
+    db.run(Isolation::Serializable, |x| (0..n).try_for_each(|k| x.insert(t, Key::from(2 * k), (2 * k).to_le_bytes())))
         .unwrap();
     db.sync_commits().unwrap(); // POMVCC shows a commit at its next tick
     t
@@ -122,7 +122,7 @@ fn prefix_takes_the_keys_that_start_with_it() {
         db.run(Isolation::Serializable, |x| {
             for d in [0, 1, 2, u32::MAX] {
                 for o in 0..40 {
-                    x.insert(t, key(d, o), &o.to_le_bytes())?;
+                    x.insert(t, key(d, o), o.to_le_bytes())?;
                 }
             }
             Ok(())
@@ -157,7 +157,7 @@ fn batches_resume_inside_groups_of_equal_secondary_keys() {
             let t = db.create_table(TableSpec::hash("items", 1024).secondary("cat", kind, category)).unwrap();
             let ix = db.index(t, "cat").unwrap();
             db.run(Isolation::Serializable, |x| {
-                (0..450u64).try_for_each(|pk| x.insert(t, Key::from(pk), &[(pk * 7 % 5) as u8]))
+                (0..450u64).try_for_each(|pk| x.insert(t, Key::from(pk), [(pk * 7 % 5) as u8]))
             })
             .unwrap();
             db.sync_commits().unwrap();
@@ -204,7 +204,7 @@ fn a_hash_index_is_refused_and_the_transaction_goes_on() {
             Err(e) => panic!("{p:?}: {e}"),
             Ok(_) => panic!("{p:?}: a hash index iterated"),
         }
-        assert!(x.get(t, &Key::from(2)).unwrap().is_some());
+        assert!(x.get(t, Key::from(2)).unwrap().is_some());
         x.commit().unwrap();
     }
 }
@@ -222,7 +222,7 @@ fn an_iterator_can_be_returned_and_stopped_early() {
         let t = fill(&db, TableSpec::ordered("t"), 200);
         let mut x = db.begin(iso).unwrap();
         assert_eq!(first_rows(&mut x, db.primary(t)).collect::<Vec<_>>(), [100, 102, 104]);
-        x.update(t, &Key::from(100), &100u64.to_le_bytes()).unwrap();
+        x.update(t, Key::from(100), 100u64.to_le_bytes()).unwrap();
         x.commit().unwrap();
     }
 }
@@ -250,13 +250,13 @@ fn an_early_stop_claims_only_what_was_walked() {
         assert_eq!(got, [0, 2, 4]);
         let got: Vec<u64> = x.range(ix, ..).unwrap().rev().take(2).map(|r| r.unwrap().0.to_u64().unwrap()).collect();
         assert_eq!(got, [1998, 1996]);
-        x.update(t, &Key::from(0), &0u64.to_le_bytes()).unwrap();
+        x.update(t, Key::from(0), 0u64.to_le_bytes()).unwrap();
         if p != Protocol::Bohm {
             // BOHM runs one interactive transaction at a time.
             let started = std::time::Instant::now();
             std::thread::scope(|s| {
                 s.spawn(|| {
-                    db.run(Isolation::Serializable, |y| y.insert(t, Key::from(1001), &1001u64.to_le_bytes())).unwrap();
+                    db.run(Isolation::Serializable, |y| y.insert(t, Key::from(1001), 1001u64.to_le_bytes())).unwrap();
                 });
             });
             assert!(started.elapsed() < std::time::Duration::from_secs(2), "{p:?}: the insert waited for the reader");

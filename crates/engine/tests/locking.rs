@@ -25,7 +25,7 @@ fn u(v: u64) -> [u8; 8] {
 }
 
 fn get(db: &Database, t: TableId, k: u64) -> Option<u64> {
-    db.run(Isolation::Serializable, |x| x.get(t, &Key::from(k)))
+    db.run(Isolation::Serializable, |x| x.get(t, Key::from(k)))
         .unwrap()
         .map(|v| u64::from_le_bytes(v.try_into().unwrap()))
 }
@@ -49,14 +49,14 @@ fn operations_and_own_writes() {
             db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"one")).unwrap();
             let mut x = db.begin(Isolation::Serializable).unwrap();
             assert_eq!(x.insert(t, Key::from(1), b"dup"), Err(Error::DuplicateKey));
-            assert_eq!(x.update(t, &Key::from(9), b"nine"), Err(Error::KeyNotFound));
-            x.update(t, &Key::from(1), b"uno").unwrap();
-            assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"uno"[..]));
+            assert_eq!(x.update(t, Key::from(9), b"nine"), Err(Error::KeyNotFound));
+            x.update(t, Key::from(1), b"uno").unwrap();
+            assert_eq!(x.get(t, Key::from(1)).unwrap().as_deref(), Some(&b"uno"[..]));
             // Another length: replaced by a new record at commit.
-            x.update(t, &Key::from(1), b"a longer value").unwrap();
+            x.update(t, Key::from(1), b"a longer value").unwrap();
             x.insert(t, Key::from(2), b"two").unwrap();
-            x.delete(t, &Key::from(2)).unwrap();
-            assert_eq!(x.get(t, &Key::from(2)).unwrap(), None);
+            x.delete(t, Key::from(2)).unwrap();
+            assert_eq!(x.get(t, Key::from(2)).unwrap(), None);
             x.insert(t, Key::from(2), b"deux").unwrap();
             let mut seen = Vec::new();
             x.scan(db.primary(t), .., None, |k, v| {
@@ -68,12 +68,12 @@ fn operations_and_own_writes() {
             assert_eq!(seen, vec![(Key::from(1), b"a longer value".to_vec()), (Key::from(2), b"deux".to_vec())]);
             x.commit().unwrap();
             let mut x = db.begin(Isolation::Serializable).unwrap();
-            assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"a longer value"[..]));
-            assert_eq!(x.get(t, &Key::from(2)).unwrap().as_deref(), Some(&b"deux"[..]));
-            x.delete(t, &Key::from(1)).unwrap();
+            assert_eq!(x.get(t, Key::from(1)).unwrap().as_deref(), Some(&b"a longer value"[..]));
+            assert_eq!(x.get(t, Key::from(2)).unwrap().as_deref(), Some(&b"deux"[..]));
+            x.delete(t, Key::from(1)).unwrap();
             x.commit().unwrap();
             let mut x = db.begin(Isolation::Serializable).unwrap();
-            assert_eq!(x.get(t, &Key::from(1)).unwrap(), None);
+            assert_eq!(x.get(t, Key::from(1)).unwrap(), None);
             x.abort();
         }
     }
@@ -84,15 +84,15 @@ fn operations_and_own_writes() {
 #[test]
 fn a_write_lock_blocks_readers_until_commit() {
     let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_secs(5));
-    db.run(Isolation::ReadCommitted, |x| x.insert(h, Key::from(1), &u(10))).unwrap();
+    db.run(Isolation::ReadCommitted, |x| x.insert(h, Key::from(1), u(10))).unwrap();
     for iso in [Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable] {
         let mut w = db.begin(Isolation::ReadCommitted).unwrap();
-        w.update(h, &Key::from(1), &u(11)).unwrap();
+        w.update(h, Key::from(1), u(11)).unwrap();
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let r = s.spawn(|| {
                 let mut r = db.begin(iso).unwrap();
-                let v = r.get(h, &Key::from(1)).unwrap().unwrap();
+                let v = r.get(h, Key::from(1)).unwrap().unwrap();
                 r.commit().unwrap();
                 (done.load(Ordering::SeqCst), v)
             });
@@ -103,7 +103,7 @@ fn a_write_lock_blocks_readers_until_commit() {
             assert!(after, "{iso}: the reader waited for the writer");
             assert_eq!(v, u(11).to_vec(), "{iso}: the committed value");
         });
-        db.run(Isolation::ReadCommitted, |x| x.update(h, &Key::from(1), &u(10))).unwrap();
+        db.run(Isolation::ReadCommitted, |x| x.update(h, Key::from(1), u(10))).unwrap();
     }
 }
 
@@ -114,7 +114,7 @@ fn a_write_lock_blocks_readers_until_commit() {
 fn read_committed_never_returns_uncommitted_data() {
     let (db, h, o) = open_with(Protocol::OneVLock, Duration::from_millis(50));
     for t in [h, o] {
-        db.run(Isolation::ReadCommitted, |x| x.insert(t, Key::from(1), &u(0))).unwrap();
+        db.run(Isolation::ReadCommitted, |x| x.insert(t, Key::from(1), u(0))).unwrap();
     }
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -125,10 +125,10 @@ fn read_committed_never_returns_uncommitted_data() {
                 let t = if n % 2 == 0 { h } else { o };
                 let Ok(mut x) = db.begin(Isolation::ReadCommitted) else { continue };
                 // Odd values are written and always rolled back.
-                if x.update(t, &Key::from(1), &u(2 * n + 1)).is_ok() {
+                if x.update(t, Key::from(1), u(2 * n + 1)).is_ok() {
                     x.abort();
                 }
-                let _ = db.run(Isolation::ReadCommitted, |x| x.update(t, &Key::from(1), &u(2 * n)));
+                let _ = db.run(Isolation::ReadCommitted, |x| x.update(t, Key::from(1), u(2 * n)));
             }
         });
         let deadline = Instant::now() + Duration::from_millis(300);
@@ -136,7 +136,7 @@ fn read_committed_never_returns_uncommitted_data() {
         while Instant::now() < deadline {
             for t in [h, o] {
                 let mut x = db.begin(Isolation::ReadCommitted).unwrap();
-                if let Ok(Some(v)) = x.get(t, &Key::from(1)) {
+                if let Ok(Some(v)) = x.get(t, Key::from(1)) {
                     assert_eq!(u64::from_le_bytes(v.try_into().unwrap()) % 2, 0, "an uncommitted value was read");
                     reads += 1;
                 }
@@ -160,8 +160,8 @@ fn read_committed_never_returns_uncommitted_data() {
 fn deadlocks_are_detected_and_the_younger_aborts() {
     let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_secs(10));
     db.run(Isolation::Serializable, |x| {
-        x.insert(h, Key::from(1), &u(1))?;
-        x.insert(h, Key::from(2), &u(2))
+        x.insert(h, Key::from(1), u(1))?;
+        x.insert(h, Key::from(2), u(2))
     })
     .unwrap();
     let barrier = std::sync::Barrier::new(2);
@@ -175,9 +175,9 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
                     let mut x = db.begin(Isolation::Serializable).unwrap();
                     let id = x.id();
                     let r = (|| {
-                        x.update(h, &Key::from(a), &u(10))?;
+                        x.update(h, Key::from(a), u(10))?;
                         barrier.wait();
-                        x.update(h, &Key::from(b), &u(20))?;
+                        x.update(h, Key::from(b), u(20))?;
                         x.commit().map(|_| ())
                     })();
                     (id, r)
@@ -190,8 +190,8 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
     outcomes.sort_by_key(|o| o.0);
     assert_eq!(outcomes[0].1, Ok(()), "the older commits: {outcomes:?}");
     assert_eq!(outcomes[1].1, Err(Error::Aborted(AbortReason::Deadlock)), "the younger is chosen: {outcomes:?}");
-    assert_eq!(db.stats().aborts[AbortReason::Deadlock as usize], 1);
-    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
+    assert_eq!(db.stats().aborts[AbortReason::Deadlock], 1);
+    assert_eq!(db.stats().aborts[AbortReason::LockTimeout], 0);
 }
 
 /// A waiting upgrade keeps new readers out of its key (its mark on the word),
@@ -203,20 +203,20 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
 #[test]
 fn a_reader_behind_a_waiting_writer_is_in_the_deadlock_graph() {
     let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_secs(10));
-    db.run(Isolation::Serializable, |x| (1..=3).try_for_each(|k| x.insert(h, Key::from(k), &u(k)))).unwrap();
+    db.run(Isolation::Serializable, |x| (1..=3).try_for_each(|k| x.insert(h, Key::from(k), u(k)))).unwrap();
     let (b, c) = (Key::from(2), Key::from(3));
     let mut t1 = db.begin(Isolation::Serializable).unwrap();
     let mut t2 = db.begin(Isolation::Serializable).unwrap();
     let mut t3 = db.begin(Isolation::Serializable).unwrap();
     t1.get(h, &b).unwrap(); // T1: S on b
     t2.get(h, &b).unwrap(); // T2: S on b
-    t3.update(h, &c, &u(30)).unwrap(); // T3: X on c
+    t3.update(h, &c, u(30)).unwrap(); // T3: X on c
     let started = Instant::now();
     let pause = || std::thread::sleep(Duration::from_millis(100));
     let (r1, r2, r3) = std::thread::scope(|s| {
         let h1 = s.spawn(|| {
             // Upgrades: waits for T2's S lock on b, marking b.
-            t1.update(h, &b, &u(10))?;
+            t1.update(h, &b, u(10))?;
             t1.commit().map(|_| ())
         });
         pause();
@@ -228,7 +228,7 @@ fn a_reader_behind_a_waiting_writer_is_in_the_deadlock_graph() {
         pause();
         let h2 = s.spawn(|| {
             // Waits for T3's X lock on c: the cycle closes.
-            t2.update(h, &c, &u(20))?;
+            t2.update(h, &c, u(20))?;
             t2.commit().map(|_| ())
         });
         (h1.join().unwrap(), h2.join().unwrap(), h3.join().unwrap())
@@ -241,7 +241,7 @@ fn a_reader_behind_a_waiting_writer_is_in_the_deadlock_graph() {
     let outcomes = [&r1, &r2, &r3];
     assert_eq!(outcomes.iter().filter(|r| ***r == dead).count(), 1, "{outcomes:?}");
     assert!(outcomes.iter().all(|r| **r == dead || r.is_ok()), "{outcomes:?}");
-    assert_eq!(db.stats().aborts[AbortReason::LockTimeout as usize], 0);
+    assert_eq!(db.stats().aborts[AbortReason::LockTimeout], 0);
     assert_eq!(get(&db, h, 2), Some(if r1.is_ok() { 10 } else { 2 }));
     assert_eq!(
         get(&db, h, 3),
@@ -270,7 +270,7 @@ fn range_lock_deadlocks_are_detected() {
                     let mut x = db.begin(Isolation::Serializable).unwrap();
                     x.scan(db.primary(h), .., None, |_, _| true)?;
                     barrier.wait();
-                    x.insert(h, Key::from(k), &u(k))?;
+                    x.insert(h, Key::from(k), u(k))?;
                     x.commit().map(|_| ())
                 })
             })
@@ -285,16 +285,16 @@ fn range_lock_deadlocks_are_detected() {
 #[test]
 fn a_wait_behind_a_long_holder_times_out() {
     let (db, h, _) = open_with(Protocol::OneVLock, Duration::from_millis(30));
-    db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), &u(1))).unwrap();
+    db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), u(1))).unwrap();
     let mut reader = db.begin(Isolation::RepeatableRead).unwrap();
-    reader.get(h, &Key::from(1)).unwrap();
+    reader.get(h, Key::from(1)).unwrap();
     let started = Instant::now();
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut w = db.begin(Isolation::ReadCommitted).unwrap();
-            assert_eq!(w.update(h, &Key::from(1), &u(2)), Err(Error::Aborted(AbortReason::LockTimeout)));
+            assert_eq!(w.update(h, Key::from(1), u(2)), Err(Error::Aborted(AbortReason::LockTimeout)));
             assert!(started.elapsed() >= Duration::from_millis(30));
-            assert!(matches!(w.get(h, &Key::from(1)), Err(Error::TransactionClosed(Some(AbortReason::LockTimeout)))));
+            assert!(matches!(w.get(h, Key::from(1)), Err(Error::TransactionClosed(Some(AbortReason::LockTimeout)))));
         });
     });
     reader.commit().unwrap();
@@ -309,7 +309,7 @@ fn key_range_locks_keep_phantoms_out() {
     let (db, _, o) = open_with(Protocol::OneVLock, Duration::from_secs(5));
     db.run(Isolation::Serializable, |x| {
         for k in [10, 20, 30] {
-            x.insert(o, Key::from(k), &u(k))?;
+            x.insert(o, Key::from(k), u(k))?;
         }
         Ok(())
     })
@@ -331,8 +331,8 @@ fn key_range_locks_keep_phantoms_out() {
         let db = &db;
         let t = s.spawn(move || {
             // Outside the range: no wait.
-            db.run(Isolation::Serializable, |x| x.insert(o, Key::from(25), &u(25))).unwrap();
-            db.run(Isolation::Serializable, |x| x.insert(o, Key::from(15), &u(15))).unwrap();
+            db.run(Isolation::Serializable, |x| x.insert(o, Key::from(25), u(25))).unwrap();
+            db.run(Isolation::Serializable, |x| x.insert(o, Key::from(15), u(15))).unwrap();
             flag.store(true, Ordering::SeqCst);
         });
         std::thread::sleep(Duration::from_millis(100));
@@ -352,7 +352,7 @@ fn key_range_locks_keep_phantoms_out() {
     })
     .unwrap();
     assert_eq!(n, 3);
-    db.run(Isolation::Serializable, |x| x.insert(o, Key::from(12), &u(12))).unwrap();
+    db.run(Isolation::Serializable, |x| x.insert(o, Key::from(12), u(12))).unwrap();
     rr.commit().unwrap();
 }
 
@@ -371,7 +371,7 @@ fn a_scan_waiting_on_a_replaced_record_reads_its_successor() {
         })
         .unwrap();
         let mut w = db.begin(Isolation::Serializable).unwrap();
-        w.update(t, &Key::from(3), b"a much longer value").unwrap();
+        w.update(t, Key::from(3), b"a much longer value").unwrap();
         std::thread::scope(|s| {
             let db = &db;
             let r = s.spawn(move || {
@@ -405,26 +405,26 @@ fn secondary_lookups_lock_their_key() {
     });
     let t = db.create_table(spec).unwrap();
     let by = db.index(t, "by_value").unwrap();
-    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &u(7))).unwrap();
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), u(7))).unwrap();
     let mut r = db.begin(Isolation::Serializable).unwrap();
     let mut n = 0;
-    r.get_by(by, &Key::from(8), |_, _| {
+    r.get_by(by, Key::from(8), |_, _| {
         n += 1;
         true
     })
     .unwrap();
     assert_eq!(n, 0);
     let mut w = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(w.insert(t, Key::from(2), &u(8)), Err(Error::Aborted(AbortReason::LockTimeout)));
+    assert_eq!(w.insert(t, Key::from(2), u(8)), Err(Error::Aborted(AbortReason::LockTimeout)));
     // Moving row 1 to value 8 also needs the key's lock.
     let mut w = db.begin(Isolation::Serializable).unwrap();
-    assert_eq!(w.update(t, &Key::from(1), &u(8)), Err(Error::Aborted(AbortReason::LockTimeout)));
+    assert_eq!(w.update(t, Key::from(1), u(8)), Err(Error::Aborted(AbortReason::LockTimeout)));
     r.commit().unwrap();
-    db.run(Isolation::Serializable, |x| x.update(t, &Key::from(1), &u(8))).unwrap();
+    db.run(Isolation::Serializable, |x| x.update(t, Key::from(1), u(8))).unwrap();
     let mut rows = Vec::new();
     db.run(Isolation::Serializable, |x| {
         rows.clear();
-        x.get_by(by, &Key::from(8), |k, _| {
+        x.get_by(by, Key::from(8), |k, _| {
             rows.push(k.clone());
             true
         })
@@ -440,9 +440,9 @@ fn retired_records_are_freed() {
     db.run(Isolation::ReadCommitted, |x| x.insert(h, Key::from(1), b"x")).unwrap();
     for i in 0..2000u32 {
         let v = vec![b'v'; 1 + (i % 7) as usize];
-        db.run(Isolation::ReadCommitted, |x| x.update(h, &Key::from(1), &v)).unwrap();
+        db.run(Isolation::ReadCommitted, |x| x.update(h, Key::from(1), &v)).unwrap();
         db.run(Isolation::ReadCommitted, |x| x.insert(h, Key::from(2), b"y")).unwrap();
-        db.run(Isolation::ReadCommitted, |x| x.delete(h, &Key::from(2))).unwrap();
+        db.run(Isolation::ReadCommitted, |x| x.delete(h, Key::from(2))).unwrap();
     }
     db.collect_garbage();
     let alive = db.stats().versions_alive;
@@ -455,7 +455,7 @@ fn retired_records_are_freed() {
 #[test]
 fn ordered_2pl_locks_at_begin() {
     let (db, h, _) = open_with(Protocol::TwoPlOrdered, Duration::from_millis(10));
-    db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), &u(1))).unwrap();
+    db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), u(1))).unwrap();
     let access = AccessSet { reads: vec![(h, Key::from(1))], writes: vec![(h, Key::from(1))] };
     let opts = TxnOptions { access: Some(&access), ..TxnOptions::new(Isolation::Serializable) };
     let mut a = db.begin_with(opts).unwrap();
@@ -467,14 +467,14 @@ fn ordered_2pl_locks_at_begin() {
             // Longer than the lock timeout: declared locks wait without limit.
             let mut b = db.begin_with(opts).unwrap();
             started.store(true, Ordering::SeqCst);
-            let v = b.get(h, &Key::from(1)).unwrap().unwrap();
-            b.update(h, &Key::from(1), &u(u64::from_le_bytes(v.try_into().unwrap()) + 1)).unwrap();
+            let v = b.get(h, Key::from(1)).unwrap().unwrap();
+            b.update(h, Key::from(1), u(u64::from_le_bytes(v.try_into().unwrap()) + 1)).unwrap();
             b.commit().unwrap();
         });
         std::thread::sleep(Duration::from_millis(60));
         assert!(!started.load(Ordering::SeqCst), "b waits at begin");
-        let v = a.get(h, &Key::from(1)).unwrap().unwrap();
-        a.update(h, &Key::from(1), &u(u64::from_le_bytes(v.try_into().unwrap()) + 1)).unwrap();
+        let v = a.get(h, Key::from(1)).unwrap().unwrap();
+        a.update(h, Key::from(1), u(u64::from_le_bytes(v.try_into().unwrap()) + 1)).unwrap();
         a.commit().unwrap();
         b.join().unwrap();
     });

@@ -10,6 +10,7 @@
 //! one: a child process whose file size limit (`RLIMIT_FSIZE`, with
 //! `SIGXFSZ` ignored) makes the log's `write` fail with `EFBIG`.
 
+use multiverse::research::Faults;
 use multiverse::*;
 use std::process::Command;
 use std::time::Duration;
@@ -42,7 +43,7 @@ fn options(protocol: Protocol, dir: &std::path::Path, faults: Faults) -> Options
 }
 
 fn open(o: Options) -> Database {
-    let (db, report) = Database::open(o, |db| db.create_table(TableSpec::hash("h", 64)).map(drop)).unwrap();
+    let (db, report) = Database::open_with(o, |db| db.create_table(TableSpec::hash("h", 64)).map(drop)).unwrap();
     assert!(!report.damaged, "{report:?}");
     db
 }
@@ -52,7 +53,7 @@ fn open(o: Options) -> Database {
 fn write_until_failure(db: &Database, h: TableId) -> (u64, Error) {
     let mut acked = 0;
     for i in 1.. {
-        match db.run(db.protocol().strongest(), |t| t.put(h, Key::from(1u64), &value(i))) {
+        match db.run(db.protocol().strongest(), |t| t.put(h, Key::from(1u64), value(i))) {
             Ok(()) => acked = i,
             Err(e) => return (acked, e),
         }
@@ -66,7 +67,7 @@ fn assert_stopped(db: &Database, h: TableId, what: &str) {
     let p = db.protocol();
     let begin = db.begin(p.strongest()).err();
     assert!(matches!(begin, Some(Error::LogFailed(_))), "{what}: begin after the failure: {begin:?}");
-    let read = db.run(p.strongest(), |t| t.get(h, &Key::from(1u64)));
+    let read = db.run(p.strongest(), |t| t.get(h, Key::from(1u64)));
     assert!(
         matches!(read, Err(Error::LogFailed(_))),
         "{what}: a reader after the failure: {:?}",
@@ -84,11 +85,11 @@ fn assert_recovers(protocol: Protocol, dir: &std::path::Path, acked: u64, what: 
     let db = open(options(protocol, dir, Faults::default()));
     let h = db.table("h").unwrap();
     let (one, two) =
-        db.run(protocol.strongest(), |t| Ok((t.get(h, &Key::from(1u64))?, t.get(h, &Key::from(2u64))?))).unwrap();
+        db.run(protocol.strongest(), |t| Ok((t.get(h, Key::from(1u64))?, t.get(h, Key::from(2u64))?))).unwrap();
     assert_eq!(one.map(|v| number(&v)), Some(acked), "{what}: the recovered row is not the last acknowledged commit");
     assert_eq!(two, None, "{what}");
     // The reopened database works.
-    db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), &value(acked + 1))).unwrap();
+    db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), value(acked + 1))).unwrap();
 }
 
 #[test]
@@ -132,18 +133,18 @@ fn a_reader_of_a_failed_commit_fails_with_it() {
             Faults { log_round_delay: Duration::from_millis(150), fail_log_sync_after: Some(2), ..Faults::default() };
         let db = open(options(protocol, dir.path(), faults));
         let h = db.table("h").unwrap();
-        db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), &value(1))).unwrap();
-        db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), &value(2))).unwrap();
+        db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), value(1))).unwrap();
+        db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), value(2))).unwrap();
         db.sync_commits().unwrap();
         let records = db.stats().log_records;
         std::thread::scope(|s| {
-            let w = s.spawn(|| db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), &value(3))));
+            let w = s.spawn(|| db.run(protocol.strongest(), |t| t.put(h, Key::from(1u64), value(3))));
             // The writer has appended its record: its (failing) round is pending.
             while db.stats().log_records == records {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let o = TxnOptions { read_only: true, ..TxnOptions::new(protocol.strongest()) };
-            let read = db.run_with(o, RetryPolicy::default(), |t| t.get(h, &Key::from(1u64)));
+            let read = db.run_with(o, RetryPolicy::default(), |t| t.get(h, Key::from(1u64)));
             match read {
                 Ok(v) => assert_eq!(v.map(|v| number(&v)), Some(2), "{protocol}: a reader was shown a failed commit"),
                 Err(e) => assert!(matches!(e, Error::LogFailed(_)), "{protocol}: {e:?}"),

@@ -94,7 +94,7 @@ fn long_keys_work_under_every_protocol() {
         let ctx = format!("{p:?} {iso:?}");
         // Inserts, one transaction per table; a second insert is a duplicate.
         for (t, _) in tables {
-            db.run(iso, |x| keys.iter().try_for_each(|k| x.insert(t, Key::from_bytes(k).unwrap(), &value(k, 0))))
+            db.run(iso, |x| keys.iter().try_for_each(|k| x.insert(t, Key::from_bytes(k).unwrap(), value(k, 0))))
                 .unwrap();
             let dup = db.run(iso, |x| x.insert(t, key(2, 100), b"again"));
             assert_eq!(dup.err(), Some(Error::DuplicateKey), "{ctx}");
@@ -114,7 +114,7 @@ fn long_keys_work_under_every_protocol() {
             // Reads, one key at a time.
             db.run(iso, |x| {
                 for k in &keys {
-                    let got = x.get(t, &Key::from_bytes(k).unwrap())?;
+                    let got = x.get(t, Key::from_bytes(k).unwrap())?;
                     assert_eq!(got.as_deref(), Some(&value(k, 0)[..]), "{ctx}: {} bytes", k.len());
                 }
                 Ok(())
@@ -127,7 +127,7 @@ fn long_keys_work_under_every_protocol() {
                     if i % 3 == 0 {
                         x.delete(t, &kk)?;
                     } else if k.len() > KEY_INLINE {
-                        x.update(t, &kk, &value(k, 1))?;
+                        x.update(t, &kk, value(k, 1))?;
                     }
                 }
                 Ok(())
@@ -180,7 +180,7 @@ fn long_keys_work_under_every_protocol() {
             let led_by_2: Vec<Vec<u8>> = model.keys().filter(|k| k.first() == Some(&2)).cloned().collect();
             let got: Vec<Vec<u8>> = db
                 .run(iso, |x| {
-                    x.prefix(db.primary(t), &Key::from_bytes(&[2]).unwrap())?
+                    x.prefix(db.primary(t), Key::from_bytes(&[2]).unwrap())?
                         .map(|r| r.map(|(k, _)| k.as_bytes().to_vec()))
                         .collect::<Result<_>>()
                 })
@@ -217,12 +217,12 @@ fn long_secondary_keys_under_every_protocol() {
             // three lengths (one inline), each shared by four rows.
             let pk = |i: u64| Key::builder().bytes(&[9; 60]).u64(i).build().unwrap();
             let sec_len = |i: u64| [8, 200, KEY_MAX][(i % 3) as usize];
-            db.run(iso, |x| (0..12u64).try_for_each(|i| x.insert(t, pk(i), &sec_value(5, sec_len(i), i)))).unwrap();
+            db.run(iso, |x| (0..12u64).try_for_each(|i| x.insert(t, pk(i), sec_value(5, sec_len(i), i)))).unwrap();
             db.sync_commits().unwrap();
             let by = |db: &Database, len: usize| -> BTreeSet<u64> {
                 db.run(iso, |x| {
                     let mut s = BTreeSet::new();
-                    x.get_by(ix, &key(5, len), |k, v| {
+                    x.get_by(ix, key(5, len), |k, v| {
                         assert_eq!(k.len(), 68);
                         assert!(s.insert(u64::from_le_bytes(v[3..11].try_into().unwrap())));
                         true
@@ -242,8 +242,8 @@ fn long_secondary_keys_under_every_protocol() {
             }
             // Moving a row to another secondary key and deleting one.
             db.run(iso, |x| {
-                x.update(t, &pk(0), &sec_value(5, 200, 0))?;
-                x.delete(t, &pk(1))
+                x.update(t, pk(0), sec_value(5, 200, 0))?;
+                x.delete(t, pk(1))
             })
             .unwrap();
             db.sync_commits().unwrap();
@@ -332,13 +332,13 @@ fn long_keys_survive_a_restart_under_every_protocol() {
         let iso = p.strongest();
         let mut want = Vec::new();
         {
-            let (db, _) = Database::open(durable_opts(dir.path(), p), durable_schema).unwrap();
+            let (db, _) = Database::open_with(durable_opts(dir.path(), p), durable_schema).unwrap();
             let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
             let (early, late) = keys.split_at(keys.len() / 2);
             db.run(iso, |x| {
                 for k in early {
-                    x.insert(h, Key::from_bytes(k).unwrap(), &value(k, 0))?;
-                    x.insert(o, Key::from_bytes(k).unwrap(), &value(k, 0))?;
+                    x.insert(h, Key::from_bytes(k).unwrap(), value(k, 0))?;
+                    x.insert(o, Key::from_bytes(k).unwrap(), value(k, 0))?;
                 }
                 Ok(())
             })
@@ -347,13 +347,13 @@ fn long_keys_survive_a_restart_under_every_protocol() {
             db.checkpoint().unwrap();
             db.run(iso, |x| {
                 for k in late {
-                    x.insert(h, Key::from_bytes(k).unwrap(), &value(k, 0))?;
-                    x.insert(o, Key::from_bytes(k).unwrap(), &value(k, 0))?;
+                    x.insert(h, Key::from_bytes(k).unwrap(), value(k, 0))?;
+                    x.insert(o, Key::from_bytes(k).unwrap(), value(k, 0))?;
                 }
                 for k in early.iter().filter(|k| k.len() > KEY_INLINE) {
-                    x.update(o, &Key::from_bytes(k).unwrap(), &value(k, 1))?;
+                    x.update(o, Key::from_bytes(k).unwrap(), value(k, 1))?;
                 }
-                x.delete(h, &Key::from_bytes(early.last().unwrap()).unwrap())
+                x.delete(h, Key::from_bytes(early.last().unwrap()).unwrap())
             })
             .unwrap();
             db.sync_commits().unwrap();
@@ -362,14 +362,15 @@ fn long_keys_survive_a_restart_under_every_protocol() {
             }
             assert!(want[1].iter().any(|(k, _)| k.len() == KEY_MAX), "{p:?}");
         }
-        let (db, report) = Database::open(durable_opts(dir.path(), p), durable_schema).unwrap();
+        let (db, report) = Database::open_with(durable_opts(dir.path(), p), durable_schema).unwrap();
         assert!(!report.damaged && report.dropped.is_empty(), "{p:?}: {report:?}");
         let (h, o) = (db.table("h").unwrap(), db.table("o").unwrap());
         assert_eq!(scan_all(&db, iso, h, false), want[0], "{p:?}: hash table after reopen");
         assert_eq!(scan_all(&db, iso, o, true), want[1], "{p:?}: ordered table after reopen");
         // And once more, from the checkpoint the reopen wrote alone.
         drop(db);
-        let (db, _) = Database::open(durable_opts(dir.path(), p), durable_schema).unwrap();
+        let (db, _) = Database::open_with(durable_opts(dir.path(), p), durable_schema).unwrap();
+        let o = db.table("o").unwrap();
         assert_eq!(scan_all(&db, iso, o, true), want[1], "{p:?}: second reopen");
     }
 }

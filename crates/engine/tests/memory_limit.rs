@@ -33,14 +33,14 @@ fn fill(db: &Database, t: TableId, from: u64) -> u64 {
     loop {
         let mut tx = begin(db);
         for _ in 0..50 {
-            match tx.insert(t, Key::from(i), &value(i)) {
+            match tx.insert(t, Key::from(i), value(i)) {
                 Ok(()) => i += 1,
                 Err(Error::MemoryLimit { used, limit }) => {
                     assert_eq!(limit, LIMIT);
                     assert!(used <= LIMIT, "{}: used {used} past the limit", db.protocol());
                     // The transaction is still open: it reads its own writes and commits.
                     if i > from {
-                        assert_eq!(tx.get(t, &Key::from(i - 1)).unwrap(), Some(value(i - 1)));
+                        assert_eq!(tx.get(t, Key::from(i - 1)).unwrap(), Some(value(i - 1)));
                     }
                     tx.commit().unwrap();
                     db.sync_commits().unwrap();
@@ -73,7 +73,7 @@ fn eventually(db: &Database, what: &str, mut f: impl FnMut() -> Result<(), Error
 
 fn insert_one(db: &Database, t: TableId, k: u64) -> Result<(), Error> {
     let mut tx = begin(db);
-    tx.insert(t, Key::from(k), &value(k))?;
+    tx.insert(t, Key::from(k), value(k))?;
     tx.commit().map(|_| ())
 }
 
@@ -95,21 +95,21 @@ fn fill_read_delete_resume() {
             .begin_with(multiverse::TxnOptions { read_only: true, ..multiverse::TxnOptions::new(p.strongest()) })
             .unwrap();
         for i in (0..n).step_by(7) {
-            assert_eq!(r.get(t, &Key::from(i)).unwrap(), Some(value(i)), "{p}: row {i}");
+            assert_eq!(r.get(t, Key::from(i)).unwrap(), Some(value(i)), "{p}: row {i}");
         }
         r.commit().unwrap();
 
         // Updates: the single-version protocols rewrite a value of the same
         // length in place and allocate nothing, so they go on.
         let mut tx = begin(&db);
-        let upd = tx.update(t, &Key::from(0), &value(1_000_000));
+        let upd = tx.update(t, Key::from(0), value(1_000_000));
         if p.is_single_version() {
             upd.unwrap();
             tx.commit().unwrap();
         } else {
             assert!(matches!(upd, Err(Error::MemoryLimit { .. })), "{p}: {upd:?}");
             // The refused write left the transaction open.
-            assert_eq!(tx.get(t, &Key::from(0)).unwrap(), Some(value(0)));
+            assert_eq!(tx.get(t, Key::from(0)).unwrap(), Some(value(0)));
             tx.abort();
         }
 
@@ -117,7 +117,7 @@ fn fill_read_delete_resume() {
         for chunk in (0..n / 2).collect::<Vec<_>>().chunks(50) {
             let mut tx = begin(&db);
             for &i in chunk {
-                tx.delete(t, &Key::from(i)).unwrap();
+                tx.delete(t, Key::from(i)).unwrap();
             }
             tx.commit().unwrap();
         }
@@ -136,7 +136,7 @@ fn run_collects_and_retries() {
         let n = fill(&db, t, 0);
         let mut tx = begin(&db);
         for i in 0..n / 2 {
-            tx.delete(t, &Key::from(i)).unwrap();
+            tx.delete(t, Key::from(i)).unwrap();
         }
         tx.commit().unwrap();
         db.sync_commits().unwrap();
@@ -157,18 +157,18 @@ fn long_reader_holds_old_versions() {
         let rows = 100u64;
         let mut tx = begin(&db);
         for i in 0..rows {
-            tx.insert(t, Key::from(i), &value(i)).unwrap();
+            tx.insert(t, Key::from(i), value(i)).unwrap();
         }
         tx.commit().unwrap();
         db.sync_commits().unwrap();
         let iso = if p.isolation_levels().contains(&Isolation::Snapshot) { Isolation::Snapshot } else { p.strongest() };
         let mut reader = db.begin(iso).unwrap();
-        assert_eq!(reader.get(t, &Key::from(0)).unwrap(), Some(value(0)));
+        assert_eq!(reader.get(t, Key::from(0)).unwrap(), Some(value(0)));
         let mut round = 1u64;
         let refused = 'outer: loop {
             let mut tx = begin(&db);
             for i in 0..rows {
-                if let Err(e) = tx.update(t, &Key::from(i), &value(round * 1000 + i)) {
+                if let Err(e) = tx.update(t, Key::from(i), value(round * 1000 + i)) {
                     assert!(matches!(e, Error::MemoryLimit { .. }), "{p}: {e}");
                     tx.abort();
                     break 'outer round;
@@ -182,7 +182,7 @@ fn long_reader_holds_old_versions() {
         };
         assert!(refused > 2, "{p}: refused in round {refused}");
         // The reader still sees its snapshot, and commits.
-        assert_eq!(reader.get(t, &Key::from(0)).unwrap(), Some(value(0)), "{p}");
+        assert_eq!(reader.get(t, Key::from(0)).unwrap(), Some(value(0)), "{p}");
         reader.commit().unwrap();
         db.sync_commits().unwrap();
         // Old versions are reclaimed: updates go on, many rounds.
@@ -190,7 +190,7 @@ fn long_reader_holds_old_versions() {
             eventually(&db, "update after the reader", || {
                 let mut tx = begin(&db);
                 for i in 0..rows {
-                    tx.update(t, &Key::from(i), &value((refused + r) * 1000 + i))?;
+                    tx.update(t, Key::from(i), value((refused + r) * 1000 + i))?;
                 }
                 tx.commit().map(|_| ())
             });
@@ -210,7 +210,7 @@ fn no_limit_by_default() {
         for b in 0..(4 * LIMIT / VALUE as u64) / 100 {
             let mut tx = begin(&db);
             for i in b * 100..(b + 1) * 100 {
-                tx.insert(t, Key::from(i), &value(i)).unwrap_or_else(|e| panic!("{p}: {e}"));
+                tx.insert(t, Key::from(i), value(i)).unwrap_or_else(|e| panic!("{p}: {e}"));
             }
             tx.commit().unwrap();
         }
@@ -258,7 +258,7 @@ fn long_keys_count_the_ordered_index_copy() {
             let copies = if ordered { 2 } else { 1 };
             assert!(used >= N * KEY as u64 * copies, "{p} ordered={ordered}: {used} bytes counted");
             assert!(used < N * (KEY as u64 * copies + 400), "{p} ordered={ordered}: {used} bytes counted");
-            let r = db.run(p.strongest(), |x| (0..N).try_for_each(|i| x.delete(t, &key(i))));
+            let r = db.run(p.strongest(), |x| (0..N).try_for_each(|i| x.delete(t, key(i))));
             assert_eq!(r, Ok(()), "{p} ordered={ordered}: delete");
             let start = Instant::now();
             while db.stats().memory_used > before && start.elapsed() < Duration::from_secs(10) {
@@ -286,7 +286,7 @@ fn a_waiting_run_closure_does_not_hold_back_another_database() {
         let (a, ta) = open(Protocol::MvOcc, None);
         a.run(Isolation::Serializable, |x| x.insert(ta, Key::from(1), b"a")).unwrap();
         let (b, tb) = open(p, Some(B_LIMIT));
-        b.run(p.strongest(), |x| (0..ROWS).try_for_each(|k| x.insert(tb, Key::from(k), &[0u8; KB]))).unwrap();
+        b.run(p.strongest(), |x| (0..ROWS).try_for_each(|k| x.insert(tb, Key::from(k), [0u8; KB]))).unwrap();
         // Every update makes a new version (the single-version protocols
         // rewrite a value of the same length in place: lengths alternate).
         let updates = 4 * B_LIMIT / KB as u64;
@@ -299,7 +299,7 @@ fn a_waiting_run_closure_does_not_hold_back_another_database() {
             let done = done;
             s.spawn(move || {
                 a.run(Isolation::Serializable, |x| {
-                    x.get(ta, &Key::from(1))?;
+                    x.get(ta, Key::from(1))?;
                     let _ = started.send(());
                     // The user's code waits (for B's writer here; a sleep,
                     // I/O or a lock elsewhere).
@@ -312,7 +312,7 @@ fn a_waiting_run_closure_does_not_hold_back_another_database() {
             let mut n = 0u64;
             while n < updates {
                 let value = vec![n as u8; KB + (n / ROWS % 2) as usize];
-                b.run(p.strongest(), |x| (0..ROWS).try_for_each(|k| x.update(tb, &Key::from(k), &value)))
+                b.run(p.strongest(), |x| (0..ROWS).try_for_each(|k| x.update(tb, Key::from(k), &value)))
                     .unwrap_or_else(|e| panic!("{p}: update {n}: {e}"));
                 n += ROWS;
                 most_unfreed = most_unfreed.max(b.stats().garbage_unfreed);

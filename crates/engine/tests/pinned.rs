@@ -27,7 +27,7 @@ fn update_all(db: &Database, t: multiverse::TableId, round: u64) -> Result<(), E
     let value = vec![round as u8; VALUE + (round % 2) as usize];
     let mut tx = db.begin(db.protocol().strongest())?;
     for k in 0..ROWS {
-        tx.update(t, &Key::from(k), &value)?;
+        tx.update(t, Key::from(k), &value)?;
     }
     tx.commit()?;
     db.sync_commits()?;
@@ -39,7 +39,7 @@ fn unfreed_versions_count_until_freed() {
     for p in Protocol::ALL {
         let db = Database::new(Options { protocol: p, memory_limit: Some(LIMIT), ..Options::default() }).unwrap();
         let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
-        db.run(p.strongest(), |x| (0..ROWS).try_for_each(|k| x.insert(t, Key::from(k), &[0u8; VALUE]))).unwrap();
+        db.run(p.strongest(), |x| (0..ROWS).try_for_each(|k| x.insert(t, Key::from(k), [0u8; VALUE]))).unwrap();
         db.sync_commits().unwrap();
         // Eight times the limit's worth of updates, if none is refused.
         let rounds = 8 * LIMIT / (ROWS * VALUE as u64);

@@ -20,16 +20,16 @@ fn open() -> (Database, TableId) {
 
 fn put(db: &Database, t: TableId, k: u64, v: u64, after: Option<u64>) -> Result<CommitInfo> {
     let mut tx = db.begin_with(TxnOptions { after, ..TxnOptions::new(Isolation::Serializable) })?;
-    match tx.get(t, &Key::from(k))? {
-        Some(_) => tx.update(t, &Key::from(k), &v.to_le_bytes())?,
-        None => tx.insert(t, Key::from(k), &v.to_le_bytes())?,
+    match tx.get(t, Key::from(k))? {
+        Some(_) => tx.update(t, Key::from(k), v.to_le_bytes())?,
+        None => tx.insert(t, Key::from(k), v.to_le_bytes())?,
     }
     tx.commit()
 }
 
 fn get(db: &Database, t: TableId, k: u64, after: Option<u64>) -> Option<u64> {
     let mut tx = db.begin_with(TxnOptions { after, ..TxnOptions::new(Isolation::Snapshot) }).unwrap();
-    let v = tx.get(t, &Key::from(k)).unwrap().map(|v| u64::from_le_bytes(v[..8].try_into().unwrap()));
+    let v = tx.get(t, Key::from(k)).unwrap().map(|v| u64::from_le_bytes(v[..8].try_into().unwrap()));
     tx.commit().unwrap();
     v
 }
@@ -41,8 +41,8 @@ fn independent_commits_share_a_timestamp() {
     let a = db.begin(Isolation::Snapshot).unwrap();
     let b = db.begin(Isolation::Snapshot).unwrap();
     let (mut a, mut b) = (a, b);
-    a.insert(t, Key::from(1), &1u64.to_le_bytes()).unwrap();
-    b.insert(t, Key::from(2), &2u64.to_le_bytes()).unwrap();
+    a.insert(t, Key::from(1), 1u64.to_le_bytes()).unwrap();
+    b.insert(t, Key::from(2), 2u64.to_le_bytes()).unwrap();
     let (ca, cb) = (a.commit().unwrap(), b.commit().unwrap());
     assert_eq!(ca.commit_ts, cb.commit_ts, "no conflict: one timestamp");
 }
@@ -57,9 +57,9 @@ fn a_lost_update_aborts_and_advances_the_timestamp() {
     let mut x =
         db.begin_with(TxnOptions { after: Some(c0.commit_ts), ..TxnOptions::new(Isolation::Snapshot) }).unwrap();
     let mut y = db.begin(Isolation::Snapshot).unwrap();
-    x.update(t, &Key::from(1), &11u64.to_le_bytes()).unwrap();
+    x.update(t, Key::from(1), 11u64.to_le_bytes()).unwrap();
     let cx = x.commit().unwrap();
-    let e = y.update(t, &Key::from(1), &12u64.to_le_bytes()).unwrap_err();
+    let e = y.update(t, Key::from(1), 12u64.to_le_bytes()).unwrap_err();
     assert_eq!(e, Error::Aborted(AbortReason::WriteConflict));
     // The retry, begun after the winner's commit, reads it and succeeds.
     let cy = put(&db, t, 1, 12, Some(cx.commit_ts)).unwrap();
@@ -114,15 +114,15 @@ fn an_optimistic_write_locks_at_commit() {
     let c0 = put(&db, t, 1, 10, None).unwrap();
     db.sync_commits().unwrap();
     let mut occ = begin(&db, Mode::Optimistic);
-    occ.update(t, &Key::from(1), &11u64.to_le_bytes()).unwrap();
-    assert_eq!(occ.get(t, &Key::from(1)).unwrap().map(|v| val(&v)), Some(11), "a transaction reads its own write");
+    occ.update(t, Key::from(1), 11u64.to_le_bytes()).unwrap();
+    assert_eq!(occ.get(t, Key::from(1)).unwrap().map(|v| val(&v)), Some(11), "a transaction reads its own write");
     let mut pcc = begin(&db, Mode::Pessimistic);
-    pcc.update(t, &Key::from(1), &12u64.to_le_bytes()).unwrap();
+    pcc.update(t, Key::from(1), 12u64.to_le_bytes()).unwrap();
     let won = pcc.commit().unwrap();
     assert!(won.commit_ts > c0.commit_ts);
     assert_eq!(occ.commit().unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
     assert_eq!(get(&db, t, 1, Some(won.commit_ts)), Some(12));
-    assert_eq!(db.stats().aborts[AbortReason::WriteConflict as usize], 1);
+    assert_eq!(db.stats().aborts[AbortReason::WriteConflict], 1);
 }
 
 /// A pessimistic write locks at update time (Figure 14): a long
@@ -134,20 +134,17 @@ fn a_pessimistic_write_locks_at_update_time() {
     put(&db, t, 1, 10, None).unwrap();
     db.sync_commits().unwrap();
     let mut long = begin(&db, Mode::Pessimistic);
-    long.update(t, &Key::from(1), &20u64.to_le_bytes()).unwrap();
+    long.update(t, Key::from(1), 20u64.to_le_bytes()).unwrap();
     let mut short = begin(&db, Mode::Optimistic);
-    short.update(t, &Key::from(1), &30u64.to_le_bytes()).unwrap(); // no lock yet
+    short.update(t, Key::from(1), 30u64.to_le_bytes()).unwrap(); // no lock yet
     assert_eq!(short.commit().unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
     let c = long.commit().unwrap();
     assert_eq!(get(&db, t, 1, Some(c.commit_ts)), Some(20));
     // Two pessimistic writers: the second aborts at its update.
     let mut a = begin(&db, Mode::Pessimistic);
     let mut b = begin(&db, Mode::Pessimistic);
-    a.update(t, &Key::from(1), &1u64.to_le_bytes()).unwrap();
-    assert_eq!(
-        b.update(t, &Key::from(1), &2u64.to_le_bytes()).unwrap_err(),
-        Error::Aborted(AbortReason::WriteConflict)
-    );
+    a.update(t, Key::from(1), 1u64.to_le_bytes()).unwrap();
+    assert_eq!(b.update(t, Key::from(1), 2u64.to_le_bytes()).unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
     a.commit().unwrap();
 }
 
@@ -161,9 +158,9 @@ fn optimistic_writes_read_their_own_pending_versions() {
     db.sync_commits().unwrap();
     let mut x = begin(&db, Mode::Optimistic);
     let (k1, k2) = (Key::from(1), Key::from(2));
-    assert_eq!(x.insert(t, k1.clone(), &0u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
-    x.insert(t, k2.clone(), &5u64.to_le_bytes()).unwrap();
-    assert_eq!(x.insert(t, k2.clone(), &6u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
+    assert_eq!(x.insert(t, k1.clone(), 0u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
+    x.insert(t, k2.clone(), 5u64.to_le_bytes()).unwrap();
+    assert_eq!(x.insert(t, k2.clone(), 6u64.to_le_bytes()).unwrap_err(), Error::DuplicateKey);
     x.modify(t, &k2, |v| v[0] += 1).unwrap();
     x.update_with(t, &k1, |old, new| new.extend_from_slice(&(val(old) + 1).to_le_bytes())).unwrap();
     x.update_with(t, &k1, |old, new| new.extend_from_slice(&(val(old) + 1).to_le_bytes())).unwrap();
@@ -172,11 +169,11 @@ fn optimistic_writes_read_their_own_pending_versions() {
     x.delete(t, &k1).unwrap();
     assert_eq!(x.get(t, &k1).unwrap(), None);
     assert_eq!(x.delete(t, &k1).unwrap_err(), Error::KeyNotFound);
-    assert_eq!(x.update(t, &k1, &1u64.to_le_bytes()).unwrap_err(), Error::KeyNotFound);
-    x.insert(t, k1.clone(), &40u64.to_le_bytes()).unwrap(); // the delete becomes an update
-    x.insert(t, Key::from(3), &3u64.to_le_bytes()).unwrap();
-    x.delete(t, &Key::from(3)).unwrap(); // an insert deleted again: nothing
-                                         // Nobody else sees a pending write.
+    assert_eq!(x.update(t, &k1, 1u64.to_le_bytes()).unwrap_err(), Error::KeyNotFound);
+    x.insert(t, k1.clone(), 40u64.to_le_bytes()).unwrap(); // the delete becomes an update
+    x.insert(t, Key::from(3), 3u64.to_le_bytes()).unwrap();
+    x.delete(t, Key::from(3)).unwrap(); // an insert deleted again: nothing
+                                        // Nobody else sees a pending write.
     let mut other = begin(&db, Mode::Pessimistic);
     assert_eq!(other.get(t, &k1).unwrap().map(|v| val(&v)), Some(10));
     assert_eq!(other.get(t, &k2).unwrap(), None);
@@ -188,8 +185,8 @@ fn optimistic_writes_read_their_own_pending_versions() {
     assert_eq!(get(&db, t, 3, Some(c.commit_ts)), None);
     // An abort frees the pending versions and changes nothing.
     let mut y = begin(&db, Mode::Optimistic);
-    y.update(t, &k1, &50u64.to_le_bytes()).unwrap();
-    y.insert(t, Key::from(4), &4u64.to_le_bytes()).unwrap();
+    y.update(t, &k1, 50u64.to_le_bytes()).unwrap();
+    y.insert(t, Key::from(4), 4u64.to_le_bytes()).unwrap();
     y.abort();
     db.sync_commits().unwrap();
     assert_eq!(get(&db, t, 1, None), Some(40));
@@ -210,8 +207,8 @@ fn a_scan_connects_the_pending_writes() {
     let c = put(&db, t, 1, 10, None).unwrap();
     db.sync_commits().unwrap();
     let mut x = begin(&db, Mode::Optimistic);
-    x.update(t, &Key::from(1), &11u64.to_le_bytes()).unwrap();
-    x.insert(t, Key::from(2), &2u64.to_le_bytes()).unwrap();
+    x.update(t, Key::from(1), 11u64.to_le_bytes()).unwrap();
+    x.insert(t, Key::from(2), 2u64.to_le_bytes()).unwrap();
     let mut rows = Vec::new();
     x.scan(db.primary(t), .., None, |_, v| {
         rows.push(val(v));
@@ -221,12 +218,9 @@ fn a_scan_connects_the_pending_writes() {
     assert_eq!(rows, [11, 2]);
     // Connected: a pessimistic writer now finds the row locked.
     let mut y = db.begin_with(TxnOptions { after: Some(c.commit_ts), ..TxnOptions::new(Isolation::Snapshot) }).unwrap();
-    assert_eq!(
-        y.update(t, &Key::from(1), &0u64.to_le_bytes()).unwrap_err(),
-        Error::Aborted(AbortReason::WriteConflict)
-    );
+    assert_eq!(y.update(t, Key::from(1), 0u64.to_le_bytes()).unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
     // Writes after the scan are pending again; the commit connects them.
-    x.update(t, &Key::from(2), &3u64.to_le_bytes()).unwrap();
+    x.update(t, Key::from(2), 3u64.to_le_bytes()).unwrap();
     let c = x.commit().unwrap();
     assert_eq!(get(&db, t, 2, Some(c.commit_ts)), Some(3));
 }
@@ -238,8 +232,8 @@ fn racing_optimistic_inserts_conflict_at_commit() {
     let (db, t) = open();
     let mut a = begin(&db, Mode::Optimistic);
     let mut b = begin(&db, Mode::Optimistic);
-    a.insert(t, Key::from(7), &1u64.to_le_bytes()).unwrap();
-    b.insert(t, Key::from(7), &2u64.to_le_bytes()).unwrap();
+    a.insert(t, Key::from(7), 1u64.to_le_bytes()).unwrap();
+    b.insert(t, Key::from(7), 2u64.to_le_bytes()).unwrap();
     let c = b.commit().unwrap();
     assert_eq!(a.commit().unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
     assert_eq!(get(&db, t, 7, Some(c.commit_ts)), Some(2));

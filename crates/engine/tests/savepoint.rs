@@ -33,7 +33,7 @@ fn tables(db: &Database) -> [TableId; 2] {
 }
 
 fn rows(x: &mut Transaction<'_>, t: TableId) -> Vec<(u64, String)> {
-    (0..8u64).filter_map(|k| x.get(t, &Key::from(k)).unwrap().map(|v| (k, String::from_utf8(v).unwrap()))).collect()
+    (0..8u64).filter_map(|k| x.get(t, Key::from(k)).unwrap().map(|v| (k, String::from_utf8(v).unwrap()))).collect()
 }
 
 fn want(v: &[(u64, &str)]) -> Vec<(u64, String)> {
@@ -46,21 +46,21 @@ fn a_rollback_undoes_the_writes_since_the_savepoint_and_keeps_the_rest() {
         let db = open(p);
         for t in tables(&db) {
             let mut x = db.begin(iso).unwrap();
-            x.update(t, &Key::from(0), b"before").unwrap();
+            x.update(t, Key::from(0), b"before").unwrap();
             x.insert(t, Key::from(4), b"before").unwrap();
             let sp = x.savepoint().unwrap();
-            x.update(t, &Key::from(0), b"after").unwrap(); // our own version again
-            x.update(t, &Key::from(1), b"after").unwrap();
-            x.delete(t, &Key::from(2)).unwrap();
-            x.delete(t, &Key::from(4)).unwrap(); // our own insert
+            x.update(t, Key::from(0), b"after").unwrap(); // our own version again
+            x.update(t, Key::from(1), b"after").unwrap();
+            x.delete(t, Key::from(2)).unwrap();
+            x.delete(t, Key::from(4)).unwrap(); // our own insert
             x.insert(t, Key::from(5), b"after").unwrap();
             x.insert(t, Key::from(6), b"after").unwrap();
-            x.delete(t, &Key::from(6)).unwrap();
+            x.delete(t, Key::from(6)).unwrap();
             x.rollback_to(&sp).unwrap();
             let expect = want(&[(0, "before"), (1, "1"), (2, "2"), (3, "3"), (4, "before")]);
             assert_eq!(rows(&mut x, t), expect, "{p:?} {iso:?}: inside");
             // Writing the same keys again after the rollback.
-            x.update(t, &Key::from(1), b"again").unwrap();
+            x.update(t, Key::from(1), b"again").unwrap();
             x.insert(t, Key::from(5), b"again").unwrap();
             x.commit().unwrap_or_else(|e| panic!("{p:?} {iso:?}: {e}"));
             db.sync_commits().unwrap();
@@ -69,10 +69,10 @@ fn a_rollback_undoes_the_writes_since_the_savepoint_and_keeps_the_rest() {
             assert_eq!(got, expect, "{p:?} {iso:?}: committed");
             // Back to the start for the next level.
             db.run(Isolation::Serializable, |y| {
-                y.update(t, &Key::from(0), b"0")?;
-                y.update(t, &Key::from(1), b"1")?;
-                y.delete(t, &Key::from(4))?;
-                y.delete(t, &Key::from(5))
+                y.update(t, Key::from(0), b"0")?;
+                y.update(t, Key::from(1), b"1")?;
+                y.delete(t, Key::from(4))?;
+                y.delete(t, Key::from(5))
             })
             .unwrap();
             db.sync_commits().unwrap();
@@ -91,14 +91,14 @@ fn reads_of_rolled_back_writes_do_not_fail_the_commit() {
         for t in tables(&db) {
             let mut x = db.begin(iso).unwrap();
             x.insert(t, Key::from(4), b"before").unwrap();
-            x.update(t, &Key::from(3), b"before").unwrap();
+            x.update(t, Key::from(3), b"before").unwrap();
             let sp = x.savepoint().unwrap();
-            x.update(t, &Key::from(0), b"after").unwrap();
+            x.update(t, Key::from(0), b"after").unwrap();
             x.insert(t, Key::from(5), b"after").unwrap();
-            x.update(t, &Key::from(4), b"after").unwrap();
-            x.update(t, &Key::from(3), b"after").unwrap();
+            x.update(t, Key::from(4), b"after").unwrap();
+            x.update(t, Key::from(3), b"after").unwrap();
             for k in [0, 5, 4, 3] {
-                assert_eq!(x.get(t, &Key::from(k)).unwrap().as_deref(), Some(&b"after"[..]), "{p:?} {iso:?}");
+                assert_eq!(x.get(t, Key::from(k)).unwrap().as_deref(), Some(&b"after"[..]), "{p:?} {iso:?}");
             }
             assert_eq!(x.insert(t, Key::from(5), b"twice"), Err(Error::DuplicateKey), "{p:?} {iso:?}");
             assert_eq!(x.insert(t, Key::from(4), b"twice"), Err(Error::DuplicateKey), "{p:?} {iso:?}");
@@ -107,8 +107,8 @@ fn reads_of_rolled_back_writes_do_not_fail_the_commit() {
             assert_eq!(rows(&mut x, t), expect, "{p:?} {iso:?}");
             x.commit().unwrap_or_else(|e| panic!("{p:?} {iso:?}: {e}"));
             db.run(Isolation::Serializable, |y| {
-                y.update(t, &Key::from(3), b"3")?;
-                y.delete(t, &Key::from(4))
+                y.update(t, Key::from(3), b"3")?;
+                y.delete(t, Key::from(4))
             })
             .unwrap();
             db.sync_commits().unwrap();
@@ -123,18 +123,18 @@ fn nested_savepoints_and_repeated_rollbacks() {
         let [t, _] = tables(&db);
         let mut x = db.begin(iso).unwrap();
         let sp1 = x.savepoint().unwrap();
-        x.update(t, &Key::from(0), b"a").unwrap();
+        x.update(t, Key::from(0), b"a").unwrap();
         let sp2 = x.savepoint().unwrap();
-        x.update(t, &Key::from(1), b"b").unwrap();
+        x.update(t, Key::from(1), b"b").unwrap();
         x.rollback_to(&sp2).unwrap();
-        assert_eq!(x.get(t, &Key::from(0)).unwrap().unwrap(), b"a");
-        assert_eq!(x.get(t, &Key::from(1)).unwrap().unwrap(), b"1");
+        assert_eq!(x.get(t, Key::from(0)).unwrap().unwrap(), b"a");
+        assert_eq!(x.get(t, Key::from(1)).unwrap().unwrap(), b"1");
         // A savepoint stays usable after a rollback to it.
-        x.update(t, &Key::from(1), b"c").unwrap();
+        x.update(t, Key::from(1), b"c").unwrap();
         x.rollback_to(&sp2).unwrap();
-        assert_eq!(x.get(t, &Key::from(1)).unwrap().unwrap(), b"1");
+        assert_eq!(x.get(t, Key::from(1)).unwrap().unwrap(), b"1");
         x.rollback_to(&sp1).unwrap();
-        assert_eq!(x.get(t, &Key::from(0)).unwrap().unwrap(), b"0");
+        assert_eq!(x.get(t, Key::from(0)).unwrap().unwrap(), b"0");
         // sp2 was released by the rollback past it.
         assert!(matches!(x.rollback_to(&sp2), Err(Error::InvalidArgument(_))), "{p:?}");
         // A savepoint of another transaction is refused.
@@ -157,10 +157,10 @@ fn a_rolled_back_update_releases_its_write_lock() {
         let iso = p.isolation_levels()[0];
         let mut x = db.begin(iso).unwrap();
         let sp = x.savepoint().unwrap();
-        x.update(t, &Key::from(3), b"x").unwrap();
+        x.update(t, Key::from(3), b"x").unwrap();
         x.rollback_to(&sp).unwrap();
         let mut y = db.begin(iso).unwrap();
-        y.update(t, &Key::from(3), b"y").unwrap_or_else(|e| panic!("{p:?}: {e}"));
+        y.update(t, Key::from(3), b"y").unwrap_or_else(|e| panic!("{p:?}: {e}"));
         y.commit().unwrap();
         x.commit().unwrap();
     }
@@ -178,18 +178,18 @@ fn mv_lock_a_rolled_back_update_stops_waiting_for_readers() {
         let db = open(p);
         let [t, _] = tables(&db);
         let mut reader = db.begin(Isolation::RepeatableRead).unwrap();
-        assert_eq!(reader.get(t, &Key::from(2)).unwrap().unwrap(), b"2");
+        assert_eq!(reader.get(t, Key::from(2)).unwrap().unwrap(), b"2");
         let mut w =
             db.begin_with(TxnOptions { mode: Mode::Pessimistic, ..TxnOptions::new(Isolation::Snapshot) }).unwrap();
         let sp = w.savepoint().unwrap();
-        w.update(t, &Key::from(2), b"w").unwrap();
+        w.update(t, Key::from(2), b"w").unwrap();
         w.rollback_to(&sp).unwrap();
-        w.update(t, &Key::from(3), b"w").unwrap();
+        w.update(t, Key::from(3), b"w").unwrap();
         let started = Instant::now();
         w.commit().unwrap_or_else(|e| panic!("{p:?}: {e}"));
         assert!(started.elapsed() < Duration::from_secs(1), "{p:?}: the commit waited for the reader");
         // The reader's lock was never broken: its read is still valid.
-        assert_eq!(reader.get(t, &Key::from(2)).unwrap().unwrap(), b"2");
+        assert_eq!(reader.get(t, Key::from(2)).unwrap().unwrap(), b"2");
         reader.commit().unwrap();
     }
 }

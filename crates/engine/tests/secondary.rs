@@ -41,7 +41,7 @@ fn setup(kind: IndexKind, ordered_primary: bool) -> (Database, TableId, IndexId)
     assert_eq!(ix.table(), t);
     db.run(Isolation::Serializable, |x| {
         for pk in 0..12u64 {
-            x.insert(t, Key::from(pk), &row((pk % 3) as u8, pk))?;
+            x.insert(t, Key::from(pk), row((pk % 3) as u8, pk))?;
         }
         Ok(())
     })
@@ -56,7 +56,7 @@ fn configs() -> impl Iterator<Item = (IndexKind, bool)> {
 /// Primary keys of the rows with category `cat`, through get_by.
 fn by_cat(x: &mut Transaction<'_>, ix: IndexId, cat: u64) -> BTreeSet<u64> {
     let mut s = BTreeSet::new();
-    x.get_by(ix, &Key::from(cat), |pk, v| {
+    x.get_by(ix, Key::from(cat), |pk, v| {
         assert_eq!(v[0] as u64, cat, "get_by returned a row of another key");
         assert!(s.insert(pk.to_u64().unwrap()), "a row was returned twice");
         true
@@ -92,12 +92,12 @@ fn secondary_key_changes_are_seen_as_of_begin_time() {
         let (db, t, ix) = setup(kind, op);
         let mut before = db.begin(Isolation::Snapshot).unwrap();
         db.run(Isolation::Serializable, |x| {
-            x.update(t, &Key::from(4), &row(2, 4))?; // 1 -> 2
-            x.update_with(t, &Key::from(0), |o, n| {
+            x.update(t, Key::from(4), row(2, 4))?; // 1 -> 2
+            x.update_with(t, Key::from(0), |o, n| {
                 n.extend_from_slice(&row(1, u64::from_le_bytes(o[1..].try_into().unwrap())))
             })?; // 0 -> 1
-            x.delete(t, &Key::from(7))?; // leaves 1
-            x.insert(t, Key::from(20), &row(0, 20)) // joins 0
+            x.delete(t, Key::from(7))?; // leaves 1
+            x.insert(t, Key::from(20), row(0, 20)) // joins 0
         })
         .unwrap();
         let mut after = db.begin(Isolation::Snapshot).unwrap();
@@ -108,7 +108,7 @@ fn secondary_key_changes_are_seen_as_of_begin_time() {
         assert_eq!(by_cat(&mut before, ix, 1), set(&[1, 4, 7, 10]));
         assert_eq!(by_cat(&mut before, ix, 2), set(&[2, 5, 8, 11]));
         // Updating again without changing the key keeps one row per pk.
-        db.run(Isolation::Snapshot, |x| x.update(t, &Key::from(4), &row(2, 44))).unwrap();
+        db.run(Isolation::Snapshot, |x| x.update(t, Key::from(4), row(2, 44))).unwrap();
         let mut latest = db.begin(Isolation::ReadCommitted).unwrap();
         assert_eq!(by_cat(&mut latest, ix, 2), set(&[2, 4, 5, 8, 11]));
     }
@@ -121,7 +121,7 @@ fn own_uncommitted_secondary_changes_visible_only_to_self() {
     for (kind, op) in configs() {
         let (db, t, ix) = setup(kind, op);
         let mut w = db.begin(Isolation::Snapshot).unwrap();
-        w.update(t, &Key::from(1), &row(0, 1)).unwrap();
+        w.update(t, Key::from(1), row(0, 1)).unwrap();
         assert_eq!(by_cat(&mut w, ix, 0), set(&[0, 1, 3, 6, 9]));
         assert_eq!(by_cat(&mut w, ix, 1), set(&[4, 7, 10]));
         for iso in Isolation::ALL {
@@ -142,7 +142,7 @@ fn own_uncommitted_secondary_changes_visible_only_to_self() {
 fn scan_over_secondary_index_respects_range_and_filter() {
     for (kind, op) in configs() {
         let (db, t, ix) = setup(kind, op);
-        db.run(Isolation::Snapshot, |x| x.update(t, &Key::from(3), &row(2, 3))).unwrap();
+        db.run(Isolation::Snapshot, |x| x.update(t, Key::from(3), row(2, 3))).unwrap();
         let mut x = db.begin(Isolation::Snapshot).unwrap();
         let mut got = vec![];
         x.scan(ix, Key::from(1)..=Key::from(2), None, |pk, v| {
@@ -180,8 +180,8 @@ fn get_by_then_concurrent_insert_under_same_key_is_phantom() {
                 let (db, t, ix) = setup(kind, op);
                 let mut x = db.begin(iso).unwrap();
                 assert_eq!(by_cat(&mut x, ix, 1).len(), 4);
-                db.run(Isolation::Snapshot, |y| y.insert(t, Key::from(30), &row(new_cat, 30))).unwrap();
-                x.insert(t, Key::from(99), &row(0, 99)).unwrap();
+                db.run(Isolation::Snapshot, |y| y.insert(t, Key::from(30), row(new_cat, 30))).unwrap();
+                x.insert(t, Key::from(99), row(0, 99)).unwrap();
                 let r = x.commit().map(|_| ());
                 if phantom && iso == Isolation::Serializable {
                     assert_eq!(r, Err(Error::Aborted(AbortReason::Phantom)), "{kind:?}");
@@ -201,8 +201,8 @@ fn secondary_range_scan_then_row_moved_into_range_is_phantom() {
         let (db, t, ix) = setup(kind, op);
         let mut x = db.begin(Isolation::Serializable).unwrap();
         x.scan(ix, Key::from(2)..=Key::from(2), None, |_, _| true).unwrap();
-        db.run(Isolation::Snapshot, |y| y.update(t, &Key::from(0), &row(2, 0))).unwrap();
-        x.insert(t, Key::from(99), &row(0, 99)).unwrap();
+        db.run(Isolation::Snapshot, |y| y.update(t, Key::from(0), row(2, 0))).unwrap();
+        x.insert(t, Key::from(99), row(0, 99)).unwrap();
         assert_eq!(x.commit().map(|_| ()), Err(Error::Aborted(AbortReason::Phantom)), "{kind:?}");
     }
 }
@@ -214,8 +214,8 @@ fn row_read_by_get_by_then_updated_fails_read_validation() {
         let (db, t, ix) = setup(kind, op);
         let mut x = db.begin(Isolation::RepeatableRead).unwrap();
         by_cat(&mut x, ix, 0);
-        db.run(Isolation::Snapshot, |y| y.update(t, &Key::from(6), &row(0, 600))).unwrap();
-        x.insert(t, Key::from(99), &row(1, 99)).unwrap();
+        db.run(Isolation::Snapshot, |y| y.update(t, Key::from(6), row(0, 600))).unwrap();
+        x.insert(t, Key::from(99), row(1, 99)).unwrap();
         assert_eq!(x.commit().map(|_| ()), Err(Error::Aborted(AbortReason::ReadValidation)), "{kind:?}");
     }
 }
@@ -239,7 +239,7 @@ fn several_secondary_indexes_and_index_names() {
         .unwrap();
     db.run(Isolation::Snapshot, |x| {
         for pk in 0..12u64 {
-            x.insert(t, Key::from(pk), &row((pk % 3) as u8, pk))?;
+            x.insert(t, Key::from(pk), row((pk % 3) as u8, pk))?;
         }
         Ok(())
     })
@@ -249,10 +249,10 @@ fn several_secondary_indexes_and_index_names() {
     let mut x = db.begin(Isolation::Serializable).unwrap();
     assert_eq!(by_cat(&mut x, cat, 0), set(&[0, 3, 6, 9]));
     let mut odd = BTreeSet::new();
-    x.get_by(par, &Key::from(1), |pk, _| odd.insert(pk.to_u64().unwrap())).unwrap();
+    x.get_by(par, Key::from(1), |pk, _| odd.insert(pk.to_u64().unwrap())).unwrap();
     assert_eq!(odd, set(&[1, 3, 5, 7, 9, 11]));
     let mut n = 0;
-    x.get_by(db.primary(t), &Key::from(5), |pk, v| {
+    x.get_by(db.primary(t), Key::from(5), |pk, v| {
         assert_eq!(pk, &Key::from(5));
         assert_eq!(v, &row(2, 5)[..]);
         n += 1;
@@ -270,7 +270,7 @@ fn get_by_and_scan_stop_when_callback_returns_false() {
         let (db, _, ix) = setup(kind, op);
         let mut x = db.begin(Isolation::Snapshot).unwrap();
         let mut n = 0;
-        x.get_by(ix, &Key::from(0), |_, _| {
+        x.get_by(ix, Key::from(0), |_, _| {
             n += 1;
             false
         })
@@ -304,7 +304,7 @@ fn in_place_updates_race_with_collection_and_readers() {
         let db = Database::new(Options::default()).unwrap();
         let t = db.create_table(TableSpec::ordered("items").secondary("cat", kind, category)).unwrap();
         let ix = db.index(t, "cat").unwrap();
-        db.run(Isolation::Serializable, |x| (0..ROWS).try_for_each(|pk| x.insert(t, Key::from(pk), &row(0, 0))))
+        db.run(Isolation::Serializable, |x| (0..ROWS).try_for_each(|pk| x.insert(t, Key::from(pk), row(0, 0))))
             .unwrap();
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {

@@ -38,9 +38,9 @@ fn first_writer_wins() {
     db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), b"0")).unwrap();
     let mut a = db.begin(Isolation::Snapshot).unwrap();
     let mut b = db.begin(Isolation::Snapshot).unwrap();
-    a.update(t, &Key::from(1), b"a").unwrap();
-    assert_eq!(b.update(t, &Key::from(1), b"b"), Err(Error::Aborted(AbortReason::WriteConflict)));
-    assert_eq!(b.get(t, &Key::from(1)), Err(Error::TransactionClosed(Some(AbortReason::WriteConflict))));
+    a.update(t, Key::from(1), b"a").unwrap();
+    assert_eq!(b.update(t, Key::from(1), b"b"), Err(Error::Aborted(AbortReason::WriteConflict)));
+    assert_eq!(b.get(t, Key::from(1)), Err(Error::TransactionClosed(Some(AbortReason::WriteConflict))));
     a.commit().unwrap();
 }
 
@@ -100,6 +100,6 @@ fn a_transaction_is_send_and_the_database_sync() {
         x.insert(t, Key::from(1u64), b"v").unwrap();
         std::thread::scope(|s| s.spawn(move || x.commit().unwrap()).join().unwrap());
         db.sync_commits().unwrap(); // POMVCC shows a commit at its next tick
-        assert_eq!(db.run(p.strongest(), |x| x.get(t, &Key::from(1u64))).unwrap(), Some(b"v".to_vec()), "{p}");
+        assert_eq!(db.run(p.strongest(), |x| x.get(t, Key::from(1u64))).unwrap(), Some(b"v".to_vec()), "{p}");
     }
 }

@@ -123,7 +123,7 @@ fn sync(db: &Database) -> u64 {
 fn run_mix(db: &Database, t: TableId, optimistic: bool) -> u64 {
     db.run(Isolation::Serializable, |tx| {
         for k in 0..10 {
-            tx.insert(t, RowKey::from(k), &val(k))?;
+            tx.insert(t, RowKey::from(k), val(k))?;
         }
         Ok(())
     })
@@ -132,29 +132,29 @@ fn run_mix(db: &Database, t: TableId, optimistic: bool) -> u64 {
     let iso = db.protocol().strongest();
     for k in 0..5 {
         let mut tx = db.begin(iso).unwrap();
-        tx.update(t, &RowKey::from(k), &val(k + 100)).unwrap();
+        tx.update(t, RowKey::from(k), val(k + 100)).unwrap();
         tx.commit().unwrap();
     }
     let mut tx = db.begin(iso).unwrap();
-    tx.get(t, &RowKey::from(7)).unwrap();
+    tx.get(t, RowKey::from(7)).unwrap();
     tx.abort();
     {
         let mut tx = db.begin(iso).unwrap();
-        tx.update(t, &RowKey::from(8), &val(0)).unwrap();
+        tx.update(t, RowKey::from(8), val(0)).unwrap();
         // Dropped while active: a user abort.
     }
     synced += sync(db);
     if optimistic {
         let mut t1 = db.begin(iso).unwrap();
-        t1.get(t, &RowKey::from(1)).unwrap();
+        t1.get(t, RowKey::from(1)).unwrap();
         let mut t2 = db.begin(iso).unwrap();
-        t2.update(t, &RowKey::from(1), &val(1)).unwrap();
+        t2.update(t, RowKey::from(1), val(1)).unwrap();
         t2.commit().unwrap();
-        t1.update(t, &RowKey::from(2), &val(2)).unwrap();
+        t1.update(t, RowKey::from(2), val(2)).unwrap();
         assert_eq!(t1.commit().unwrap_err(), Error::Aborted(AbortReason::ReadValidation));
     }
     let mut tx = db.begin(iso).unwrap();
-    assert!(tx.get(t, &RowKey::from(0)).unwrap().is_some());
+    assert!(tx.get(t, RowKey::from(0)).unwrap().is_some());
     tx.commit().unwrap();
     synced
 }
@@ -191,11 +191,11 @@ fn commits_and_aborts_follow_the_statistics() {
 fn a_write_conflict_is_counted_with_its_reason() {
     let (db, rec) = db_with(Options { protocol: Protocol::MvOcc, ..Options::default() });
     let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
-    db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(1), &val(1))).unwrap();
+    db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(1), val(1))).unwrap();
     let mut t1 = db.begin(Isolation::Snapshot).unwrap();
     let mut t2 = db.begin(Isolation::Snapshot).unwrap();
-    t1.update(t, &RowKey::from(1), &val(2)).unwrap();
-    assert_eq!(t2.update(t, &RowKey::from(1), &val(3)).unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
+    t1.update(t, RowKey::from(1), val(2)).unwrap();
+    assert_eq!(t2.update(t, RowKey::from(1), val(3)).unwrap_err(), Error::Aborted(AbortReason::WriteConflict));
     t1.commit().unwrap();
     drop(t2);
     assert_eq!(rec.aborts(Protocol::MvOcc, AbortReason::WriteConflict), 1);
@@ -209,7 +209,7 @@ fn a_database_made_without_a_recorder_counts_nowhere() {
     let rec = Recording::default();
     let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     metrics::with_local_recorder(&rec, || {
-        db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(1), &val(1))).unwrap();
+        db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(1), val(1))).unwrap();
     });
     assert!(rec.counters.lock().unwrap().is_empty(), "handles are registered when the database is made");
 }
@@ -254,7 +254,7 @@ fn the_bohm_pipeline_counts_per_batch() {
     let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     db.run(Isolation::Serializable, |tx| {
         for k in 0..4 {
-            tx.insert(t, RowKey::from(k), &val(0))?;
+            tx.insert(t, RowKey::from(k), val(0))?;
         }
         Ok(())
     })
@@ -272,9 +272,9 @@ fn garbage_collection_and_memory() {
     let opts = Options { protocol: Protocol::MvOcc, memory_limit: Some(64 << 20), ..Options::default() };
     let (db, rec) = db_with(opts);
     let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
-    db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(1), &[0u8; 100])).unwrap();
+    db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(1), [0u8; 100])).unwrap();
     for i in 0..500u64 {
-        db.run(Isolation::Serializable, |tx| tx.update(t, &RowKey::from(1), &[i as u8; 100])).unwrap();
+        db.run(Isolation::Serializable, |tx| tx.update(t, RowKey::from(1), [i as u8; 100])).unwrap();
     }
     let before = rec.counter("multiverse_gc_versions_reclaimed_total{protocol=mv-occ}");
     let n = db.collect_garbage() as u64;
@@ -297,10 +297,10 @@ fn the_log_and_checkpoints() {
     };
     let rec = Arc::new(Recording::default());
     let schema = |db: &Database| db.create_table(TableSpec::hash("t", 64)).map(|_| ());
-    let (db, _) = metrics::with_local_recorder(&*rec, || Database::open(opts, schema)).unwrap();
+    let (db, _) = metrics::with_local_recorder(&*rec, || Database::open_with(opts, schema)).unwrap();
     let t = db.table("t").unwrap();
     for k in 0..20 {
-        db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(k), &val(k))).unwrap();
+        db.run(Isolation::Serializable, |tx| tx.insert(t, RowKey::from(k), val(k))).unwrap();
     }
     // Under sync durability each commit waited for its round: every
     // round that holds one has been counted.

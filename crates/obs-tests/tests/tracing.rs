@@ -120,15 +120,15 @@ fn writing_commit(spans: &Spans, protocol: Protocol) -> (Opened, Vec<&'static st
     let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     db.run(Isolation::Serializable, |tx| {
         for k in 0..4u64 {
-            tx.insert(t, Key::from(k), &k.to_le_bytes())?;
+            tx.insert(t, Key::from(k), k.to_le_bytes())?;
         }
         Ok(())
     })
     .unwrap();
     spans.take();
     let mut tx = db.begin(protocol.strongest()).unwrap();
-    tx.get(t, &Key::from(1)).unwrap();
-    tx.update(t, &Key::from(2), &7u64.to_le_bytes()).unwrap();
+    tx.get(t, Key::from(1)).unwrap();
+    tx.update(t, Key::from(2), 7u64.to_le_bytes()).unwrap();
     tx.commit().unwrap();
     let got = spans.take();
     let c = last_commit(&got).clone();
@@ -201,7 +201,7 @@ fn spans_of_commits_open_recovery_checkpoints_and_batches() {
     let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     db.run(Isolation::Serializable, |tx| {
         for k in 0..4u64 {
-            tx.insert(t, Key::from(k), &[0u8; 8])?;
+            tx.insert(t, Key::from(k), [0u8; 8])?;
         }
         Ok(())
     })
@@ -229,7 +229,7 @@ fn spans_of_commits_open_recovery_checkpoints_and_batches() {
     };
     let schema = |db: &Database| db.create_table(TableSpec::hash("t", 64)).map(|_| ());
     spans.take();
-    let (db, _) = Database::open(opts.clone(), schema).unwrap();
+    let (db, _) = Database::open_with(opts.clone(), schema).unwrap();
     let got = spans.take();
     let open = got.iter().find(|s| s.name == "open").expect("an open span");
     assert_eq!(open.fields.get("protocol").map(String::as_str), Some("mv-occ"));
@@ -242,7 +242,7 @@ fn spans_of_commits_open_recovery_checkpoints_and_batches() {
     let cp = got.iter().find(|s| s.name == "checkpoint").expect("a checkpoint span");
     assert_eq!(cp.parent, None, "{got:?}");
     drop(db);
-    let (_db, _) = Database::open(opts, schema).unwrap();
+    let (_db, _) = Database::open_with(opts, schema).unwrap();
     let got = spans.take();
     let open = got.iter().find(|s| s.name == "open").expect("an open span");
     assert_eq!(children(&got, open.id), ["recovery", "checkpoint"]);

@@ -52,6 +52,7 @@ pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
 pub use mix::Mix;
 pub use store::{run_attempts as run_store_attempts, Store, StoreTxn};
 
+use multiverse::research::breakdown;
 use multiverse::{
     AbortReason, AccessSet, Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, Transaction, TxnOptions,
 };
@@ -220,7 +221,8 @@ impl Txn for Transaction<'_> {
         filter: Option<&Filter>,
         f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
-        Transaction::scan(self, index, range, filter, f)
+        let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
+        Transaction::scan(self, index, bounds, filter, f)
     }
     #[inline]
     fn prefetch(&self, table: TableId, keys: &[Key]) {
@@ -445,17 +447,17 @@ pub trait Worker: Send {
     }
 }
 
-/// Aborts counted by reason (indexed like [`AbortReason::ALL`]); and, in
-/// the second array, the aborts of a retry that failed for the same reason
-/// as the attempt before it (how safe a retry is: SSN section 3.2).
+/// Aborts counted by reason; and, in the second count, the aborts of a
+/// retry that failed for the same reason as the attempt before it (how safe
+/// a retry is: SSN section 3.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AbortCounts(pub [u64; AbortReason::COUNT], pub [u64; AbortReason::COUNT]);
+pub struct AbortCounts(pub multiverse::AbortCounts, pub multiverse::AbortCounts);
 
 impl AbortCounts {
     /// Counts one abort.
     #[inline]
     pub fn add(&mut self, r: AbortReason) {
-        self.0[r as usize] += 1;
+        self.0[r] += 1;
     }
     /// Counts an aborted attempt for reason `r`, and a repeat if the
     /// attempt before it (`last`, then set to `r`) failed for the same reason.
@@ -469,34 +471,30 @@ impl AbortCounts {
     }
     /// Total aborts.
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        self.0.total()
     }
     /// Counts an abort of a retry that failed for the same reason as the
     /// attempt before it (also counted by [`AbortCounts::add`]).
     #[inline]
     pub fn add_repeat(&mut self, r: AbortReason) {
-        self.1[r as usize] += 1;
+        self.1[r] += 1;
     }
     /// Total repeated aborts.
     pub fn repeats(&self) -> u64 {
-        self.1.iter().sum()
+        self.1.total()
     }
     /// Adds another set of counts.
     pub fn merge(&mut self, o: &AbortCounts) {
-        for (a, b) in self.0.iter_mut().zip(o.0.iter()) {
-            *a += b;
-        }
-        for (a, b) in self.1.iter_mut().zip(o.1.iter()) {
-            *a += b;
-        }
+        self.0 += o.0;
+        self.1 += o.1;
     }
     /// (reason, repeats) pairs in the order of [`AbortReason::ALL`].
     pub fn repeats_by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
-        AbortReason::ALL.into_iter().zip(self.1.iter().copied())
+        self.1.iter()
     }
     /// (reason, count) pairs in the order of [`AbortReason::ALL`].
     pub fn by_reason(&self) -> impl Iterator<Item = (AbortReason, u64)> + '_ {
-        AbortReason::ALL.into_iter().zip(self.0.iter().copied())
+        self.0.iter()
     }
 }
 
@@ -564,7 +562,7 @@ fn run_attempts<W: Worker>(
     let mut opts = opts;
     // A time breakdown samples this transaction: each attempt is timed,
     // and an aborted one's time (with its backoff) goes to `wasted`.
-    let timing = multiverse::breakdown::enabled() && multiverse::breakdown::sampling();
+    let timing = breakdown::enabled() && breakdown::sampling();
     if let Some(now) = db.retry_after() {
         if let (at, Some(ts)) = LAST_COMMIT.get() {
             // Past `now`: another database that had the same address.
@@ -574,7 +572,7 @@ fn run_attempts<W: Worker>(
         }
     }
     loop {
-        let attempt = timing.then(|| (multiverse::breakdown::now(), multiverse::breakdown::thread_totals()));
+        let attempt = timing.then(|| (breakdown::now(), breakdown::thread_totals()));
         // One epoch pin for the attempt (`Database::pin`): the operations'
         // own pins nest in it (a counter, not a fence each), 5-7% more
         // throughput on Silo YCSB and MV/O Hekaton (docs/BENCHMARKS.md).
@@ -641,19 +639,21 @@ fn run_attempts<W: Worker>(
 
 /// The time this thread's aborted attempts took (rolled back by the
 /// workload, or aborted by the engine and retried, with their backoff),
-/// while `multiverse::breakdown` is on and the thread samples: what a time
-/// breakdown counts as work thrown away. Kept apart from the engine's parts, which the aborted
-/// attempts' regions also added to, so that a caller can leave those out.
+/// while `multiverse::research::breakdown` is on and the thread samples: what
+/// a time breakdown counts as work thrown away. Kept apart from the engine's
+/// parts, which the aborted attempts' regions also added to, so that a
+/// caller can leave those out.
 pub mod wasted {
-    use multiverse::breakdown::{now, thread_totals};
+    use multiverse::research::breakdown::{now, thread_totals};
     use std::cell::Cell;
 
     thread_local! {
         static WASTED: Cell<(u64, [u64; 5])> = const { Cell::new((0, [0; 5])) };
     }
 
-    /// This thread's running totals, in `multiverse::breakdown` ticks: the
-    /// aborted attempts' time, and what they added to each engine part.
+    /// This thread's running totals, in `multiverse::research::breakdown`
+    /// ticks: the aborted attempts' time, and what they added to each engine
+    /// part.
     pub fn totals() -> (u64, [u64; 5]) {
         WASTED.get()
     }
@@ -794,10 +794,10 @@ mod tests {
         let mut aborts = AbortCounts::default();
         let mut w = RollbackWorker { table, roll_back: true, commits: 0 };
         assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(false));
-        assert_eq!(aborts.0[AbortReason::User as usize], 1);
+        assert_eq!(aborts.0[AbortReason::User], 1);
         assert_eq!(aborts.total(), 1);
         assert_eq!(w.commits, 0);
-        let read = |db: &Database| db.run(multiverse::Isolation::Snapshot, |t| t.get(table, &Key::from_u64(1)));
+        let read = |db: &Database| db.run(multiverse::Isolation::Snapshot, |t| t.get(table, Key::from_u64(1)));
         assert_eq!(read(&db).unwrap(), None, "the insert was rolled back");
         w.roll_back = false;
         assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(true));

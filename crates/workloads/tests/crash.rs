@@ -61,7 +61,7 @@ fn open<W>(
     setup: impl FnOnce(&Database) -> Result<W, String>,
 ) -> (Database, W, RecoveryReport) {
     let mut w = None;
-    let (db, rep) = Database::open(options(dir, protocol), |db| {
+    let (db, rep) = Database::open_with(options(dir, protocol), |db| {
         w = Some(setup(db).map_err(Error::InvalidArgument)?);
         Ok(())
     })
@@ -266,12 +266,12 @@ fn tpcc_keeps_acknowledged_orders_and_its_consistency_conditions() {
                     })
                     .unwrap();
                 for &(wh, d, o, ol_cnt, c) in &orders {
-                    let row = t.get(order, &tpcc::o_key(wh, d, o)).unwrap();
+                    let row = t.get(order, tpcc::o_key(wh, d, o)).unwrap();
                     let row = row.unwrap_or_else(|| panic!("{at}: acknowledged order ({wh}, {d}, {o}) is gone"));
                     let found = (row[tpcc::O_OL_CNT], tpcc::get_u32(&row, tpcc::O_C_ID));
                     assert_eq!(found, (ol_cnt, c), "{at}: order ({wh}, {d}, {o}): (lines, customer)");
                     for ol in 1..=ol_cnt {
-                        let line = t.get(order_line, &tpcc::ol_key(wh, d, o, ol)).unwrap();
+                        let line = t.get(order_line, tpcc::ol_key(wh, d, o, ol)).unwrap();
                         assert!(line.is_some(), "{at}: line {ol} of acknowledged order ({wh}, {d}, {o}) is gone");
                     }
                 }

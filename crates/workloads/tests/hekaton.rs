@@ -24,7 +24,7 @@ fn table_state(db: &Database, w: &Hekaton) -> Vec<(u64, u64, u64)> {
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     let rows = (0..w.config().rows)
         .map(|k| {
-            let v = t.get(w.table(), &Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("row {k} missing"));
+            let v = t.get(w.table(), Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("row {k} missing"));
             assert_eq!(v.len(), PAYLOAD);
             decode_payload(&v).unwrap()
         })
@@ -41,7 +41,7 @@ fn load_inserts_every_row_once() {
         assert_eq!((key, thread, seq), (k as u64, 0, 0));
     }
     let mut t = db.begin(Isolation::Snapshot).unwrap();
-    assert_eq!(t.get(w.table(), &Key::from_u64(1000)).unwrap(), None, "keys are 0..N");
+    assert_eq!(t.get(w.table(), Key::from_u64(1000)).unwrap(), None, "keys are 0..N");
     t.commit().unwrap();
     assert_eq!(db.stats().versions_alive, 1000);
     assert_eq!(w.load_size(), 1000);
@@ -171,7 +171,7 @@ fn concurrent_snapshot_and_serializable_runs_keep_rows_intact() {
     // 20 rows, 2 threads: heavy contention, so aborts happen and are retried.
     for iso in [Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable] {
         let a = concurrent(iso, 20, 2, 400);
-        assert_eq!(a.0[multiverse::AbortReason::User as usize], 0);
+        assert_eq!(a.0[multiverse::AbortReason::User], 0);
     }
 }
 

@@ -31,7 +31,7 @@ fn writers(db: &Database, w: &Hekaton) -> Vec<u64> {
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     let v = (0..w.config().rows)
         .map(|k| {
-            let v = t.get(w.table(), &Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("row {k} missing"));
+            let v = t.get(w.table(), Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("row {k} missing"));
             let (key, thread, _) = decode_payload(&v).unwrap();
             assert_eq!(key, k, "row {k} holds another row's payload");
             thread
@@ -207,7 +207,7 @@ fn concurrent_long_readers(iso: Isolation) {
             // Serializable, but it writes nothing: MV/O serializes it at its
             // begin timestamp without validation. Only a commit dependency on
             // an updater that then aborts can fail it.
-            let other = aborts.total() - aborts.0[AbortReason::CommitDependency as usize];
+            let other = aborts.total() - aborts.0[AbortReason::CommitDependency];
             assert_eq!(other, 0, "long reader at {iso}: {aborts:?}");
         } else {
             assert_eq!(by_type[LONG_READ], 0);

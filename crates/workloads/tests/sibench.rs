@@ -33,7 +33,7 @@ fn state(db: &Database, w: &Sibench) -> Vec<(u64, u64)> {
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     let v = (0..w.config().rows)
         .map(|k| {
-            let v = t.get(w.table(), &Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("record {k} missing"));
+            let v = t.get(w.table(), Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("record {k} missing"));
             decode(&v).unwrap_or_else(|| panic!("record {k} is not 16 bytes"))
         })
         .collect();
@@ -212,7 +212,7 @@ fn concurrent_groups_keep_tids_and_counts_exact() {
         // Read-only: nothing to validate (a commit dependency on a writer
         // that then aborts is the only way a query can fail under MV/O).
         let q = per_type[0].2;
-        assert_eq!(q.total(), q.0[AbortReason::CommitDependency as usize], "{q:?}");
+        assert_eq!(q.total(), q.0[AbortReason::CommitDependency], "{q:?}");
         let written: u64 = per_type.iter().map(|p| p.1).sum();
         assert!(written > 800, "{written} writes");
         let st = state(&db, &w);
@@ -239,14 +239,14 @@ fn the_consistency_check_catches_foreign_tids_and_lost_writes() {
     // A TID of a thread that never ran.
     let key = Key::from_u64(0);
     let (_, n) = state(&db, &w)[0];
-    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, &value(tid(5, 1), n.max(1)))).unwrap();
+    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, value(tid(5, 1), n.max(1)))).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("record 0") && e.contains("no such writer"), "{e}");
     // A transaction number the thread never reached.
-    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, &value(tid(0, 11), n.max(1)))).unwrap();
+    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, value(tid(0, 11), n.max(1)))).unwrap();
     assert!(w.check_consistency(&db).unwrap_err().contains("no such writer"));
     // A lost write.
-    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, &value(tid(0, 10), n + 1))).unwrap();
+    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, value(tid(0, 10), n + 1))).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("add up to 21") && e.contains("20 writes committed"), "{e}");
 }

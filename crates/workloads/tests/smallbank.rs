@@ -3,7 +3,8 @@
 //! isolation level, including proof that the check catches money created
 //! behind its back and lost updates.
 
-use multiverse::{AccessSet, Database, Faults, Isolation, Key, Options, TxnOptions};
+use multiverse::research::Faults;
+use multiverse::{AccessSet, Database, Isolation, Key, Options, TxnOptions};
 use multiverse_workloads::smallbank::*;
 use multiverse_workloads::{load_parallel, run_txn, AbortCounts, Mix, Worker, Workload};
 use std::time::{Duration, Instant};
@@ -28,8 +29,8 @@ fn loaded(c: SmallBankConfig, parts: usize) -> (Database, SmallBank) {
 fn balances(db: &Database, w: &SmallBank, id: u64) -> (i64, i64) {
     let (_, sav, chk) = w.tables();
     let mut t = db.begin(Isolation::Snapshot).unwrap();
-    let s = decode_balance(&t.get(sav, &Key::from_u64(id)).unwrap().unwrap()).unwrap();
-    let c = decode_balance(&t.get(chk, &Key::from_u64(id)).unwrap().unwrap()).unwrap();
+    let s = decode_balance(&t.get(sav, Key::from_u64(id)).unwrap().unwrap()).unwrap();
+    let c = decode_balance(&t.get(chk, Key::from_u64(id)).unwrap().unwrap()).unwrap();
     t.commit().unwrap();
     (s, c)
 }
@@ -53,10 +54,10 @@ fn load_creates_every_account() {
     let (cu, _, _) = w.tables();
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     for id in [0u64, 1, 511, 512, 999] {
-        let v = t.get(cu, &customer_key(id)).unwrap().unwrap();
+        let v = t.get(cu, customer_key(id)).unwrap().unwrap();
         assert_eq!(v, id.to_le_bytes(), "customer {id}'s name maps to its id");
     }
-    assert_eq!(t.get(cu, &customer_key(1000)).unwrap(), None);
+    assert_eq!(t.get(cu, customer_key(1000)).unwrap(), None);
     t.commit().unwrap();
     for id in [0u64, 7, 999] {
         assert_eq!(balances(&db, &w, id), (initial_balance(id, false), initial_balance(id, true)));
@@ -78,19 +79,19 @@ fn the_state_check_catches_a_missing_account() {
     assert!(ok.needs_run.starts_with("money"), "{ok:?}");
     let (cu, _, chk) = w.tables();
     let moved = db.run(Isolation::Serializable, |t| {
-        let v = t.get(chk, &Key::from_u64(4))?.unwrap();
-        t.delete(chk, &Key::from_u64(4))?;
+        let v = t.get(chk, Key::from_u64(4))?.unwrap();
+        t.delete(chk, Key::from_u64(4))?;
         t.insert(chk, Key::from_u64(10), &v)
     });
     moved.unwrap();
     let e = w.check_state(&db).unwrap_err();
     assert!(e.contains("smallbank.checking row 10 is past the last customer (9)"), "{e}");
-    db.run(Isolation::Serializable, |t| t.delete(chk, &Key::from_u64(10))).unwrap();
+    db.run(Isolation::Serializable, |t| t.delete(chk, Key::from_u64(10))).unwrap();
     let e = w.check_state(&db).unwrap_err();
     assert!(e.contains("10 savings and 9 checking rows, expected 10 of each"), "{e}");
     db.run(Isolation::Serializable, |t| {
-        t.insert(chk, Key::from_u64(4), &1i64.to_le_bytes())?;
-        t.update(cu, &customer_key(3), &4u64.to_le_bytes())
+        t.insert(chk, Key::from_u64(4), 1i64.to_le_bytes())?;
+        t.update(cu, customer_key(3), 4u64.to_le_bytes())
     })
     .unwrap();
     let e = w.check_state(&db).unwrap_err();
@@ -176,7 +177,7 @@ fn a_missing_account_is_an_invariant_error_not_an_abort() {
     assert!(e.to_string().contains("customer row of customer 7 is missing"), "{e}");
     // A savings row deleted behind the workload's back.
     let (_, sav, _) = w.tables();
-    db.run(Isolation::Snapshot, |t| t.delete(sav, &Key::from_u64(1))).unwrap();
+    db.run(Isolation::Snapshot, |t| t.delete(sav, Key::from_u64(1))).unwrap();
     k.set_input(input(TRANSACT_SAVINGS, 1, 1, 5));
     let e = run_txn(&db, &mut k, TxnOptions::new(Isolation::Snapshot), &mut AbortCounts::default()).unwrap_err();
     assert!(e.to_string().contains("savings row of customer 1 is missing"), "{e}");
@@ -313,7 +314,7 @@ fn the_check_catches_money_created_behind_its_back() {
     w.check_consistency(&db).unwrap();
     let (_, _, chk) = w.tables();
     db.run(Isolation::Snapshot, |t| {
-        t.update_with(chk, &Key::from_u64(4), |old, new| {
+        t.update_with(chk, Key::from_u64(4), |old, new| {
             new.extend_from_slice(&(decode_balance(old).unwrap() + 1).to_le_bytes())
         })
     })

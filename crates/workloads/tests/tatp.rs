@@ -532,27 +532,27 @@ fn the_check_catches_changes_behind_its_back() {
     let m = population(50);
     // A call forwarding deleted without a transaction of the workload.
     let (&(s, t, st), _) = m.cf.iter().next().unwrap();
-    db.run(Isolation::Snapshot, |x| x.delete(cf, &cf_key(s, t, st))).unwrap();
+    db.run(Isolation::Snapshot, |x| x.delete(cf, cf_key(s, t, st))).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("call_forwarding rows, but") && e.contains("0 inserted and 0 deleted"), "{e}");
     db.run(Isolation::Snapshot, |x| x.insert(cf, cf_key(s, t, st), &m.cf[&(s, t, st)])).unwrap();
     w.check_consistency(&db).unwrap();
     // A special facility deleted: the population no longer matches.
     let (&(s2, t2), _) = m.sf.iter().find(|(k, _)| !m.cf.keys().any(|c| (c.0, c.1) == **k)).unwrap();
-    db.run(Isolation::Snapshot, |x| x.delete(sf, &sf_key(s2, t2))).unwrap();
+    db.run(Isolation::Snapshot, |x| x.delete(sf, sf_key(s2, t2))).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains(&format!("subscriber {s2} has access_info types")), "{e}");
     db.run(Isolation::Snapshot, |x| x.insert(sf, sf_key(s2, t2), &m.sf[&(s2, t2)])).unwrap();
     // A call forwarding without its special facility.
     let lonely = (1..=50).find(|&s| !m.sf.contains_key(&(s, 4))).unwrap();
-    db.run(Isolation::Snapshot, |x| x.insert(cf, cf_key(lonely, 4, 0), &[3; CF_LEN])).unwrap();
+    db.run(Isolation::Snapshot, |x| x.insert(cf, cf_key(lonely, 4, 0), [3; CF_LEN])).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("has no special_facility"), "{e}");
-    db.run(Isolation::Snapshot, |x| x.delete(cf, &cf_key(lonely, 4, 0))).unwrap();
+    db.run(Isolation::Snapshot, |x| x.delete(cf, cf_key(lonely, 4, 0))).unwrap();
     // A subscriber whose sub_nbr changed.
     let mut v = m.sub[&7].clone();
     v[..15].copy_from_slice(&sub_nbr(8));
-    db.run(Isolation::Snapshot, |x| x.update(sub, &sub_key(7), &v)).unwrap();
+    db.run(Isolation::Snapshot, |x| x.update(sub, sub_key(7), &v)).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("subscriber 7 has sub_nbr 000000000000008"), "{e}");
 }

@@ -164,7 +164,7 @@ fn each_transaction_does_what_the_specification_says() {
     let mut rb = TpccInput { rollback: true, ..no };
     rb.items[4] = ITEMS + 1;
     assert!(!run_one(&db, &mut k, &mut aborts, rb));
-    assert_eq!(aborts.0[AbortReason::User as usize], 1);
+    assert_eq!(aborts.0[AbortReason::User], 1);
     assert_eq!(u32_at(&get(&db, district, &d_key(1, 3)).unwrap(), D_NEXT_O_ID), 3002);
     assert!(get(&db, order, &o_key(1, 3, 3002)).is_none() && get(&db, order_line, &ol_key(1, 3, 3002, 1)).is_none());
 
@@ -396,7 +396,7 @@ fn the_check_catches_broken_conditions() {
     let gap = o_key(1, 6, 2500);
     db.run(Isolation::Snapshot, |t| t.delete(new_order, &gap)).unwrap();
     assert!(w.check_consistency(&db).unwrap_err().contains("condition 3: district (1, 6)"));
-    db.run(Isolation::Snapshot, |t| t.insert(new_order, gap.clone(), &[])).unwrap();
+    db.run(Isolation::Snapshot, |t| t.insert(new_order, gap.clone(), [])).unwrap();
     let lk = ol_key(1, 2, 17, 1);
     let lv = get(&db, order_line, &lk).unwrap();
     db.run(Isolation::Snapshot, |t| t.delete(order_line, &lk)).unwrap();
@@ -404,9 +404,9 @@ fn the_check_catches_broken_conditions() {
     db.run(Isolation::Snapshot, |t| t.insert(order_line, lk.clone(), &lv)).unwrap();
     w.check_consistency(&db).unwrap();
     // Rows no committed transaction of the workload accounts for.
-    db.run(Isolation::Snapshot, |t| t.insert(history, h_key(1, 9, 9), &[0; H_LEN])).unwrap();
+    db.run(Isolation::Snapshot, |t| t.insert(history, h_key(1, 9, 9), [0; H_LEN])).unwrap();
     assert!(w.check_consistency(&db).unwrap_err().contains("30001 history rows"));
-    db.run(Isolation::Snapshot, |t| t.delete(history, &h_key(1, 9, 9))).unwrap();
+    db.run(Isolation::Snapshot, |t| t.delete(history, h_key(1, 9, 9))).unwrap();
     let ok = o_key(1, 1, 5);
     let ov = get(&db, order, &ok).unwrap();
     db.run(Isolation::Snapshot, |t| t.delete(order, &ok)).unwrap();

@@ -92,7 +92,7 @@ fn predicate_keeps_its_counts_under_every_kind_of_protocol() {
 fn a_broken_count_row_fails_the_check() {
     let d = db(Protocol::MvOcc);
     let w = predicate(&d, true);
-    d.run(Isolation::Serializable, |t| t.update(w.counts_table(), &multiverse::Key::from_u64(2), &9u64.to_le_bytes()))
+    d.run(Isolation::Serializable, |t| t.update(w.counts_table(), multiverse::Key::from_u64(2), 9u64.to_le_bytes()))
         .unwrap();
     let e = w.check_consistency(&d).unwrap_err();
     assert_eq!(e, "range 2 holds 4 rows, but its count row says 9");
@@ -144,7 +144,7 @@ fn list_append_draws_fresh_keys_and_declares_them() {
     assert_eq!(keys, [0, 0, 0, 1 << 16, 1 << 16, 1 << 16]);
     let mut aborts = AbortCounts::default();
     run_txn(&d, &mut k, TxnOptions::new(Isolation::Serializable), &mut aborts).unwrap();
-    let v = d.run(Isolation::Snapshot, |t| t.get(w.table(), &multiverse::Key::from_u64(1 << 16))).unwrap().unwrap();
+    let v = d.run(Isolation::Snapshot, |t| t.get(w.table(), multiverse::Key::from_u64(1 << 16))).unwrap().unwrap();
     assert_eq!(v.len(), 16, "two tags");
     let (worker, seq, op) = split_tag(v[8..].try_into().unwrap());
     assert_eq!((worker, seq, op), (1, 3, 1));

@@ -194,7 +194,7 @@ fn counters(db: &Database, w: &Ycsb) -> Vec<u64> {
     let mut t = db.begin(Isolation::Snapshot).unwrap();
     let v = (0..w.config().rows)
         .map(|k| {
-            let v = t.get(w.table(), &Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("record {k} missing"));
+            let v = t.get(w.table(), Key::from_u64(k)).unwrap().unwrap_or_else(|| panic!("record {k} missing"));
             let (key, c) = decode(&v, len).unwrap_or_else(|| panic!("record {k} damaged"));
             assert_eq!(key, k);
             c
@@ -210,8 +210,8 @@ fn load_writes_every_record_once() {
     assert_eq!(counters(&db, &w), vec![0; 1000]);
     assert_eq!(db.stats().versions_alive, 1000);
     let mut t = db.begin(Isolation::Snapshot).unwrap();
-    assert_eq!(t.get(w.table(), &Key::from_u64(1000)).unwrap(), None, "keys are 0..rows");
-    assert_eq!(t.get(w.table(), &Key::from_u64(5)).unwrap().unwrap().len(), 100);
+    assert_eq!(t.get(w.table(), Key::from_u64(1000)).unwrap(), None, "keys are 0..rows");
+    assert_eq!(t.get(w.table(), Key::from_u64(5)).unwrap().unwrap().len(), 100);
     t.commit().unwrap();
     assert_eq!(w.load_size(), 1000);
     assert!(w.estimated_bytes() >= 1000 * 100);
@@ -448,7 +448,7 @@ fn the_consistency_check_catches_lost_and_damaged_records() {
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("add up to 101") && e.contains("100 read-modify-writes"), "{e}");
     // A damaged value.
-    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, &[0u8; 40])).unwrap();
+    db.run(Isolation::Snapshot, |t| t.update(w.table(), &key, [0u8; 40])).unwrap();
     let e = w.check_consistency(&db).unwrap_err();
     assert!(e.contains("record 3 has a damaged value"), "{e}");
     // And the workload notices a damaged record it modifies.

@@ -3,7 +3,8 @@
 //! lists, durations, counts and sizes. Every error is one line.
 
 use super::{report, sys, wl};
-use multiverse::{Faults, Isolation, Mode, Protocol};
+use multiverse::research::Faults;
+use multiverse::{Isolation, Mode, Protocol};
 use std::path::PathBuf;
 
 /// Default seed of the workers' random generators.
@@ -179,7 +180,7 @@ pub struct BenchArgs {
     pub list_append: wl::list_append::Flags,
     /// Breaks the protocol on purpose, for tests of the checker: a
     /// comma-separated list of skip-validation, skip-write-conflicts,
-    /// skip-read-mostly-handshake (`multiverse::Faults`; also the
+    /// skip-read-mostly-handshake (`multiverse::research::Faults`; also the
     /// environment variable MULTIVERSE_FAULTS). Hidden: never for real runs.
     #[arg(long, value_name = "NAME[,NAME]", hide = true)]
     pub fault: Option<String>,

@@ -2,7 +2,7 @@
 //!
 //! The workload is set up and loaded into the database as for any protocol
 //! (MV/O loads it), then copied row by row into a
-//! [`multiverse::ceiling::NoCcTable`]: the same hash index and records,
+//! [`multiverse::research::ceiling::NoCcTable`]: the same hash index and records,
 //! with nothing on top. The workers run the workload's own transaction code
 //! against it through [`CeilingTxn`], an implementation of the workloads'
 //! [`Txn`] whose reads are one index lookup handing the row to the caller
@@ -15,7 +15,7 @@
 //! Only the hekaton workload (one hash table, reads and same-length
 //! updates) runs this way; the others insert, delete or scan.
 
-use multiverse::ceiling::{NoCcTable, Session};
+use multiverse::research::ceiling::{NoCcTable, Session};
 use multiverse::{Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, TxnOptions};
 use multiverse_workloads::Txn;
 use std::ops::RangeBounds;
@@ -164,7 +164,7 @@ mod tests {
         let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
         db.run(Isolation::Serializable, |x| {
             for k in 0..50u64 {
-                x.insert(t, Key::from(k), &multiverse_workloads::hekaton::payload(k, 0, 0))?;
+                x.insert(t, Key::from(k), multiverse_workloads::hekaton::payload(k, 0, 0))?;
             }
             Ok(())
         })

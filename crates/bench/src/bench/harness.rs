@@ -62,7 +62,7 @@ impl LoadResult {
 /// The components of a time breakdown (`bench --breakdown`), in the order
 /// of `TypeResult::breakdown`: the transaction's own work (what the engine's
 /// timed parts do not cover), work thrown away by aborted attempts, then
-/// `multiverse::breakdown`'s parts.
+/// `multiverse::research::breakdown`'s parts.
 pub const COMPONENTS: [&str; 7] = ["useful", "abort", "index", "validation", "wait", "gc", "log-wait"];
 
 /// A breakdown times one transaction in this many per worker: reading the
@@ -204,7 +204,7 @@ pub struct RunConfig {
     pub warmup: Duration,
     /// CPUs to pin the workers to, worker `i` on `pin[i % len]` (empty: not pinned).
     pub pin: &'static [usize],
-    /// Take a time breakdown (`multiverse::breakdown` on for the run).
+    /// Take a time breakdown (`multiverse::research::breakdown` on for the run).
     pub breakdown: bool,
     /// Isolation level of every transaction.
     pub isolation: Isolation,
@@ -307,7 +307,7 @@ pub fn run<S: Store, W: Workload>(
     // per-second series (a count read a little late lands in the next second).
     let count = || progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum::<u64>();
     // Measured here, before the workers start (it switches the timing on).
-    let cost = cfg.breakdown.then(multiverse::breakdown::region_cost);
+    let cost = cfg.breakdown.then(multiverse::research::breakdown::region_cost);
 
     let (outcomes, elapsed, per_second, ts_at_measure) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -477,9 +477,9 @@ impl Clocks {
     #[inline]
     fn read() -> Clocks {
         Clocks {
-            now: multiverse::breakdown::now(),
-            parts: multiverse::breakdown::thread_totals(),
-            regions: multiverse::breakdown::thread_regions(),
+            now: multiverse::research::breakdown::now(),
+            parts: multiverse::research::breakdown::thread_totals(),
+            regions: multiverse::research::breakdown::thread_regions(),
             wasted: multiverse_workloads::wasted::totals(),
         }
     }
@@ -529,14 +529,14 @@ struct Loop<'a> {
     barrier: &'a Barrier,
     progress: &'a Progress,
     /// Take a time breakdown: with the timers' cost per region, `(inside,
-    /// whole)` in ticks (`multiverse::breakdown::region_cost`).
+    /// whole)` in ticks (`multiverse::research::breakdown::region_cost`).
     breakdown: Option<(f64, f64)>,
     ceiling: Option<Ceiling<'a>>,
 }
 
 /// `--protocol none`: the no-CC copy of the workload's one table, and that
 /// table's id (see [`super::ceiling`]).
-pub type Ceiling<'a> = (&'a multiverse::ceiling::NoCcTable, multiverse::TableId);
+pub type Ceiling<'a> = (&'a multiverse::research::ceiling::NoCcTable, multiverse::TableId);
 
 /// The per-thread loop: one `Instant` and one histogram record per
 /// committed transaction, into the histogram of its type. Never inlined:
@@ -581,7 +581,7 @@ fn worker_loop<S: Store, K: Worker>(db: &S, worker: &mut K, l: Loop<'_>) -> Resu
         sample_in ^= sample_in >> 7;
         sample_in ^= sample_in << 17;
         let clocks = (breakdown.is_some() && sample_in % u64::from(SAMPLE_EVERY) == 0).then(|| {
-            multiverse::breakdown::set_sampling(true);
+            multiverse::research::breakdown::set_sampling(true);
             Clocks::read()
         });
         let done = match ceiling {
@@ -592,7 +592,7 @@ fn worker_loop<S: Store, K: Worker>(db: &S, worker: &mut K, l: Loop<'_>) -> Resu
             }),
         };
         if let Some(c) = clocks {
-            multiverse::breakdown::set_sampling(false);
+            multiverse::research::breakdown::set_sampling(false);
             let done = matches!(done, Ok(true));
             c.add_since(done, breakdown.unwrap_or_default(), &mut tally.breakdown);
             tally.sampled += done as u64;

@@ -28,7 +28,8 @@ pub(crate) mod wl;
 pub use args::BenchArgs;
 pub(crate) use args::*;
 use harness::{LoadResult, RunConfig, RunResult};
-use multiverse::{Database, Faults, Isolation, Mode, Options, Protocol, Stats};
+use multiverse::research::Faults;
+use multiverse::{Database, Isolation, Mode, Options, Protocol, Stats};
 use multiverse_workloads::{check_name, Hekaton, HekatonConfig, Workload};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -336,7 +337,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
             drop(db);
             // The workload's tables come next; `measure` records the
             // workload in the directory once they exist.
-            db = Database::open(opts, |_| Ok(())).map_err(|e| e.to_string())?.0;
+            db = Database::open_with(opts, |_| Ok(())).map_err(|e| e.to_string())?.0;
         }
     }
     if a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some() {
@@ -531,7 +532,7 @@ fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
 
 /// The list-append cross-check of a history (`check_appends`): prints
 /// its verdict and fails on any mismatch.
-fn verify_appends(h: &multiverse::history::History) -> Result<(), String> {
+fn verify_appends(h: &multiverse::research::history::History) -> Result<(), String> {
     let mismatches = multiverse_check::check_appends(h);
     if mismatches.is_empty() {
         println!("verify: list-append: every key's values agree with its commit order");
@@ -611,12 +612,12 @@ pub(crate) fn measure_with<W: Workload>(
     let (faults_before, rss_before_run) = (sys::minor_faults(), sys::rss_bytes());
     let before = db.stats();
     let ts_before = before.timestamp_increments;
-    multiverse::breakdown::set_enabled(c.breakdown);
+    multiverse::research::breakdown::set_enabled(c.breakdown);
     let run = match c.bohm {
         Some(b) => harness::run_bohm(db, w, cfg, b),
         None => harness::run(db, w, cfg, nocc.as_ref().zip(ceiling.map(|c| c.0))),
     };
-    multiverse::breakdown::set_enabled(false);
+    multiverse::research::breakdown::set_enabled(false);
     // The history is the run's: the checks below run at other levels
     // (`multiverse check` without --isolation takes the history's one level).
     db.set_recording(false);

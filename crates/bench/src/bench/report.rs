@@ -85,7 +85,7 @@ pub fn breakdown_ns(r: &RunResult) -> Option<Vec<(&'static str, [f64; 7])>> {
     if all.iter().all(|&v| v == 0) {
         return None;
     }
-    let per_ns = multiverse::breakdown::ticks_per_ns();
+    let per_ns = multiverse::research::breakdown::ticks_per_ns();
     let ns = |ticks: &[u64; 7], n: u64| ticks.map(|v| v as f64 / per_ns / n.max(1) as f64);
     let mut rows = vec![("all", ns(&all, sampled))];
     rows.extend(r.per_type.iter().filter(|t| t.sampled > 0).map(|t| (t.name, ns(&t.breakdown, t.sampled))));

@@ -1,7 +1,7 @@
 //! Builders for hand-written histories, and assertions on reports.
 #![allow(dead_code)]
 
-use multiverse::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
+use multiverse::research::history::{History, Op, Outcome, TxnRecord, WriteKind, Writer};
 use multiverse::{AbortReason, Isolation, Key};
 use multiverse_check::{check, Class, Report};
 use std::ops::Bound;

@@ -6,6 +6,7 @@
 mod bohm;
 pub(crate) mod durable;
 mod pin;
+mod schema;
 
 pub use pin::Pinned;
 
@@ -116,13 +117,13 @@ impl Database {
     ///
     /// let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
     /// assert_eq!(db.protocol(), Protocol::Silo);
-    /// // A durable database is opened with `Database::open`.
+    /// // A durable database is opened with `Database::open` or `Database::open_with`.
     /// assert!(Database::new(Options { durability: Durability::Sync, ..Options::default() }).is_err());
     /// ```
     pub fn new(opts: Options) -> Result<Database> {
         if opts.durability != Durability::None || opts.data_dir.is_some() {
             return Err(Error::InvalidArgument(
-                "a durable database (durability or data_dir set) is opened with Database::open".into(),
+                "a durable database (durability or data_dir set) is opened with Database::open_with".into(),
             ));
         }
         Database::new_unlogged(opts)
@@ -220,7 +221,7 @@ impl Database {
         if let Some(log) = &self.log {
             log.set_tables(&self.table_list())?;
         }
-        Ok(TableId(id))
+        Ok(self.tid(id))
     }
 
     /// Looks a table up by name.
@@ -234,7 +235,7 @@ impl Database {
     /// assert!(matches!(db.table("nobody"), Err(Error::UnknownTable(_))));
     /// ```
     pub fn table(&self, name: &str) -> Result<TableId> {
-        self.names.lock().get(name).map(|&i| TableId(i)).ok_or_else(|| Error::UnknownTable(name.to_string()))
+        self.names.lock().get(name).map(|&i| self.tid(i)).ok_or_else(|| Error::UnknownTable(name.to_string()))
     }
 
     /// The names of all tables, in creation order.
@@ -270,7 +271,7 @@ impl Database {
         t.indexes
             .iter()
             .position(|ix| ix.name == name)
-            .map(|i| IndexId { table: table.0, index: i as u8 })
+            .map(|i| IndexId { table: table.0, index: i as u8, db: table.1 })
             .ok_or_else(|| Error::UnknownIndex(format!("{}.{name}", t.name)))
     }
 
@@ -286,7 +287,7 @@ impl Database {
     /// assert_eq!(db.index(t, "primary").unwrap(), ix);
     /// ```
     pub fn primary(&self, table: TableId) -> IndexId {
-        IndexId { table: table.0, index: 0 }
+        IndexId::from(table)
     }
 
     /// Begins a transaction at `isolation`.
@@ -519,7 +520,7 @@ impl Database {
     /// db.begin(Isolation::Serializable).unwrap().abort();
     /// let s = db.stats();
     /// assert_eq!((s.committed, s.aborted()), (1, 1));
-    /// assert_eq!(s.aborts[AbortReason::User as usize], 1);
+    /// assert_eq!(s.aborts[AbortReason::User], 1);
     /// assert_eq!(s.open_transactions, 0);
     /// ```
     pub fn stats(&self) -> Stats {
@@ -756,7 +757,7 @@ impl Database {
     ///
     /// # let tmp = tempfile::tempdir().unwrap();
     /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
-    /// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+    /// let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
     /// let t = db.table("t").unwrap();
     /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
     /// db.flush_log().unwrap(); // the async commit above is now on disk

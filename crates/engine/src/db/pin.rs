@@ -19,7 +19,7 @@ use crate::Database;
 ///
 /// ```
 /// let db = multiverse::Database::new(multiverse::Options::default()).unwrap();
-/// let pin: multiverse::Pinned = db.pin();
+/// let pin: multiverse::research::Pinned = db.pin();
 /// drop(pin);
 /// ```
 #[must_use = "the pin lasts while the value lives"]

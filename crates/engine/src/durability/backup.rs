@@ -16,9 +16,11 @@
 //! interactive transaction, which runs alone.
 //!
 //! The directory holds one checkpoint file and no log: opening it
-//! recovers exactly the snapshot (with the same schema the source was
-//! opened with: a data directory records its tables' names, not their
-//! kinds or indexes, which are the application's code).
+//! recovers exactly the snapshot. The checkpoint records each table's
+//! definition, as a data directory does: [`Database::open`] opens the
+//! backup with its tables as they were, and a schema given to
+//! [`Database::open_with`] must match them (secondary indexes need the
+//! schema for their key functions, which are the application's code).
 //!
 //! **Atomic.** Everything is written into a temporary directory beside
 //! the target (`.NAME.backup-PID-N.tmp`), synced, and renamed to the
@@ -69,7 +71,8 @@ fn reserved(name: &str) -> bool {
 impl Database {
     /// Writes an online, consistent backup of this database (durable or in
     /// memory, any protocol) into `dir`, a new directory that
-    /// [`Database::open`] opens with the same schema: every row as of one
+    /// [`Database::open`] opens (or [`Database::open_with`], with the same
+    /// schema): every row as of one
     /// snapshot, taken while transactions go on (see
     /// [`crate::durability::backup`]). `dir` must not exist or be an empty
     /// directory ([`Error::NotEmpty`] otherwise: nothing is overwritten);
@@ -89,12 +92,18 @@ impl Database {
     /// // Never over an existing backup.
     /// assert!(matches!(db.backup(&backup), Err(multiverse::Error::NotEmpty(_))));
     ///
-    /// let opts = Options { data_dir: Some(backup), durability: Durability::Async, ..Options::default() };
-    /// let (copy, _) = Database::open(opts, |d| d.create_table(TableSpec::hash("t", 64)).map(|_| ())).unwrap();
+    /// let opts = Options { data_dir: Some(backup.clone()), durability: Durability::Async, ..Options::default() };
+    /// let (copy, _) = Database::open_with(opts, |d| d.create_table(TableSpec::hash("t", 64)).map(|_| ())).unwrap();
+    /// let t = copy.table("t").unwrap(); // handles are their database's
     /// let mut x = copy.begin(Isolation::Snapshot).unwrap();
     /// assert_eq!(x.get(t, &Key::from(1)).unwrap().as_deref(), Some(&b"one"[..]));
+    /// drop(x);
+    /// copy.close().unwrap();
+    /// // The backup records its tables: it opens without a schema too.
+    /// let copy = Database::open(&backup).unwrap();
+    /// assert_eq!(copy.table_names(), ["t"]);
     /// ```
-    pub fn backup(&self, dir: &Path) -> Result<BackupInfo> {
+    pub fn backup(&self, dir: impl AsRef<Path>) -> Result<BackupInfo> {
         self.backup_with(dir, &[])
     }
 
@@ -114,7 +123,8 @@ impl Database {
     /// assert_eq!(std::fs::read(b.join("schema.txt")).unwrap(), b"t: hash");
     /// assert!(db.backup_with(&dir.path().join("c"), &[("LOCK", b"")]).is_err());
     /// ```
-    pub fn backup_with(&self, dir: &Path, files: &[(&str, &[u8])]) -> Result<BackupInfo> {
+    pub fn backup_with(&self, dir: impl AsRef<Path>, files: &[(&str, &[u8])]) -> Result<BackupInfo> {
+        let dir = dir.as_ref();
         for (name, _) in files {
             let plain = !name.is_empty()
                 && !name.starts_with('.')

@@ -7,15 +7,19 @@
 //! synced, and renamed, so a crash leaves either the whole file or none:
 //!
 //! ```text
-//!  "MVCKPT\0\x02" | frame(generation u64 | ts u64 | tables u32
-//!                         | (id u32 | name_len u16 | name)*)
+//!  "MVCKPT\0\x03" | frame(generation u64 | ts u64 | TABLES)
 //!                 | frame(row)* | frame(u32::MAX | rows u64)
 //! ```
 //!
+//! `TABLES` names each table with its number in the rows and its
+//! descriptor (its indexes' kinds, a typed table's types; see `format`),
+//! which an open checks the schema against (`durability::schema`).
+//! Format 3 added the descriptors; formats 1 and 2 wrote `tables u32 |
+//! (id u32 | name_len u16 | name)*`, and their tables are not checked.
 //! Format 2 writes keys of up to `KEY_MAX` bytes (the row's key length is
 //! one byte, or 255 and a u16; see `format`); format 1 wrote one byte, for
-//! keys of at most 32 bytes, the same bytes: its files are read too. A
-//! file of a later format is refused with a word that says so.
+//! keys of at most 32 bytes, the same bytes. Files of formats 1 to 3 are
+//! read; a file of a later format is refused with a word that says so.
 //!
 //! Each row is framed with its CRC (see `format`); the footer's count
 //! proves that no row is missing at the end.
@@ -36,26 +40,29 @@
 //! (`protocol::bohm`): between pipeline runs, at its log position.
 
 use super::checkpoint_file_name;
-use crate::wal::format::{frame, next_frame, put_key, put_value, Framed, Reader};
+use crate::wal::format::{frame, next_frame, put_key, put_tables, put_value, read_tables, Framed, Reader, TableEntry};
 use crate::wal::sync_dir;
-use crate::{Database, Isolation, Key, TableId, TxnOptions};
+use crate::{Database, Isolation, Key, TxnOptions};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x02";
+pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x03";
 /// The oldest checkpoint format read (see the module docs).
 const CHECKPOINT_FORMAT_READ: u8 = 1;
+/// The first checkpoint format whose header holds table descriptors.
+const CHECKPOINT_FORMAT_DESCRIBED: u8 = 3;
 
-/// Why `data` is not a checkpoint this version reads, if it is not.
-fn check_magic(data: &[u8]) -> std::result::Result<(), String> {
+/// The format of the checkpoint `data`, or why it is not a checkpoint
+/// this version reads.
+fn check_magic(data: &[u8]) -> std::result::Result<u8, String> {
     let n = CHECKPOINT_MAGIC.len();
     if data.len() < n || data[..n - 1] != CHECKPOINT_MAGIC[..n - 1] {
         return Err("not a checkpoint file (bad magic)".into());
     }
     match data[n - 1] {
-        f if (CHECKPOINT_FORMAT_READ..=CHECKPOINT_MAGIC[n - 1]).contains(&f) => Ok(()),
+        f if (CHECKPOINT_FORMAT_READ..=CHECKPOINT_MAGIC[n - 1]).contains(&f) => Ok(f),
         f if f > CHECKPOINT_MAGIC[n - 1] => {
             Err(format!("a checkpoint of a newer format ({f}) than this version writes ({})", CHECKPOINT_MAGIC[n - 1]))
         }
@@ -71,7 +78,7 @@ const FOOTER_TABLE: u32 = u32::MAX;
 ///
 /// # let tmp = tempfile::tempdir().unwrap();
 /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
-/// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+/// let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
 /// let t = db.table("t").unwrap();
 /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
 /// let info = db.checkpoint().unwrap();
@@ -163,17 +170,12 @@ fn write_once(db: &Database, dir: &Path, generation: u64, iso: Isolation, freeze
     frame(&mut buf, |b| {
         b.extend_from_slice(&generation.to_le_bytes());
         b.extend_from_slice(&ts.to_le_bytes());
-        b.extend_from_slice(&(tables.len() as u32).to_le_bytes());
-        for (id, name) in &tables {
-            b.extend_from_slice(&id.to_le_bytes());
-            b.extend_from_slice(&(name.len() as u16).to_le_bytes());
-            b.extend_from_slice(name.as_bytes());
-        }
+        put_tables(b, &tables);
     });
     let (mut rows, mut bytes) = (0u64, 0u64);
     let mut failed = None;
-    for (id, _) in &tables {
-        let table = TableId(*id);
+    for TableEntry { id, .. } in &tables {
+        let table = db.tid(*id);
         t.scan(db.primary(table), .., None, |k, v| {
             frame(&mut buf, |b| {
                 b.extend_from_slice(&id.to_le_bytes());
@@ -236,23 +238,39 @@ pub(crate) struct Loaded {
     pub(crate) rows: u64,
 }
 
-/// The table names of the checkpoint `data` (from `name`), in id order.
-pub(crate) fn tables(name: &str, data: &[u8]) -> Result<Vec<String>> {
-    let bad = |what: &str| Error::Corrupt(format!("checkpoint {name}: {what}; refusing to open it"));
-    check_magic(data).map_err(|what| bad(&what))?;
-    let Framed::Body(body, _) = next_frame(data, CHECKPOINT_MAGIC.len()) else {
-        return Err(bad("a damaged header"));
+/// A checkpoint's header: its generation, snapshot timestamp, and tables
+/// (with their descriptors from format 3 on), in id order.
+pub(crate) struct Header {
+    pub(crate) generation: u64,
+    pub(crate) ts: u64,
+    pub(crate) tables: Vec<TableEntry>,
+}
+
+/// The header of the checkpoint `data` (from `name`: at least its magic
+/// and header frame) and the offset of its first row.
+pub(crate) fn header(name: &str, data: &[u8]) -> Result<(Header, usize)> {
+    let bad = |what: String| Error::Corrupt(format!("checkpoint {name}: {what}; refusing to open it"));
+    let format = check_magic(data).map_err(bad)?;
+    let (body, at) = match next_frame(data, CHECKPOINT_MAGIC.len()) {
+        Framed::Body(b, next) => (b, next),
+        Framed::End => return Err(bad("no header".into())),
+        Framed::Damaged(what) => return Err(bad(format!("{what} in the header"))),
     };
-    let mut r = Reader::new(body);
-    let (_generation, _ts, n) = (r.u64()?, r.u64()?, r.u32()?);
-    let mut v = Vec::new();
-    for _ in 0..n {
-        let id = r.u32()?;
-        let len = r.u16()? as usize;
-        v.push((id, String::from_utf8_lossy(r.bytes(len)?).into_owned()));
+    let parse = || -> Result<Header> {
+        let mut r = Reader::new(body);
+        let (generation, ts) = (r.u64()?, r.u64()?);
+        let mut tables = read_tables(&mut r, format >= CHECKPOINT_FORMAT_DESCRIBED)?;
+        if !r.done() {
+            return Err(Error::Corrupt("trailing bytes".into()));
+        }
+        tables.sort_by_key(|t| t.id);
+        Ok(Header { generation, ts, tables })
+    };
+    let h = parse().map_err(|e| bad(format!("a malformed header ({e})")))?;
+    if let Some(w) = h.tables.windows(2).find(|w| w[0].id == w[1].id || w[0].name == w[1].name) {
+        return Err(bad(format!("a header that names table #{} '{}' twice", w[1].id, w[1].name)));
     }
-    v.sort();
-    Ok(v.into_iter().map(|(_, n)| n).collect())
+    Ok((h, at))
 }
 
 /// Reads the checkpoint `data` (from `name`), handing every row to `row`
@@ -260,25 +278,8 @@ pub(crate) fn tables(name: &str, data: &[u8]) -> Result<Vec<String>> {
 /// or refused.
 pub(crate) fn read(name: &str, data: &[u8], mut row: impl FnMut(&str, Key, &[u8]) -> Result<()>) -> Result<Loaded> {
     let bad = |what: String| Error::Corrupt(format!("checkpoint {name}: {what}; refusing to open it"));
-    check_magic(data).map_err(bad)?;
-    let mut at = CHECKPOINT_MAGIC.len();
-    let body = match next_frame(data, at) {
-        Framed::Body(b, next) => {
-            at = next;
-            b
-        }
-        Framed::End => return Err(bad("no header".into())),
-        Framed::Damaged(what) => return Err(bad(format!("{what} in the header"))),
-    };
-    let mut r = Reader::new(body);
-    let (generation, ts, n) = (r.u64()?, r.u64()?, r.u32()?);
-    let mut names = std::collections::HashMap::new();
-    for _ in 0..n {
-        let id = r.u32()?;
-        let len = r.u16()? as usize;
-        let s = std::str::from_utf8(r.bytes(len)?).map_err(|_| bad("a table name that is not UTF-8".into()))?;
-        names.insert(id, s.to_string());
-    }
+    let (Header { generation, ts, tables }, mut at) = header(name, data)?;
+    let names: std::collections::HashMap<u32, String> = tables.into_iter().map(|t| (t.id, t.name)).collect();
     let mut rows = 0u64;
     loop {
         match next_frame(data, at) {
@@ -314,18 +315,21 @@ pub(crate) fn read(name: &str, data: &[u8], mut row: impl FnMut(&str, Key, &[u8]
 mod tests {
     use super::*;
 
-    /// Checkpoints of format 1 (keys of at most 32 bytes, the same row
-    /// bytes) are read; a later format is refused by name.
+    /// Checkpoints of formats 1 (keys of at most 32 bytes, the same row
+    /// bytes) and 2 (no table descriptors) are read; a later format is
+    /// refused by name.
     #[test]
     fn checkpoint_formats_read_and_refused() {
         let mut m = CHECKPOINT_MAGIC.to_vec();
-        assert_eq!(check_magic(&m), Ok(()));
-        m[7] = 1;
-        assert_eq!(check_magic(&m), Ok(()));
+        assert_eq!(check_magic(&m), Ok(3));
+        for f in [1, 2] {
+            m[7] = f;
+            assert_eq!(check_magic(&m), Ok(f));
+        }
         m[7] = 0;
         assert!(check_magic(&m).unwrap_err().contains("older format"));
-        m[7] = 3;
-        assert!(check_magic(&m).unwrap_err().contains("newer format (3)"));
+        m[7] = 4;
+        assert!(check_magic(&m).unwrap_err().contains("newer format (4)"));
         assert!(check_magic(b"MVLOG\x00\x00\x04").unwrap_err().contains("bad magic"));
     }
 }

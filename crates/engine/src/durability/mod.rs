@@ -11,10 +11,13 @@
 //!
 //! * `checkpoint-<g>-<ts>.mvc`: every row as of the snapshot timestamp
 //!   `ts` (the newest one counts; older ones are removed once it is
-//!   durable);
+//!   durable), and in its header the tables with their descriptors (see
+//!   below; format 3, `checkpoint`);
 //! * `log-<g>-<stream>-<seq>.mvl`: the redo records of the transactions
 //!   that committed after the generation began, per stream, in files that
-//!   rotate at a size;
+//!   rotate at a size; each file's header names the tables, with their
+//!   descriptors, including those created since the checkpoint (format
+//!   5, `wal::format`);
 //! * `manifest`: which files each log stream of the generation holds
 //!   (see `wal::format`), so that a missing or extra file is seen;
 //! * `LOCK`: locked (`flock`) by the one [`crate::Database`] that owns the
@@ -25,6 +28,22 @@
 //!   [`OnDamage::KeepPrefix`]): the files of the damaged generation `g`
 //!   that the open did not keep, and a `README.txt` saying why (see
 //!   `quarantine`). Never read by recovery, never removed by the engine.
+//!
+//! **The schema is stored.** A table's *descriptor* records its
+//! definition but for its key functions, which are code: the primary
+//! index's kind (a hash index's capacity included), the secondary
+//! indexes' names and kinds, and a typed table's key and value type names
+//! (its bytes: `DESC` in `wal::format`). [`crate::Database::open_with`]
+//! compares the tables its schema creates with the descriptors of the
+//! generation it recovers, before it loads a row or writes anything: a
+//! difference is [`Error::SchemaMismatch`] and leaves the directory as
+//! it was. The tables the schema does not create are created from their
+//! descriptors, so [`crate::Database::open`], which has no schema, opens
+//! every table, except one with secondary indexes: only a schema can
+//! give their key functions ([`Error::KeyFunctionNeeded`]). Files
+//! written before descriptors (checkpoint formats 1 and 2, log formats 3
+//! and 4, still read) name their tables only: a schema must create them,
+//! and nothing is checked. See `schema`.
 //!
 //! Opening a directory recovers generation `g` and then writes a
 //! checkpoint of generation `g + 1` before logging anew: commit timestamps
@@ -73,9 +92,11 @@ pub(crate) mod checkpoint;
 pub(crate) mod open;
 pub(crate) mod quarantine;
 pub(crate) mod recovery;
+pub(crate) mod schema;
 
 pub use recovery::salvage::{salvage, SalvageReason, SalvageReport, SalvagedRecord, SalvagedWrite};
 pub use recovery::RecoveryReport;
+pub use schema::{tables, StoredTable};
 
 /// The log and its on-disk format are the layer below (`wal`); these
 /// paths keep naming them here.
@@ -103,7 +124,9 @@ pub(crate) fn parse_checkpoint_name(name: &str) -> Option<(u64, u64)> {
 }
 
 /// The names of the tables in the newest checkpoint of `dir`, in id
-/// order (empty if it has none): what a schema must create to recover it.
+/// order (empty if it has none): what a schema must create to recover
+/// it, when the checkpoint has no descriptors (see the module docs).
+/// Reads only the checkpoint's header.
 ///
 /// ```
 /// use multiverse::{durability, Database, Durability, Options, TableSpec};
@@ -111,7 +134,7 @@ pub(crate) fn parse_checkpoint_name(name: &str) -> Option<(u64, u64)> {
 /// # let tmp = tempfile::tempdir().unwrap();
 /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
 /// assert!(durability::table_names(tmp.path()).unwrap().is_empty(), "nothing written yet");
-/// let (db, _) = Database::open(opts, |db| {
+/// let (db, _) = Database::open_with(opts, |db| {
 ///     db.create_table(TableSpec::ordered("orders"))?;
 ///     db.create_table(TableSpec::hash("stock", 64)).map(drop)
 /// })
@@ -120,7 +143,8 @@ pub(crate) fn parse_checkpoint_name(name: &str) -> Option<(u64, u64)> {
 /// // Opening writes a checkpoint, which names the tables a schema must create.
 /// assert_eq!(durability::table_names(tmp.path()).unwrap(), ["orders", "stock"]);
 /// ```
-pub fn table_names(dir: &Path) -> Result<Vec<String>> {
+pub fn table_names(dir: impl AsRef<Path>) -> Result<Vec<String>> {
+    let dir = dir.as_ref();
     let mut cps = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| Error::Io(format!("cannot read {}: {e}", dir.display())))? {
         let e = e.map_err(|e| Error::Io(format!("cannot read {}: {e}", dir.display())))?;
@@ -130,7 +154,7 @@ pub fn table_names(dir: &Path) -> Result<Vec<String>> {
     }
     cps.sort();
     let Some((_, path)) = cps.pop() else { return Ok(Vec::new()) };
-    let data = std::fs::read(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
+    let head = schema::read_head(&path).map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    checkpoint::tables(&name, &data)
+    Ok(checkpoint::header(&name, &head)?.0.tables.into_iter().map(|t| t.name).collect())
 }

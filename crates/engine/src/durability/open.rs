@@ -1,23 +1,71 @@
-//! Opening a durable database (`Database::open`: the directory's lock,
-//! recovery, a fresh checkpoint, the log), its checkpointer thread, and
-//! what a durable database adds to `Database`: checkpoints, flushing, and
-//! the waits of sync durability. The directory's state the database
-//! keeps is `db::durable::Durable`.
+//! Opening a durable database (`Database::open_with`: the directory's
+//! lock, the schema and its check against the directory's, recovery, a
+//! fresh checkpoint, the log; `Database::open`, the same with the
+//! defaults and no schema), closing it (`Database::close`), its
+//! checkpointer thread, and what a durable database adds to `Database`:
+//! checkpoints, flushing, and the waits of sync durability. The
+//! directory's state the database keeps is `db::durable::Durable`.
 
 use crate::db::durable::Durable;
 use crate::durability::{self, Durability, RecoveryReport};
 use crate::obs;
 use crate::*;
 use parking_lot::Mutex;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 impl Database {
+    /// Opens (or creates) the durable database in the directory `path`,
+    /// with every table its data describes, under sync durability: a
+    /// commit returns once it is on disk. It is
+    /// [`Database::open_with`] with the default [`Options`] but
+    /// [`Durability::Sync`] and `data_dir` `path`, and a schema that
+    /// creates nothing: each table the directory holds is created as it
+    /// was (a table with secondary indexes needs their key functions, a
+    /// schema's: [`Error::KeyFunctionNeeded`]). Open tables with
+    /// [`Database::open_table`], which creates them on the first run and
+    /// checks them on the next; [`Database::close`] flushes and releases
+    /// the directory.
+    ///
+    /// ```
+    /// use multiverse::{Database, Isolation, Key, TableSpec};
+    ///
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// # let path = tmp.path().join("db");
+    /// let db = Database::open(&path).unwrap();
+    /// let t = db.open_table(TableSpec::hash("kv", 64)).unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"one")).unwrap();
+    /// db.close().unwrap();
+    ///
+    /// // The table and its rows are there on the next open.
+    /// let db = Database::open(&path).unwrap();
+    /// assert_eq!(db.table_names(), ["kv"]);
+    /// let t = db.open_table(TableSpec::hash("kv", 64)).unwrap();
+    /// let v = db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap();
+    /// assert_eq!(v.as_deref(), Some(&b"one"[..]));
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        let opts = Options { durability: Durability::Sync, data_dir: Some(path.as_ref().into()), ..Options::default() };
+        Database::open_with(opts, |_| Ok(())).map(|(db, _report)| db)
+    }
+
     /// Opens the durable database in `opts.data_dir` (created if missing):
-    /// `schema` creates its tables (the same ones, with the same names, in
-    /// the same order, on every open), then recovery loads the newest
-    /// checkpoint and replays the logs (see [`crate::durability`]), a new
-    /// checkpoint of the recovered state is written, and logging starts.
+    /// `schema` creates tables, the directory's record of its tables is
+    /// checked against them, recovery loads the newest checkpoint and
+    /// replays the logs (see [`crate::durability`]), a new checkpoint of
+    /// the recovered state is written, and logging starts.
+    ///
+    /// The directory records each table's definition (its indexes' kinds,
+    /// a typed table's key and value types; see
+    /// [`crate::durability`]): a table `schema` creates with another
+    /// definition fails the open with [`Error::SchemaMismatch`], changing
+    /// nothing, and a table it does not create is created as recorded
+    /// (one with secondary indexes needs their key functions, which only
+    /// `schema` can give: [`Error::KeyFunctionNeeded`]). A directory
+    /// written before definitions were recorded needs `schema` to create
+    /// every table it names.
+    ///
     /// The directory's lock is taken first: a directory another open
     /// database holds fails with [`Error::Locked`]. A damaged checkpoint is
     /// refused with [`Error::Corrupt`]. Of the log, the longest prefix of
@@ -32,20 +80,34 @@ impl Database {
     /// quarantine folder ([`RecoveryReport::quarantine`]).
     ///
     /// ```
-    /// use multiverse::{Database, Durability, Error, Options, TableSpec};
+    /// use multiverse::{Database, Durability, Error, IndexKind, Key, Options, TableSpec};
     ///
     /// # let tmp = tempfile::tempdir().unwrap();
     /// let opts = Options { durability: Durability::Sync, data_dir: Some(tmp.path().join("db")), ..Options::default() };
-    /// // The schema: the same tables, in the same order, on every open.
-    /// let schema = |db: &Database| db.create_table(TableSpec::ordered("t")).map(drop);
-    /// let (db, _report) = Database::open(opts.clone(), schema).unwrap();
+    /// // The schema: a secondary index's key function is code, given on every open.
+    /// let spec = || TableSpec::ordered("t").secondary("by_len", IndexKind::Ordered, |_, v| Key::from(v.len() as u64));
+    /// let schema = |db: &Database| db.create_table(spec()).map(drop);
+    /// let (db, _report) = Database::open_with(opts.clone(), schema).unwrap();
     /// assert_eq!(db.durability(), Durability::Sync);
     /// // A directory has one owner at a time.
-    /// assert!(matches!(Database::open(opts, schema), Err(Error::Locked(_))));
+    /// assert!(matches!(Database::open_with(opts.clone(), schema), Err(Error::Locked(_))));
+    /// db.close().unwrap();
+    ///
+    /// // The directory records the table: another definition is refused.
+    /// let other = |db: &Database| db.create_table(TableSpec::hash("t", 64)).map(drop);
+    /// let e = Database::open_with(opts.clone(), other).err().unwrap();
+    /// assert_eq!(e.to_string(), "table 't': stored as ordered, opened as hash(64)");
+    /// // Its secondary index needs the schema's key function.
+    /// let e = Database::open_with(opts.clone(), |_| Ok(())).err().unwrap();
+    /// assert!(matches!(e, Error::KeyFunctionNeeded { .. }), "{e}");
+    /// assert!(Database::open_with(opts, schema).is_ok());
     /// ```
-    pub fn open(opts: Options, schema: impl FnOnce(&Database) -> Result<()>) -> Result<(Database, RecoveryReport)> {
+    pub fn open_with(
+        opts: Options,
+        schema: impl FnOnce(&Database) -> Result<()>,
+    ) -> Result<(Database, RecoveryReport)> {
         let Some(dir) = opts.data_dir.clone() else {
-            return Err(Error::InvalidArgument("Database::open needs Options::data_dir".into()));
+            return Err(Error::InvalidArgument("Database::open_with needs Options::data_dir".into()));
         };
         let _span = obs::span!(info, "open", protocol = opts.protocol.name(), dir = %dir.display());
         if opts.durability == Durability::None {
@@ -58,6 +120,8 @@ impl Database {
         let lock = lock_dir(&dir)?;
         let mut db = Database::new_unlogged(opts)?;
         schema(&db)?;
+        // Before recovery loads a row, and before anything is written.
+        durability::schema::check(&db, &durability::schema::stored(&dir)?)?;
         let mut report = durability::recovery::recover(&db, &dir)?;
         db.sync_commits()?;
         // A new generation: its checkpoint holds everything recovered.
@@ -100,6 +164,40 @@ impl Database {
         Ok((db, report))
     }
 
+    /// Closes the database: stops the checkpointer (after the checkpoint
+    /// it is writing, if any), makes every commit durable with a last log
+    /// round, and releases the data directory, which the next
+    /// [`Database::open`] may take at once. Returns that round's error, or
+    /// the failure that stopped the log before ([`Error::LogFailed`]): a
+    /// commit may then not be durable (see [`Error::LogFailed`]).
+    /// Dropping a database does the same but cannot report the error. An
+    /// in-memory database is just dropped.
+    ///
+    /// ```
+    /// use multiverse::{Database, Durability, Error, Isolation, Key, Options, TableSpec};
+    ///
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
+    /// let (db, _) = Database::open_with(opts.clone(), |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+    /// let t = db.table("t").unwrap();
+    /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
+    /// db.close().unwrap(); // the async commit above is on disk now
+    /// let (db, report) = Database::open_with(opts, |_| Ok(())).unwrap();
+    /// assert_eq!(report.replayed, 1);
+    /// # drop(db);
+    /// Database::new(Options::default()).unwrap().close().unwrap();
+    /// ```
+    pub fn close(self) -> Result<()> {
+        if let Some(d) = &self.durable {
+            d.stop_checkpointer();
+        }
+        let r = self.log.as_ref().map_or(Ok(()), |log| log.close());
+        // The drop finds the checkpointer stopped and the log closed; the
+        // directory's lock goes with the last handle.
+        drop(self);
+        r
+    }
+
     /// Writes a checkpoint (a read-only snapshot transaction, concurrent
     /// with updaters) and drops the log files and older checkpoints it
     /// makes unnecessary. Only for durable databases.
@@ -109,7 +207,7 @@ impl Database {
     ///
     /// # let tmp = tempfile::tempdir().unwrap();
     /// let opts = Options { durability: Durability::Async, data_dir: Some(tmp.path().into()), ..Options::default() };
-    /// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+    /// let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
     /// let t = db.table("t").unwrap();
     /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
     /// assert_eq!(db.checkpoint().unwrap().rows, 1);
@@ -142,8 +240,10 @@ impl Database {
     }
 
     /// Loads the data directory `dir` into this in-memory database (whose
-    /// tables exist and are empty), as [`Database::open`] does, but leaves
-    /// the directory as it is: for inspecting it (`multiverse recover`).
+    /// tables exist and are empty), as [`Database::open_with`] does, but
+    /// leaves the directory as it is: for inspecting it (`multiverse
+    /// recover`). The tables need not be those the directory records (no
+    /// schema check, no table created): every table it names must exist.
     ///
     /// ```
     /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
@@ -157,16 +257,16 @@ impl Database {
     ///
     /// // Load the directory into an in-memory database, without owning it.
     /// let copy = Database::new(Options::default()).unwrap();
-    /// copy.create_table(TableSpec::ordered("t")).unwrap();
+    /// let t = copy.create_table(TableSpec::ordered("t")).unwrap();
     /// let report = copy.recover_from(&dir).unwrap();
     /// assert_eq!(report.checkpoint.map(|(_file, _ts, rows)| rows), Some(1));
     /// assert!(copy.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap().is_some());
     /// ```
-    pub fn recover_from(&self, dir: &std::path::Path) -> Result<RecoveryReport> {
+    pub fn recover_from(&self, dir: impl AsRef<Path>) -> Result<RecoveryReport> {
         if self.durable.is_some() {
             return Err(Error::InvalidArgument("recover_from: the database is durable already".into()));
         }
-        let r = durability::recovery::recover(self, dir)?;
+        let r = durability::recovery::recover(self, dir.as_ref())?;
         self.sync_commits()?;
         Ok(r)
     }

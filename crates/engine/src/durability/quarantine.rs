@@ -1,4 +1,4 @@
-//! The quarantine: where [`crate::Database::open`] under
+//! The quarantine: where [`crate::Database::open_with`] under
 //! [`crate::OnDamage::KeepPrefix`] moves what it drops from a damaged data
 //! directory, instead of deleting it.
 //!

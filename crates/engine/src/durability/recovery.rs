@@ -28,7 +28,7 @@
 //!    damaged directory with [`Error::Corrupt`], naming the damage and the
 //!    remedies; [`crate::OnDamage::KeepPrefix`] recovers the prefix and
 //!    reports, one line each, what it dropped and why (and
-//!    `Database::open` then moves the damaged generation's files into a
+//!    `Database::open_with` then moves the damaged generation's files into a
 //!    quarantine folder, see `quarantine`). A crash's torn tail is
 //!    dropped and reported under either.
 //! 4. **Load** the newest checkpoint of the newest generation (a damaged
@@ -74,12 +74,12 @@ use std::time::{Duration, Instant};
 /// # let tmp = tempfile::tempdir().unwrap();
 /// let opts = Options { durability: Durability::Sync, data_dir: Some(tmp.path().into()), ..Options::default() };
 /// let schema = |db: &Database| db.create_table(TableSpec::hash("t", 64)).map(drop);
-/// let (db, report) = Database::open(opts.clone(), schema).unwrap();
+/// let (db, report) = Database::open_with(opts.clone(), schema).unwrap();
 /// assert_eq!((report.generation, report.replayed), (0, 0)); // a new directory
 /// let t = db.table("t").unwrap();
 /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
 /// drop(db);
-/// let (_db, report) = Database::open(opts, schema).unwrap();
+/// let (_db, report) = Database::open_with(opts, schema).unwrap();
 /// assert_eq!((report.generation, report.replayed), (1, 1));
 /// assert!(!report.damaged);
 /// ```
@@ -119,7 +119,7 @@ pub struct RecoveryReport {
     /// recovered is a consistent prefix, but not necessarily every commit
     /// acknowledged. [`crate::OnDamage::Refuse`] refuses such a directory.
     pub damaged: bool,
-    /// Where [`crate::Database::open`] under
+    /// Where [`crate::Database::open_with`] under
     /// [`crate::OnDamage::KeepPrefix`] moved the damaged generation's files
     /// (a folder `quarantine-<generation>` inside the data directory, with
     /// a `README.txt`); `None` when nothing was damaged, and always for
@@ -189,7 +189,7 @@ fn examine(dir: &Path, rep: &mut RecoveryReport) -> Result<Option<Examined>> {
     rep.generation = generation;
     // Log files of a generation newer than the newest checkpoint: a
     // generation begins with its checkpoint, so no crash leaves them (a
-    // copied or restored file). Not replayed; `Database::open` (under
+    // copied or restored file). Not replayed; `Database::open_with` (under
     // `KeepPrefix`) quarantines them before it starts that generation's log.
     for (g, _, _, p) in listing.logs.iter().filter(|x| x.0 > generation) {
         rep.damaged = true;

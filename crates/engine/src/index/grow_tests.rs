@@ -35,7 +35,7 @@ fn grows_under(p: Protocol) {
             for b in 0..ROWS / BATCH {
                 db.run(iso, |x| {
                     for k in b * BATCH..(b + 1) * BATCH {
-                        x.insert(t, Key::from(k), &value(k))?;
+                        x.insert(t, Key::from(k), value(k))?;
                     }
                     Ok(())
                 })
@@ -62,7 +62,7 @@ fn grows_under(p: Protocol) {
                             .collect();
                         let got = db
                             .run(iso, |x| {
-                                keys.iter().map(|&k| x.get(t, &Key::from(k))).collect::<crate::Result<Vec<_>>>()
+                                keys.iter().map(|&k| x.get(t, Key::from(k))).collect::<crate::Result<Vec<_>>>()
                             })
                             .unwrap();
                         for (k, v) in keys.iter().zip(got) {
@@ -89,7 +89,7 @@ fn grows_under(p: Protocol) {
     .unwrap();
     assert!(seen.iter().all(|&c| c == 1), "{p}: a full scan delivers every row once");
     for k in (0..ROWS).step_by(7) {
-        assert_eq!(db.run(iso, |x| x.get(t, &Key::from(k))).unwrap(), Some(value(k)), "{p}");
+        assert_eq!(db.run(iso, |x| x.get(t, Key::from(k))).unwrap(), Some(value(k)), "{p}");
     }
     let end = buckets(&db, t);
     if p == Protocol::Bohm {

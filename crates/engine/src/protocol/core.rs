@@ -249,7 +249,7 @@ impl<'db> TxnCore<'db> {
     /// The table and index of `index`.
     #[inline]
     pub(crate) fn index_ref(&self, index: IndexId) -> Result<(&'db Table, &'db Index)> {
-        let t = self.db.table_ref(TableId(index.table))?;
+        let t = self.db.table_ref(index.table())?;
         let ix = t.indexes.get(index.index as usize).ok_or_else(|| Error::UnknownIndex(format!("#{}", index.index)))?;
         Ok((t, ix))
     }

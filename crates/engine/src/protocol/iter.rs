@@ -24,12 +24,12 @@
 //! group of equal keys loses and repeats nothing.
 
 use super::transaction::Transaction;
-use crate::key::Key;
+use crate::key::{IntoKey, Key, KeyRange};
 use crate::table::KeyFn;
 use crate::{Error, IndexId, Result};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 /// Most rows one batch of an iterator walks.
 pub const MAX_BATCH: usize = 256;
@@ -230,8 +230,9 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(first.0, Key::from(40));
     /// assert_eq!(tx.range(ix, Key::from(10)..Key::from(20)).unwrap().count(), 10);
     /// ```
-    pub fn range(&mut self, index: IndexId, range: impl RangeBounds<Key>) -> Result<Range<'_, 'db>> {
-        Range::new(self, index, range.start_bound().cloned(), range.end_bound().cloned())
+    pub fn range<'k>(&mut self, index: impl Into<IndexId>, range: impl KeyRange<'k>) -> Result<Range<'_, 'db>> {
+        let (lo, hi) = range.into_bounds()?;
+        Range::new(self, index.into(), lo, hi)
     }
 
     /// The rows of an ordered `index` whose index key starts with `prefix`,
@@ -259,11 +260,12 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(k, key(2, 5));
     /// tx.commit().unwrap();
     /// ```
-    pub fn prefix(&mut self, index: IndexId, prefix: &Key) -> Result<Range<'_, 'db>> {
+    pub fn prefix<'k>(&mut self, index: impl Into<IndexId>, prefix: impl IntoKey<'k>) -> Result<Range<'_, 'db>> {
+        let prefix = &*prefix.into_key()?;
         let hi = match prefix.prefix_end() {
             Some(e) => Bound::Excluded(e),
             None => Bound::Unbounded,
         };
-        Range::new(self, index, Bound::Included(prefix.clone()), hi)
+        Range::new(self, index.into(), Bound::Included(prefix.clone()), hi)
     }
 }

@@ -463,11 +463,11 @@ impl MvTxn<'_> {
             self.core.local.get().pending[i].new = ptr::null_mut();
             let t = self.core.db.table_by_id(p.table);
             if p.old.is_null() {
-                self.link_insert(t, TableId(p.table), p.key, &[], p.new)?;
+                self.link_insert(t, self.core.db.tid(p.table), p.key, &[], p.new)?;
                 if p.deleted {
                     // Ours and latest: the lock cannot be refused.
                     self.claim(p.new)?;
-                    self.connect(t, TableId(p.table), p.new, ptr::null_mut())?;
+                    self.connect(t, self.core.db.tid(p.table), p.new, ptr::null_mut())?;
                 }
             } else if let Err(e) = self.claim(p.old) {
                 if !p.new.is_null() {
@@ -476,7 +476,7 @@ impl MvTxn<'_> {
                 }
                 return Err(e);
             } else {
-                self.connect(t, TableId(p.table), p.old, p.new)?;
+                self.connect(t, self.core.db.tid(p.table), p.old, p.new)?;
             }
         }
         self.core.local.get().pending.clear();

@@ -221,7 +221,7 @@ fn sv_rollback(core: &mut TxnCore<'_>, mark: Mark, mut withdraw: impl FnMut(&mut
         // An entry before the mark for the same placeholder keeps it.
         let kept = core.local.get().silo.writes.iter().any(|x| x.rec.0 == w.rec.0);
         if !kept {
-            withdraw(core, TableId(w.table), w.rec.0);
+            withdraw(core, core.db.tid(w.table), w.rec.0);
         }
     }
     core.rollback_history(mark.history, &keys);

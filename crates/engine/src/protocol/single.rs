@@ -144,9 +144,12 @@ pub(crate) enum SvNode {
     /// `get`, `update` or `delete` of `key` found no row.
     Missing { table: u32, key: Key, seen: (u32, u32) },
     /// A scan of `index` over the range. `stop`: the walk was stopped at
-    /// the row of this primary key, inside the group of rows sharing the
-    /// bound's index key (a secondary index): the rest of that group was
-    /// not walked (`true`: a reverse walk, stopped at the low bound).
+    /// the row of this primary key, inside the group of records sharing
+    /// the bound's index key: the rest of that group was not walked
+    /// (`true`: a reverse walk, stopped at the low bound). In a secondary
+    /// index the group holds other rows; in the primary index, other
+    /// records of the row it stopped at (the old record of a row that
+    /// moved, section 4.5, until it is unlinked).
     Scan { table: u32, index: u8, lo: Bound<Key>, hi: Bound<Key>, stop: Option<(Key, bool)>, seen: (u32, u32) },
 }
 

@@ -22,14 +22,14 @@ use super::silo::SiloTxn;
 use super::single::SiloGlobal;
 use crate::error::AbortReason;
 use crate::history::WriteKind;
-use crate::key::Key;
+use crate::key::{IntoKey, Key, KeyRange};
 use crate::obs;
 use crate::shared::Shared;
 use crate::table::IndexImpl;
 use crate::txn::Filter;
 use crate::{AccessSet, Error, IndexId, Isolation, Options, Protocol, Result, TableId, TxnOptions};
 use std::mem::ManuallyDrop;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 /// An open transaction. Dropping it while active aborts it. It may move
 /// between threads (`Send`) but is used by one at a time (not `Sync`).
@@ -314,13 +314,18 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(x.get_with(t, &Key::from(2), |v| v.len()).unwrap(), None);
     /// ```
     #[inline]
-    pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        match &mut self.family {
+    pub fn get_with<'k, R>(
+        &mut self,
+        table: TableId,
+        key: impl IntoKey<'k>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        key.with_key(|key| match &mut self.family {
             Family::Mv(t) => t.get_with(table, key, f),
             Family::Silo(t) => t.get_with(table, key, f),
             Family::Lock(t) => t.get_with(table, key, f),
             Family::Bohm(t) => t.get_with(table, key, f),
-        }
+        })?
     }
 
     /// Reads the row with primary key `key` (copies the value).
@@ -335,7 +340,7 @@ impl<'db> Transaction<'db> {
     /// x.insert(t, Key::from(1), b"mine").unwrap();
     /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), Some(b"mine".to_vec())); // its own write
     /// ```
-    pub fn get(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
+    pub fn get<'k>(&mut self, table: TableId, key: impl IntoKey<'k>) -> Result<Option<Vec<u8>>> {
         self.get_with(table, key, |v| v.to_vec())
     }
 
@@ -382,23 +387,25 @@ impl<'db> Transaction<'db> {
     /// .unwrap();
     /// ```
     #[inline]
-    pub fn get_for_update_with<R>(
+    pub fn get_for_update_with<'k, R>(
         &mut self,
         table: TableId,
-        key: &Key,
+        key: impl IntoKey<'k>,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
-        if self.core().read_only && self.core().is_open() {
-            return Err(Error::InvalidArgument("get_for_update in a read-only transaction".into()));
-        }
-        match &mut self.family {
-            Family::Mv(t) => t.get_for_update_with(table, key, f),
-            Family::Silo(t) => t.get_for_update_with(table, key, f),
-            Family::Lock(t) => t.get_for_update_with(table, key, f),
-            // BOHM: writes are declared before the transaction runs, and an
-            // interactive transaction runs alone (see `bohm::interactive`).
-            Family::Bohm(t) => t.get_with(table, key, f),
-        }
+        key.with_key(|key| {
+            if self.core().read_only && self.core().is_open() {
+                return Err(Error::InvalidArgument("get_for_update in a read-only transaction".into()));
+            }
+            match &mut self.family {
+                Family::Mv(t) => t.get_for_update_with(table, key, f),
+                Family::Silo(t) => t.get_for_update_with(table, key, f),
+                Family::Lock(t) => t.get_for_update_with(table, key, f),
+                // BOHM: writes are declared before the transaction runs, and an
+                // interactive transaction runs alone (see `bohm::interactive`).
+                Family::Bohm(t) => t.get_with(table, key, f),
+            }
+        })?
     }
 
     /// [`Transaction::get_for_update_with`], copying the value.
@@ -417,7 +424,7 @@ impl<'db> Transaction<'db> {
     /// a.update(t, &Key::from(1), b"c").unwrap();
     /// a.commit().unwrap();
     /// ```
-    pub fn get_for_update(&mut self, table: TableId, key: &Key) -> Result<Option<Vec<u8>>> {
+    pub fn get_for_update<'k>(&mut self, table: TableId, key: impl IntoKey<'k>) -> Result<Option<Vec<u8>>> {
         self.get_for_update_with(table, key, |v| v.to_vec())
     }
 
@@ -520,14 +527,21 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(in_oslo, [1, 3]);
     /// ```
     #[inline]
-    pub fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
-        match &mut self.family {
-            Family::Mv(t) => t.get_by(index, key, f),
-            Family::Silo(t) => t.scan(index, lo, hi, None, false, f),
-            Family::Lock(t) => t.scan(index, lo, hi, None, false, f),
-            Family::Bohm(t) => t.scan(index, lo, hi, None, false, f),
-        }
+    pub fn get_by<'k>(
+        &mut self,
+        index: IndexId,
+        key: impl IntoKey<'k>,
+        f: impl FnMut(&Key, &[u8]) -> bool,
+    ) -> Result<()> {
+        key.with_key(|key| {
+            let (lo, hi) = (Bound::Included(key.clone()), Bound::Included(key.clone()));
+            match &mut self.family {
+                Family::Mv(t) => t.get_by(index, key, f),
+                Family::Silo(t) => t.scan(index, lo, hi, None, false, f),
+                Family::Lock(t) => t.scan(index, lo, hi, None, false, f),
+                Family::Bohm(t) => t.scan(index, lo, hi, None, false, f),
+            }
+        })?
     }
 
     /// Calls `f(primary key, value)` for every visible row whose key in
@@ -551,14 +565,15 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(keys, [3, 4, 5, 6]);
     /// ```
     #[inline]
-    pub fn scan(
+    pub fn scan<'k>(
         &mut self,
-        index: IndexId,
-        range: impl RangeBounds<Key>,
+        index: impl Into<IndexId>,
+        range: impl KeyRange<'k>,
         filter: Option<&Filter>,
         f: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
-        self.scan_dir(index, range.start_bound().cloned(), range.end_bound().cloned(), filter, false, f)
+        let (lo, hi) = range.into_bounds()?;
+        self.scan_dir(index.into(), lo, hi, filter, false, f)
     }
 
     /// [`Transaction::scan`] in either direction (`rev`: from `hi` down);
@@ -595,7 +610,8 @@ impl<'db> Transaction<'db> {
     /// x.commit().unwrap(); // the failed insert did not end the transaction
     /// ```
     #[inline]
-    pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
+    pub fn insert<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.into_key()?.into_owned(), value.as_ref());
         self.core().admit(value.len())?;
         match &mut self.family {
             Family::Mv(t) => t.insert(table, key, value),
@@ -621,23 +637,30 @@ impl<'db> Transaction<'db> {
     /// x.commit().unwrap();
     /// ```
     #[inline]
-    pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        self.core().admit_update(value.len())?;
-        let fill = |_: &[u8], new: &mut Vec<u8>| {
-            new.extend_from_slice(value);
-            true
-        };
-        // The single-version families check the length here: their `write`
-        // also serves `update_with` and `modify`, which check the result.
-        let too_large = |max: usize| Err(Error::ValueTooLarge { len: value.len(), max });
-        match &mut self.family {
-            Family::Mv(t) => t.update(table, key, value),
-            Family::Silo(t) if value.len() > t.core.db.opts.max_value_size => too_large(t.core.db.opts.max_value_size),
-            Family::Lock(t) if value.len() > t.core.db.opts.max_value_size => too_large(t.core.db.opts.max_value_size),
-            Family::Silo(t) => t.write(table, key, fill),
-            Family::Lock(t) => t.write(table, key, fill),
-            Family::Bohm(t) => t.write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value)),
-        }
+    pub fn update<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
+        let value = value.as_ref();
+        key.with_key(|key| {
+            self.core().admit_update(value.len())?;
+            let fill = |_: &[u8], new: &mut Vec<u8>| {
+                new.extend_from_slice(value);
+                true
+            };
+            // The single-version families check the length here: their `write`
+            // also serves `update_with` and `modify`, which check the result.
+            let too_large = |max: usize| Err(Error::ValueTooLarge { len: value.len(), max });
+            match &mut self.family {
+                Family::Mv(t) => t.update(table, key, value),
+                Family::Silo(t) if value.len() > t.core.db.opts.max_value_size => {
+                    too_large(t.core.db.opts.max_value_size)
+                }
+                Family::Lock(t) if value.len() > t.core.db.opts.max_value_size => {
+                    too_large(t.core.db.opts.max_value_size)
+                }
+                Family::Silo(t) => t.write(table, key, fill),
+                Family::Lock(t) => t.write(table, key, fill),
+                Family::Bohm(t) => t.write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value)),
+            }
+        })?
     }
 
     /// Read-modify-write: `f(old, new)` fills `new` (empty on entry) from the
@@ -661,20 +684,27 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap(), Some(b"abcd".to_vec()));
     /// ```
     #[inline]
-    pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        self.core().admit_update(0)?;
-        match &mut self.family {
-            Family::Mv(t) => t.update_with(table, key, f),
-            Family::Silo(t) => t.write(table, key, |old, new| {
-                f(old, new);
-                true
-            }),
-            Family::Lock(t) => t.write(table, key, |old, new| {
-                f(old, new);
-                true
-            }),
-            Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new)),
-        }
+    pub fn update_with<'k>(
+        &mut self,
+        table: TableId,
+        key: impl IntoKey<'k>,
+        f: impl FnOnce(&[u8], &mut Vec<u8>),
+    ) -> Result<()> {
+        key.with_key(|key| {
+            self.core().admit_update(0)?;
+            match &mut self.family {
+                Family::Mv(t) => t.update_with(table, key, f),
+                Family::Silo(t) => t.write(table, key, |old, new| {
+                    f(old, new);
+                    true
+                }),
+                Family::Lock(t) => t.write(table, key, |old, new| {
+                    f(old, new);
+                    true
+                }),
+                Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new)),
+            }
+        })?
     }
 
     /// Read-modify-write of an existing row that keeps its length: `f`
@@ -700,25 +730,27 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(row, [0, 0, 0, 0, 1, 0, 0, 0]);
     /// ```
     #[inline]
-    pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        self.core().admit_update(0)?;
-        match &mut self.family {
-            Family::Mv(t) => t.modify(table, key, f),
-            Family::Silo(t) => t.write(table, key, |old, new| {
-                new.extend_from_slice(old);
-                f(new);
-                true
-            }),
-            Family::Lock(t) => t.write(table, key, |old, new| {
-                new.extend_from_slice(old);
-                f(new);
-                true
-            }),
-            Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| {
-                new.extend_from_slice(old.unwrap_or(&[]));
-                f(new)
-            }),
-        }
+    pub fn modify<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        key.with_key(|key| {
+            self.core().admit_update(0)?;
+            match &mut self.family {
+                Family::Mv(t) => t.modify(table, key, f),
+                Family::Silo(t) => t.write(table, key, |old, new| {
+                    new.extend_from_slice(old);
+                    f(new);
+                    true
+                }),
+                Family::Lock(t) => t.write(table, key, |old, new| {
+                    new.extend_from_slice(old);
+                    f(new);
+                    true
+                }),
+                Family::Bohm(t) => t.write(table, key, WriteKind::Update, |old, new| {
+                    new.extend_from_slice(old.unwrap_or(&[]));
+                    f(new)
+                }),
+            }
+        })?
     }
 
     /// Deletes a row; fails with [`Error::KeyNotFound`] if `key` has no visible row.
@@ -736,13 +768,13 @@ impl<'db> Transaction<'db> {
     /// x.commit().unwrap();
     /// ```
     #[inline]
-    pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
-        match &mut self.family {
+    pub fn delete<'k>(&mut self, table: TableId, key: impl IntoKey<'k>) -> Result<()> {
+        key.with_key(|key| match &mut self.family {
             Family::Mv(t) => t.delete(table, key),
             Family::Silo(t) => t.write(table, key, |_, _| false),
             Family::Lock(t) => t.write(table, key, |_, _| false),
             Family::Bohm(t) => t.write(table, key, WriteKind::Delete, |_, _| {}),
-        }
+        })?
     }
 
     /// Inserts the row, or updates it if `key` has a visible row.
@@ -758,9 +790,10 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), Some(b"updated".to_vec()));
     /// x.commit().unwrap();
     /// ```
-    pub fn put(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
-        match self.update(table, &key, value) {
-            Err(Error::KeyNotFound) => self.insert(table, key, value),
+    pub fn put<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.into_key()?, value.as_ref());
+        match self.update(table, &*key, value) {
+            Err(Error::KeyNotFound) => self.insert(table, key.into_owned(), value),
             r => r,
         }
     }

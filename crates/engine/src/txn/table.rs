@@ -10,6 +10,7 @@
 
 use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
+use crate::stats::AbortCounts;
 use crate::Error;
 use crossbeam_utils::{Backoff, CachePadded};
 use parking_lot::Mutex;
@@ -457,17 +458,17 @@ impl TxnTable {
     }
 
     /// Sums per-slot statistics.
-    pub(crate) fn totals(&self) -> (u64, [u64; AbortReason::COUNT], u64, u64) {
+    pub(crate) fn totals(&self) -> (u64, AbortCounts, u64, u64) {
         let mut c = 0;
         let (mut created, mut freed) = (0, 0);
-        let mut a = [0u64; AbortReason::COUNT];
+        let mut a = AbortCounts::default();
         for s in self.slots.iter() {
             // Relaxed: statistics only.
             c += s.committed.load(Ordering::Relaxed);
             created += s.created.load(Ordering::Relaxed);
             freed += s.freed.load(Ordering::Relaxed);
-            for (k, x) in a.iter_mut().enumerate() {
-                *x += s.aborts[k].load(Ordering::Relaxed);
+            for (x, n) in a.iter_mut().zip(&s.aborts) {
+                *x += n.load(Ordering::Relaxed);
             }
         }
         (c, a, created, freed)

@@ -67,8 +67,22 @@
 //! length (LEB128). With the `serde` feature, `Serde<T>` stores
 //! any `Serialize + DeserializeOwned` type in the postcard format.
 //!
-//! Bytes that do not decode as the type asked for (a table opened with
-//! the wrong types, damaged data) give [`Error::Decode`], never a panic.
+//! Bytes that do not decode as the type asked for (damaged data, a table
+//! read through [`TypedTable::from_id`] with the wrong types) give
+//! [`Error::Decode`], never a panic.
+//!
+//! # Types are recorded
+//!
+//! A table created by a [`TableDefinition`] records the names of its key
+//! and value types ([`std::any::type_name`]), in memory and, for a
+//! durable database, in its data directory with the rest of the table's
+//! definition. Opening it with other types ([`TableDefinition::open`],
+//! [`crate::Database::open_table`], or a schema given to
+//! [`crate::Database::open_with`]) is [`Error::SchemaMismatch`] at once,
+//! not a decode error at the first read. A table created through the
+//! byte API takes the types of its first typed open. The names are the
+//! compiler's: a type renamed or moved to another module, or a compiler
+//! that names it otherwise, reads as another type.
 
 mod key;
 #[cfg(feature = "serde")]
@@ -80,6 +94,7 @@ pub use key::{encode_key, AsKey, TypedKey};
 pub use serde::Serde;
 pub use value::{AsValue, Value};
 
+use crate::table::Types;
 use crate::{Database, Error, IndexId, IndexKind, Key, Result, TableId, TableSpec, Transaction};
 use std::fmt;
 use std::marker::PhantomData;
@@ -133,8 +148,10 @@ impl<K: TypedKey, V: Value> TableDefinition<K, V> {
         self.name
     }
 
-    /// The [`TableSpec`] of this table with its primary index of `kind`,
-    /// to add secondary indexes to before [`TableDefinition::create_with`].
+    /// The [`TableSpec`] of this table with its primary index of `kind`
+    /// and its key and value types, to add secondary indexes to before
+    /// [`TableDefinition::create_with`] (or to give
+    /// [`crate::Database::open_table`]).
     ///
     /// ```
     /// use multiverse::{Database, IndexKind, Options, TableDefinition};
@@ -148,7 +165,7 @@ impl<K: TypedKey, V: Value> TableDefinition<K, V> {
     /// assert!(db.index(t.id(), "len").is_ok());
     /// ```
     pub fn spec(&self, kind: IndexKind) -> TableSpec {
-        TableSpec { name: self.name.to_string(), primary: kind, secondary: vec![] }
+        TableSpec { name: self.name.to_string(), primary: kind, secondary: vec![], types: Some(Types::of::<K, V>()) }
     }
 
     /// Creates the table with its primary index of `kind` (see
@@ -169,7 +186,8 @@ impl<K: TypedKey, V: Value> TableDefinition<K, V> {
 
     /// Creates the table from `spec`, which must bear this definition's
     /// name ([`Error::InvalidArgument`] otherwise); made by
-    /// [`TableDefinition::spec`], it may have secondary indexes.
+    /// [`TableDefinition::spec`], it may have secondary indexes. The table
+    /// records this definition's key and value types.
     ///
     /// ```
     /// use multiverse::{Database, Error, Options, TableDefinition, TableSpec};
@@ -187,13 +205,14 @@ impl<K: TypedKey, V: Value> TableDefinition<K, V> {
                 spec.name, self.name
             )));
         }
-        db.create_table(spec).map(TypedTable::from_id)
+        db.create_table(TableSpec { types: Some(Types::of::<K, V>()), ..spec }).map(TypedTable::from_id)
     }
 
     /// The handle of the existing table of this name
-    /// ([`Error::UnknownTable`] if there is none). The types are not
-    /// stored with the table: rows written with other types fail to
-    /// decode ([`Error::Decode`]).
+    /// ([`Error::UnknownTable`] if there is none), if its recorded key and
+    /// value types are this definition's ([`Error::SchemaMismatch`]
+    /// otherwise; see [Types are recorded](crate::typed#types-are-recorded)).
+    /// A table created through the byte API records these types now.
     ///
     /// ```
     /// use multiverse::{Database, Error, IndexKind, Options, TableDefinition};
@@ -203,9 +222,15 @@ impl<K: TypedKey, V: Value> TableDefinition<K, V> {
     /// assert!(matches!(T.open(&db), Err(Error::UnknownTable(_))));
     /// let t = T.create(&db, IndexKind::Ordered).unwrap();
     /// assert_eq!(T.open(&db).unwrap(), t);
+    /// // The same table with other value types is refused.
+    /// const AS_STRINGS: TableDefinition<u64, String> = TableDefinition::new("t");
+    /// let e = AS_STRINGS.open(&db).unwrap_err();
+    /// assert_eq!(e.to_string(), "table 't': created with values of type u64, opened with alloc::string::String");
     /// ```
     pub fn open(&self, db: &Database) -> Result<TypedTable<K, V>> {
-        db.table(self.name).map(TypedTable::from_id)
+        let id = db.table(self.name)?;
+        db.record_types(id, &Types::of::<K, V>())?;
+        Ok(TypedTable::from_id(id))
     }
 }
 
@@ -316,7 +341,7 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
     /// assert_eq!(t.primary(), db.primary(t.id()));
     /// ```
     pub const fn primary(&self) -> IndexId {
-        IndexId { table: self.table.0, index: 0 }
+        IndexId { table: self.table.0, index: 0, db: self.table.1 }
     }
 
     /// The engine [`Key`] of `key` (to declare it in an
@@ -372,6 +397,60 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
         t.get_with(self.table, &self.key(key)?, f)
+    }
+
+    /// Reads the value of `key` for an update that follows in this
+    /// transaction: [`Transaction::get_for_update`], which claims the row
+    /// as a write would (the protocol's write lock or write intent), so
+    /// that a concurrent writer of it conflicts now rather than at commit.
+    ///
+    /// ```
+    /// use multiverse::{Database, Error, IndexKind, Isolation, Options, TableDefinition};
+    ///
+    /// const STOCK: TableDefinition<u32, u64> = TableDefinition::new("stock");
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let stock = STOCK.create(&db, IndexKind::Hash { capacity: 64 }).unwrap();
+    /// db.run(Isolation::Serializable, |t| stock.insert(t, 7, 10)).unwrap();
+    /// let mut a = db.begin(Isolation::Serializable).unwrap();
+    /// let n = stock.get_for_update(&mut a, 7).unwrap().unwrap();
+    /// // The row is claimed: a second writer is refused at once (mv-occ).
+    /// let mut b = db.begin(Isolation::Serializable).unwrap();
+    /// assert!(matches!(stock.update(&mut b, 7, 0), Err(Error::Aborted(_))));
+    /// stock.update(&mut a, 7, n - 1).unwrap();
+    /// a.commit().unwrap();
+    /// assert_eq!(db.run(Isolation::Snapshot, |t| stock.get(t, 7)).unwrap(), Some(9));
+    /// ```
+    pub fn get_for_update(&self, t: &mut Transaction<'_>, key: impl AsKey<K>) -> Result<Option<V>> {
+        t.get_for_update_with(self.table, &self.key(key)?, V::decode_value)?.transpose()
+    }
+
+    /// [`TypedTable::get_for_update`], passing the stored bytes to `f`
+    /// without copying or decoding them (see
+    /// [`Transaction::get_for_update_with`]).
+    ///
+    /// ```
+    /// use multiverse::{Database, IndexKind, Isolation, Options, TableDefinition};
+    ///
+    /// const T: TableDefinition<u64, String> = TableDefinition::new("t");
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = T.create(&db, IndexKind::Ordered).unwrap();
+    /// db.run(Isolation::Serializable, |x| t.insert(x, 1, "abc")).unwrap();
+    /// let n = db
+    ///     .run(Isolation::Serializable, |x| {
+    ///         let n = t.get_for_update_with(x, 1, |b| b.len())?;
+    ///         t.update(x, 1, "abcd")?;
+    ///         Ok(n)
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(n, Some(3));
+    /// ```
+    pub fn get_for_update_with<R>(
+        &self,
+        t: &mut Transaction<'_>,
+        key: impl AsKey<K>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        t.get_for_update_with(self.table, &self.key(key)?, f)
     }
 
     /// Inserts a new row ([`Error::DuplicateKey`] if `key` has one).

@@ -28,18 +28,43 @@
 //! wrote one byte, for keys of at most 32 bytes: the same bytes, so format
 //! 4 reads its files.
 //!
-//! Every log file begins with `"MVLOG\0\0\x04"` and one framed header
+//! Every log file begins with `"MVLOG\0\0\x05"` and one framed header
 //! that says where the file belongs, so that recovery can tell a missing,
-//! duplicated or misplaced file from a complete stream:
+//! duplicated or misplaced file from a complete stream, and which tables
+//! its records write:
 //!
 //! ```text
 //!  HEADER: generation u64 | stream u32 | streams u32 | seq u32
-//!          | start_mark u64 | tables u32 | (id u32 | name_len u16 | name)*
+//!          | start_mark u64 | TABLES
+//!  TABLES: tables u32 | (id u32 | name_len u16 | name | desc_len u32 | DESC)*
 //! ```
 //!
 //! `start_mark` is the last epoch mark the stream had written before the
 //! file began: every record of the stream with an epoch up to it lies in
 //! an earlier file, and every record in this one has a later epoch.
+//! Formats 3 and 4 wrote `TABLES` without descriptors (`(id u32 |
+//! name_len u16 | name)*`): their files are read, and their tables are
+//! not checked against the schema.
+//!
+//! A table's *descriptor* (`DESC`, `desc_len` bytes; 0 bytes: none) is
+//! what the directory records of its definition, so that an open can
+//! check the schema against it and create the tables a schema does not
+//! (`durability::schema`): the primary index's kind, the secondary
+//! indexes' names and kinds in order (their key functions are code, not
+//! data), and a typed table's key and value type names
+//! (`std::any::type_name`). Strings are UTF-8:
+//!
+//! ```text
+//!  DESC: version=1 u8 | KIND | secondaries u8 | (name_len u16 | name | KIND)*
+//!        | typed u8 (0 or 1) | (typed only) key_len u16 | key type
+//!                                          | value_len u16 | value type
+//!  KIND: 0 u8 | capacity u64           a hash index and its capacity
+//!        1 u8                          an ordered index
+//!        2 u8 | prefix u16             an ordered index grouped by a prefix
+//! ```
+//!
+//! A descriptor of a later version is refused by name. Checkpoints hold
+//! the same `TABLES` in their header (`durability::checkpoint`).
 //!
 //! The `manifest` lists the files each stream of the generation holds
 //! (rewritten atomically whenever a file is added or dropped):
@@ -53,7 +78,8 @@
 //! value`, `key_len` as in a log record. Integers are little-endian.
 
 use crate::key::{Key, KEY_MAX};
-use crate::{Error, Result};
+use crate::table::{TableDesc, Types};
+use crate::{Error, IndexKind, Result};
 
 /// Bytes of the frame around every body.
 pub(crate) const FRAME: usize = 8;
@@ -67,23 +93,161 @@ pub(crate) const OP_DELETE: u8 = 1;
 /// but a transaction record this large is not something we write).
 pub(crate) const MAX_BODY: usize = 1 << 30;
 
-/// The first bytes of every log file (format 4: keys of up to
-/// [`KEY_MAX`] bytes, see `key_len` in the module docs).
-pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x04";
+/// The first bytes of every log file (format 5: tables with their
+/// descriptors, see the module docs).
+pub(crate) const LOG_MAGIC: &[u8; 8] = b"MVLOG\x00\x00\x05";
 /// The oldest log format still read: 3 (placed headers; round `e` and its
 /// mark in stream `e % streams` only; keys of at most 32 bytes, whose
-/// one-byte length format 4 writes alike).
+/// one-byte length format 4 writes alike; no table descriptors, which
+/// format 5 adds).
 pub(crate) const LOG_FORMAT_READ: u8 = 3;
+/// The first log format whose headers hold table descriptors.
+const LOG_FORMAT_DESCRIBED: u8 = 5;
 /// The first bytes of the log files of every format, minus their last
 /// byte (the format: 1, no headers; 2, every round marked in every stream,
-/// both refused with a clear word; 3 and 4 read).
+/// both refused with a clear word; 3 to 5 read).
 pub(crate) const LOG_MAGIC_OLD: &[u8; 7] = b"MVLOG\x00\x00";
 /// A `key_len` byte that says a u16 length follows.
 const KEY_LEN_WIDE: u8 = 0xFF;
 /// The first bytes of a manifest.
 pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"MVMANI\x00\x01";
-/// At most this many streams (checked by `Database::open`).
+/// At most this many streams (checked by `Database::open_with`).
 pub(crate) const MAX_STREAMS: u32 = 256;
+/// The version of the table descriptors written (`DESC` in the module docs).
+const DESC_VERSION: u8 = 1;
+
+/// A table as a file's header names it (`TABLES` in the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TableEntry {
+    /// Its number in the file's records.
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    /// Its descriptor; `None` in the formats that wrote none.
+    pub(crate) desc: Option<TableDesc>,
+}
+
+impl TableEntry {
+    /// Takes in another file's (or a later list's) entry of this table:
+    /// within a generation its indexes never change, but its types may be
+    /// recorded after an entry named it (a table of the byte API opened
+    /// typed for the first time). The fuller entry wins, so lists merged
+    /// in any order agree.
+    pub(crate) fn merge(&mut self, other: &TableEntry) {
+        let typed = |e: &TableEntry| e.desc.as_ref().map(|d| d.types.is_some());
+        if typed(other) > typed(self) {
+            self.desc = other.desc.clone();
+        }
+    }
+}
+
+/// Appends `TABLES` (module docs), each table with its descriptor.
+pub(crate) fn put_tables(out: &mut Vec<u8>, tables: &[TableEntry]) {
+    out.extend_from_slice(&(tables.len() as u32).to_le_bytes());
+    for t in tables {
+        out.extend_from_slice(&t.id.to_le_bytes());
+        put_str16(out, &t.name);
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        if let Some(d) = &t.desc {
+            put_desc(out, d);
+        }
+        let len = (out.len() - at - 4) as u32;
+        out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    }
+}
+
+/// Reads `TABLES`: with descriptors (`described`), or as the formats
+/// before them wrote it.
+pub(crate) fn read_tables(r: &mut Reader<'_>, described: bool) -> Result<Vec<TableEntry>> {
+    let n = r.u32()?;
+    // Each entry takes at least 6 bytes: no allocation past the body.
+    let mut tables = Vec::with_capacity((n as usize).min(r.left() / 6));
+    for _ in 0..n {
+        let id = r.u32()?;
+        let name = r.str16()?;
+        let desc = if described {
+            let len = r.u32()? as usize;
+            let bytes = r.bytes(len)?;
+            (len > 0).then(|| decode_desc(bytes)).transpose().map_err(|e| {
+                Error::Corrupt(format!("the descriptor of table '{name}': {}", e.to_string().trim_end_matches('.')))
+            })?
+        } else {
+            None
+        };
+        tables.push(TableEntry { id, name, desc });
+    }
+    Ok(tables)
+}
+
+/// Appends a string with its length as a u16.
+fn put_str16(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Appends an index kind (`KIND` in the module docs).
+fn put_kind(out: &mut Vec<u8>, kind: IndexKind) {
+    match kind {
+        IndexKind::Hash { capacity } => {
+            out.push(0);
+            out.extend_from_slice(&(capacity as u64).to_le_bytes());
+        }
+        IndexKind::Ordered => out.push(1),
+        IndexKind::OrderedGrouped { prefix } => {
+            out.push(2);
+            out.extend_from_slice(&(prefix as u16).to_le_bytes());
+        }
+    }
+}
+
+/// Appends a table descriptor (`DESC` in the module docs).
+pub(crate) fn put_desc(out: &mut Vec<u8>, d: &TableDesc) {
+    out.push(DESC_VERSION);
+    put_kind(out, d.primary);
+    out.push(d.secondary.len() as u8);
+    for (name, kind) in &d.secondary {
+        put_str16(out, name);
+        put_kind(out, *kind);
+    }
+    match &d.types {
+        None => out.push(0),
+        Some(t) => {
+            out.push(1);
+            put_str16(out, &t.key);
+            put_str16(out, &t.value);
+        }
+    }
+}
+
+/// Reads a table descriptor (`DESC` in the module docs), all of `data`.
+pub(crate) fn decode_desc(data: &[u8]) -> Result<TableDesc> {
+    let mut r = Reader::new(data);
+    match r.u8()? {
+        DESC_VERSION => {}
+        v if v > DESC_VERSION => {
+            return Err(Error::Corrupt(format!(
+                "a descriptor of a newer version ({v}) than this version writes ({DESC_VERSION})"
+            )))
+        }
+        v => return Err(Error::Corrupt(format!("a descriptor of an unknown version ({v})"))),
+    }
+    let primary = r.kind()?;
+    let n = r.u8()?;
+    let mut secondary = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let name = r.str16()?;
+        secondary.push((name, r.kind()?));
+    }
+    let types = match r.u8()? {
+        0 => None,
+        1 => Some(Types { key: r.str16()?, value: r.str16()? }),
+        t => return Err(Error::Corrupt(format!("a descriptor whose typed flag is {t}"))),
+    };
+    if !r.done() {
+        return Err(Error::Corrupt("trailing bytes in a descriptor".into()));
+    }
+    Ok(TableDesc { primary, secondary, types })
+}
 
 /// Where a log file belongs (its header, see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,25 +257,27 @@ pub(crate) struct LogHeader {
     pub(crate) streams: u32,
     pub(crate) seq: u32,
     pub(crate) start_mark: u64,
-    pub(crate) tables: Vec<(u32, String)>,
+    pub(crate) tables: Vec<TableEntry>,
 }
 
 impl LogHeader {
     /// The magic and the framed header.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut h = LOG_MAGIC.to_vec();
+        self.encode_as(LOG_MAGIC[7], put_tables)
+    }
+
+    /// The magic of format `format` and the framed header, its tables
+    /// written by `tables` (the tests write the older formats).
+    fn encode_as(&self, format: u8, tables: impl FnOnce(&mut Vec<u8>, &[TableEntry])) -> Vec<u8> {
+        let mut h = LOG_MAGIC_OLD.to_vec();
+        h.push(format);
         frame(&mut h, |b| {
             b.extend_from_slice(&self.generation.to_le_bytes());
             b.extend_from_slice(&self.stream.to_le_bytes());
             b.extend_from_slice(&self.streams.to_le_bytes());
             b.extend_from_slice(&self.seq.to_le_bytes());
             b.extend_from_slice(&self.start_mark.to_le_bytes());
-            b.extend_from_slice(&(self.tables.len() as u32).to_le_bytes());
-            for (id, name) in &self.tables {
-                b.extend_from_slice(&id.to_le_bytes());
-                b.extend_from_slice(&(name.len() as u16).to_le_bytes());
-                b.extend_from_slice(name.as_bytes());
-            }
+            tables(b, &self.tables);
         });
         h
     }
@@ -145,14 +311,7 @@ impl LogHeader {
         let parse = || -> Result<LogHeader> {
             let mut r = Reader::new(body);
             let (generation, stream, streams, seq, start_mark) = (r.u64()?, r.u32()?, r.u32()?, r.u32()?, r.u64()?);
-            let n = r.u32()?;
-            // Each entry takes at least 6 bytes: no allocation past the body.
-            let mut tables = Vec::with_capacity((n as usize).min(body.len() / 6));
-            for _ in 0..n {
-                let id = r.u32()?;
-                let len = r.u16()? as usize;
-                tables.push((id, String::from_utf8_lossy(r.bytes(len)?).into_owned()));
-            }
+            let tables = read_tables(&mut r, data[7] >= LOG_FORMAT_DESCRIBED)?;
             if !r.done() {
                 return Err(Error::Corrupt("trailing bytes".into()));
             }
@@ -330,6 +489,30 @@ impl<'a> Reader<'a> {
     pub(crate) fn done(&self) -> bool {
         self.at == self.data.len()
     }
+
+    /// Bytes not read yet.
+    pub(crate) fn left(&self) -> usize {
+        self.data.len() - self.at
+    }
+
+    /// A string with its length as a u16 (a name: invalid UTF-8 is
+    /// replaced, as table names always were).
+    pub(crate) fn str16(&mut self) -> Result<String> {
+        let n = self.u16()? as usize;
+        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
+    }
+
+    /// An index kind (`KIND` in the module docs), checked as a schema's is.
+    fn kind(&mut self) -> Result<IndexKind> {
+        let kind = match self.u8()? {
+            0 => IndexKind::Hash { capacity: usize::try_from(self.u64()?).unwrap_or(usize::MAX) },
+            1 => IndexKind::Ordered,
+            2 => IndexKind::OrderedGrouped { prefix: self.u16()? as usize },
+            k => return Err(Error::Corrupt(format!("an index kind numbered {k}"))),
+        };
+        kind.check().map_err(|e| Error::Corrupt(format!("an index of kind {kind}: {e}")))?;
+        Ok(kind)
+    }
 }
 
 /// Appends a key (its length, see `key_len` in the module docs, and its bytes).
@@ -419,22 +602,75 @@ mod tests {
         assert!(matches!(Reader::new(&out).key(), Err(Error::Corrupt(m)) if m.contains("1025 bytes")));
     }
 
-    /// Log files of format 3 are read; 1 and 2, and later formats, are
+    fn described() -> Vec<TableEntry> {
+        let desc = TableDesc {
+            primary: IndexKind::Hash { capacity: 64 },
+            secondary: vec![("by_x".into(), IndexKind::OrderedGrouped { prefix: 4 })],
+            types: Some(Types { key: "u64".into(), value: "alloc::string::String".into() }),
+        };
+        vec![
+            TableEntry { id: 0, name: "t".into(), desc: Some(desc) },
+            TableEntry { id: 1, name: "u".into(), desc: None },
+        ]
+    }
+
+    /// A header of format 3 or 4 (no descriptors), as those wrote it.
+    fn old_header(format: u8, h: &LogHeader) -> Vec<u8> {
+        h.encode_as(format, |b, tables| {
+            b.extend_from_slice(&(tables.len() as u32).to_le_bytes());
+            for t in tables {
+                b.extend_from_slice(&t.id.to_le_bytes());
+                put_str16(b, &t.name);
+            }
+        })
+    }
+
+    /// Log files of format 5 round-trip with their descriptors; those of
+    /// formats 3 and 4 are read, without; 1 and 2, and later formats, are
     /// refused by name.
     #[test]
     fn log_formats_read_and_refused() {
-        let h =
-            LogHeader { generation: 1, stream: 0, streams: 1, seq: 0, start_mark: 0, tables: vec![(0, "t".into())] };
+        let h = LogHeader { generation: 1, stream: 0, streams: 1, seq: 0, start_mark: 0, tables: described() };
         let file = h.encode();
         assert_eq!(LogHeader::decode(&file).unwrap().0, h);
-        let mut v3 = file.clone();
-        v3[7] = 3;
-        assert_eq!(LogHeader::decode(&v3).unwrap().0, h);
-        for (format, word) in [(1, "older format"), (2, "older format"), (5, "newer format")] {
+        let plain: Vec<_> = h.tables.iter().map(|t| TableEntry { desc: None, ..t.clone() }).collect();
+        for format in [3, 4] {
+            let old = old_header(format, &h);
+            assert_eq!(LogHeader::decode(&old).unwrap().0, LogHeader { tables: plain.clone(), ..h.clone() });
+        }
+        for (format, word) in [(1, "older format"), (2, "older format"), (6, "newer format")] {
             let mut f = file.clone();
             f[7] = format;
             let e = LogHeader::decode(&f).unwrap_err();
             assert!(e.contains(word), "format {format}: {e}");
+        }
+    }
+
+    /// Descriptors round-trip; a later version, a bad kind or trailing
+    /// bytes are refused.
+    #[test]
+    fn descriptors_round_trip_and_damage_is_refused() {
+        let d = described()[0].desc.clone().unwrap();
+        let mut b = Vec::new();
+        put_desc(&mut b, &d);
+        assert_eq!(decode_desc(&b).unwrap(), d);
+        let untyped = TableDesc { types: None, secondary: vec![], primary: IndexKind::Ordered };
+        let mut u = Vec::new();
+        put_desc(&mut u, &untyped);
+        assert_eq!(u, [DESC_VERSION, 1, 0, 0], "version, ordered, no secondaries, untyped");
+        assert_eq!(decode_desc(&u).unwrap(), untyped);
+        let mut later = u.clone();
+        later[0] = DESC_VERSION + 1;
+        assert!(decode_desc(&later).unwrap_err().to_string().contains("newer version"));
+        let mut kind = u.clone();
+        kind[1] = 7;
+        assert!(decode_desc(&kind).unwrap_err().to_string().contains("kind numbered 7"));
+        let zero = [DESC_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(decode_desc(&zero).unwrap_err().to_string().contains("capacity"));
+        u.push(0);
+        assert!(decode_desc(&u).unwrap_err().to_string().contains("trailing"));
+        for cut in 0..b.len() {
+            assert!(decode_desc(&b[..cut]).is_err(), "cut at {cut}");
         }
     }
 

@@ -82,7 +82,7 @@
 //! Files rotate at [`crate::Options::log_rotate_bytes`]; a checkpoint drops
 //! the ones whose records all precede it (see `durability::checkpoint`).
 
-use super::format::{frame, LogHeader, Manifest, FRAME, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
+use super::format::{frame, LogHeader, Manifest, TableEntry, FRAME, KIND_MARK, KIND_TXN, OP_DELETE, OP_PUT};
 use super::{log_file_name, sync_dir, MANIFEST_FILE};
 use crate::breakdown::{self, Part};
 use crate::obs::{self, Metrics};
@@ -161,7 +161,7 @@ pub(crate) struct Shared {
     fail_write_after: Option<u64>,
     fail_sync_after: Option<u64>,
     /// The table directory every new file's header names.
-    tables: Mutex<Vec<(u32, String)>>,
+    tables: Mutex<Vec<TableEntry>>,
     /// The manifest as last written (rewritten under this lock).
     manifest: Mutex<Manifest>,
     streams: Box<[Stream]>,
@@ -250,7 +250,7 @@ impl Log {
         dir: &Path,
         generation: u64,
         o: &crate::Options,
-        tables: &[(u32, String)],
+        tables: &[TableEntry],
         obs: Metrics,
     ) -> Result<Log> {
         let (mode, streams, interval, rotate_bytes) =
@@ -504,22 +504,40 @@ impl Log {
         Ok(())
     }
 
-    /// A table was created: new files name it in their header, and every
-    /// stream starts a new file now, before any record can write the table.
-    pub(crate) fn set_tables(&self, tables: &[(u32, String)]) -> Result<()> {
-        *self.shared.tables.lock() = tables.to_vec();
+    /// A table was created (or its types recorded): new files name it in
+    /// their header, and every stream starts a new file now, before any
+    /// record can write the table. `tables` is merged into the directory
+    /// (`TableEntry::merge`), never replaces it: a list taken before a
+    /// concurrent creator's reaches here after it and loses nothing.
+    pub(crate) fn set_tables(&self, tables: &[TableEntry]) -> Result<()> {
+        {
+            let mut have = self.shared.tables.lock();
+            for t in tables {
+                match have.iter_mut().find(|h| h.id == t.id) {
+                    Some(h) => h.merge(t),
+                    None => have.push(t.clone()),
+                }
+            }
+            have.sort_by_key(|t| t.id);
+        }
         self.rotate_all()
     }
 
-    /// Stops the flusher after a final round.
+    /// Stops the flusher after a final round: that round's error, or the
+    /// failure that stopped the log before, if any. Once closed, a second
+    /// call (the drop after `Database::close`) does nothing.
     pub(crate) fn close(&self) -> Result<()> {
-        let r = self.flush();
+        let mut flusher = self.flusher.lock();
+        if flusher.is_none() {
+            return Ok(());
+        }
+        let r = self.flush().and_then(|()| self.check());
         self.shared.stop.store(true, Ordering::SeqCst);
         {
             let _w = self.shared.wake.lock();
             self.shared.woken.notify_one();
         }
-        if let Some(h) = self.flusher.lock().take() {
+        if let Some(h) = flusher.take() {
             let _ = h.join();
         }
         r

@@ -82,18 +82,18 @@ fn session(db: &Database, t: TableId, steps: mpsc::Receiver<Step>, outs: mpsc::S
                     Ok(Out::Done)
                 }
                 Step::Get(k) => {
-                    let v = x(&mut txn).get_with(t, &key(k), num)?;
+                    let v = x(&mut txn).get_with(t, key(k), num)?;
                     if let Some(v) = v {
                         read.insert(k, v);
                     }
                     Ok(Out::Value(v))
                 }
-                Step::Put(k, v) => x(&mut txn).update(t, &key(k), &v.to_le_bytes()).map(|_| Out::Done),
+                Step::Put(k, v) => x(&mut txn).update(t, key(k), v.to_le_bytes()).map(|_| Out::Done),
                 Step::PutRead(k, d) => {
                     let v = read.get(&k).copied().expect("PutRead after a Get of the key") + d;
-                    x(&mut txn).update(t, &key(k), &v.to_le_bytes()).map(|_| Out::Done)
+                    x(&mut txn).update(t, key(k), v.to_le_bytes()).map(|_| Out::Done)
                 }
-                Step::Insert(k, v) => x(&mut txn).insert(t, key(k), &v.to_le_bytes()).map(|_| Out::Done),
+                Step::Insert(k, v) => x(&mut txn).insert(t, key(k), v.to_le_bytes()).map(|_| Out::Done),
                 Step::Count(lo, hi) => {
                     let mut n = 0;
                     x(&mut txn).scan(db.primary(t), key(lo)..=key(hi), None, |_, _| {
@@ -134,7 +134,7 @@ pub fn run_with(opts: Options, rows: &[(u64, u64)], sessions: usize, steps: &[(u
     let t = db.create_table(TableSpec::hash("t", 64)).expect("a table");
     db.run(protocol.strongest(), |x| {
         for &(k, v) in rows {
-            x.insert(t, key(k), &v.to_le_bytes())?;
+            x.insert(t, key(k), v.to_le_bytes())?;
         }
         Ok(())
     })

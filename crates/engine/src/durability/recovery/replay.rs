@@ -99,11 +99,11 @@ fn read_stream_files(
         let (h, mut at) =
             LogHeader::decode(&buf[..buf.len().min(LOG_MAGIC.len() + FRAME + hlen)]).map_err(|_| changed())?;
         let mut tables = Vec::with_capacity(h.tables.len());
-        for (n, name) in &h.tables {
-            let t = db.table(name).map_err(|_| {
-                Error::InvalidArgument(format!("the data names table '{name}', which the schema does not create"))
+        for e in &h.tables {
+            let t = db.table(&e.name).map_err(|_| {
+                Error::InvalidArgument(format!("the data names table '{}', which the schema does not create", e.name))
             })?;
-            tables.push((*n, t));
+            tables.push((e.id, t));
         }
         let tables: Arc<[(u32, TableId)]> = tables.into();
         // `base`: the file offset of `buf[0]`; `at`: the next frame in `buf`.
@@ -557,7 +557,7 @@ mod tests {
         db.run(Isolation::Serializable, |tx| {
             rows.clear();
             for k in 0..300u64 {
-                if let Some(v) = tx.get(t, &Key::from(k))? {
+                if let Some(v) = tx.get(t, Key::from(k))? {
                     rows.push((k, v.to_vec()));
                 }
             }
@@ -576,7 +576,7 @@ mod tests {
             log_streams: 2,
             ..Options::default()
         };
-        let (db, _) = Database::open(o, schema).unwrap();
+        let (db, _) = Database::open_with(o, schema).unwrap();
         let t = db.table("t").unwrap();
         // Values of many lengths, some longer than the smallest chunk, and
         // deletes: every frame boundary lands somewhere else in a chunk.

@@ -16,7 +16,9 @@
 //! timestamp).
 
 use super::{examine, file_name, list, Examined, RecoveryReport, StopAt};
-use crate::durability::format::{decode_txn, next_frame, Framed, LogHeader, FRAME, KIND_MARK, KIND_TXN, LOG_MAGIC};
+use crate::durability::format::{
+    decode_txn, next_frame, Framed, LogHeader, TableEntry, FRAME, KIND_MARK, KIND_TXN, LOG_MAGIC,
+};
 use crate::durability::parse_checkpoint_name;
 use crate::{Error, Key, Result};
 use std::borrow::Cow;
@@ -162,7 +164,7 @@ pub struct SalvageReport {
 ///
 /// # let tmp = tempfile::tempdir().unwrap();
 /// let opts = Options { durability: Durability::Sync, data_dir: Some(tmp.path().into()), ..Options::default() };
-/// let (db, _) = Database::open(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
+/// let (db, _) = Database::open_with(opts, |db| db.create_table(TableSpec::hash("t", 64)).map(drop)).unwrap();
 /// let t = db.table("t").unwrap();
 /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"v")).unwrap();
 /// drop(db);
@@ -171,7 +173,11 @@ pub struct SalvageReport {
 /// let report = durability::salvage(tmp.path(), |_record| Ok(found += 1)).unwrap();
 /// assert_eq!((found, report.replayed, report.damaged), (0, 1, false));
 /// ```
-pub fn salvage(dir: &Path, mut each: impl FnMut(&SalvagedRecord<'_>) -> Result<()>) -> Result<SalvageReport> {
+pub fn salvage(
+    dir: impl AsRef<Path>,
+    mut each: impl FnMut(&SalvagedRecord<'_>) -> Result<()>,
+) -> Result<SalvageReport> {
+    let dir = dir.as_ref();
     let mut rep = RecoveryReport::default();
     let (listing, examined) = match examine(dir, &mut rep) {
         Ok(Some(x)) => {
@@ -299,7 +305,7 @@ type Txn<'a> = (u64, u64, Vec<SalvagedWrite<'a>>);
 
 /// The intact record whose frame begins at `at` (`Some(None)`: an epoch
 /// mark), and where the next begins; `None` if none begins there.
-fn record_at<'a>(data: &'a [u8], at: usize, tables: &'a [(u32, String)]) -> Option<(Option<Txn<'a>>, usize)> {
+fn record_at<'a>(data: &'a [u8], at: usize, tables: &'a [TableEntry]) -> Option<(Option<Txn<'a>>, usize)> {
     // Cheap tests first: most offsets tried after damage fail them.
     let len = data.get(at..at + 4)?;
     let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
@@ -318,8 +324,8 @@ fn record_at<'a>(data: &'a [u8], at: usize, tables: &'a [(u32, String)]) -> Opti
     }
     let mut writes = Vec::new();
     let decoded = decode_txn(body, 0, 1, |table, _, key, value| {
-        let table = match tables.iter().find(|(id, _)| *id == table) {
-            Some((_, name)) => Cow::Borrowed(name.as_str()),
+        let table = match tables.iter().find(|t| t.id == table) {
+            Some(t) => Cow::Borrowed(t.name.as_str()),
             None => Cow::Owned(format!("#{table}")),
         };
         writes.push(SalvagedWrite { table, key, value });

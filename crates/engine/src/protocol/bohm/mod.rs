@@ -773,8 +773,8 @@ mod tests {
         let mut plan = Plan::default();
         let fill = |plan: &mut Plan, n: u64| {
             for k in 0..n {
-                plan.access.reads.push((TableId(0), Key::from_u64(k)));
-                plan.access.writes.push((TableId(0), Key::from_u64(k)));
+                plan.access.reads.push((TableId(0, 0), Key::from_u64(k)));
+                plan.access.writes.push((TableId(0, 0), Key::from_u64(k)));
                 plan.reads.push(AtomicPtr::new(ptr::null_mut()));
                 plan.writes.push(AtomicPtr::new(ptr::null_mut()));
                 plan.written.push(UNWRITTEN);
@@ -807,19 +807,24 @@ mod tests {
     #[test]
     fn declared_records_are_told_apart_past_their_hashes() {
         let (a, b) = (Key::from_u64(1), Key::from_u64(2));
-        let list = [(TableId(0), a.clone()), (TableId(0), b.clone()), (TableId(1), a.clone()), (TableId(0), b.clone())];
+        let list = [
+            (TableId(0, 0), a.clone()),
+            (TableId(0, 0), b.clone()),
+            (TableId(1, 0), a.clone()),
+            (TableId(0, 0), b.clone()),
+        ];
         // Every hash equal: only the table and key decide.
         let same = [7u64; 4];
-        assert_eq!(declared_at(&same, &list, 7, TableId(0), &b), Some(1));
-        assert_eq!(declared_at(&same, &list, 7, TableId(1), &a), Some(2));
-        assert_eq!(declared_at(&same, &list, 7, TableId(1), &b), None);
-        assert_eq!(declared_at(&same, &list, 8, TableId(0), &a), None, "another hash is another record");
+        assert_eq!(declared_at(&same, &list, 7, TableId(0, 0), &b), Some(1));
+        assert_eq!(declared_at(&same, &list, 7, TableId(1, 0), &a), Some(2));
+        assert_eq!(declared_at(&same, &list, 7, TableId(1, 0), &b), None);
+        assert_eq!(declared_at(&same, &list, 8, TableId(0, 0), &a), None, "another hash is another record");
         // Real hashes.
         let real: Vec<u64> = list.iter().map(|(t, k)| record_hash(t.0, k)).collect();
         for (i, (t, k)) in list.iter().enumerate().take(3) {
             assert_eq!(declared_at(&real, &list, record_hash(t.0, k), *t, k), Some(i));
         }
         let c = Key::from_u64(3);
-        assert_eq!(declared_at(&real, &list, record_hash(0, &c), TableId(0), &c), None);
+        assert_eq!(declared_at(&real, &list, record_hash(0, &c), TableId(0, 0), &c), None);
     }
 }

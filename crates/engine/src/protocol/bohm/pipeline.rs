@@ -127,7 +127,7 @@ pub(super) struct Pipeline<'db, P: Procedure> {
     pub(super) recording: bool,
     pub(super) blocked: AtomicU64,
     pub(super) recursive: AtomicU64,
-    /// With `multiverse::breakdown` on: the ticks the pipeline's threads
+    /// With `multiverse::research::breakdown` on: the ticks the pipeline's threads
     /// spent, in `RunStats::breakdown`'s order, summed as each thread ends.
     pub(super) ticks: [AtomicU64; 6],
     /// The first panic of a procedure, re-raised when the run has ended.
@@ -381,7 +381,7 @@ impl<'db, P: Procedure> Pipeline<'db, P> {
 
     // ---------------- the time breakdown (not in the paper) ----------------
     //
-    // With `multiverse::breakdown` on, each pipeline thread times its
+    // With `multiverse::research::breakdown` on, each pipeline thread times its
     // stages, a region a batch (a few reads of the tick counter per batch,
     // so every batch is timed, not a sample): the concurrency-control
     // threads' planning counts as index (a lookup per declared record and a

@@ -29,7 +29,7 @@ impl<'db> LockTxn<'db> {
             l.silo.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         dead.extend(self.locks.get().prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)));
         for (table, rec) in dead {
-            self.core.sv_retire(&self.g.single, TableId(table), rec.0, WITHDRAWN);
+            self.core.sv_retire(&self.g.single, self.core.db.tid(table), rec.0, WITHDRAWN);
         }
         self.lk_release_locks();
         self.core.db.txns.report_outcome(self.core.slot, false);
@@ -74,7 +74,7 @@ impl<'db> LockTxn<'db> {
                     self.locks.get().prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)).collect()
                 };
                 for (table, rec) in dead {
-                    self.core.sv_retire(&self.g.single, TableId(table), rec.0, WITHDRAWN);
+                    self.core.sv_retire(&self.g.single, self.core.db.tid(table), rec.0, WITHDRAWN);
                 }
                 return false;
             }
@@ -125,7 +125,7 @@ impl<'db> LockTxn<'db> {
                 let w = self.core.local.get().silo.writes[i];
                 // SAFETY: X-locked by us, alive.
                 let rec = unsafe { &*w.rec.0 };
-                let table = TableId(w.table);
+                let table = self.core.db.tid(w.table);
                 if w.kind == WriteKind::Delete {
                     self.core.sv_retire(&self.g.single, table, w.rec.0, tid);
                 } else if let Some(&(_, nv)) = p.next_if(|(j, _)| *j == i) {

@@ -61,7 +61,8 @@ fn edges(nodes: &[Node]) -> Vec<Vec<usize>> {
 /// detector runs at a time; a call that finds another one running returns.
 ///
 /// ```
-/// use multiverse::{detect_deadlocks, Database, Options, Protocol};
+/// use multiverse::research::detect_deadlocks;
+/// use multiverse::{Database, Options, Protocol};
 ///
 /// let db = Database::new(Options { protocol: Protocol::MvLock, ..Options::default() }).unwrap();
 /// // Blocked transactions run it by themselves; with nothing blocked there

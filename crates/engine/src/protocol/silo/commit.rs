@@ -27,7 +27,7 @@ impl<'db> SiloTxn<'db> {
         let placeholders: Vec<(u32, VPtr)> =
             l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         for (table, rec) in placeholders {
-            self.core.sv_retire(self.g, TableId(table), rec.0, 0);
+            self.core.sv_retire(self.g, self.core.db.tid(table), rec.0, 0);
         }
         self.core.db.txns.report_outcome(self.core.slot, false);
         self.core.aborted(reason)
@@ -229,11 +229,14 @@ impl<'db> SiloTxn<'db> {
                 let seen = &l.seen[seen.0 as usize..seen.1 as usize];
                 let t = db.table_by_id(*table);
                 let ix = &t.indexes[*index as usize];
-                // The rows of the bound's index key past the stop were not
-                // walked: not phantoms (module `single`'s `SvNode::Scan`).
+                // The records of the bound's index key past the stop were
+                // not walked: not phantoms (module `single`'s
+                // `SvNode::Scan`). Nor are the other records of the row the
+                // walk stopped at: that row was read, and the ReadSet
+                // checks it (a move or a delete since changes its word).
                 let unwalked = |v: &Version| match (stop, lo, hi) {
-                    (Some((pk, false)), _, Bound::Included(k)) => v.key_cmp(pk).is_gt() && ix.key_of(v) == *k,
-                    (Some((pk, true)), Bound::Included(k), _) => v.key_cmp(pk).is_lt() && ix.key_of(v) == *k,
+                    (Some((pk, false)), _, Bound::Included(k)) => v.key_cmp(pk).is_ge() && ix.key_of(v) == *k,
+                    (Some((pk, true)), Bound::Included(k), _) => v.key_cmp(pk).is_le() && ix.key_of(v) == *k,
                     _ => false,
                 };
                 walk_range(ix, lo, hi, false, |v| {
@@ -258,7 +261,7 @@ impl<'db> SiloTxn<'db> {
         let t = self.core.db.table_by_id(w.table);
         match w.kind {
             WriteKind::Delete => {
-                let table = TableId(w.table);
+                let table = self.core.db.tid(w.table);
                 self.core.sv_retire(self.g, table, w.rec.0, tid);
             }
             WriteKind::Insert | WriteKind::Update if TxnCore::sv_in_place(t, rec, value) => {
@@ -275,7 +278,7 @@ impl<'db> SiloTxn<'db> {
                 // SAFETY: fresh, unlinked.
                 unsafe { t.link_all(nv) };
                 self.core.created += 1;
-                let table = TableId(w.table);
+                let table = self.core.db.tid(w.table);
                 self.core.sv_retire(self.g, table, w.rec.0, tid);
                 // SAFETY: ours. Release: unlock the new record.
                 unsafe { &*nv }.begin.store(tid | LATEST, Ordering::Release);

@@ -515,11 +515,13 @@ impl<'db> SiloTxn<'db> {
             return Err(self.abort_with(reason));
         }
         // Validation repeats only what the walk covered (see MV/O's scan).
-        // A secondary index may hold more rows of the last key, past the
-        // row the walk stopped at: `stop` keeps validation from them.
+        // The index may hold more records of the last key, past the one
+        // the walk stopped at: other rows in a secondary index, the old
+        // record of the same row (moved, section 4.5) in the primary one.
+        // `stop` keeps validation from them.
         let (lo, hi, stop) = match stopped_at {
             Some((k, pk)) if ordered => {
-                let stop = ix.key_fn.is_some().then_some((pk, rev));
+                let stop = Some((pk, rev));
                 if rev {
                     (Bound::Included(k), hi, stop)
                 } else {
@@ -684,7 +686,7 @@ mod tests {
         unsafe { t.link_all(ins) };
         let mut x = db.begin(Isolation::Serializable).unwrap();
         assert_eq!(x.get(tid, &k).unwrap(), None);
-        x.update(tid, &Key::from(5u64), b"other").unwrap();
+        x.update(tid, Key::from(5u64), b"other").unwrap();
         // SAFETY: alive until the table drops. Release: as phase 1's lock.
         unsafe { &*ins }.begin.store(LATEST | ABSENT | LOCK, Ordering::Release);
         assert!(matches!(x.commit(), Err(Error::Aborted(AbortReason::Phantom))));

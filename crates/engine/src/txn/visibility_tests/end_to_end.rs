@@ -22,7 +22,7 @@ fn dependency_resolved_by_commit_lets_dependent_commit_after_waiting() {
     assert!(x.begin_ts() > f.end_ts);
     assert_eq!(get(&mut x, t, 1).unwrap().as_deref(), Some(&b"new"[..]), "speculative read");
     assert_eq!(deps_of(&db, x.id()), 1);
-    x.update(t, &Key::from(2), b"x2").unwrap();
+    x.update(t, Key::from(2), b"x2").unwrap();
     let reported = AtomicBool::new(false);
     let r = std::thread::scope(|s| {
         s.spawn(|| {
@@ -50,7 +50,7 @@ fn dependency_resolved_by_abort_fails_dependent_commit() {
     assert_eq!(deps_of(&db, x.id()), 1);
     f.abort();
     assert_eq!(x.commit(), Err(Error::Aborted(AbortReason::CommitDependency)));
-    assert_eq!(db.stats().aborts[AbortReason::CommitDependency as usize], 1);
+    assert_eq!(db.stats().aborts[AbortReason::CommitDependency], 1);
     let mut y = db.begin(Isolation::Snapshot).unwrap();
     assert_eq!(get(&mut y, t, 1).unwrap().as_deref(), Some(&b"v1"[..]));
 }
@@ -129,7 +129,7 @@ fn spawn_t1_waiting_in_preparing<'s>(
     let h = s.spawn(move || {
         let mut t1 = db.begin(iso).unwrap();
         assert_eq!(get(&mut t1, t, 1).unwrap().as_deref(), Some(&b"f1"[..]), "speculative read of F");
-        t1.update(t, &Key::from(2), b"t1").unwrap();
+        t1.update(t, Key::from(2), b"t1").unwrap();
         tx.send(t1.id()).unwrap();
         t1.commit()
     });
@@ -155,7 +155,7 @@ fn cascading_abort_through_a_waiting_dependent() {
         let mut t2 = db.begin(Isolation::Snapshot).unwrap();
         assert_eq!(get(&mut t2, t, 2).unwrap().as_deref(), Some(&b"t1"[..]), "speculative read of T1");
         assert_eq!(deps_of(&db, t2.id()), 1);
-        t2.update(t, &Key::from(3), b"t2").unwrap();
+        t2.update(t, Key::from(3), b"t2").unwrap();
         f.abort();
         let r1 = h.join().unwrap();
         (r1, t2.commit())
@@ -166,7 +166,7 @@ fn cascading_abort_through_a_waiting_dependent() {
     for k in 1..=3 {
         assert_eq!(get(&mut y, t, k).unwrap(), Some(format!("v{k}").into_bytes()));
     }
-    assert_eq!(db.stats().aborts[AbortReason::CommitDependency as usize], 2);
+    assert_eq!(db.stats().aborts[AbortReason::CommitDependency], 2);
 }
 
 /// The same chain with F committing: every dependent commits, in order.
@@ -178,7 +178,7 @@ fn dependency_chain_commits_when_root_commits() {
         let h = spawn_t1_waiting_in_preparing(s, &db, t, Isolation::Serializable);
         let mut t2 = db.begin(Isolation::Serializable).unwrap();
         assert_eq!(get(&mut t2, t, 2).unwrap().as_deref(), Some(&b"t1"[..]));
-        t2.update(t, &Key::from(3), b"t2").unwrap();
+        t2.update(t, Key::from(3), b"t2").unwrap();
         f.commit();
         let r1 = h.join().unwrap();
         (r1, t2.commit())

@@ -248,5 +248,5 @@ fn deps_of(db: &Database, txn_id: u64) -> u32 {
 }
 
 fn get(x: &mut crate::Transaction<'_>, t: TableId, k: u64) -> Result<Option<Vec<u8>>, Error> {
-    x.get(t, &Key::from(k))
+    x.get(t, Key::from(k))
 }
