@@ -22,8 +22,10 @@ use crate::Error;
 use std::borrow::Cow;
 use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 
-/// A key argument: a [`Key`] (owned or borrowed), a `u64`, or bytes. See
-/// the [module docs](self) for the encodings.
+/// A key argument: a [`Key`] (owned or borrowed, a borrowed one used in
+/// place), a `u64` (its 8 big-endian bytes, so integer keys sort as
+/// numbers), or bytes taken as they are (`&str`, `String`, `&[u8]`,
+/// `Vec<u8>`, byte arrays).
 ///
 /// ```
 /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
