@@ -253,7 +253,7 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
                 secondary,
                 types: t.types.clone(),
             }),
-            None => TableSpec::hash(&t.name, (t.rows.clamp(64, 1 << 24)) as usize),
+            None => TableSpec::hash(&t.name, (t.rows.clamp(64, 1 << 24)) as usize).into(),
         };
         db.create_table(spec).map_err(|e| format!("{}: {e}", mp.display()))?;
     }

@@ -634,12 +634,7 @@ struct Loaded {
 /// for lookups, which `recover`, `export` and `backup` do not make.
 pub(crate) fn recorded_spec(t: &multiverse::durability::StoredTable) -> TableSpec {
     use multiverse::IndexKind;
-    let mut spec = match t.primary {
-        Some(IndexKind::Hash { capacity }) => TableSpec::hash(&t.name, capacity),
-        Some(IndexKind::Ordered) => TableSpec::ordered(&t.name),
-        Some(IndexKind::OrderedGrouped { prefix }) => TableSpec::ordered_grouped(&t.name, prefix),
-        None => TableSpec::hash(&t.name, 1 << 16),
-    };
+    let mut spec = TableSpec::new(&t.name, t.primary.unwrap_or(IndexKind::Hash { capacity: 1 << 16 }));
     for (name, kind) in &t.secondary {
         spec = spec.secondary(name, *kind, |pk, _| pk.clone());
     }

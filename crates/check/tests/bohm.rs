@@ -108,13 +108,13 @@ impl Procedure for Random {
             let r = match op {
                 ROp::Read => tx.get_with(t, &key, |_| ()).map(drop),
                 ROp::Rmw => match tx.get_with(t, &key, counter) {
-                    Ok(Some(_)) => tx.update(t, &key, &fresh),
+                    Ok(Some(_)) => tx.update(t, &key, fresh),
                     Ok(None) => Ok(()),
                     Err(e) => Err(e),
                 },
                 ROp::Incr => tx.update_with(t, &key, |old, new| new.extend_from_slice(&val(counter(old) + 1, INCR))),
-                ROp::Blind => tx.update(t, &key, &fresh),
-                ROp::Insert => tx.insert(t, key, &fresh),
+                ROp::Blind => tx.update(t, &key, fresh),
+                ROp::Insert => tx.insert(t, key, fresh),
                 ROp::Delete => tx.delete(t, &key),
             };
             match r {
@@ -124,7 +124,7 @@ impl Procedure for Random {
             if i == 0 {
                 if let Some((t, k)) = self.sneak {
                     // Swallowed: the engine refuses the transaction anyway.
-                    let _ = tx.get_with(t, &Key::from(k), |_| ());
+                    let _ = tx.get_with(t, Key::from(k), |_| ());
                 }
             }
         }
@@ -220,7 +220,7 @@ struct Setup {
 fn setup() -> Setup {
     let db = Database::new(Options { protocol: Protocol::Bohm, record_history: true, ..Options::default() }).unwrap();
     let tables =
-        [db.create_table(TableSpec::hash("h", 64)).unwrap(), db.create_table(TableSpec::ordered("o")).unwrap()];
+        [db.create_table(TableSpec::hash("h", 64)).unwrap().table(), db.create_table(TableSpec::ordered("o")).unwrap()];
     let numbers = table_numbers(&db, tables);
     db.set_recording(false);
     let mut tx = db.begin(Isolation::Serializable).unwrap();
@@ -498,7 +498,7 @@ impl Procedure for Reader {
         a.reads.push((self.0, Key::from(0)));
     }
     fn run(&mut self, tx: &mut ExecTxn<'_>) -> Result<(), Error> {
-        tx.get_with(self.0, &Key::from(0), |_| ()).map(drop)
+        tx.get_with(self.0, Key::from(0), |_| ()).map(drop)
     }
 }
 

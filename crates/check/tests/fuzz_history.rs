@@ -130,7 +130,7 @@ fn engine_history() -> History {
         }
         let i = rng.gen_range(0..open.len());
         let k = Key::from(rng.gen_range(0..12u64));
-        let table = if rng.gen_bool(0.7) { t } else { h };
+        let table = if rng.gen_bool(0.7) { t } else { h.table() };
         let x = &mut open[i];
         let _ = match rng.gen_range(0..12) {
             0..=2 => x.get(table, &k).map(drop),

@@ -60,7 +60,7 @@ fn setup_with(opts: Options) -> Setup {
     let protocol = opts.protocol;
     let unique_rows = !opts.faults.skip_write_conflicts;
     let db = Database::new(opts).unwrap();
-    let hash = db.create_table(TableSpec::hash("h", 64)).unwrap();
+    let hash = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
     let ordered = db.create_table(TableSpec::ordered("o")).unwrap();
     db.run(protocol.strongest(), |t| {
         for k in 0..INITIAL {

@@ -107,7 +107,7 @@ fn main() {
     let load_only = args.get(3).is_some_and(|a| a == "load");
     for (name, cap) in [("grown", n / 10), ("full", n)] {
         let db = Database::new(Options { protocol, ..Options::default() }).unwrap();
-        let t = db.create_table(TableSpec::hash(name, cap as usize)).unwrap();
+        let t = db.create_table(TableSpec::hash(name, cap as usize)).unwrap().table();
         let (ins, rd) = load(&db, t, n, iso);
         println!(
             "{protocol} {name:5} (declared {cap:>8}): load {ins:>10.0} rows/s, reader during load {rd:>10.0} gets/s"

@@ -45,7 +45,9 @@
 //!   sort like the tuple. Values are anything that is bytes
 //!   (`impl AsRef<[u8]>`). Ranges ([`KeyRange`]) are Rust's range
 //!   expressions over any key form, on a table ([`TableId`], its primary
-//!   index) or a secondary index ([`IndexId`]). Handles belong to their
+//!   index) or a secondary index ([`IndexId`]). A table keyed by a hash
+//!   index ([`TableSpec::hash`]) has a [`HashTableId`], which ranges refuse
+//!   at compile time ([`OrderedIndex`]). Handles belong to their
 //!   database ([`Error::ForeignHandle`]). The [`typed`] layer ([`TableDefinition`],
 //!   [`TypedTable`]) encodes Rust keys and values, tuples included, over
 //!   the same API.
@@ -70,11 +72,13 @@
 //!
 //! The crate root and its public modules are the embedding API:
 //!
-//! * the database and its schema: [`Database`]; [`Options`] with
-//!   [`Protocol`], [`Isolation`], [`Durability`], [`OnDamage`],
-//!   [`RetryPolicy`], and [`POMVCC_TICK`] (the default of
-//!   [`Options::pomvcc_interval`]); [`TableSpec`], [`IndexKind`],
-//!   [`KeyFn`], [`TableId`], [`IndexId`] and [`MAX_TABLES`];
+//! * the database and its schema: [`Database`]; [`Options`] (with a
+//!   builder method per field) with [`Protocol`], [`Isolation`],
+//!   [`Durability`], [`OnDamage`], [`RetryPolicy`], and [`POMVCC_TICK`]
+//!   (the default of [`Options::pomvcc_interval`]); [`TableSpec`],
+//!   [`HashTableSpec`], [`TableKind`], [`IndexKind`], [`KeyFn`],
+//!   [`TableId`], [`HashTableId`], [`IndexId`], [`OrderedIndex`] and
+//!   [`MAX_TABLES`];
 //! * keys: [`Key`], [`KeyBuilder`], [`KEY_MAX`] and [`KEY_INLINE`] (also
 //!   in [`key`]);
 //! * transactions: [`Transaction`], [`TxnOptions`] with [`Mode`] and
@@ -390,6 +394,7 @@ pub mod typed;
 mod wal;
 
 mod db;
+mod handle;
 mod memory;
 mod obs;
 mod options;
@@ -404,17 +409,18 @@ pub use durability::backup::BackupInfo;
 pub use durability::checkpoint::CheckpointInfo;
 pub use durability::RecoveryReport;
 pub use error::{AbortReason, Error, Result};
+pub use handle::{HashTableId, IndexId, OrderedIndex, TableId};
 pub use key::{IntoKey, Key, KeyBuilder, KeyRange, KEY_INLINE, KEY_MAX};
 pub use options::{
-    AccessSet, Durability, IndexId, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TableId, TxnOptions,
-    MAX_TABLES, POMVCC_TICK,
+    AccessSet, Durability, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TxnOptions, MAX_TABLES,
+    POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
 pub use protocol::core::Savepoint;
 pub use protocol::iter::Range;
 pub use protocol::transaction::Transaction;
 pub use stats::{AbortCounts, Stats};
-pub use table::{IndexKind, KeyFn, TableSpec};
+pub use table::{HashTableSpec, IndexKind, KeyFn, TableKind, TableSpec};
 pub use txn::Filter;
 pub use typed::{TableDefinition, TypedRange, TypedTable};
 

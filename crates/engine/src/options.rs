@@ -1,12 +1,15 @@
 //! What a database and a transaction are opened with: the protocol, the
 //! isolation levels, [`Options`] (and the test-only [`Faults`]),
-//! [`TxnOptions`], the [`RetryPolicy`] of [`crate::Database::run`], and the
-//! ids of tables and indexes.
+//! [`TxnOptions`], the [`AccessSet`] of declared keys, and the
+//! [`RetryPolicy`] of [`crate::Database::run`]. [`Options`] has a builder
+//! method per field (`Options::new().protocol(..)`).
 
-use crate::{Error, Key, Result};
+use crate::{Error, Key, Result, TableId};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+
+mod builder;
 
 /// Most tables a database can hold.
 ///
@@ -505,171 +508,6 @@ impl Default for Options {
     }
 }
 
-/// A table handle: the table's number and its database's tag (a number
-/// drawn once per [`crate::Database`] in the process), so that a handle of
-/// one database given to another is refused with
-/// [`crate::Error::ForeignHandle`] (one comparison), never taken for
-/// another table.
-///
-/// A `TableId` is also where ranges start: it converts into the table's
-/// primary index (`impl From<TableId> for IndexId`), so
-/// [`crate::Transaction::range`] and [`crate::Transaction::scan`] take it
-/// directly; secondary indexes are named with [`crate::Database::index`].
-///
-/// ```
-/// use multiverse::{Database, Error, Isolation, Options, TableSpec};
-///
-/// let db = Database::new(Options::default()).unwrap();
-/// let a = db.create_table(TableSpec::ordered("a")).unwrap();
-/// let b = db.create_table(TableSpec::ordered("b")).unwrap();
-/// assert_ne!(a, b);
-/// assert_eq!(db.table("b").unwrap(), b);
-/// // Table "a" of another database is not table "a" of this one.
-/// let other = Database::new(Options::default()).unwrap();
-/// let a2 = other.create_table(TableSpec::ordered("a")).unwrap();
-/// assert_ne!(a, a2);
-/// let mut t = db.begin(Isolation::Serializable).unwrap();
-/// assert!(matches!(t.get(a2, 1), Err(Error::ForeignHandle(_))));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TableId(pub(crate) u32, pub(crate) DbTag);
-
-/// The tag of a database's handles (see [`TableId`]); 0 is no database's
-/// (the handles of [`TableId::from_raw`]).
-pub(crate) type DbTag = u32;
-
-/// A tag no database of this process has had: drawn from a counter, 0
-/// skipped.
-pub(crate) fn next_db_tag() -> DbTag {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-    loop {
-        // Relaxed: the counter only hands out distinct numbers; nothing
-        // else is published through it.
-        let t = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if t != 0 {
-            return t;
-        }
-    }
-}
-
-impl TableId {
-    /// The table's number in its database (tables are numbered from 0 in
-    /// the order they were created).
-    ///
-    /// ```
-    /// use multiverse::{Database, Options, TableSpec};
-    ///
-    /// let db = Database::new(Options::default()).unwrap();
-    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
-    /// assert_eq!(t.raw(), 0);
-    /// ```
-    pub fn raw(self) -> u32 {
-        self.0
-    }
-
-    /// The handle of table number `n` of no database, for stores other
-    /// than a [`crate::Database`] that host the same schema (the adapters
-    /// of `multiverse-peers`). A database refuses it: its own handles come
-    /// from [`crate::Database::create_table`] and [`crate::Database::table`].
-    ///
-    /// ```
-    /// use multiverse::{Database, Error, Isolation, Options, TableId, TableSpec};
-    ///
-    /// let db = Database::new(Options::default()).unwrap();
-    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
-    /// assert_eq!(TableId::from_raw(0).raw(), t.raw());
-    /// assert_ne!(TableId::from_raw(0), t);
-    /// let mut x = db.begin(Isolation::Serializable).unwrap();
-    /// assert!(matches!(x.get(TableId::from_raw(0), 1), Err(Error::ForeignHandle(_))));
-    /// ```
-    pub fn from_raw(n: u32) -> TableId {
-        TableId(n, 0)
-    }
-}
-
-/// An index handle: a table and one of its indexes (0 is the primary index).
-///
-/// ```
-/// use multiverse::{Database, IndexKind, Key, Options, TableSpec};
-///
-/// let db = Database::new(Options::default()).unwrap();
-/// let spec = TableSpec::hash("t", 64).secondary("by_value", IndexKind::Ordered, |_, v| Key::from_bytes(v).unwrap());
-/// let t = db.create_table(spec).unwrap();
-/// let by_value = db.index(t, "by_value").unwrap();
-/// assert_eq!(by_value.table(), t);
-/// assert_ne!(by_value, db.primary(t));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct IndexId {
-    pub(crate) table: u32,
-    pub(crate) index: u8,
-    /// The database's tag, as in [`TableId`].
-    pub(crate) db: DbTag,
-}
-
-/// A table's primary index: where [`crate::Transaction::range`],
-/// [`crate::Transaction::prefix`] and [`crate::Transaction::scan`] go when
-/// given a [`TableId`].
-///
-/// ```
-/// use multiverse::{Database, IndexId, Options, TableSpec};
-///
-/// let db = Database::new(Options::default()).unwrap();
-/// let t = db.create_table(TableSpec::ordered("t")).unwrap();
-/// assert_eq!(IndexId::from(t), db.primary(t));
-/// ```
-impl From<TableId> for IndexId {
-    #[inline]
-    fn from(t: TableId) -> IndexId {
-        IndexId { table: t.0, index: 0, db: t.1 }
-    }
-}
-
-impl IndexId {
-    /// The table this index belongs to.
-    ///
-    /// ```
-    /// use multiverse::{Database, Options, TableSpec};
-    ///
-    /// let db = Database::new(Options::default()).unwrap();
-    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
-    /// assert_eq!(db.primary(t).table(), t);
-    /// ```
-    pub fn table(self) -> TableId {
-        TableId(self.table, self.db)
-    }
-
-    /// The index's number in its table: 0 for the primary index, then the
-    /// secondary indexes in the order they were declared.
-    ///
-    /// ```
-    /// use multiverse::{Database, IndexKind, Key, Options, TableSpec};
-    ///
-    /// let db = Database::new(Options::default()).unwrap();
-    /// let t = db.create_table(TableSpec::ordered("t").secondary("s", IndexKind::Ordered, |pk, _| pk.clone())).unwrap();
-    /// assert_eq!(db.primary(t).index_no(), 0);
-    /// assert_eq!(db.index(t, "s").unwrap().index_no(), 1);
-    /// ```
-    pub fn index_no(self) -> u8 {
-        self.index
-    }
-
-    /// The handle of index number `index` of `table` (see
-    /// [`TableId::from_raw`]).
-    ///
-    /// ```
-    /// use multiverse::{Database, IndexId, Options, TableSpec};
-    ///
-    /// let db = Database::new(Options::default()).unwrap();
-    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
-    /// assert_eq!(IndexId::from_raw(t, 0), db.primary(t));
-    /// ```
-    #[doc(hidden)]
-    pub fn from_raw(table: TableId, index: u8) -> IndexId {
-        IndexId { table: table.0, index, db: table.1 }
-    }
-}
-
 /// Keys a transaction declares it will read and write, for protocols that
 /// must know them before execution (BOHM, ordered 2PL). MV/O ignores it.
 ///
@@ -680,7 +518,8 @@ impl IndexId {
 /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
 /// db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), b"a")).unwrap();
 /// // Ordered 2PL takes the declared locks at begin, in one global order.
-/// let access = AccessSet { reads: vec![(t, Key::from(1))], writes: vec![(t, Key::from(2))] };
+/// let mut access = AccessSet::new();
+/// access.read(t, Key::from(1)).write(t, Key::from(2));
 /// let mut x = db.begin_with(TxnOptions { access: Some(&access), ..TxnOptions::new(Isolation::Serializable) }).unwrap();
 /// assert!(x.get(t, &Key::from(1)).unwrap().is_some());
 /// x.insert(t, Key::from(2), b"b").unwrap();
@@ -692,6 +531,51 @@ pub struct AccessSet {
     pub reads: Vec<(TableId, Key)>,
     /// Records to be written (inserted, updated or deleted).
     pub writes: Vec<(TableId, Key)>,
+}
+
+impl AccessSet {
+    /// An empty set.
+    ///
+    /// ```
+    /// use multiverse::AccessSet;
+    ///
+    /// assert!(AccessSet::new().reads.is_empty());
+    /// ```
+    pub fn new() -> AccessSet {
+        AccessSet::default()
+    }
+
+    /// Adds `key` of `table` to the reads.
+    ///
+    /// ```
+    /// use multiverse::{AccessSet, Database, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    /// let mut a = AccessSet::new();
+    /// a.read(t, Key::from(1));
+    /// assert_eq!(a.reads, [(t.table(), Key::from(1))]);
+    /// ```
+    pub fn read(&mut self, table: impl Into<TableId>, key: Key) -> &mut AccessSet {
+        self.reads.push((table.into(), key));
+        self
+    }
+
+    /// Adds `key` of `table` to the writes.
+    ///
+    /// ```
+    /// use multiverse::{AccessSet, Database, Key, Options, TableSpec};
+    ///
+    /// let db = Database::new(Options::default()).unwrap();
+    /// let t = db.create_table(TableSpec::ordered("t")).unwrap();
+    /// let mut a = AccessSet::new();
+    /// a.write(t, Key::from(2));
+    /// assert_eq!(a.writes, [(t, Key::from(2))]);
+    /// ```
+    pub fn write(&mut self, table: impl Into<TableId>, key: Key) -> &mut AccessSet {
+        self.writes.push((table.into(), key));
+        self
+    }
 }
 
 /// How a Hekaton transaction keeps its reads valid (section 4.5: both kinds

@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 pub struct Shared {
     pub(crate) opts: Options,
     /// This database's tag, in every handle it gives out ([`TableId`]).
-    pub(crate) tag: crate::options::DbTag,
+    pub(crate) tag: crate::handle::DbTag,
     /// The global timestamp counter (section 2.4). Holds the next even stamp.
     pub(crate) clock: CachePadded<AtomicU64>,
     pub(crate) txns: TxnTable,
@@ -56,7 +56,7 @@ impl Shared {
         let budget = opts.memory_limit.map(|l| Arc::new(Budget::new(l)));
         let obs = Metrics::new(opts.protocol.name());
         Shared {
-            tag: crate::options::next_db_tag(),
+            tag: crate::handle::next_db_tag(),
             txns: TxnTable::new(opts.max_transactions),
             recording: AtomicBool::new(opts.record_history),
             clock: CachePadded::new(AtomicU64::new(2)),

@@ -48,7 +48,8 @@ fn policy() -> RetryPolicy {
     }
 }
 
-fn open(spec: TableSpec) -> (Database, TableId) {
+fn open(spec: impl Into<TableSpec>) -> (Database, TableId) {
+    let spec: TableSpec = spec.into();
     let db = Database::new(Options::default()).unwrap();
     let t = db.create_table(spec).unwrap();
     db.run(Isolation::Serializable, |x| {
@@ -101,7 +102,8 @@ fn sum_all(db: &Database, t: TableId, iso: Isolation, by_scan: bool) -> i64 {
 
 /// Runs the workload at `iso` on the table built by `spec`; returns how many
 /// reader transactions ran.
-fn run_bank(spec: TableSpec, iso: Isolation, collect: bool) -> u64 {
+fn run_bank(spec: impl Into<TableSpec>, iso: Isolation, collect: bool) -> u64 {
+    let spec: TableSpec = spec.into();
     let (db, t) = open(spec);
     let rounds = Rounds::new(TRANSFERS_PER_WRITER, 2);
     let transfers = AtomicU64::new(0);

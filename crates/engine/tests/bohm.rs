@@ -35,7 +35,7 @@ use std::time::Duration;
 
 fn open(rows: u64) -> (Database, TableId) {
     let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 1024)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 1024)).unwrap().table();
     db.run(Isolation::Serializable, |tx| {
         for k in 0..rows {
             tx.insert(t, Key::from(k), 0u64.to_le_bytes())?;
@@ -68,7 +68,7 @@ impl Procedure for Incr {
     }
     fn run(&mut self, tx: &mut ExecTxn<'_>) -> Result<(), Error> {
         for &k in &self.keys {
-            tx.modify(self.t, &Key::from(k), |v| {
+            tx.modify(self.t, Key::from(k), |v| {
                 let n = u64::from_le_bytes(v[..8].try_into().unwrap()) + 1;
                 v[..8].copy_from_slice(&n.to_le_bytes());
             })?;
@@ -340,31 +340,31 @@ impl Script {
         let t = |k: K| tabs.table(k);
         let key = |k: K| Key::from(k.1);
         match step {
-            Step::Get(k) => tx.get_with(t(k), &key(k), dec).map(Obs::Val),
+            Step::Get(k) => tx.get_with(t(k), key(k), dec).map(Obs::Val),
             Step::Add(k, d) => tx
-                .modify(t(k), &key(k), |v| {
+                .modify(t(k), key(k), |v| {
                     let n = dec(v).wrapping_add(d);
                     v.copy_from_slice(&enc(n));
                 })
                 .map(|()| Obs::Wrote),
             Step::Mix(k, c) => tx
-                .modify(t(k), &key(k), |v| {
+                .modify(t(k), key(k), |v| {
                     let n = mix(dec(v), c);
                     v.copy_from_slice(&enc(n));
                 })
                 .map(|()| Obs::Wrote),
-            Step::Carry(from, to, c) => match tx.get_with(t(from), &key(from), dec)? {
+            Step::Carry(from, to, c) => match tx.get_with(t(from), key(from), dec)? {
                 None => Ok(Obs::Val(None)),
                 Some(a) => tx
-                    .update_with(t(to), &key(to), |old, new| {
+                    .update_with(t(to), key(to), |old, new| {
                         new.extend_from_slice(&enc(mix(dec(old), a).wrapping_add(c)))
                     })
                     .map(|()| Obs::Val(Some(a))),
             },
-            Step::Put(k, v) => tx.update(t(k), &key(k), &enc(v)).map(|()| Obs::Wrote),
-            Step::Ins(k, v) => tx.insert(t(k), key(k), &enc(v)).map(|()| Obs::Wrote),
-            Step::Del(k) => tx.delete(t(k), &key(k)).map(|()| Obs::Wrote),
-            Step::Big(k) => tx.update(t(k), &key(k), &[7u8; 2 * MAX_VALUE]).map(|()| Obs::Wrote),
+            Step::Put(k, v) => tx.update(t(k), key(k), enc(v)).map(|()| Obs::Wrote),
+            Step::Ins(k, v) => tx.insert(t(k), key(k), enc(v)).map(|()| Obs::Wrote),
+            Step::Del(k) => tx.delete(t(k), key(k)).map(|()| Obs::Wrote),
+            Step::Big(k) => tx.update(t(k), key(k), [7u8; 2 * MAX_VALUE]).map(|()| Obs::Wrote),
             Step::Scan => tx.scan(tabs.pa, .., None, |_, _| true).map(|()| Obs::Wrote),
             Step::Lookup => tx.get_by(tabs.sec, &Key::from(1), |_, _| true).map(|()| Obs::Wrote),
             Step::Fail => unreachable!("handled by run"),
@@ -604,7 +604,7 @@ impl Feed<Script> for ScriptFeed {
 /// A database with the harness's two tables.
 fn harness_db(opts: Options) -> (Database, Tabs) {
     let db = Database::new(Options { protocol: Protocol::Bohm, max_value_size: MAX_VALUE, ..opts }).unwrap();
-    let a = db.create_table(TableSpec::hash("a", 256)).unwrap();
+    let a = db.create_table(TableSpec::hash("a", 256)).unwrap().table();
     let b = db
         .create_table(
             TableSpec::ordered("b").secondary("first", IndexKind::Hash { capacity: 16 }, |_, v| {
@@ -1627,7 +1627,7 @@ fn interactive_transactions_under_bohm() {
 #[test]
 fn bad_databases_and_configurations() {
     let other = Database::new(Options::default()).unwrap();
-    let t = other.create_table(TableSpec::hash("t", 16)).unwrap();
+    let t = other.create_table(TableSpec::hash("t", 16)).unwrap().table();
     let feed = || Stream { t, left: 1, rows: 1, committed: 0, seed: 1 };
     assert!(matches!(other.bohm_run(Config::default(), feed()), Err(Error::InvalidArgument(_))));
     let called = AtomicBool::new(false);
@@ -1695,8 +1695,8 @@ impl Procedure for Pushy {
         a.writes.push((self.t, Key::from(self.own)));
     }
     fn run(&mut self, tx: &mut ExecTxn<'_>) -> Result<(), Error> {
-        tx.update(self.t, &Key::from(self.own), &enc(1))?;
-        match tx.update(self.t, &Key::from(self.other), &enc(1)) {
+        tx.update(self.t, Key::from(self.own), enc(1))?;
+        match tx.update(self.t, Key::from(self.other), enc(1)) {
             Err(Error::NotDeclared(_)) => Ok(()),
             r => r,
         }

@@ -35,7 +35,7 @@ fn u(v: &[u8]) -> u64 {
 /// version of a record is visible to a read" — and for a live row, one is).
 #[test]
 fn read_committed_never_misses_a_row_that_always_exists() {
-    for spec in [TableSpec::hash("t", 16), TableSpec::ordered("t")] {
+    for spec in [TableSpec::hash("t", 16).into(), TableSpec::ordered("t")] {
         let db = Database::new(Options::default()).unwrap();
         let t = db.create_table(spec).unwrap();
         db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), 0u64.to_le_bytes())).unwrap();
@@ -79,7 +79,8 @@ fn read_committed_never_misses_a_row_that_always_exists() {
 /// key appears twice (and, for ordered tables, that keys are ascending), and
 /// garbage collection unlinks dead versions concurrently. At the end the
 /// table equals the union of the models.
-fn randomized_disjoint_ops(spec: TableSpec, ordered: bool) {
+fn randomized_disjoint_ops(spec: impl Into<TableSpec>, ordered: bool) {
+    let spec: TableSpec = spec.into();
     const THREADS: u64 = 3;
     const KEYS_PER_THREAD: u64 = 64;
     const STABLE: std::ops::Range<u64> = 10_000..10_040;
@@ -206,7 +207,8 @@ fn randomized_ops_on_ordered_index_lose_nothing() {
 /// insert/insert and insert/delete conflicts), keeping a count row in step in
 /// the same transaction. Exactly one of two racing inserters may win, so at
 /// the end the count equals the number of present keys.
-fn shared_insert_delete(spec: TableSpec, iso: Isolation) {
+fn shared_insert_delete(spec: impl Into<TableSpec>, iso: Isolation) {
+    let spec: TableSpec = spec.into();
     const SHARED: u64 = 8;
     const COUNT_KEY: u64 = 1_000_000;
     let ops = 2_000 * stress();
@@ -265,7 +267,8 @@ fn racing_inserts_and_deletes_keep_count_consistent_ordered_serializable() {
 /// round, with nothing else shared: exactly one of them may commit (the
 /// later-linked inserter sees the earlier one when it re-walks the chain
 /// from its own version), and exactly one row with that key is left.
-fn same_key_insert_race(spec: TableSpec, iso: Isolation) {
+fn same_key_insert_race(spec: impl Into<TableSpec>, iso: Isolation) {
+    let spec: TableSpec = spec.into();
     let rounds = 1_000 * stress();
     let db = Database::new(Options::default()).unwrap();
     let t = db.create_table(spec).unwrap();

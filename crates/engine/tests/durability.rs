@@ -403,13 +403,13 @@ impl Procedure for Transfer {
     }
     fn run(&mut self, tx: &mut ExecTxn<'_>) -> Result<()> {
         let balance = |v: &[u8]| u64::from_le_bytes(v[..8].try_into().unwrap());
-        let have = tx.get_with(self.t, &Key::from(self.from), balance)?.unwrap_or(0);
+        let have = tx.get_with(self.t, Key::from(self.from), balance)?.unwrap_or(0);
         if have == 0 || self.from == self.to {
             return Err(Error::KeyNotFound);
         }
-        tx.update(self.t, &Key::from(self.from), &val(have - 1))?;
-        let other = tx.get_with(self.t, &Key::from(self.to), balance)?.unwrap_or(0);
-        tx.update(self.t, &Key::from(self.to), &val(other + 1))
+        tx.update(self.t, Key::from(self.from), val(have - 1))?;
+        let other = tx.get_with(self.t, Key::from(self.to), balance)?.unwrap_or(0);
+        tx.update(self.t, Key::from(self.to), val(other + 1))
     }
 }
 

@@ -5,7 +5,7 @@ use multiverse::*;
 
 fn db() -> (Database, TableId) {
     let db = Database::new(Options::default()).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 16)).unwrap().table();
     db.run(Isolation::Snapshot, |x| x.insert(t, Key::from(1), b"one")).unwrap();
     (db, t)
 }
@@ -19,7 +19,7 @@ fn foreign_handles() -> (Database, TableId, IndexId) {
     let other = Database::new(Options::default()).unwrap();
     other.create_table(TableSpec::hash("a", 16)).unwrap();
     other.create_table(TableSpec::hash("b", 16)).unwrap();
-    let c = other.create_table(TableSpec::hash("c", 16).secondary("s1", IndexKind::Ordered, sk)).unwrap();
+    let c = other.create_table(TableSpec::hash("c", 16).secondary("s1", IndexKind::Ordered, sk)).unwrap().table();
     let s1 = other.index(c, "s1").unwrap();
     (other, c, s1)
 }

@@ -10,7 +10,8 @@ fn u(v: &[u8]) -> u64 {
     u64::from_le_bytes(v.try_into().expect("8-byte value"))
 }
 
-fn open(spec: TableSpec) -> (Database, TableId) {
+fn open(spec: impl Into<TableSpec>) -> (Database, TableId) {
+    let spec: TableSpec = spec.into();
     let db = Database::new(Options::default()).unwrap();
     let t = db.create_table(spec).unwrap();
     db.run(Isolation::Serializable, |x| {
@@ -43,7 +44,7 @@ fn snapshot_values(x: &mut Transaction<'_>, t: TableId) -> Vec<Option<u64>> {
 /// one version per row and empties the garbage queues.
 #[test]
 fn collect_garbage_after_churn_leaves_one_version_per_row() {
-    for spec in [TableSpec::hash("h", 16), TableSpec::ordered("o")] {
+    for spec in [TableSpec::hash("h", 16).into(), TableSpec::ordered("o")] {
         let (db, t) = open(spec);
         churn(&db, t, 5_000, 1_000);
         let before = db.stats();
@@ -73,7 +74,7 @@ fn cooperative_collection_bounds_versions_during_churn() {
 /// Deleted rows and the new versions of aborted transactions are garbage too.
 #[test]
 fn deletes_and_aborted_inserts_are_reclaimed() {
-    for spec in [TableSpec::hash("h", 16), TableSpec::ordered("o")] {
+    for spec in [TableSpec::hash("h", 16).into(), TableSpec::ordered("o")] {
         let (db, t) = open(spec);
         for round in 0..200u64 {
             db.run(Isolation::Serializable, |x| {
@@ -228,7 +229,7 @@ fn collection_unlinks_from_secondary_indexes() {
     }
     for kind in [IndexKind::Hash { capacity: 16 }, IndexKind::Ordered, IndexKind::OrderedGrouped { prefix: 8 }] {
         let db = Database::new(Options::default()).unwrap();
-        let t = db.create_table(TableSpec::hash("h", 16).secondary("mod4", kind, bucket)).unwrap();
+        let t = db.create_table(TableSpec::hash("h", 16).secondary("mod4", kind, bucket)).unwrap().table();
         let ix = db.index(t, "mod4").unwrap();
         db.run(Isolation::Snapshot, |x| {
             for k in 0..ROWS {
@@ -295,10 +296,10 @@ fn a_backlog_on_a_hot_row_is_reclaimed_in_linear_time() {
         Key::from(u64::from(v[0] % 2))
     }
     for (name, spec, updates) in [
-        ("hash", TableSpec::hash("h", 16), 60_000u64),
+        ("hash", TableSpec::hash("h", 16).into(), 60_000u64),
         (
             "hash, hash secondary",
-            TableSpec::hash("s", 16).secondary("parity", IndexKind::Hash { capacity: 4 }, parity),
+            TableSpec::hash("s", 16).secondary("parity", IndexKind::Hash { capacity: 4 }, parity).into(),
             60_000,
         ),
         (

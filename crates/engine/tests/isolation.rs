@@ -30,8 +30,8 @@ fn num(v: &[u8]) -> u64 {
 /// timestamp and needs no validation).
 fn setup() -> (Database, TableId, TableId) {
     let db = Database::new(Options::default()).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
-    let log = db.create_table(TableSpec::hash("log", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
+    let log = db.create_table(TableSpec::hash("log", 64)).unwrap().table();
     db.run(Isolation::Serializable, |x| {
         for i in 1..=10 {
             x.insert(t, k(i), val(i))?;
@@ -402,7 +402,7 @@ fn own_insert_into_scanned_range_is_not_a_phantom() {
 fn ordered_setup() -> (Database, TableId, TableId) {
     let db = Database::new(Options::default()).unwrap();
     let t = db.create_table(TableSpec::ordered("o")).unwrap();
-    let log = db.create_table(TableSpec::hash("log", 64)).unwrap();
+    let log = db.create_table(TableSpec::hash("log", 64)).unwrap().table();
     db.run(Isolation::Serializable, |x| {
         for i in [10, 20, 30, 40] {
             x.insert(t, k(i), val(i))?;

@@ -15,7 +15,8 @@ fn open(p: Protocol) -> Database {
 }
 
 /// Keys 0, 2, 4, ..., 2(n-1) with value = the key as 8 LE bytes.
-fn fill(db: &Database, spec: TableSpec, n: u64) -> TableId {
+fn fill(db: &Database, spec: impl Into<TableSpec>, n: u64) -> TableId {
+    let spec: TableSpec = spec.into();
     let t = db.create_table(spec).unwrap();
     db.run(Isolation::Serializable, |x| (0..n).try_for_each(|k| x.insert(t, Key::from(2 * k), (2 * k).to_le_bytes())))
         .unwrap();

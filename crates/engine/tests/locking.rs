@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 fn open_with(protocol: Protocol, timeout: Duration) -> (Database, TableId, TableId) {
     let db = Database::new(Options { protocol, lock_timeout: timeout, ..Options::default() }).unwrap();
-    let h = db.create_table(TableSpec::hash("h", 64)).unwrap();
+    let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
     let o = db.create_table(TableSpec::ordered("o")).unwrap();
     (db, h, o)
 }

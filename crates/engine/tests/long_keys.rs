@@ -88,7 +88,7 @@ fn long_keys_work_under_every_protocol() {
     let keys = all_keys();
     for (p, iso) in dbs() {
         let db = Database::new(Options { protocol: p, ..Options::default() }).unwrap();
-        let h = db.create_table(TableSpec::hash("h", 64)).unwrap();
+        let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
         let o = db.create_table(TableSpec::ordered("o")).unwrap();
         let tables = [(h, false), (o, true)];
         let ctx = format!("{p:?} {iso:?}");

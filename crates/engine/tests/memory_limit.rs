@@ -11,7 +11,7 @@ const VALUE: usize = 200;
 
 fn open(p: Protocol, limit: Option<u64>) -> (Database, TableId) {
     let db = Database::new(Options { protocol: p, memory_limit: limit, ..Options::default() }).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 8192)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 8192)).unwrap().table();
     (db, t)
 }
 
@@ -250,7 +250,7 @@ fn long_keys_count_the_ordered_index_copy() {
         for ordered in [false, true] {
             let db =
                 Database::new(Options { protocol: p, memory_limit: Some(64 << 20), ..Options::default() }).unwrap();
-            let spec = if ordered { TableSpec::ordered("t") } else { TableSpec::hash("t", 64) };
+            let spec = if ordered { TableSpec::ordered("t") } else { TableSpec::hash("t", 64).into() };
             let t = db.create_table(spec).unwrap();
             let before = db.stats().memory_used;
             db.run(p.strongest(), |x| (0..N).try_for_each(|i| x.insert(t, key(i), b"v"))).unwrap();

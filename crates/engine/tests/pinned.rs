@@ -38,7 +38,7 @@ fn update_all(db: &Database, t: multiverse::TableId, round: u64) -> Result<(), E
 fn unfreed_versions_count_until_freed() {
     for p in Protocol::ALL {
         let db = Database::new(Options { protocol: p, memory_limit: Some(LIMIT), ..Options::default() }).unwrap();
-        let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+        let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
         db.run(p.strongest(), |x| (0..ROWS).try_for_each(|k| x.insert(t, Key::from(k), [0u8; VALUE]))).unwrap();
         db.sync_commits().unwrap();
         // Eight times the limit's worth of updates, if none is refused.

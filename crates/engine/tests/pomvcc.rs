@@ -14,7 +14,7 @@ fn open() -> (Database, TableId) {
         ..Options::default()
     };
     let db = Database::new(opts).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
     (db, t)
 }
 

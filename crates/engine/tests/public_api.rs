@@ -25,7 +25,7 @@ macro_rules! root {
 root! {
     // The database, its options and schema.
     Database, Options, Protocol, Isolation, Durability, OnDamage, RetryPolicy, POMVCC_TICK,
-    TableSpec, IndexKind, KeyFn, TableId, IndexId, MAX_TABLES,
+    TableSpec, HashTableSpec, TableKind, IndexKind, KeyFn, TableId, HashTableId, IndexId, OrderedIndex, MAX_TABLES,
     // Keys.
     IntoKey, Key, KeyBuilder, KeyRange, KEY_MAX, KEY_INLINE,
     // Transactions.

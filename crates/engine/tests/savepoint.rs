@@ -17,7 +17,7 @@ fn open(p: Protocol) -> Database {
 
 /// Rows 0..4 = "0".."3" in a hash and an ordered table.
 fn tables(db: &Database) -> [TableId; 2] {
-    let h = db.create_table(TableSpec::hash("h", 64)).unwrap();
+    let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
     let o = db.create_table(TableSpec::ordered("o")).unwrap();
     db.run(Isolation::Serializable, |x| {
         for t in [h, o] {

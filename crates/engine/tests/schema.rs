@@ -43,7 +43,8 @@ fn mismatch(r: Result<(Database, RecoveryReport)>) -> (String, String) {
 /// A new directory where `first` ran at run time (its tables are then
 /// described by the log's headers only), reopened with a schema that
 /// creates `spec`: what the refusal says differs.
-fn reopened_as(first: impl FnOnce(&Database) -> Result<TableId>, spec: TableSpec) -> String {
+fn reopened_as<H: Into<TableId>>(first: impl FnOnce(&Database) -> Result<H>, spec: impl Into<TableSpec>) -> String {
+    let spec: TableSpec = spec.into();
     let tmp = tempfile::tempdir().unwrap();
     let o = options(tmp.path());
     let (db, _) = Database::open_with(o.clone(), |_| Ok(())).unwrap();
@@ -52,12 +53,14 @@ fn reopened_as(first: impl FnOnce(&Database) -> Result<TableId>, spec: TableSpec
     mismatch(Database::open_with(o, move |db| db.create_table(spec).map(drop))).1
 }
 
-fn insert(db: &Database, t: TableId, keys: std::ops::Range<u64>) {
+fn insert(db: &Database, t: impl Into<TableId>, keys: std::ops::Range<u64>) {
+    let t = t.into();
     db.run(Isolation::Serializable, |x| keys.clone().try_for_each(|k| x.insert(t, Key::from(k), k.to_le_bytes())))
         .unwrap();
 }
 
-fn rows(db: &Database, t: TableId) -> Vec<u64> {
+fn rows(db: &Database, t: impl Into<TableId>) -> Vec<u64> {
+    let t = t.into();
     let mut out = vec![];
     db.run(Isolation::Snapshot, |x| {
         out.clear();
@@ -116,13 +119,13 @@ fn a_secondary_index_missing_added_or_of_another_kind_is_refused() {
     let before = files(tmp.path());
 
     let cases: [(TableSpec, &str); 3] = [
-        (TableSpec::hash("t", 64), "stored with secondary index 'by_len' (ordered), opened without it"),
+        (TableSpec::hash("t", 64).into(), "stored with secondary index 'by_len' (ordered), opened without it"),
         (
-            TableSpec::hash("t", 64).secondary("by_len", IndexKind::Hash { capacity: 16 }, len),
+            TableSpec::hash("t", 64).secondary("by_len", IndexKind::Hash { capacity: 16 }, len).into(),
             "secondary index 'by_len' stored as ordered, opened as hash(16)",
         ),
         (
-            spec().secondary("by_x", IndexKind::Ordered, len),
+            spec().secondary("by_x", IndexKind::Ordered, len).into(),
             "opened with secondary index 'by_x' (ordered), stored without it",
         ),
     ];
@@ -146,7 +149,7 @@ fn an_open_without_a_schema_opens_every_table_and_its_rows() {
     let tmp = tempfile::tempdir().unwrap();
     let o = options(tmp.path());
     let (db, _) = Database::open_with(o.clone(), |db| {
-        db.create_table(TableSpec::hash("h", 64))?;
+        db.create_table(TableSpec::hash("h", 64))?.table();
         db.create_table(TableSpec::ordered_grouped("g", 4)).map(drop)
     })
     .unwrap();

@@ -35,7 +35,7 @@ const KINDS: [IndexKind; 5] = [
 /// index "cat" of `kind`, holding pks 0..12 with category pk % 3.
 fn setup(kind: IndexKind, ordered_primary: bool) -> (Database, TableId, IndexId) {
     let db = Database::new(Options::default()).unwrap();
-    let spec = if ordered_primary { TableSpec::ordered("items") } else { TableSpec::hash("items", 64) };
+    let spec = if ordered_primary { TableSpec::ordered("items") } else { TableSpec::hash("items", 64).into() };
     let t = db.create_table(spec.secondary("cat", kind, category)).unwrap();
     let ix = db.index(t, "cat").unwrap();
     assert_eq!(ix.table(), t);

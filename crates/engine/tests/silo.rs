@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 fn open() -> (Database, TableId) {
     let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
     (db, t)
 }
 

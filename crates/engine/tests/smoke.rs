@@ -2,7 +2,7 @@ use multiverse::*;
 
 fn db() -> (Database, TableId) {
     let db = Database::new(Options::default()).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
     (db, t)
 }
 

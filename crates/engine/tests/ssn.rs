@@ -31,7 +31,7 @@ fn open_with(c: Cfg, safe_snapshot_interval: Option<std::time::Duration>) -> (Da
         Cfg::Ssi => (Protocol::Ssi, Isolation::Snapshot),
     };
     let db = Database::new(Options { protocol, ssn_base, safe_snapshot_interval, ..Options::default() }).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
     db.run(SER, |x| {
         for k in 0..10 {
             x.insert(t, Key::from(k), v(0))?;
@@ -437,7 +437,7 @@ fn open_read_mostly(base: Isolation, age: Option<u64>, broken: bool) -> (Databas
     let opts =
         Options { protocol: Protocol::Ssn, ssn_base: base, ssn_read_mostly_age: age, faults, ..Options::default() };
     let db = Database::new(opts).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
     db.run(SER, |x| (0..10).try_for_each(|n| x.insert(t, k(n), v(0)))).unwrap();
     (db, t)
 }

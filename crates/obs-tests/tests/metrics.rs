@@ -172,7 +172,7 @@ fn commits_and_aborts_follow_the_statistics() {
     ] {
         let (db, rec) = db_with(Options { protocol, ..Options::default() });
         let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
-        let synced = run_mix(&db, t, optimistic);
+        let synced = run_mix(&db, t.table(), optimistic);
         rec.assert_matches(&db);
         let s = db.stats();
         // The loader, five updates, the optimistic pair's t2, the last
@@ -232,7 +232,7 @@ impl Procedure for Step {
         if self.fail {
             return Err(Error::InvalidArgument("asked to fail".into()));
         }
-        tx.modify(self.t, &RowKey::from(self.key), |v| {
+        tx.modify(self.t, RowKey::from(self.key), |v| {
             let n = u64::from_le_bytes(v[..8].try_into().unwrap()) + 1;
             v[..8].copy_from_slice(&n.to_le_bytes());
         })
@@ -259,7 +259,7 @@ fn the_bohm_pipeline_counts_per_batch() {
         Ok(())
     })
     .unwrap();
-    let steps = (0..100).map(|i| Step { t, key: i % 4, fail: i % 10 == 3 }).collect();
+    let steps = (0..100).map(|i| Step { t: t.into(), key: i % 4, fail: i % 10 == 3 }).collect();
     let cfg = Config { cc_threads: 2, exec_threads: 2, batch_size: 7, batches_in_flight: 3 };
     db.bohm_run(cfg, Steps(steps)).unwrap();
     assert_eq!(db.stats().committed, 1 + 90);

@@ -146,7 +146,7 @@ impl Procedure for Step {
         a.writes.push((self.0, Key::from(self.1)));
     }
     fn run(&mut self, tx: &mut ExecTxn<'_>) -> Result<(), Error> {
-        tx.modify(self.0, &Key::from(self.1), |v| v[0] = v[0].wrapping_add(1))
+        tx.modify(self.0, Key::from(self.1), |v| v[0] = v[0].wrapping_add(1))
     }
 }
 
@@ -198,7 +198,7 @@ fn spans_of_commits_open_recovery_checkpoints_and_batches() {
     // BOHM's pipeline: a span per batch in each concurrency-control and
     // execution thread (not the caller's: the pipeline's own threads).
     let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
     db.run(Isolation::Serializable, |tx| {
         for k in 0..4u64 {
             tx.insert(t, Key::from(k), [0u8; 8])?;

@@ -406,7 +406,8 @@ fn at_least<K: KvStore>(want: Isolation) -> Isolation {
 impl<K: KvStore> Store for Peer<K> {
     type Tx<'s> = PeerTxn<'s, K>;
 
-    fn create_table(&self, spec: TableSpec) -> Result<TableId> {
+    fn create_table(&self, spec: impl Into<TableSpec>) -> Result<TableId> {
+        let spec: TableSpec = spec.into();
         let mut tables = self.tables.write();
         if tables.iter().any(|t| t.name == spec.name()) {
             return Err(Error::TableExists(spec.name().to_string()));

@@ -789,7 +789,7 @@ mod tests {
     #[test]
     fn a_rollback_undoes_the_transaction_and_counts_a_user_abort() {
         let db = Database::new(multiverse::Options::default()).unwrap();
-        let table = db.create_table(multiverse::TableSpec::hash("t", 16)).unwrap();
+        let table = db.create_table(multiverse::TableSpec::hash("t", 16)).unwrap().table();
         let opts = TxnOptions::new(multiverse::Isolation::Serializable);
         let mut aborts = AbortCounts::default();
         let mut w = RollbackWorker { table, roll_back: true, commits: 0 };

@@ -58,7 +58,7 @@ pub trait Store: Sync {
         Self: 's;
 
     /// Creates a table (schema set-up, before the load); names are unique.
-    fn create_table(&self, spec: TableSpec) -> Result<TableId>;
+    fn create_table(&self, spec: impl Into<TableSpec>) -> Result<TableId>;
     /// The secondary index `name` of `table`.
     fn index(&self, table: TableId, name: &str) -> Result<IndexId>;
     /// The primary index of `table`.
@@ -108,8 +108,8 @@ impl Store for Database {
     type Tx<'s> = multiverse::Transaction<'s>;
 
     #[inline]
-    fn create_table(&self, spec: TableSpec) -> Result<TableId> {
-        Database::create_table(self, spec)
+    fn create_table(&self, spec: impl Into<TableSpec>) -> Result<TableId> {
+        Database::create_table(self, spec.into())
     }
     #[inline]
     fn index(&self, table: TableId, name: &str) -> Result<IndexId> {

@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn the_copy_holds_every_row_and_refuses_what_it_cannot_do() {
         let db = Database::new(Options::default()).unwrap();
-        let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+        let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
         db.run(Isolation::Serializable, |x| {
             for k in 0..50u64 {
                 x.insert(t, Key::from(k), multiverse_workloads::hekaton::payload(k, 0, 0))?;
@@ -179,7 +179,7 @@ mod tests {
         assert!(check_hekaton(&nocc, 50).unwrap_err().contains("row 4"));
         let e = x.insert(t, Key::from(99), b"x").unwrap_err().to_string();
         assert!(e.contains("--protocol none") && e.contains("insert"), "{e}");
-        let other = db.create_table(TableSpec::hash("u", 8)).unwrap();
+        let other = db.create_table(TableSpec::hash("u", 8)).unwrap().table();
         assert!(x.get_with(other, &Key::from(1), |_| ()).is_err());
         assert!(copy_table(&db, t, 51).unwrap_err().contains("50 rows of the 51"));
     }

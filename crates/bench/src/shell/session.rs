@@ -61,7 +61,7 @@ impl Context {
     pub(crate) fn open(opts: Options) -> Result<Context, String> {
         let protocol = opts.protocol;
         let db = Database::new(opts).map_err(|e| e.to_string())?;
-        let table = db.create_table(TableSpec::hash("test", TEST_BUCKETS)).map_err(|e| e.to_string())?;
+        let table = db.create_table(TableSpec::hash("test", TEST_BUCKETS)).map_err(|e| e.to_string())?.table();
         let test = Test { table, primary: db.primary(table) };
         Ok(Context::new(Multiverse { db, test, default: protocol.strongest() }))
     }

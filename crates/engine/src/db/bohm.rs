@@ -24,14 +24,14 @@ impl Database {
     ///
     /// ```
     /// use multiverse::protocol::bohm::{Config, Done, ExecTxn, Feed, Next, Procedure};
-    /// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
     ///
     /// /// Adds one to a counter row.
-    /// struct Incr(TableId);
+    /// struct Incr(HashTableId);
     /// impl Procedure for Incr {
     ///     type Error = Error;
     ///     fn declare(&self, access: &mut AccessSet) {
-    ///         access.writes.push((self.0, Key::from(1)));
+    ///         access.write(self.0, Key::from(1));
     ///     }
     ///     fn run(&mut self, t: &mut ExecTxn<'_>) -> Result<(), Error> {
     ///         t.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -39,7 +39,7 @@ impl Database {
     /// }
     /// /// Ten of them, then stop.
     /// struct Ten {
-    ///     table: TableId,
+    ///     table: HashTableId,
     ///     left: u32,
     ///     committed: u32,
     /// }
@@ -74,14 +74,14 @@ impl Database {
     ///
     /// ```
     /// use multiverse::protocol::bohm::{Config, ExecTxn, Procedure};
-    /// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
     ///
     /// /// Writes a row.
-    /// struct Put(TableId, u64);
+    /// struct Put(HashTableId, u64);
     /// impl Procedure for Put {
     ///     type Error = Error;
     ///     fn declare(&self, access: &mut AccessSet) {
-    ///         access.writes.push((self.0, Key::from(self.1)));
+    ///         access.write(self.0, Key::from(self.1));
     ///     }
     ///     fn run(&mut self, t: &mut ExecTxn<'_>) -> Result<(), Error> {
     ///         t.insert(self.0, Key::from(self.1), b"v")

@@ -17,7 +17,7 @@ use crate::table::Table;
 use crate::txn::{self, table::TxnTable};
 use crate::{
     history, protocol, AbortReason, Error, IndexId, Isolation, Mode, Options, Protocol, Result, RetryPolicy, Stats,
-    TableId, TableSpec, Transaction, TxnOptions, MAX_TABLES,
+    TableId, TableKind, TableSpec, Transaction, TxnOptions, MAX_TABLES,
 };
 use durable::Durable;
 use std::sync::atomic::Ordering;
@@ -201,7 +201,12 @@ impl Database {
     /// assert_eq!(db.table("orders").unwrap(), t);
     /// assert_eq!(db.create_table(TableSpec::ordered("orders")), Err(Error::TableExists("orders".into())));
     /// ```
-    pub fn create_table(&self, spec: TableSpec) -> Result<TableId> {
+    pub fn create_table<S: TableKind>(&self, spec: S) -> Result<S::Handle> {
+        self.create_spec(spec.into_spec()).map(S::handle)
+    }
+
+    /// [`Database::create_table`] of a plain declaration.
+    pub(crate) fn create_spec(&self, spec: TableSpec) -> Result<TableId> {
         let mut names = self.names.lock();
         if names.contains_key(&spec.name) {
             return Err(Error::TableExists(spec.name.clone()));
@@ -266,7 +271,8 @@ impl Database {
     /// assert_ne!(db.index(t, "by_len").unwrap(), db.primary(t));
     /// assert!(matches!(db.index(t, "nope"), Err(Error::UnknownIndex(_))));
     /// ```
-    pub fn index(&self, table: TableId, name: &str) -> Result<IndexId> {
+    pub fn index(&self, table: impl Into<TableId>, name: &str) -> Result<IndexId> {
+        let table = table.into();
         let t = self.table_ref(table)?;
         t.indexes
             .iter()
@@ -286,8 +292,8 @@ impl Database {
     /// assert_eq!(ix.table(), t);
     /// assert_eq!(db.index(t, "primary").unwrap(), ix);
     /// ```
-    pub fn primary(&self, table: TableId) -> IndexId {
-        IndexId::from(table)
+    pub fn primary(&self, table: impl Into<TableId>) -> IndexId {
+        IndexId::from(table.into())
     }
 
     /// Begins a transaction at `isolation`.

@@ -5,7 +5,7 @@
 //! and in a data directory.
 
 use crate::table::{TableDesc, Types};
-use crate::{Database, Error, Result, TableId, TableSpec};
+use crate::{Database, Error, Result, TableId, TableKind, TableSpec};
 
 impl Database {
     /// Opens the table `spec` names: the existing table of that name if
@@ -34,7 +34,12 @@ impl Database {
     ///     db.close().unwrap();
     /// }
     /// ```
-    pub fn open_table(&self, spec: TableSpec) -> Result<TableId> {
+    pub fn open_table<S: TableKind>(&self, spec: S) -> Result<S::Handle> {
+        self.open_spec(spec.into_spec()).map(S::handle)
+    }
+
+    /// [`Database::open_table`] of a plain declaration.
+    pub(crate) fn open_spec(&self, spec: TableSpec) -> Result<TableId> {
         // Tables are never dropped: a name taken between the lookup and
         // the creation is found by the second lookup.
         loop {
@@ -48,7 +53,7 @@ impl Database {
                 }
                 return Ok(id);
             }
-            match self.create_table(spec.clone()) {
+            match self.create_spec(spec.clone()) {
                 Err(Error::TableExists(_)) => continue,
                 r => return r,
             }

@@ -24,7 +24,7 @@ fn value(k: u64) -> Vec<u8> {
 
 fn grows_under(p: Protocol) {
     let db = Database::new(Options { protocol: p, ..Options::default() }).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 16)).unwrap().table();
     let start = buckets(&db, t);
     let iso = p.strongest();
     // Rows below `committed` are committed (and visible to new transactions).

@@ -26,7 +26,7 @@
 use super::transaction::Transaction;
 use crate::key::{IntoKey, Key, KeyRange};
 use crate::table::KeyFn;
-use crate::{Error, IndexId, Result};
+use crate::{Error, IndexId, OrderedIndex, Result};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -212,8 +212,10 @@ impl<'db> Transaction<'db> {
     /// value)>` (`.rev()` walks from the high end). Rows are read lazily in
     /// batches, so a loop that stops early read (and, under serializable,
     /// validates or locks) only about twice the rows it took; see
-    /// [`Range`]. A hash index is refused with [`Error::Unsupported`]: it
-    /// keeps no key order (use [`Transaction::scan`]).
+    /// [`Range`]. A hash index keeps no key order (walk it with
+    /// [`Transaction::scan`]): a [`crate::HashTableId`] does not compile
+    /// here ([`OrderedIndex`]), and a [`crate::TableId`] or [`IndexId`]
+    /// naming a hash index is refused with [`Error::Unsupported`].
     ///
     /// ```
     /// use multiverse::{Database, Isolation, Key, Options, TableSpec};
@@ -230,7 +232,7 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(first.0, Key::from(40));
     /// assert_eq!(tx.range(ix, Key::from(10)..Key::from(20)).unwrap().count(), 10);
     /// ```
-    pub fn range<'k>(&mut self, index: impl Into<IndexId>, range: impl KeyRange<'k>) -> Result<Range<'_, 'db>> {
+    pub fn range<'k>(&mut self, index: impl OrderedIndex, range: impl KeyRange<'k>) -> Result<Range<'_, 'db>> {
         let (lo, hi) = range.into_bounds()?;
         Range::new(self, index.into(), lo, hi)
     }
@@ -260,7 +262,7 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(k, key(2, 5));
     /// tx.commit().unwrap();
     /// ```
-    pub fn prefix<'k>(&mut self, index: impl Into<IndexId>, prefix: impl IntoKey<'k>) -> Result<Range<'_, 'db>> {
+    pub fn prefix<'k>(&mut self, index: impl OrderedIndex, prefix: impl IntoKey<'k>) -> Result<Range<'_, 'db>> {
         let prefix = &*prefix.into_key()?;
         let hi = match prefix.prefix_end() {
             Some(e) => Bound::Excluded(e),

@@ -316,10 +316,11 @@ impl<'db> Transaction<'db> {
     #[inline]
     pub fn get_with<'k, R>(
         &mut self,
-        table: TableId,
+        table: impl Into<TableId>,
         key: impl IntoKey<'k>,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
+        let table = table.into();
         key.with_key(|key| match &mut self.family {
             Family::Mv(t) => t.get_with(table, key, f),
             Family::Silo(t) => t.get_with(table, key, f),
@@ -340,7 +341,8 @@ impl<'db> Transaction<'db> {
     /// x.insert(t, Key::from(1), b"mine").unwrap();
     /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), Some(b"mine".to_vec())); // its own write
     /// ```
-    pub fn get<'k>(&mut self, table: TableId, key: impl IntoKey<'k>) -> Result<Option<Vec<u8>>> {
+    pub fn get<'k>(&mut self, table: impl Into<TableId>, key: impl IntoKey<'k>) -> Result<Option<Vec<u8>>> {
+        let table = table.into();
         self.get_with(table, key, |v| v.to_vec())
     }
 
@@ -389,10 +391,11 @@ impl<'db> Transaction<'db> {
     #[inline]
     pub fn get_for_update_with<'k, R>(
         &mut self,
-        table: TableId,
+        table: impl Into<TableId>,
         key: impl IntoKey<'k>,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
+        let table = table.into();
         key.with_key(|key| {
             if self.core().read_only && self.core().is_open() {
                 return Err(Error::InvalidArgument("get_for_update in a read-only transaction".into()));
@@ -424,7 +427,8 @@ impl<'db> Transaction<'db> {
     /// a.update(t, &Key::from(1), b"c").unwrap();
     /// a.commit().unwrap();
     /// ```
-    pub fn get_for_update<'k>(&mut self, table: TableId, key: impl IntoKey<'k>) -> Result<Option<Vec<u8>>> {
+    pub fn get_for_update<'k>(&mut self, table: impl Into<TableId>, key: impl IntoKey<'k>) -> Result<Option<Vec<u8>>> {
+        let table = table.into();
         self.get_for_update_with(table, key, |v| v.to_vec())
     }
 
@@ -451,7 +455,8 @@ impl<'db> Transaction<'db> {
     ///     assert!(x.get(t, k).unwrap().is_some());
     /// }
     /// ```
-    pub fn prefetch(&self, table: TableId, keys: &[Key]) {
+    pub fn prefetch(&self, table: impl Into<TableId>, keys: &[Key]) {
+        let table = table.into();
         self.prefetch_many(&[(table, keys)]);
     }
 
@@ -468,7 +473,7 @@ impl<'db> Transaction<'db> {
     /// let b = db.create_table(TableSpec::hash("b", 64)).unwrap();
     /// let mut x = db.begin(Isolation::Serializable).unwrap();
     /// let (ka, kb) = ([Key::from(1)], [Key::from(2), Key::from(3)]);
-    /// x.prefetch_many(&[(a, &ka[..]), (b, &kb[..])]);
+    /// x.prefetch_many(&[(a.table(), &ka[..]), (b.table(), &kb[..])]);
     /// assert_eq!(x.get(a, &ka[0]).unwrap(), None);
     /// ```
     pub fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
@@ -610,7 +615,13 @@ impl<'db> Transaction<'db> {
     /// x.commit().unwrap(); // the failed insert did not end the transaction
     /// ```
     #[inline]
-    pub fn insert<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
+    pub fn insert<'k>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let table = table.into();
         let (key, value) = (key.into_key()?.into_owned(), value.as_ref());
         self.core().admit(value.len())?;
         match &mut self.family {
@@ -637,7 +648,13 @@ impl<'db> Transaction<'db> {
     /// x.commit().unwrap();
     /// ```
     #[inline]
-    pub fn update<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
+    pub fn update<'k>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let table = table.into();
         let value = value.as_ref();
         key.with_key(|key| {
             self.core().admit_update(value.len())?;
@@ -686,10 +703,11 @@ impl<'db> Transaction<'db> {
     #[inline]
     pub fn update_with<'k>(
         &mut self,
-        table: TableId,
+        table: impl Into<TableId>,
         key: impl IntoKey<'k>,
         f: impl FnOnce(&[u8], &mut Vec<u8>),
     ) -> Result<()> {
+        let table = table.into();
         key.with_key(|key| {
             self.core().admit_update(0)?;
             match &mut self.family {
@@ -730,7 +748,13 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(row, [0, 0, 0, 0, 1, 0, 0, 0]);
     /// ```
     #[inline]
-    pub fn modify<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, f: impl FnOnce(&mut [u8])) -> Result<()> {
+    pub fn modify<'k>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        f: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
+        let table = table.into();
         key.with_key(|key| {
             self.core().admit_update(0)?;
             match &mut self.family {
@@ -768,7 +792,8 @@ impl<'db> Transaction<'db> {
     /// x.commit().unwrap();
     /// ```
     #[inline]
-    pub fn delete<'k>(&mut self, table: TableId, key: impl IntoKey<'k>) -> Result<()> {
+    pub fn delete<'k>(&mut self, table: impl Into<TableId>, key: impl IntoKey<'k>) -> Result<()> {
+        let table = table.into();
         key.with_key(|key| match &mut self.family {
             Family::Mv(t) => t.delete(table, key),
             Family::Silo(t) => t.write(table, key, |_, _| false),
@@ -790,7 +815,8 @@ impl<'db> Transaction<'db> {
     /// assert_eq!(x.get(t, &Key::from(1)).unwrap(), Some(b"updated".to_vec()));
     /// x.commit().unwrap();
     /// ```
-    pub fn put<'k>(&mut self, table: TableId, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
+    pub fn put<'k>(&mut self, table: impl Into<TableId>, key: impl IntoKey<'k>, value: impl AsRef<[u8]>) -> Result<()> {
+        let table = table.into();
         let (key, value) = (key.into_key()?, value.as_ref());
         match self.update(table, &*key, value) {
             Err(Error::KeyNotFound) => self.insert(table, key.into_owned(), value),

@@ -108,7 +108,8 @@ mod tests {
     use super::*;
     use crate::Key;
 
-    fn desc(spec: TableSpec) -> TableDesc {
+    fn desc(spec: impl Into<TableSpec>) -> TableDesc {
+        let spec = spec.into();
         TableDesc::of(&spec)
     }
 
@@ -119,7 +120,10 @@ mod tests {
         let base = || TableSpec::ordered("t").secondary("a", IndexKind::Ordered, f);
         assert_eq!(desc(base()).differs(&desc(base()), "stored"), None);
         let cases = [
-            (TableSpec::hash("t", 64).secondary("a", IndexKind::Ordered, f), "stored as ordered, opened as hash(64)"),
+            (
+                TableSpec::hash("t", 64).secondary("a", IndexKind::Ordered, f).into(),
+                "stored as ordered, opened as hash(64)",
+            ),
             (TableSpec::ordered("t"), "stored with secondary index 'a' (ordered), opened without it"),
             (
                 TableSpec::ordered("t").secondary("a", IndexKind::Hash { capacity: 8 }, f),

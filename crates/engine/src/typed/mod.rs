@@ -198,7 +198,8 @@ impl<K: TypedKey, V: Value> TableDefinition<K, V> {
     /// assert!(matches!(T.create_with(&db, other), Err(Error::InvalidArgument(_))));
     /// T.create_with(&db, TableSpec::ordered("t")).unwrap();
     /// ```
-    pub fn create_with(&self, db: &Database, spec: TableSpec) -> Result<TypedTable<K, V>> {
+    pub fn create_with(&self, db: &Database, spec: impl Into<TableSpec>) -> Result<TypedTable<K, V>> {
+        let spec: TableSpec = spec.into();
         if spec.name != self.name {
             return Err(Error::InvalidArgument(format!(
                 "the spec of table '{}' given for the definition of '{}'",

@@ -131,7 +131,7 @@ pub fn run(protocol: Protocol, rows: &[(u64, u64)], sessions: usize, steps: &[(u
 pub fn run_with(opts: Options, rows: &[(u64, u64)], sessions: usize, steps: &[(usize, Step)]) -> Run {
     let protocol = opts.protocol;
     let db = Database::new(opts).expect("a database");
-    let t = db.create_table(TableSpec::hash("t", 64)).expect("a table");
+    let t = db.create_table(TableSpec::hash("t", 64)).expect("a table").table();
     db.run(protocol.strongest(), |x| {
         for &(k, v) in rows {
             x.insert(t, key(k), v.to_le_bytes())?;

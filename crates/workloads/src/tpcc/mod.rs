@@ -562,19 +562,18 @@ impl Tpcc {
         let create = |spec: TableSpec| db.create_table(spec).map_err(e);
         let warehouse = hash(names::WAREHOUSE, w)?;
         let district = hash(names::DISTRICT, w * DISTRICTS as usize)?;
-        let customer =
-            create(TableSpec::hash(names::CUSTOMER, w * DISTRICTS as usize * CUSTOMERS as usize).secondary(
-                names::BY_LAST,
-                IndexKind::OrderedGrouped { prefix: BY_LAST_GROUP },
-                by_last_of,
-            ))?;
+        let customer = create(
+            TableSpec::hash(names::CUSTOMER, w * DISTRICTS as usize * CUSTOMERS as usize)
+                .secondary(names::BY_LAST, IndexKind::OrderedGrouped { prefix: BY_LAST_GROUP }, by_last_of)
+                .into(),
+        )?;
         let history = hash(names::HISTORY, w.saturating_mul(H_BUCKETS_PER_WAREHOUSE))?;
         let new_order = create(TableSpec::ordered_grouped(names::NEW_ORDER, NEW_ORDER_GROUP))?;
-        let order = create(TableSpec::hash(names::ORDER, w.saturating_mul(O_BUCKETS_PER_WAREHOUSE)).secondary(
-            names::BY_CUSTOMER,
-            IndexKind::OrderedGrouped { prefix: BY_CUSTOMER_GROUP },
-            by_customer_of,
-        ))?;
+        let order = create(
+            TableSpec::hash(names::ORDER, w.saturating_mul(O_BUCKETS_PER_WAREHOUSE))
+                .secondary(names::BY_CUSTOMER, IndexKind::OrderedGrouped { prefix: BY_CUSTOMER_GROUP }, by_customer_of)
+                .into(),
+        )?;
         let order_line = hash(names::ORDER_LINE, w.saturating_mul(OL_BUCKETS_PER_WAREHOUSE))?;
         let item = hash(names::ITEM, ITEMS as usize)?;
         let stock = hash(names::STOCK, w * ITEMS as usize)?;

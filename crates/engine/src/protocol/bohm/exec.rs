@@ -3,6 +3,7 @@
 //! Pointer, writes into its own placeholders.
 
 use super::*;
+use crate::IntoKey;
 
 /// Declared read and write sets up to this size are searched linearly.
 /// In a larger read set, a read is first matched against the next declared
@@ -136,7 +137,8 @@ impl ExecTxn<'_> {
     /// write), the version to read, its value — so each step is issued for
     /// all the keys before the next, and their misses overlap. Only for
     /// declarations short enough to search linearly; changes nothing.
-    pub fn prefetch(&self, table: TableId, keys: &[Key]) {
+    pub fn prefetch(&self, table: impl Into<TableId>, keys: &[Key]) {
+        let table = table.into();
         let a = &self.plan.access;
         if a.reads.len() > LINEAR || a.writes.len() > LINEAR {
             return;
@@ -254,8 +256,27 @@ impl ExecTxn<'_> {
         }
     }
 
+    /// Reads a declared record: its value, or `None` where it has no row.
+    /// Keys and values take the forms of [`crate::Transaction`]'s
+    /// operations (see [`IntoKey`]).
+    pub fn get<'k>(&mut self, table: impl Into<TableId>, key: impl IntoKey<'k>) -> Result<Option<Vec<u8>>> {
+        self.get_with(table, key, |v| v.to_vec())
+    }
+
     /// Reads a declared record and passes its value to `f`.
-    pub fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+    #[inline]
+    pub fn get_with<'k, R>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let table = table.into();
+        key.with_key(|key| self.read(table, key, f))?
+    }
+
+    /// [`ExecTxn::get_with`] of a key as it is.
+    fn read<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         match self.seen(table, key, "read")? {
             Seen::Own(w) => {
                 if self.plan.written[w] != PRESENT {
@@ -356,31 +377,58 @@ impl ExecTxn<'_> {
     }
 
     /// Inserts a declared record that has no row.
-    pub fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
-        self.write(table, &key, WriteKind::Insert, |_, new| new.extend_from_slice(value))
+    pub fn insert<'k>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (table, value) = (table.into(), value.as_ref());
+        key.with_key(|key| self.write(table, key, WriteKind::Insert, |_, new| new.extend_from_slice(value)))?
     }
 
     /// Replaces the value of a declared record.
-    pub fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        self.write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value))
+    pub fn update<'k>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (table, value) = (table.into(), value.as_ref());
+        key.with_key(|key| self.write(table, key, WriteKind::Update, |_, new| new.extend_from_slice(value)))?
     }
 
     /// Read-modify-write of a declared record: `f(old, new)` fills `new`.
-    pub fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        self.write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new))
+    pub fn update_with<'k>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        f: impl FnOnce(&[u8], &mut Vec<u8>),
+    ) -> Result<()> {
+        let table = table.into();
+        key.with_key(|key| self.write(table, key, WriteKind::Update, |old, new| f(old.unwrap_or(&[]), new)))?
     }
 
     /// Read-modify-write in place of a copy of the old value.
-    pub fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        self.write(table, key, WriteKind::Update, |old, new| {
-            new.extend_from_slice(old.unwrap_or(&[]));
-            f(new)
-        })
+    pub fn modify<'k>(
+        &mut self,
+        table: impl Into<TableId>,
+        key: impl IntoKey<'k>,
+        f: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
+        let table = table.into();
+        key.with_key(|key| {
+            self.write(table, key, WriteKind::Update, |old, new| {
+                new.extend_from_slice(old.unwrap_or(&[]));
+                f(new)
+            })
+        })?
     }
 
     /// Deletes a declared record.
-    pub fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
-        self.write(table, key, WriteKind::Delete, |_, _| {})
+    pub fn delete<'k>(&mut self, table: impl Into<TableId>, key: impl IntoKey<'k>) -> Result<()> {
+        let table = table.into();
+        key.with_key(|key| self.write(table, key, WriteKind::Delete, |_, _| {}))?
     }
 
     /// Savepoints are refused ([`Error::Unsupported`]): a procedure's

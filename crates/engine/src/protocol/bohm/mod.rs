@@ -182,13 +182,13 @@ const COMPLETE: u64 = 2;
 ///
 /// ```
 /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 /// # /// Adds one to the first byte of row 1.
-/// # struct Incr(TableId);
+/// # struct Incr(HashTableId);
 /// # impl Procedure for Incr {
 /// #     type Error = Error;
 /// #     fn declare(&self, access: &mut AccessSet) {
-/// #         access.writes.push((self.0, Key::from(1)));
+/// #         access.write(self.0, Key::from(1));
 /// #     }
 /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -248,12 +248,12 @@ impl Config {
 ///
 /// ```
 /// use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 ///
 /// /// Moves `amount` between two accounts (little-endian u64 balances),
 /// /// refusing to overdraw.
 /// struct Transfer {
-///     t: TableId,
+///     t: HashTableId,
 ///     from: u64,
 ///     to: u64,
 ///     amount: u64,
@@ -261,8 +261,8 @@ impl Config {
 /// impl Procedure for Transfer {
 ///     type Error = Error;
 ///     fn declare(&self, access: &mut AccessSet) {
-///         access.writes.push((self.t, Key::from(self.from)));
-///         access.writes.push((self.t, Key::from(self.to)));
+///         access.write(self.t, Key::from(self.from));
+///         access.write(self.t, Key::from(self.to));
 ///     }
 ///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 ///         let balance = |v: &[u8]| u64::from_le_bytes(v.try_into().unwrap());
@@ -301,13 +301,13 @@ pub trait Procedure: Send {
     ///
     /// ```
     /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
     /// # /// Adds one to the first byte of row 1.
-    /// # struct Incr(TableId);
+    /// # struct Incr(HashTableId);
     /// # impl Procedure for Incr {
     /// #     type Error = Error;
     /// #     fn declare(&self, access: &mut AccessSet) {
-    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #         access.write(self.0, Key::from(1));
     /// #     }
     /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
     /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -317,11 +317,11 @@ pub trait Procedure: Send {
     /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
     /// /// Reads row 1, declared as a read only, and then writes it.
-    /// struct Sneaky(TableId);
+    /// struct Sneaky(HashTableId);
     /// impl Procedure for Sneaky {
     ///     type Error = Error;
     ///     fn declare(&self, access: &mut AccessSet) {
-    ///         access.reads.push((self.0, Key::from(1)));
+    ///         access.read(self.0, Key::from(1));
     ///     }
     ///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
     ///         x.get_with(self.0, &Key::from(1), |_| ())?;
@@ -340,13 +340,13 @@ pub trait Procedure: Send {
     ///
     /// ```
     /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
     /// # /// Adds one to the first byte of row 1.
-    /// # struct Incr(TableId);
+    /// # struct Incr(HashTableId);
     /// # impl Procedure for Incr {
     /// #     type Error = Error;
     /// #     fn declare(&self, access: &mut AccessSet) {
-    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #         access.write(self.0, Key::from(1));
     /// #     }
     /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
     /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -356,11 +356,11 @@ pub trait Procedure: Send {
     /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
     /// /// Writes row 1, then gives up: nothing it wrote remains.
-    /// struct Undone(TableId);
+    /// struct Undone(HashTableId);
     /// impl Procedure for Undone {
     ///     type Error = &'static str;
     ///     fn declare(&self, access: &mut AccessSet) {
-    ///         access.writes.push((self.0, Key::from(1)));
+    ///         access.write(self.0, Key::from(1));
     ///     }
     ///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), &'static str> {
     ///         x.update(self.0, &Key::from(1), &[7]).map_err(|_| "engine")?;
@@ -378,13 +378,13 @@ pub trait Procedure: Send {
 ///
 /// ```
 /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 /// # /// Adds one to the first byte of row 1.
-/// # struct Incr(TableId);
+/// # struct Incr(HashTableId);
 /// # impl Procedure for Incr {
 /// #     type Error = Error;
 /// #     fn declare(&self, access: &mut AccessSet) {
-/// #         access.writes.push((self.0, Key::from(1)));
+/// #         access.write(self.0, Key::from(1));
 /// #     }
 /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -393,11 +393,11 @@ pub trait Procedure: Send {
 /// # let db = Database::new(Options { protocol: Protocol::Bohm, ..Options::default() }).unwrap();
 /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
 /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
-/// struct Missing(TableId);
+/// struct Missing(HashTableId);
 /// impl Procedure for Missing {
 ///     type Error = Error;
 ///     fn declare(&self, access: &mut AccessSet) {
-///         access.writes.push((self.0, Key::from(2)));
+///         access.write(self.0, Key::from(2));
 ///     }
 ///     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 ///         x.update(self.0, &Key::from(2), &[1]) // row 2 does not exist
@@ -439,13 +439,13 @@ impl<E> Outcome<E> {
 ///
 /// ```
 /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 /// # /// Adds one to the first byte of row 1.
-/// # struct Incr(TableId);
+/// # struct Incr(HashTableId);
 /// # impl Procedure for Incr {
 /// #     type Error = Error;
 /// #     fn declare(&self, access: &mut AccessSet) {
-/// #         access.writes.push((self.0, Key::from(1)));
+/// #         access.write(self.0, Key::from(1));
 /// #     }
 /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -475,13 +475,13 @@ pub struct Done<P: Procedure> {
 ///
 /// ```
 /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 /// # /// Adds one to the first byte of row 1.
-/// # struct Incr(TableId);
+/// # struct Incr(HashTableId);
 /// # impl Procedure for Incr {
 /// #     type Error = Error;
 /// #     fn declare(&self, access: &mut AccessSet) {
-/// #         access.writes.push((self.0, Key::from(1)));
+/// #         access.write(self.0, Key::from(1));
 /// #     }
 /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -492,7 +492,7 @@ pub struct Done<P: Procedure> {
 /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
 /// /// Offers a transaction every other time it is asked, three in all.
 /// struct Slow {
-///     t: TableId,
+///     t: HashTableId,
 ///     asked: u32,
 ///     left: u32,
 /// }
@@ -527,13 +527,13 @@ pub enum Next<P> {
 ///
 /// ```
 /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 /// # /// Adds one to the first byte of row 1.
-/// # struct Incr(TableId);
+/// # struct Incr(HashTableId);
 /// # impl Procedure for Incr {
 /// #     type Error = Error;
 /// #     fn declare(&self, access: &mut AccessSet) {
-/// #         access.writes.push((self.0, Key::from(1)));
+/// #         access.write(self.0, Key::from(1));
 /// #     }
 /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -573,13 +573,13 @@ pub trait Feed<P: Procedure>: Send {
     ///
     /// ```
     /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
     /// # /// Adds one to the first byte of row 1.
-    /// # struct Incr(TableId);
+    /// # struct Incr(HashTableId);
     /// # impl Procedure for Incr {
     /// #     type Error = Error;
     /// #     fn declare(&self, access: &mut AccessSet) {
-    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #         access.write(self.0, Key::from(1));
     /// #     }
     /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
     /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -589,7 +589,7 @@ pub trait Feed<P: Procedure>: Send {
     /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
     /// /// Offers `n` transactions, noting whether the pipeline was idle each time.
-    /// struct Watch(TableId, u32, Vec<bool>);
+    /// struct Watch(HashTableId, u32, Vec<bool>);
     /// impl Feed<Incr> for Watch {
     ///     fn next(&mut self, idle: bool) -> Next<Incr> {
     ///         self.2.push(idle);
@@ -609,13 +609,13 @@ pub trait Feed<P: Procedure>: Send {
     ///
     /// ```
     /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
     /// # /// Adds one to the first byte of row 1.
-    /// # struct Incr(TableId);
+    /// # struct Incr(HashTableId);
     /// # impl Procedure for Incr {
     /// #     type Error = Error;
     /// #     fn declare(&self, access: &mut AccessSet) {
-    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #         access.write(self.0, Key::from(1));
     /// #     }
     /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
     /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -625,7 +625,7 @@ pub trait Feed<P: Procedure>: Send {
     /// # let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
     /// # db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1), &[0])).unwrap();
     /// /// Offers `n` transactions; checks that they come back in log order.
-    /// struct InOrder(TableId, u32, Option<u64>);
+    /// struct InOrder(HashTableId, u32, Option<u64>);
     /// impl Feed<Incr> for InOrder {
     ///     fn next(&mut self, _idle: bool) -> Next<Incr> {
     ///         if self.1 == 0 {
@@ -650,13 +650,13 @@ pub trait Feed<P: Procedure>: Send {
 ///
 /// ```
 /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 /// # /// Adds one to the first byte of row 1.
-/// # struct Incr(TableId);
+/// # struct Incr(HashTableId);
 /// # impl Procedure for Incr {
 /// #     type Error = Error;
 /// #     fn declare(&self, access: &mut AccessSet) {
-/// #         access.writes.push((self.0, Key::from(1)));
+/// #         access.write(self.0, Key::from(1));
 /// #     }
 /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -681,13 +681,13 @@ impl<P: Procedure> Batch<P> {
     ///
     /// ```
     /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+    /// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
     /// # /// Adds one to the first byte of row 1.
-    /// # struct Incr(TableId);
+    /// # struct Incr(HashTableId);
     /// # impl Procedure for Incr {
     /// #     type Error = Error;
     /// #     fn declare(&self, access: &mut AccessSet) {
-    /// #         access.writes.push((self.0, Key::from(1)));
+    /// #         access.write(self.0, Key::from(1));
     /// #     }
     /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
     /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)
@@ -719,13 +719,13 @@ impl<P: Procedure> Feed<P> for Batch<P> {
 ///
 /// ```
 /// # use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure};
-/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, TableId, TableSpec};
+/// # use multiverse::{AccessSet, Database, Error, Isolation, Key, Options, Protocol, HashTableId, TableSpec};
 /// # /// Adds one to the first byte of row 1.
-/// # struct Incr(TableId);
+/// # struct Incr(HashTableId);
 /// # impl Procedure for Incr {
 /// #     type Error = Error;
 /// #     fn declare(&self, access: &mut AccessSet) {
-/// #         access.writes.push((self.0, Key::from(1)));
+/// #         access.write(self.0, Key::from(1));
 /// #     }
 /// #     fn run(&mut self, x: &mut ExecTxn<'_>) -> Result<(), Error> {
 /// #         x.modify(self.0, &Key::from(1), |v| v[0] += 1)

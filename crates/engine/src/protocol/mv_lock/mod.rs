@@ -426,7 +426,7 @@ mod tests {
 
     fn db() -> (Database, TableId) {
         let db = Database::new(Options { protocol: Protocol::MvLock, ..Options::default() }).unwrap();
-        let t = db.create_table(TableSpec::hash("t", 16)).unwrap();
+        let t = db.create_table(TableSpec::hash("t", 16)).unwrap().table();
         db.run(Isolation::RepeatableRead, |x| {
             x.insert(t, Key::from(1), b"a")?;
             x.insert(t, Key::from(2), b"b")

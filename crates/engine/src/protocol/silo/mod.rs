@@ -563,7 +563,7 @@ mod tests {
     #[test]
     fn a_racing_inserters_placeholder_does_not_hide_our_insert() {
         let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
-        let tid = db.create_table(TableSpec::hash("t", 64)).unwrap();
+        let tid = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
         let k = Key::from(7u64);
         let mut x = db.begin(Isolation::Serializable).unwrap();
         x.insert(tid, k.clone(), b"ours").unwrap();
@@ -603,7 +603,7 @@ mod tests {
     #[test]
     fn an_insert_withdraws_from_any_row_of_its_key() {
         let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
-        let tid = db.create_table(TableSpec::hash("t", 64)).unwrap();
+        let tid = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
         let t = db.table_ref(tid).unwrap();
         let link = |k: &Key, word: u64| {
             let v = Version::alloc_in_place(k, t.link_words(), b"v", word).as_ptr();
@@ -662,7 +662,7 @@ mod tests {
     #[test]
     fn a_losing_inserters_placeholder_does_not_hide_the_row() {
         let db = Database::new(Options { protocol: Protocol::Silo, ..Options::default() }).unwrap();
-        let tid = db.create_table(TableSpec::hash("t", 64)).unwrap();
+        let tid = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
         let k = Key::from(5u64);
         db.run(Isolation::Serializable, |x| x.insert(tid, k.clone(), b"row")).unwrap();
         let t = db.table_ref(tid).unwrap();

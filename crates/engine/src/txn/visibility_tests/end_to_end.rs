@@ -201,7 +201,7 @@ fn dependency_chain_commits_when_root_commits() {
 /// aborted: SSI aborts many Preparing transactions.)
 #[test]
 fn a_scan_never_hands_on_a_key_twice_when_its_dependency_aborts() {
-    for spec in [TableSpec::hash("t", 64), TableSpec::ordered("t")] {
+    for spec in [TableSpec::hash("t", 64).into(), TableSpec::ordered("t")] {
         let db = Database::new(Options::default()).unwrap();
         let t = db.create_table(spec).unwrap();
         db.run(Isolation::Serializable, |x| {

@@ -231,7 +231,7 @@ impl Drop for FakeWriter<'_> {
 /// A database with table "t" holding keys 1..=3 with values "v1".."v3".
 fn db3() -> (Database, TableId) {
     let db = Database::new(Options::default()).unwrap();
-    let t = db.create_table(TableSpec::hash("t", 64)).unwrap();
+    let t = db.create_table(TableSpec::hash("t", 64)).unwrap().table();
     db.run(Isolation::Serializable, |x| {
         for k in 1..=3u64 {
             x.insert(t, Key::from(k), format!("v{k}").as_bytes())?;
