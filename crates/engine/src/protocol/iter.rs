@@ -92,12 +92,12 @@ pub struct Range<'t, 'db> {
 
 impl<'t, 'db> Range<'t, 'db> {
     pub(crate) fn new(txn: &'t mut Transaction<'db>, index: IndexId, lo: Bound<Key>, hi: Bound<Key>) -> Result<Self> {
-        let ix = txn.index_of(index)?;
+        let (table, ix) = txn.index_of(index)?;
         if !ix.is_ordered() {
             return Err(Error::Unsupported(format!(
-                "index #{} of table #{} is a hash index, which does not iterate in key order: \
-                 use an ordered index, or Transaction::scan for a whole-table walk in no order",
-                index.index, index.table
+                "index '{}' of table '{}' is a hash index, which keeps no key order: range and prefix \
+                 need an ordered index (Transaction::scan walks a hash index in no particular order)",
+                ix.name, table.name
             )));
         }
         let key_fn = ix.key_fn;

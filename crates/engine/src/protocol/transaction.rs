@@ -158,9 +158,10 @@ impl<'db> Transaction<'db> {
     }
 
     #[inline]
-    /// The index behind `index` (an unknown table or index is an error).
-    pub(crate) fn index_of(&self, index: IndexId) -> Result<&'db crate::table::Index> {
-        Ok(self.core().index_ref(index)?.1)
+    /// The table and index behind `index` (an unknown table or index is
+    /// an error).
+    pub(crate) fn index_of(&self, index: IndexId) -> Result<(&'db crate::table::Table, &'db crate::table::Index)> {
+        self.core().index_ref(index)
     }
 
     fn core(&self) -> &TxnCore<'db> {
