@@ -425,7 +425,13 @@ pub use txn::Filter;
 pub use typed::{TableDefinition, TypedRange, TypedTable};
 
 /// The code blocks of the repository's README, compiled and run as doctests
-/// (`cargo test --doc`), so that its guide to embedding stays true.
+/// (`cargo test --doc`), so that its example stays true.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The code blocks of the embedding guide (`docs/GUIDE.md`), compiled and
+/// run as doctests.
+#[doc = include_str!("../../../docs/GUIDE.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;
