@@ -1,4 +1,4 @@
-//! The benchmark's method (issue 29), run as a user would: warm-up,
+//! The benchmark's method, run as a user would: warm-up,
 //! per-second series, p99.9, the machine and the build in the record, CPU
 //! pinning, HdrHistogram log export, the time breakdown, and configs that
 //! round-trip through the JSON record.
@@ -294,7 +294,7 @@ fn compare_refuses_single_run_flags() {
 }
 
 /// `--protocol none` runs the workload's transaction bodies on a no-CC
-/// copy of the table (issue 30's ceiling): it commits everything, aborts
+/// copy of the table (the no-concurrency-control ceiling): it commits everything, aborts
 /// nothing, says so in the record, checks its copy, and refuses what it
 /// cannot honour in one line.
 #[test]

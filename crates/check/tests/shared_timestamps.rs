@@ -1,6 +1,6 @@
 //! Absent rows seen by validating readers when commit timestamps are shared
 //! (POMVCC) and when a writer leaves a row absent: regressions of the
-//! stress suite's POMVCC findings at `MULTIVERSE_STRESS=100` (issue 24).
+//! stress suite's POMVCC findings at `MULTIVERSE_STRESS=100`.
 //!
 //! Both histories came from the engine and are serializable; the checker
 //! used to report a cycle for each, because it placed an absent

@@ -25,7 +25,7 @@ const KEYS: u64 = 12;
 const INITIAL: u64 = 8;
 
 /// Row `n`'s key: 8 bytes big-endian, or for every fourth row a long key
-/// (issue 28) of those 8 bytes and 40 to 128 more, which sorts between
+/// (long keys) of those 8 bytes and 40 to 128 more, which sorts between
 /// `Key::from(n)` and `Key::from(n + 1)`, so the integer scan bounds below
 /// still take exactly rows `lo..hi`.
 fn key(n: u64) -> Key {

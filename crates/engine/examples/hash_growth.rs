@@ -1,4 +1,4 @@
-//! Measures hash index growth (issue 28): a table declared for N/10 keys
+//! Measures hash index growth: a table declared for N/10 keys
 //! takes N rows while a reader looks up committed rows, against a table
 //! declared for all N; then both answer random lookups.
 //!

@@ -1,7 +1,7 @@
 //! The no-concurrency-control ceiling: one table in the engine's own hash
 //! index and records, read and written with no concurrency control at all.
 //!
-//! Issue 30 measures every protocol against what the same storage does with
+//! The benchmark measures every protocol against what the same storage does with
 //! nothing on top: a lookup is the same hash of the key, the same bucket
 //! word and the same chain walk as a transaction's ([`crate::Key::hash64`],
 //! the hash index every hash table uses); a read hands the row's bytes to

@@ -1,4 +1,4 @@
-//! Observability (issue 28): metrics through the `metrics` facade and
+//! Observability: metrics through the `metrics` facade and
 //! spans through `tracing`, each behind a cargo feature of the same name,
 //! off by default. Everything the rest of the engine calls is here, so
 //! that no other file carries a `cfg`: with a feature off its types are

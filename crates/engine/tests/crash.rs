@@ -18,7 +18,7 @@
 //!   scan the ack rows or (serializable and snapshot) add up the money.
 //!   Only once the reader's commit returned Ok does the child print
 //!   `saw <thread> <seq>`: whatever a reader returned must survive a crash
-//!   like an acknowledged commit (issue 25; Silo's rule that a read-only
+//!   like an acknowledged commit (durable visibility; Silo's rule that a read-only
 //!   transaction waits for the durability of what it read). A third thread
 //!   calls [`Database::checkpoint`] in a loop in most iterations (besides
 //!   the checkpoints that fall due every few tens of milliseconds), so that

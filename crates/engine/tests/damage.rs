@@ -1,4 +1,4 @@
-//! The damage suite (issue 25, "durability you can trust"): a durable bank
+//! The damage suite ("durability you can trust"): a durable bank
 //! is written once, cleanly closed, and then copies of its data directory
 //! are damaged in every way a disk, a careless operator or a bad backup
 //! can (torn and flipped log files, deleted files and streams, a file
@@ -87,7 +87,7 @@ fn options(dir: &Path, c: &Config) -> Options {
     }
 }
 
-// The pieces of the API this suite was written for (issue 25).
+// The pieces of the API this suite was written for.
 
 fn refusing(o: Options) -> Options {
     Options { on_damage: OnDamage::Refuse, ..o }
@@ -624,7 +624,7 @@ fn choose(kind: usize, dir: &Path, l: &Listing, rng: &mut SmallRng) -> Damage {
         }
         9 => match l.manifests.first() {
             None => {
-                // No manifest (an engine before issue 25): a log file instead.
+                // No manifest (an engine from before manifests): a log file instead.
                 let (s, i) = pick_log(l, rng);
                 let at = rng.gen_range(0..l.logs[&s][i].2.max(1));
                 one(

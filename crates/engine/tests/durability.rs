@@ -530,7 +530,7 @@ fn damage_in_an_earlier_file_drops_the_rest_of_that_stream() {
 }
 
 // ----------------------------------------------------------------------
-// The damage table of issue 25: a constant-sum bank on two sync streams,
+// The damage table: a constant-sum bank on two sync streams,
 // damaged as disks and operators do. Each row must recover a prefix with a
 // truthful report, or refuse when asked to.
 // ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-//! Durable visibility under sync durability (issue 25; `durability::log`,
+//! Durable visibility under sync durability (`durability::log`,
 //! "Durable visibility"): a transaction's commit never returns what a crash
 //! could lose, and in the multi-version families a read-only transaction
 //! waits only for the rounds it read from.

@@ -1,4 +1,4 @@
-//! Long keys (issue 28): keys of 33 to [`KEY_MAX`] bytes beside inline ones
+//! Long keys: keys of 33 to [`KEY_MAX`] bytes beside inline ones
 //! of up to [`KEY_INLINE`] bytes, under every protocol and level, in hash
 //! and ordered tables, as secondary keys, through the typed layer, and
 //! across a durable restart (log replay and checkpoint). Keys of more than

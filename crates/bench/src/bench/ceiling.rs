@@ -1,4 +1,4 @@
-//! `bench --protocol none`: the no-concurrency-control ceiling (issue 30).
+//! `bench --protocol none`: the no-concurrency-control ceiling.
 //!
 //! The workload is set up and loaded into the database as for any protocol
 //! (MV/O loads it), then copied row by row into a
