@@ -1,4 +1,4 @@
-//! `multiverse check FILE`: checks a recorded history (docs/HISTORY.md)
+//! `multiverse check FILE`: checks a recorded history (docs/CHECKER.md)
 //! against an isolation level, and the verdict printing shared with
 //! `multiverse bench --verify`.
 

@@ -4,7 +4,7 @@
 //! when snapshot isolation is claimed, the snapshot read rule and
 //! first-committer-wins.
 //!
-//! Edges (see `docs/HISTORY.md` for the full rules):
+//! Edges (see `docs/CHECKER.md` for the full rules):
 //! - **ww**: consecutive committed writers of a key in commit-timestamp
 //!   order; also `W -> T` when `T` read `W`'s version of a key and then wrote
 //!   that key itself (its version must come later: if the commit order says

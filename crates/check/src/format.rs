@@ -1,5 +1,5 @@
 //! The history text format: one line per transaction or operation, easy to
-//! read, diff and write by hand (full description in `docs/HISTORY.md`).
+//! read, diff and write by hand (full description in `docs/CHECKER.md`).
 //!
 //! ```text
 //! multiverse-history 1

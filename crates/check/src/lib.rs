@@ -6,7 +6,7 @@
 //! wrote and scanned, and how it ended ([`multiverse::research::history`]). This crate
 //!
 //! - stores such histories as text and reads them back ([`write_history`],
-//!   [`read_history`]; the format is in `docs/HISTORY.md`);
+//!   [`read_history`]; the format is in `docs/CHECKER.md`);
 //! - checks a history against the isolation level it claims ([`check`]): it
 //!   builds Adya's direct serialization graph over the committed
 //!   transactions (ww, wr, item and predicate rw edges, with the version

@@ -10,7 +10,7 @@
 //! loom_models` runs them, and `cargo test --workspace` includes them.
 //!
 //! On a failure the test prints how to replay the failing schedule
-//! (`LOOM_CHECKPOINT_FILE`, see `replay_hint`); docs/HISTORY.md describes it.
+//! (`LOOM_CHECKPOINT_FILE`, see `replay_hint`); docs/CHECKER.md describes it.
 
 use loom::sync::Arc;
 use loom::thread;

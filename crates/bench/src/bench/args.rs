@@ -92,7 +92,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub verify: bool,
     /// Record the run's history (after loading) and write it to FILE
-    /// (format: docs/HISTORY.md), for `multiverse check FILE`.
+    /// (format: docs/CHECKER.md), for `multiverse check FILE`.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
     /// After loading, touch SIZE of memory (512M, 2G; binary units) and

@@ -53,7 +53,7 @@
 //! Earlier reports of G2 cycles at `MULTIVERSE_STRESS=100` were, on
 //! inspection, serializable histories the checker misread (it placed an
 //! absent row seen by a validating reader before a peer's delete that the
-//! reader had seen; docs/HISTORY.md); the engine now aborts those readers
+//! reader had seen; docs/CHECKER.md); the engine now aborts those readers
 //! as well (they met a peer's end), and the checker places such a reader
 //! just past its commit timestamp.
 //!
