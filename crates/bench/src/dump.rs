@@ -162,7 +162,7 @@ fn new_dir(dir: &Path) -> Result<(), String> {
 
 /// Runs `multiverse export`.
 pub fn export(a: ExportArgs) -> Result<(), String> {
-    let (db, workload) = crate::recover::load_dir(&a.dir)?;
+    let (db, workload) = crate::recover::load_dir(&a.dir, "export")?;
     let stored = multiverse::durability::tables(&a.dir).map_err(|e| e.to_string())?;
     new_dir(&a.out)?;
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
@@ -304,7 +304,7 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
 
 /// Runs `multiverse backup`.
 pub fn backup(a: BackupArgs) -> Result<(), String> {
-    let (db, workload) = crate::recover::load_dir(&a.dir)?;
+    let (db, workload) = crate::recover::load_dir(&a.dir, "back up")?;
     let extra: Vec<(&str, &[u8])> = workload.iter().map(|w| (WORKLOAD, w.as_slice())).collect();
     let info = db.backup_with(&a.out, &extra).map_err(|e| e.to_string())?;
     println!("backed up {} to {}: {} rows, {} bytes", a.dir.display(), info.dir.display(), info.rows, info.bytes);
