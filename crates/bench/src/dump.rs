@@ -4,9 +4,11 @@
 //! **Export** loads a data directory into memory as `recover` does (taking
 //! no lock: a database may have it open) and writes, into a new directory:
 //!
-//! * `TABLE.jsonl` per table: one JSON object per row, in key order,
-//!   `{"key":"<hex>","value":"<hex>"}`: the key's and the value's bytes in
-//!   lowercase hexadecimal (lossless; keys and values are bytes). A table
+//! * `TABLE.jsonl` per table: one JSON object per row, in key order (the
+//!   byte order of the keys, whatever the table's index kind: a hash
+//!   table's rows are sorted), `{"key":"<hex>","value":"<hex>"}`: the
+//!   key's and the value's bytes in lowercase hexadecimal (lossless; keys
+//!   and values are bytes). A table
 //!   name's bytes other than `A-Z a-z 0-9 _ -` are written `%XX` in its
 //!   file's name;
 //! * `workload`: the data directory's workload file, when it has one;
@@ -48,7 +50,9 @@ use std::path::{Path, PathBuf};
 pub struct ExportArgs {
     /// The data directory to export (read, never changed).
     pub dir: PathBuf,
-    /// The new directory to write the JSON Lines files into.
+    /// The new directory to write the JSON Lines files into: TABLE.jsonl
+    /// per table, its rows in key order whatever the index kind (a hash
+    /// table's are sorted), and export.json.
     #[arg(long, value_name = "OUTDIR")]
     pub out: PathBuf,
 }
@@ -162,7 +166,7 @@ fn new_dir(dir: &Path) -> Result<(), String> {
 
 /// Runs `multiverse export`.
 pub fn export(a: ExportArgs) -> Result<(), String> {
-    let (db, workload) = crate::recover::load_dir(&a.dir)?;
+    let (db, workload) = crate::recover::load_dir(&a.dir, "export")?;
     let stored = multiverse::durability::tables(&a.dir).map_err(|e| e.to_string())?;
     new_dir(&a.out)?;
     let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
@@ -175,23 +179,34 @@ pub fn export(a: ExportArgs) -> Result<(), String> {
         let file = file_name(&name);
         let path = a.out.join(&file);
         let mut out = BufWriter::new(std::fs::File::create(&path).map_err(|e| io(&path, e))?);
-        let (mut rows, mut failed) = (0u64, None);
+        let def = stored.iter().find(|t| t.name == name);
+        // An ordered primary index scans in key order; any other (a hash
+        // index, or a kind the directory does not record) is sorted here.
+        let in_order =
+            matches!(def.and_then(|t| t.primary), Some(IndexKind::Ordered | IndexKind::OrderedGrouped { .. }));
+        let (mut rows, mut failed, mut unsorted) = (0u64, None, Vec::new());
         t.scan(db.primary(id), .., None, |k, v| {
-            let line = serde_json::to_string(&Row { key: hex(k.as_bytes()), value: hex(v) }).expect("strings");
-            if let Err(e) = writeln!(out, "{line}") {
-                failed = Some(e);
-                return false;
+            if !in_order {
+                unsorted.push((k.clone(), v.to_vec()));
+                return true;
             }
-            rows += 1;
-            true
+            match write_row(&mut out, k, v) {
+                Ok(()) => rows += 1,
+                Err(e) => failed = Some(e),
+            }
+            failed.is_none()
         })
         .map_err(|e| e.to_string())?;
         if let Some(e) = failed {
             return Err(io(&path, e));
         }
+        unsorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (k, v) in unsorted {
+            write_row(&mut out, &k, &v).map_err(|e| io(&path, e))?;
+            rows += 1;
+        }
         let f = out.into_inner().map_err(|e| io(&path, e.into_error()))?;
         f.sync_all().map_err(|e| io(&path, e))?;
-        let def = stored.iter().find(|t| t.name == name);
         tables.push(TableEntry {
             primary: def.and_then(|t| t.primary).map(|k| k.to_string()),
             secondary: def.map_or(vec![], |t| t.secondary.iter().map(|(n, k)| (n.clone(), k.to_string())).collect()),
@@ -217,6 +232,12 @@ pub fn export(a: ExportArgs) -> Result<(), String> {
     std::fs::rename(&tmp, &p).map_err(|e| io(&p, e))?;
     println!("exported {} to {}: {n} tables, {total} rows", a.dir.display(), a.out.display());
     Ok(())
+}
+
+/// Writes one row of a table's JSON Lines file.
+fn write_row(out: &mut impl Write, k: &Key, v: &[u8]) -> std::io::Result<()> {
+    let line = serde_json::to_string(&Row { key: hex(k.as_bytes()), value: hex(v) }).expect("strings");
+    writeln!(out, "{line}")
 }
 
 /// Runs `multiverse import`.
@@ -304,7 +325,7 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
 
 /// Runs `multiverse backup`.
 pub fn backup(a: BackupArgs) -> Result<(), String> {
-    let (db, workload) = crate::recover::load_dir(&a.dir)?;
+    let (db, workload) = crate::recover::load_dir(&a.dir, "back up")?;
     let extra: Vec<(&str, &[u8])> = workload.iter().map(|w| (WORKLOAD, w.as_slice())).collect();
     let info = db.backup_with(&a.out, &extra).map_err(|e| e.to_string())?;
     println!("backed up {} to {}: {} rows, {} bytes", a.dir.display(), info.dir.display(), info.rows, info.bytes);

@@ -15,12 +15,19 @@
 //! (its kinds and types; a plain hash table in the files of earlier
 //! versions, which record none) and nothing is checked.
 //!
-//! Every state a run can be killed in is a valid directory: empty (killed
-//! before its first checkpoint), holding the workload file and a
+//! Every state a run can be killed in is a valid directory: no checkpoint
+//! yet (killed before its first one), holding the workload file and a
 //! checkpoint of no tables, or part of the initial load (bench marks the
 //! file `load=finished` once the checkpoint after loading is durable; until
 //! then the rows are a prefix of the load and the invariants are not
 //! checked).
+//!
+//! A directory with nothing to recover is refused in one line, exit 1,
+//! before anything is read or changed: an empty directory, one that holds
+//! no file of a data directory, and one that `multiverse export` wrote
+//! (its `export.json`; the message names `multiverse import`, which makes
+//! a data directory of it). `export`, `backup` and `--salvage` refuse them
+//! the same way.
 //!
 //! Recover does not take the directory's lock: it reads what is on disk
 //! while a database may have it open (and says so when it can tell).
@@ -40,8 +47,8 @@
 //! acknowledged); [`EXIT_DAMAGED`] (3) when it is damaged, so that commits
 //! acknowledged as durable may be lost (`--on-damage keep-prefix` loads and
 //! reports the consistent prefix first, `refuse` loads nothing, `--salvage`
-//! writes OUT first); 1 for every other error (one line on stderr); 2 for
-//! a bad command line.
+//! writes OUT first); 1 for every other error (one line on stderr),
+//! including a directory with nothing to recover; 2 for a bad command line.
 
 use crate::bench::{check_bytes, report, EST_BYTES_PER_ROW};
 use multiverse::{Database, OnDamage, Options, RecoveryReport, TableSpec, TxnOptions};
@@ -56,7 +63,9 @@ mod salvage;
 #[derive(clap::Args, Debug)]
 pub struct RecoverArgs {
     /// The data directory (written by `bench --durability ... --data-dir`
-    /// or by `Database::open`).
+    /// or by `Database::open`). An empty directory, or one that `export`
+    /// wrote (load it with `import`), is refused with exit status 1; nothing
+    /// in it is changed.
     pub dir: PathBuf,
     /// The protocol to load it with (any; the logs of every protocol
     /// hold the same records).
@@ -66,7 +75,8 @@ pub struct RecoverArgs {
     /// may have been acknowledged as durable missing): keep-prefix loads
     /// and reports the longest consistent prefix, refuse loads nothing;
     /// either way the exit status is 3 (0: a valid state, possibly after
-    /// dropping a crash's torn tail; 1: any other error).
+    /// dropping a crash's torn tail; 1: any other error, or nothing to
+    /// recover).
     #[arg(long, default_value = "keep-prefix", value_name = "POLICY", value_parser = ["keep-prefix", "refuse"])]
     pub on_damage: String,
     /// Instead of loading DIR, write every intact log record that recovery
@@ -420,6 +430,9 @@ struct Survey {
     /// Quarantine folders (`quarantine-*/`, left by opens that kept a
     /// damaged directory's prefix; never read by recovery).
     quarantines: Vec<String>,
+    /// The manifest of a directory that `multiverse export` wrote
+    /// (`export.json`, or its temporary name while unfinished).
+    export_manifest: bool,
     other: usize,
 }
 
@@ -450,7 +463,10 @@ impl Survey {
                         s.quarantines.push(n.to_string())
                     }
                     n if n.starts_with("checkpoint-") && n.ends_with(".tmp") => s.unfinished += 1,
-                    _ => s.other += 1,
+                    n => {
+                        s.export_manifest |= n == "export.json" || n == ".export.json.tmp";
+                        s.other += 1
+                    }
                 }
                 continue;
             }
@@ -473,9 +489,32 @@ impl Survey {
         Ok(s)
     }
 
-    /// Holds files, but none that a data directory holds.
-    fn foreign(&self) -> bool {
-        self.other == self.entries && self.entries > 0
+    /// Refuses, in one line, a directory that holds nothing to `verb`
+    /// ("recover", "export", ...): an export (which `import` turns into a
+    /// data directory), an empty directory, or one that holds files but
+    /// none that a data directory holds.
+    fn refuse_unless_data(&self, dir: &Path, verb: &str) -> Result<(), String> {
+        let d = dir.display();
+        let data = !self.checkpoints.is_empty() || self.logs > 0 || self.manifest;
+        if self.export_manifest && !data {
+            return Err(format!(
+                "{d}: an export written by 'multiverse export', not a multiverse data directory; \
+                 'multiverse import {d} --into NEWDIR' makes a data directory of it"
+            ));
+        }
+        if self.entries == 0 {
+            return Err(format!(
+                "{d}: an empty directory: nothing to {verb} (no checkpoint, log, manifest or workload file)"
+            ));
+        }
+        if self.other == self.entries {
+            return Err(format!(
+                "{d}: not a multiverse data directory (none of its {} entries is a checkpoint, log, manifest or \
+                 workload file)",
+                self.entries
+            ));
+        }
+        Ok(())
     }
 
     /// One line: what is there.
@@ -740,11 +779,8 @@ fn catching_panics<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 /// recorded workload's schema, or the tables as the data records them), for
 /// `export` and `backup`; a damaged directory is refused. Returns the
 /// database and the workload file's bytes, if it has one.
-pub(crate) fn load_dir(dir: &Path) -> Result<(Database, Option<Vec<u8>>), String> {
-    let files = Survey::of(dir)?;
-    if files.foreign() || files.entries == 0 {
-        return Err(format!("{}: not a multiverse data directory", dir.display()));
-    }
+pub(crate) fn load_dir(dir: &Path, verb: &str) -> Result<(Database, Option<Vec<u8>>), String> {
+    Survey::of(dir)?.refuse_unless_data(dir, verb)?;
     let recorded = Recorded::read(dir)?;
     let opts = Options { on_damage: OnDamage::Refuse, ..Options::default() };
     let l = load(dir, &opts, recorded.as_ref()).map_err(|f| match f {
@@ -785,13 +821,7 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
     let protocol = crate::bench::parse_protocol(&a.protocol)?;
     let on_damage = if a.on_damage == "refuse" { OnDamage::Refuse } else { OnDamage::KeepPrefix };
     let files = Survey::of(dir)?;
-    if files.foreign() {
-        return Err(Failure::Error(format!(
-            "{}: not a multiverse data directory (none of its {} entries is a checkpoint, log, manifest or workload file)",
-            dir.display(),
-            files.entries
-        )));
-    }
+    files.refuse_unless_data(dir, "recover")?;
     let recorded = Recorded::read(dir)?;
     // Recovery reads the newest checkpoint whole, then builds its rows (at
     // least as many bytes again).
@@ -843,12 +873,7 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
     let mut state = None;
     let mut lost = None;
     if r.generation == 0 {
-        state = Some(if files.entries == 0 {
-            "empty: an empty directory (a run killed before its first checkpoint, or never used); nothing to load"
-                .to_string()
-        } else {
-            "empty: no checkpoint (a run killed before its first checkpoint); nothing to load".to_string()
-        });
+        state = Some("empty: no checkpoint (a run killed before its first checkpoint); nothing to load".to_string());
         if finished {
             lost = Some("the workload file says the load finished, but no checkpoint holds it".to_string());
         }

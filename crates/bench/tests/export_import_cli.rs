@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{multiverse, text};
+use common::{hex, multiverse, text};
 use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
 use std::path::Path;
 
@@ -116,6 +116,32 @@ fn export_then_import_round_trips_and_backup_copies() {
     );
     assert!(refused(&["import", s(&data), "--into", s(&tmp.path().join("x"))]).contains("export.json"));
     assert!(!tmp.path().join("x").exists());
+}
+
+/// A hash table's rows are written in key order too, however the keys
+/// were inserted (its index scans them in no particular order).
+#[test]
+fn export_writes_a_hash_tables_rows_in_key_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, out) = (tmp.path().join("data"), tmp.path().join("out"));
+    let hashed = |db: &Database| db.create_table(TableSpec::hash("h", 16)).map(|_| ());
+    let (db, _) = Database::open_with(opts(&data), hashed).unwrap();
+    let h = db.table("h").unwrap();
+    // 0, 500, 1, 499, ...: neither ascending nor descending.
+    let keys: Vec<u64> = (0..250u64).flat_map(|i| [i, 500 - i]).collect();
+    db.run(Isolation::Snapshot, |t| keys.iter().try_for_each(|&k| t.insert(h, Key::from(k), k.to_be_bytes()))).unwrap();
+    db.flush_log().unwrap();
+    drop(db);
+    ok(&["export", s(&data), "--out", s(&out)]);
+    let written: Vec<String> =
+        std::fs::read_to_string(out.join("h.jsonl")).unwrap().lines().map(String::from).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable_by_key(|k| Key::from(*k).as_bytes().to_vec());
+    let want: Vec<String> = sorted
+        .iter()
+        .map(|k| format!("{{\"key\":\"{}\",\"value\":\"{k:016x}\"}}", hex(Key::from(*k).as_bytes())))
+        .collect();
+    assert_eq!(written, want);
 }
 
 #[test]

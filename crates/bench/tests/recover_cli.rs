@@ -4,16 +4,17 @@
 //! the workload's invariants, or whose workload file does not describe
 //! them, fails with one line.
 //!
-//! Every state a killed run leaves (empty, a workload file and a checkpoint
-//! of no tables, part of the load) is a valid directory (exit 0); input
-//! that is not one gets one line and exit 1, never a panic or an abort;
+//! Every state a killed run leaves (no checkpoint, a workload file and a
+//! checkpoint of no tables, part of the load) is a valid directory (exit
+//! 0); input that is not one (an empty directory, an export) gets one line
+//! and exit 1 and is left as it was, never a panic or an abort;
 //! damage that may have lost acknowledged commits exits 3, under either
 //! `--on-damage` policy, and names `--salvage OUT`, which writes out every
 //! intact log record that recovery drops without changing the directory.
 
 mod common;
 
-use common::{multiverse, text};
+use common::{hex, multiverse, text};
 use multiverse::{Database, Durability, Isolation, Key, Options, TableSpec};
 use multiverse_workloads::hekaton::{Hekaton, HekatonConfig};
 use multiverse_workloads::tpcc::{self, Tpcc, TpccConfig};
@@ -219,16 +220,12 @@ fn a_bench_run_killed_while_loading_is_recovered_as_far_as_it_got() {
 fn every_state_a_killed_load_leaves_is_a_valid_directory() {
     let root = tempfile::tempdir().unwrap();
 
-    // Nothing written yet.
-    let d = subdir(root.path(), "empty");
-    let out = recovers(&d);
-    assert!(out.contains("  state      empty: an empty directory"), "{out}");
-    assert!(out.contains("  generation 0"), "{out}");
-
     // Only the lock of a database killed while opening.
     let d = subdir(root.path(), "lock");
     write(&d, "LOCK", "");
-    assert!(recovers(&d).contains("  state      empty: no checkpoint"));
+    let out = recovers(&d);
+    assert!(out.contains("  state      empty: no checkpoint"), "{out}");
+    assert!(out.contains("  generation 0"), "{out}");
 
     // An unfinished first checkpoint: dropped, and said so.
     let d = subdir(root.path(), "tmp");
@@ -330,6 +327,53 @@ fn a_workload_file_too_large_for_memory_is_refused_as_bench_refuses_it() {
         write(&d, "workload", file);
         let (e, out) = refused(&d, &[], 1);
         assert!(e.contains(expect) && out.is_empty(), "{w}: {e}");
+    }
+}
+
+/// An empty directory holds nothing to recover, and a directory that
+/// `export` wrote is an export, which `import` loads: both are refused in
+/// one line (exit 1), and nothing in them is changed, created or deleted.
+#[test]
+fn an_empty_directory_and_an_export_are_refused_and_left_as_they_are() {
+    let root = tempfile::tempdir().unwrap();
+    let empty = subdir(root.path(), "empty");
+    let e = recover_fails(&empty);
+    assert!(e.contains("empty: an empty directory: nothing to recover"), "{e}");
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0, "nothing is created");
+    let (e, out) = refused(&empty, &["--on-damage", "refuse"], 1);
+    assert!(e.contains("nothing to recover") && out.is_empty(), "{e} {out}");
+
+    // An export of a data directory with rows, as written, and with the
+    // workload file an export of a bench run's directory copies.
+    let data = root.path().join("data");
+    let (db, _) =
+        Database::open_with(durable(&data), |db| db.create_table(TableSpec::ordered("t")).map(|_| ())).unwrap();
+    let t = db.table("t").unwrap();
+    db.run(Isolation::Serializable, |x| x.insert(t, Key::from(1u64), b"v")).unwrap();
+    drop(db);
+    let export = root.path().join("export");
+    let o = multiverse(&["export", data.to_str().unwrap(), "--out", export.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for workload in [None, Some("workload=tpcc\nwarehouses=1\nload=finished\n")] {
+        if let Some(w) = workload {
+            write(&export, "workload", w);
+        }
+        let before = tree(&export);
+        let e = recover_fails(&export);
+        assert!(e.contains("an export written by 'multiverse export', not a multiverse data directory"), "{e}");
+        assert!(e.contains(&format!("'multiverse import {} --into NEWDIR'", export.display())), "{e}");
+        let e = recover_fails(&export);
+        assert!(!e.contains("damaged"), "{e}");
+        assert_eq!(tree(&export), before, "nothing changed");
+        // export and backup refuse it the same way.
+        let out = root.path().join("out");
+        for cmd in ["export", "backup"] {
+            let o = multiverse(&[cmd, export.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(1), "{cmd}: {}", text(&o.stderr));
+            assert!(text(&o.stderr).contains("an export written by 'multiverse export'"), "{cmd}");
+            assert!(!out.exists(), "{cmd} wrote nothing");
+        }
+        assert_eq!(tree(&export), before, "nothing changed");
     }
 }
 
@@ -581,10 +625,6 @@ fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     out
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The salvage in `out`: its summary and its records, by stream.

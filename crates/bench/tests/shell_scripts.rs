@@ -363,15 +363,35 @@ final -> {1:2}
     assert_lines(&run_script(script, &[]), expected);
 }
 
+/// A script that is not text (not UTF-8, or with control bytes such as
+/// NUL) is refused in one line naming where, before any line runs: from a
+/// pipe and from a file.
 #[test]
-fn a_line_that_is_not_utf8_is_a_bad_line() {
-    let out = shell(&[], b"t1 put 1 \xff\nt1 put 2 2\n");
+fn a_script_that_is_not_text_is_refused_before_anything_runs() {
+    let out = shell(&[], b"t1 put 1 1\nt1 put 1 \xff\nt1 put 2 2\n");
+    assert_fails(&out, "script from standard input is not text: byte 0xff at byte offset 20 (line 2) is not UTF-8");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let binary = dir.path().join("picture.png");
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.extend((0..=255u8).cycle().take(100_000));
+    fs::write(&binary, &bytes).expect("write");
+    let path = binary.to_str().expect("UTF-8 path");
+    let out = shell(&[path], b"");
+    assert_fails(&out, &format!("script '{path}' is not text: byte 0x89 at byte offset 0 (line 1) is not UTF-8"));
+    assert_eq!(out.status.code(), Some(1));
+    // Valid UTF-8 with a NUL byte is binary too.
+    fs::write(&binary, b"setup 1=1\nt1 get 1\0\n").expect("write");
+    assert_fails(&shell(&[path], b""), "is not text: control byte 0x00 at byte offset 18 (line 2)");
+}
+
+/// Piped input shows no prompt: standard error stays empty and standard
+/// output holds the results alone.
+#[test]
+fn piped_input_shows_no_prompt() {
+    let out = shell(&["--grace-ms", GRACE_MS], b"t1 put 1 1\n");
     assert!(out.status.success());
-    let stdout = String::from_utf8(out.stdout).expect("output is UTF-8");
-    assert_lines(
-        &stdout,
-        "t1 put 1 \u{FFFD} -> error: bad number '\u{FFFD}' (expected an integer)\nt1 put 2 2 -> ok\nfinal -> {2:2}\n",
-    );
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_lines(&String::from_utf8_lossy(&out.stdout), "t1 put 1 1 -> ok\nfinal -> {1:1}\n");
 }
 
 #[test]
@@ -639,6 +659,30 @@ fn expect_compares_the_output_with_a_file() {
     assert!(!out.status.success(), "a different output fails");
     assert!(stderr.contains("differs from") && stderr.contains("at line"), "{stderr}");
     assert_fails(&shell(&["--expect", "/nonexistent/x.out"], b"t1 get 1\n"), "cannot read '/nonexistent/x.out'");
+}
+
+/// The repository's own tour, which errors on purpose, matches its
+/// expected output: `--expect` compares, and error lines the file expects
+/// are no failure; a wrong expected file still fails, and so does
+/// `--check` on a script with error lines.
+#[test]
+fn expect_accepts_the_errors_the_expected_file_holds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_multiverse")).current_dir(&root).args(args).output().expect("run")
+    };
+    let out = run(&["shell", "--expect", "examples/scripts/tour.out", "examples/scripts/tour.mvs"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("t1 insert 4 41 -> error: duplicate key"), "the tour errs on purpose: {stdout}");
+    let out = run(&["shell", "--expect", "examples/scripts/lost-update-snapshot.out", "examples/scripts/tour.mvs"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a wrong expected file fails");
+    assert!(stderr.contains("differs from 'examples/scripts/lost-update-snapshot.out' at line 1"), "{stderr}");
+    let out = run(&["shell", "--check", "--expect", "examples/scripts/tour.out", "examples/scripts/tour.mvs"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "--check still fails on error lines");
+    assert!(stderr.contains("2 lines of the script gave an error"), "{stderr}");
 }
 
 /// A script may start at most 64 sessions; the 65th is an error line.

@@ -148,13 +148,7 @@ fn target(dir: &Path, out: &Path) -> Result<(PathBuf, std::ffi::OsString), Strin
 /// Runs the salvage of `dir` into `out` (see the module docs).
 pub(super) fn run(dir: &Path, out: &Path) -> Result<(), Failure> {
     let files = Survey::of(dir)?;
-    if files.foreign() {
-        return Err(Failure::Error(format!(
-            "{}: not a multiverse data directory (none of its {} entries is a checkpoint, log, manifest or workload file)",
-            dir.display(),
-            files.entries
-        )));
-    }
+    files.refuse_unless_data(dir, "salvage")?;
     let (parent, name) = target(dir, out)?;
     let tmp = parent.join(format!(".{}.salvage-{}.tmp", name.to_string_lossy(), std::process::id()));
     std::fs::create_dir(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;

@@ -38,8 +38,7 @@ mod waiting;
 
 use driver::Driver;
 use multiverse::Protocol;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -52,7 +51,11 @@ pub struct ShellArgs {
     #[arg(long, default_value = "mv-occ")]
     protocol: String,
 
-    /// Script file; standard input when absent or "-".
+    /// Script file; standard input when absent or "-". A file, or standard
+    /// input that is not a terminal, is read whole and refused (one line
+    /// naming the first byte that is not text) if it is not UTF-8 text,
+    /// before anything runs; on a terminal each line runs as it is typed,
+    /// after a `multiverse> ` prompt on standard error.
     script: Option<PathBuf>,
 
     /// Milliseconds a single-version locking transaction waits for a lock
@@ -100,7 +103,8 @@ pub struct ShellArgs {
 
     /// Compare the output with this file (an earlier run's output, such as
     /// the `.out` files in examples/scripts) and exit non-zero where they
-    /// differ; implies --check.
+    /// differ. Error lines the file expects are no failure (add --check to
+    /// fail on any error line as well).
     #[arg(long, value_name = "FILE")]
     expect: Option<PathBuf>,
 }
@@ -159,7 +163,7 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
         Some(p) => Some(std::fs::read_to_string(p).map_err(|e| format!("cannot read '{}': {e}", p.display()))?),
         None => None,
     };
-    let (name, input) = open_script(a.script.as_deref())?;
+    let (name, mut input) = open_script(a.script.as_deref(), io::stdin().is_terminal())?;
     let lock_timeout = Duration::from_millis(a.lock_timeout_ms);
     // Opens a fresh database or store (one per permutation).
     let open: Box<dyn Fn() -> Result<session::Context, String>> = match protocol {
@@ -184,8 +188,7 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
     };
     let grace = Duration::from_millis(a.grace_ms.unwrap_or(GRACE_MS));
     let mut out = Tee { out: io::stdout().lock(), copy: expected.as_ref().map(|_| Vec::new()) };
-    let mut reader = input;
-    let mut read = || next_line(&mut reader).map_err(|e| format!("cannot read script {name}: {e}"));
+    let mut read = || input.next().map_err(|e| format!("cannot read script {name}: {e}"));
     // The lines before the first command or step (setup, comments) are held
     // back: a script whose first is a step is a permutation script, read
     // whole; any other runs line by line as it is read.
@@ -229,7 +232,7 @@ pub fn run(a: ShellArgs) -> Result<(), String> {
             return Err(format!("the output differs from '{}' {diff}", path.display()));
         }
     }
-    if (a.check || a.expect.is_some()) && errors > 0 {
+    if a.check && errors > 0 {
         let lines = if errors == 1 { "line" } else { "lines" };
         return Err(format!("{errors} {lines} of the script gave an error"));
     }
@@ -259,21 +262,105 @@ fn available_protocol(name: &str) -> Result<Protocol, String> {
     name.parse().map_err(|e: multiverse::Error| e.to_string())
 }
 
-/// The script's display name and a reader over it.
-fn open_script(path: Option<&Path>) -> Result<(String, Box<dyn BufRead>), String> {
-    match path {
-        None => Ok(("from standard input".into(), Box::new(io::stdin().lock()))),
-        Some(p) if p.as_os_str() == "-" => Ok(("from standard input".into(), Box::new(io::stdin().lock()))),
-        Some(p) => {
-            let name = format!("'{}'", p.display());
-            let file = File::open(p).map_err(|e| format!("cannot read script {name}: {e}"))?;
-            Ok((name, Box::new(BufReader::new(file))))
+/// The prompt shown (on standard error) before each line typed on a terminal.
+const PROMPT: &str = "multiverse> ";
+
+/// The prompt for a script read from standard input: [`PROMPT`] when it is
+/// a terminal (someone types the script), none when it is a pipe or a file
+/// (the output is then the results alone, as the `.out` files hold them).
+fn prompt(stdin_is_terminal: bool) -> Option<&'static str> {
+    stdin_is_terminal.then_some(PROMPT)
+}
+
+/// Where a script's lines come from.
+enum Input {
+    /// A file, or standard input that is not a terminal: read whole and
+    /// checked to be text before anything runs.
+    Text(std::vec::IntoIter<String>),
+    /// A terminal: each line as it is typed, after the prompt.
+    Typed(Typed<io::StdinLock<'static>, io::Stderr>),
+}
+
+impl Input {
+    /// The next line without its line ending.
+    fn next(&mut self) -> io::Result<Option<String>> {
+        match self {
+            Input::Text(lines) => Ok(lines.next()),
+            Input::Typed(t) => t.next(),
         }
     }
 }
 
-/// The next line without its line ending; bytes that are not UTF-8 become
-/// U+FFFD (and the line is then reported as a bad line, not a failure).
+/// Lines read one at a time, each after a prompt, if there is one.
+struct Typed<R, W> {
+    reader: R,
+    prompt: Option<(&'static str, W)>,
+}
+
+impl<R: BufRead, W: Write> Typed<R, W> {
+    /// The next line; the prompt is written before it is read, and a line
+    /// end after the last (end of input typed at the prompt), so that the
+    /// final state starts a line of its own. A prompt that cannot be
+    /// written is left out: the script still runs.
+    fn next(&mut self) -> io::Result<Option<String>> {
+        if let Some((p, w)) = &mut self.prompt {
+            let _ = w.write_all(p.as_bytes()).and_then(|()| w.flush());
+        }
+        let line = next_line(&mut self.reader)?;
+        if let (None, Some((_, w))) = (&line, &mut self.prompt) {
+            let _ = writeln!(w);
+        }
+        Ok(line)
+    }
+}
+
+/// The script's display name and its lines: a file, or standard input that
+/// is not a terminal, read whole and refused unless it is text; a terminal
+/// line by line, with a prompt.
+fn open_script(path: Option<&Path>, stdin_is_terminal: bool) -> Result<(String, Input), String> {
+    let stdin = "from standard input".to_string();
+    let (name, bytes) = match path {
+        Some(p) if p.as_os_str() != "-" => {
+            let name = format!("'{}'", p.display());
+            let bytes = std::fs::read(p).map_err(|e| format!("cannot read script {name}: {e}"))?;
+            (name, bytes)
+        }
+        _ if stdin_is_terminal => {
+            let typed = Typed { reader: io::stdin().lock(), prompt: prompt(true).map(|p| (p, io::stderr())) };
+            return Ok((stdin, Input::Typed(typed)));
+        }
+        _ => {
+            let mut bytes = Vec::new();
+            io::stdin().lock().read_to_end(&mut bytes).map_err(|e| format!("cannot read script {stdin}: {e}"))?;
+            (stdin, bytes)
+        }
+    };
+    let lines = text_lines(&bytes).map_err(|e| format!("script {name} is not text: {e}; nothing was run"))?;
+    Ok((name, Input::Text(lines.into_iter())))
+}
+
+/// The lines of a script, without their line endings, if it is text: UTF-8
+/// without control characters other than tab, line feed, form feed and
+/// carriage return. Otherwise the first byte that is not, as words.
+fn text_lines(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let at = |offset: usize| {
+        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+        format!("at byte offset {offset} (line {line})")
+    };
+    // The first byte that is not text, whichever kind it is.
+    let utf8 = std::str::from_utf8(bytes);
+    let valid = utf8.as_ref().map_or_else(|e| e.valid_up_to(), |t| t.len());
+    let control = |b: &u8| b.is_ascii_control() && !matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r');
+    if let Some(offset) = bytes[..valid].iter().position(control) {
+        return Err(format!("control byte 0x{:02x} {}", bytes[offset], at(offset)));
+    }
+    let text = utf8.map_err(|_| format!("byte 0x{:02x} {} is not UTF-8", bytes[valid], at(valid)))?;
+    Ok(text.split_inclusive('\n').map(|l| l.trim_end_matches(['\n', '\r']).to_string()).collect())
+}
+
+/// The next line without its line ending; bytes that are not UTF-8 (typed
+/// on a terminal) become U+FFFD, and the line is then reported as a bad
+/// line, not a failure.
 fn next_line(r: &mut dyn BufRead) -> io::Result<Option<String>> {
     let mut buf = Vec::new();
     if r.read_until(b'\n', &mut buf)? == 0 {
@@ -287,4 +374,53 @@ fn next_line(r: &mut dyn BufRead) -> io::Result<Option<String>> {
 
 fn output_error(e: io::Error) -> String {
     format!("cannot write output: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads every line of `input` as a terminal (`true`) or a pipe
+    /// (`false`) would be read; returns the lines and what was prompted.
+    fn typed(input: &str, stdin_is_terminal: bool) -> (Vec<String>, String) {
+        let mut t = Typed { reader: input.as_bytes(), prompt: prompt(stdin_is_terminal).map(|p| (p, Vec::new())) };
+        let mut lines = Vec::new();
+        while let Some(line) = t.next().expect("reads") {
+            lines.push(line);
+        }
+        let shown = t.prompt.map(|(_, w)| String::from_utf8(w).expect("UTF-8")).unwrap_or_default();
+        (lines, shown)
+    }
+
+    #[test]
+    fn a_terminal_gets_a_prompt_before_each_line_and_a_pipe_none() {
+        let (lines, shown) = typed("t1 get 1\nt1 put 1 2\n", true);
+        assert_eq!(lines, ["t1 get 1", "t1 put 1 2"]);
+        assert_eq!(shown, "multiverse> multiverse> multiverse> \n", "a prompt per read, a line end at the end");
+        let (lines, shown) = typed("t1 get 1\nt1 put 1 2\n", false);
+        assert_eq!(lines, ["t1 get 1", "t1 put 1 2"]);
+        assert_eq!(shown, "");
+    }
+
+    #[test]
+    fn text_is_split_into_lines_as_it_would_be_read() {
+        assert_eq!(text_lines(b"a\r\n\nb\tc\x0cd\r\r\ne").unwrap(), ["a", "", "b\tc\x0cd", "e"]);
+        assert_eq!(text_lines(b"").unwrap(), Vec::<String>::new());
+        assert_eq!(text_lines("é 1\n".as_bytes()).unwrap(), ["é 1"]);
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_are_named_with_their_offset_and_line() {
+        assert_eq!(
+            text_lines(b"t1 get 1\nt1 put 1 \xff\n").unwrap_err(),
+            "byte 0xff at byte offset 18 (line 2) is not UTF-8"
+        );
+        assert_eq!(text_lines(b"\x89PNG\r\n").unwrap_err(), "byte 0x89 at byte offset 0 (line 1) is not UTF-8");
+        // A sequence cut short at the end.
+        assert_eq!(text_lines(b"a\n\xc3").unwrap_err(), "byte 0xc3 at byte offset 2 (line 2) is not UTF-8");
+        assert_eq!(text_lines(b"a\nb\nc\0d").unwrap_err(), "control byte 0x00 at byte offset 5 (line 3)");
+        assert_eq!(text_lines(b"\x1b[A").unwrap_err(), "control byte 0x1b at byte offset 0 (line 1)");
+        // An executable: its first byte (DEL), not its first byte past UTF-8.
+        assert_eq!(text_lines(b"\x7fELF\x02\x01\x94").unwrap_err(), "control byte 0x7f at byte offset 0 (line 1)");
+    }
 }

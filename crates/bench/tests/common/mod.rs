@@ -11,6 +11,11 @@ pub fn multiverse(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_multiverse")).args(args).output().expect("the multiverse binary runs")
 }
 
+/// Bytes in lowercase hexadecimal, as export and salvage write them.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 /// Bytes as text.
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
