@@ -425,8 +425,9 @@ pub use txn::Filter;
 pub use typed::{TableDefinition, TypedRange, TypedTable};
 
 /// The code blocks of the repository's README, compiled and run as doctests
-/// (`cargo test --doc`), so that its example stays true.
-#[doc = include_str!("../../../README.md")]
+/// (`cargo test --doc`), so that its example stays true. The crate's
+/// README.md links to the repository's, and a package holds a copy.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
