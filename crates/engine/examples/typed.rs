@@ -35,7 +35,7 @@ fn main() -> Result<(), Error> {
     // Every row, in key order: customer, then order, then line. A range
     // with no ends (`..`) names no key, so the key type is spelled out.
     println!("all order lines:");
-    for row in lines.iter::<LineKey>(&mut t, ..)? {
+    for row in lines.iter(&mut t, ..)? {
         let ((customer, order, line), (item, qty)) = row?;
         println!("  {customer:<4} order {order} line {line}: {qty} x {item}");
     }
@@ -79,7 +79,7 @@ fn main() -> Result<(), Error> {
 
     // What a later transaction sees: the rows as first written.
     let total: u32 = db.run(Isolation::Snapshot, |t| {
-        lines.iter::<LineKey>(t, ..)?.map(|row| row.map(|(_, (_, qty))| qty)).sum::<Result<u32, _>>()
+        lines.iter(t, ..)?.map(|row| row.map(|(_, (_, qty))| qty)).sum::<Result<u32, _>>()
     })?;
     println!("items ordered in all: {total}");
     assert_eq!(total, 2 + 6 + 1 + 1 + 3);

@@ -46,7 +46,7 @@ use multiverse::durability::{salvage, table_names, SalvageReason, SalvageReport,
 #[allow(unused_imports)]
 use multiverse::protocol::bohm::{Batch, Config, Done, ExecTxn, Feed, Next, Outcome, Procedure, RunStats, Server};
 #[allow(unused_imports)]
-use multiverse::typed::{encode_key, AsKey, AsValue, TypedKey, Value};
+use multiverse::typed::{encode_key, AsKey, AsValue, TypedKey, TypedKeyRange, Value};
 
 /// Imports each name from `multiverse::research` and lists it in `RESEARCH`.
 macro_rules! research {

@@ -336,7 +336,7 @@ fn bad_stored_bytes_and_long_keys_give_typed_errors() {
     assert!(matches!(r, Err(Error::Decode { .. })), "{r:?}");
     // The iterator hands each row that does not decode on as an error, and
     // goes on with the next.
-    let rows: Vec<_> = t.iter::<(u32, String)>(&mut x, ..).unwrap().collect();
+    let rows: Vec<_> = t.iter(&mut x, ..).unwrap().collect();
     assert!(matches!(rows[..], [Ok(_), Err(Error::Decode { .. }), Err(Error::Decode { .. })]), "{rows:?}");
     // Too long a key.
     let long = "x".repeat(multiverse::KEY_MAX);

@@ -85,11 +85,13 @@
 //! that names it otherwise, reads as another type.
 
 mod key;
+mod range;
 #[cfg(feature = "serde")]
 mod serde;
 mod value;
 
 pub use key::{encode_key, AsKey, TypedKey};
+pub use range::TypedKeyRange;
 #[cfg(feature = "serde")]
 pub use serde::Serde;
 pub use value::{AsValue, Value};
@@ -98,7 +100,7 @@ use crate::table::Types;
 use crate::{Database, Error, IndexId, IndexKind, Key, Result, TableId, TableSpec, Transaction};
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 
 /// The decode error for a value of type `T`.
 pub(crate) fn decode_error<T: ?Sized>(reason: impl Into<String>) -> Error {
@@ -285,18 +287,6 @@ impl<K, V> fmt::Debug for TypedTable<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "TypedTable<{}, {}>({:?})", std::any::type_name::<K>(), std::any::type_name::<V>(), self.table)
     }
-}
-
-/// The encoded bounds of a range of typed keys.
-fn key_bounds<K, Q: AsKey<K>>(range: &impl RangeBounds<Q>) -> Result<(Bound<Key>, Bound<Key>)> {
-    let bound = |b: Bound<&Q>| -> Result<Bound<Key>> {
-        Ok(match b {
-            Bound::Included(q) => Bound::Included(encode_key::<K>(q)?),
-            Bound::Excluded(q) => Bound::Excluded(encode_key::<K>(q)?),
-            Bound::Unbounded => Bound::Unbounded,
-        })
-    };
-    Ok((bound(range.start_bound())?, bound(range.end_bound())?))
 }
 
 impl<K: TypedKey, V: Value> TypedTable<K, V> {
@@ -566,13 +556,13 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
     /// .unwrap();
     /// assert_eq!(seen, [-5, 0, 3]);
     /// ```
-    pub fn range<Q: AsKey<K>>(
+    pub fn range(
         &self,
         t: &mut Transaction<'_>,
-        range: impl RangeBounds<Q>,
+        range: impl TypedKeyRange<K>,
         f: impl FnMut(K, V) -> bool,
     ) -> Result<()> {
-        let (lo, hi) = key_bounds::<K, Q>(&range)?;
+        let (lo, hi) = range.encode_bounds()?;
         self.scan_keys(t, lo, hi, f)
     }
 
@@ -663,12 +653,12 @@ impl<K: TypedKey, V: Value> TypedTable<K, V> {
     /// assert_eq!(newest_two, [9, 5]);
     /// x.commit().unwrap();
     /// ```
-    pub fn iter<'t, 'db, Q: AsKey<K>>(
+    pub fn iter<'t, 'db>(
         &self,
         t: &'t mut Transaction<'db>,
-        range: impl RangeBounds<Q>,
+        range: impl TypedKeyRange<K>,
     ) -> Result<TypedRange<'t, 'db, K, V>> {
-        let (lo, hi) = key_bounds::<K, Q>(&range)?;
+        let (lo, hi) = range.encode_bounds()?;
         Ok(TypedRange { inner: t.range(self.primary(), (lo, hi))?, _types: PhantomData })
     }
 
