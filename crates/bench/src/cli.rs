@@ -5,7 +5,7 @@
 //! violation found, a file that could not be read or written); 2 a usage
 //! error, caught before anything ran: an unknown flag, a value out of
 //! range, flags that do not combine, a missing argument, an output whose
-//! directory does not exist; 3 `recover`: a damaged directory.
+//! directory does not exist; 3 `recover`: a damaged (or refused) directory.
 //!
 //! Outputs: a subcommand creates its output files (and an output that is a
 //! directory by nature, such as `compare --data-dir`, the directory

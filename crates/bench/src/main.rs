@@ -34,7 +34,7 @@ const EXIT_STATUS: &str = "\
 Exit status: 0 success; 1 the command ran and failed (a failed run, a violation found, a file
 that could not be read or written); 2 a usage error, nothing ran (an unknown flag, a value out
 of range, flags that do not combine, a missing argument, an output whose directory does not
-exist); 3 recover: the data directory is damaged.";
+exist); 3 recover: the data directory is damaged (or refused).";
 
 #[derive(Subcommand)]
 enum Cmd {

@@ -204,8 +204,8 @@ pub struct BenchOutputs {
     pub latency_log: Option<PathBuf>,
     /// Record the run's history (after loading) and write it to FILE
     /// (format: docs/HISTORY.md), for `multiverse check FILE`;
-    /// the file grows by tens of MB per second of run (the expected size is
-    /// printed on stderr).
+    /// the file grows by tens to hundreds of MB per second of run (bench
+    /// prints the expected size on stderr, and the size written).
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
 }
