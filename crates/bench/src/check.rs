@@ -19,15 +19,20 @@ pub struct CheckArgs {
     isolation: Option<String>,
 }
 
-/// `multiverse check`.
-pub fn run(a: CheckArgs) -> Result<(), String> {
-    let flag = a.isolation.as_deref().map(str::parse::<Isolation>).transpose().map_err(|e| e.to_string())?;
+/// `multiverse check`: an unknown `--isolation` is a usage error.
+pub fn run(a: CheckArgs) -> Result<(), crate::cli::Failure> {
+    let flag = a
+        .isolation
+        .as_deref()
+        .map(str::parse::<Isolation>)
+        .transpose()
+        .map_err(|e| crate::cli::Failure::Usage(e.to_string()))?;
     let history = read_file(&a.file)?;
     let claimed = match flag {
         Some(l) => l,
         None => common_level(&history)?,
     };
-    verify(&history, claimed)
+    Ok(verify(&history, claimed)?)
 }
 
 fn read_file(path: &Path) -> Result<History, String> {

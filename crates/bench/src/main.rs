@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod cli;
 mod compare;
 mod dump;
 mod plot;
@@ -22,16 +23,23 @@ use std::process::ExitCode;
 /// Multiverse: an in-memory multi-version transaction engine, its protocols,
 /// and the instruments to compare them.
 #[derive(Parser)]
-#[command(name = "multiverse", version)]
+#[command(name = "multiverse", version, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
 
+/// The exit statuses, under the top-level help (cli.rs has the rules).
+const EXIT_STATUS: &str = "\
+Exit status: 0 success; 1 the command ran and failed (a failed run, a violation found, a file
+that could not be read or written); 2 a usage error, nothing ran (an unknown flag, a value out
+of range, flags that do not combine, a missing argument, an output whose directory does not
+exist); 3 recover: the data directory is damaged (or refused).";
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run one protocol on one workload and print (or write) the result.
-    Bench(Box<bench::BenchArgs>),
+    Bench(Box<bench::BenchCli>),
     /// Run a grid of bench points (protocols × swept flag values), print a
     /// table, and write CSV, JSON and a plot (SVG, PNG): docs/COMPARE.md.
     Compare(Box<compare::CompareArgs>),
@@ -61,27 +69,32 @@ enum Cmd {
 
 fn main() -> ExitCode {
     // The matches are kept: `compare` reads back which bench flags were typed.
-    let matches = Cli::command().get_matches();
+    let matches = cli::negative_values(Cli::command()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let r = match cli.cmd {
-        None => bench::default_comparison(),
+    use cli::Failure;
+    let r: Result<(), Failure> = match cli.cmd {
+        None => bench::default_comparison().map_err(Failure::Run),
         Some(Cmd::Bench(a)) => bench::run(*a),
-        Some(Cmd::Shell(a)) => shell::run(a),
+        Some(Cmd::Shell(a)) => shell::run(a).map_err(Failure::Run),
         Some(Cmd::Check(a)) => check::run(a),
-        Some(Cmd::Recover(a)) => recover::run(a),
+        Some(Cmd::Recover(a)) => recover::run(a).map_err(Failure::Run),
         Some(Cmd::Verify(a)) => verify::run(a),
-        Some(Cmd::Export(a)) => dump::export(a),
-        Some(Cmd::Import(a)) => dump::import(a),
-        Some(Cmd::Backup(a)) => dump::backup(a),
+        Some(Cmd::Export(a)) => dump::export(a).map_err(Failure::Run),
+        Some(Cmd::Import(a)) => dump::import(a).map_err(Failure::Run),
+        Some(Cmd::Backup(a)) => dump::backup(a).map_err(Failure::Run),
         Some(Cmd::Report(a)) => report_html::run(a),
         Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
             Some(m) => compare::run(*a, m),
-            None => Err("internal error: no matches of compare".into()),
+            None => Err(Failure::Run("internal error: no matches of compare".into())),
         },
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Failure::Usage(e)) => {
+            eprintln!("multiverse: {e}");
+            ExitCode::from(cli::EXIT_USAGE)
+        }
+        Err(Failure::Run(e)) => {
             eprintln!("multiverse: {e}");
             ExitCode::FAILURE
         }

@@ -32,8 +32,12 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
-/// `multiverse report`.
-pub fn run(a: ReportArgs) -> Result<(), String> {
+/// `multiverse report`. An `--out` whose directory does not exist is a
+/// usage error; everything else that fails is a run-time failure.
+pub fn run(a: ReportArgs) -> Result<(), crate::cli::Failure> {
+    if let Some(out) = &a.out {
+        crate::cli::check_parent("--out", out).map_err(crate::cli::Failure::Usage)?;
+    }
     let mut comparisons = Vec::new();
     for file in inputs(&a.dir)? {
         let records = read_records(&file)?;

@@ -75,7 +75,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_threads)]
     threads: Vec<usize>,
     /// Seed the runs' seeds are derived from [default: random, printed]
-    #[arg(long)]
+    #[arg(long, value_parser = crate::bench::whole(0, u64::MAX))]
     seed: Option<u64>,
     /// Keep the recorded history (`bench --history`) and the output of
     /// every failing run in DIR (created if missing)
@@ -707,12 +707,15 @@ impl Overheads {
     }
 }
 
-/// `multiverse verify`.
-pub fn run(a: VerifyArgs) -> Result<(), String> {
+/// `multiverse verify`. A failure before the campaign starts (a refused
+/// flag, an empty grid, a `--keep` whose parent does not exist) is a usage
+/// error.
+pub fn run(a: VerifyArgs) -> Result<(), crate::cli::Failure> {
+    use crate::cli::Failure;
     if a.min_run > a.max_run {
-        return Err(format!("--min-run {} is longer than --max-run {}", a.min_run, a.max_run));
+        return Err(Failure::Usage(format!("--min-run {} is longer than --max-run {}", a.min_run, a.max_run)));
     }
-    let points = grid(&a)?;
+    let points = grid(&a).map_err(Failure::Usage)?;
     let seed = a.seed.unwrap_or_else(|| {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
@@ -728,11 +731,11 @@ pub fn run(a: VerifyArgs) -> Result<(), String> {
     let scratch = std::env::temp_dir().join(format!("multiverse-verify-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     if let Some(dir) = &a.keep {
-        std::fs::create_dir_all(dir).map_err(|e| format!("--keep {}: {e}", dir.display()))?;
+        crate::cli::create_output_dir("--keep", dir).map_err(Failure::Usage)?;
     }
     let r = campaign(&a, &points, seed, budget, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
-    r
+    Ok(r?)
 }
 
 fn campaign(a: &VerifyArgs, points: &[Point], seed: u64, budget: Duration, scratch: &Path) -> Result<(), String> {

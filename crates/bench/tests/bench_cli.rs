@@ -181,14 +181,21 @@ fn prefault_is_reported() {
 #[test]
 fn json_to_an_unwritable_path_is_an_error() {
     let e = fails(&["--threads", "1", "--json", "/nonexistent-dir/x/run.json"]);
-    assert!(e.contains("cannot write /nonexistent-dir/x/run.json"), "{e}");
+    assert!(e.contains("--json /nonexistent-dir/x/run.json: directory /nonexistent-dir/x does not exist"), "{e}");
 }
 
+/// A transaction does at least one operation: `--reads 0 --writes 0` is
+/// refused (exit 2) rather than run as empty transactions.
 #[test]
-fn harness_overhead_run_with_empty_transactions() {
+fn empty_transactions_are_refused() {
     let o = multiverse(&["bench", "--rows", "10", "--reads", "0", "--writes", "0", "--duration", "0.2"], &[]);
-    assert!(o.status.success(), "stderr: {}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("reads=0 writes=0"));
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--reads 0 --writes 0: a transaction must do at least one operation"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(o.stdout.is_empty(), "nothing ran");
+    let o = multiverse(&["bench", "--rows", "10", "--reads", "0", "--writes", "1", "--duration", "0.1"], &[]);
+    assert!(o.status.success(), "one write is a transaction: {}", text(&o.stderr));
 }
 
 #[test]
@@ -331,7 +338,10 @@ fn a_failed_consistency_check_still_writes_and_verifies_the_history() {
         }
         assert!(!o.status.success());
         assert!(err.contains("list-append consistency check failed") && err.contains("lost or repeated"), "{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        // The error is one line, besides the history's size (before and after).
+        let errors: Vec<&str> = err.lines().filter(|l| !l.starts_with("history: ")).collect();
+        assert_eq!(errors.len(), 1, "one line: {err}");
+        assert!(err.contains("history: wrote "), "the history's size: {err}");
         assert!(out.contains("verify: snapshot: FAILED"), "the verdict comes first: {out}");
         // The history was written, and `check` finds the same violation.
         let c = multiverse(&["check", h], &[]);
@@ -377,7 +387,7 @@ fn unwritable_output_paths_fail_before_the_run() {
     // 10M rows would take many seconds to load: the error must come first.
     let start = std::time::Instant::now();
     let e = fails(&["--rows", "10000000", "--duration", "60", "--json", missing.to_str().unwrap()]);
-    assert!(e.contains("--json") && e.contains("cannot write"), "{e}");
+    assert!(e.contains("--json") && e.contains("does not exist"), "{e}");
     let e = fails(&["--rows", "10000000", "--duration", "60", "--history", dir.path().to_str().unwrap()]);
     assert!(e.contains("--history") && e.contains("cannot write"), "{e}");
     assert!(start.elapsed() < std::time::Duration::from_secs(5), "checked before loading: {:?}", start.elapsed());

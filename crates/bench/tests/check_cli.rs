@@ -65,14 +65,15 @@ fn bad_files_give_one_line_errors() {
     // The write-skew history cut short after its second transaction.
     let cut = dir.join("cut.history");
     std::fs::write(&cut, WRITE_SKEW.split("txn 3").next().unwrap()).unwrap();
-    for (args, needle) in [
-        (vec![bad.to_str().unwrap().to_string()], "line 2"),
-        (vec![cut.to_str().unwrap().to_string()], "line 8: the history ends without its trailer 'end N'"),
-        (vec![dir.join("missing").to_str().unwrap().to_string()], "cannot open"),
-        (vec![bad.to_str().unwrap().to_string(), "--isolation".into(), "chaos".into()], "unknown isolation"),
+    // A file that cannot be read or checked: exit 1; a bad flag value: 2.
+    for (args, needle, code) in [
+        (vec![bad.to_str().unwrap().to_string()], "line 2", 1),
+        (vec![cut.to_str().unwrap().to_string()], "line 8: the history ends without its trailer 'end N'", 1),
+        (vec![dir.join("missing").to_str().unwrap().to_string()], "cannot open", 1),
+        (vec![bad.to_str().unwrap().to_string(), "--isolation".into(), "chaos".into()], "unknown isolation", 2),
     ] {
         let out = multiverse().arg("check").args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
     }

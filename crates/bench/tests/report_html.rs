@@ -131,6 +131,8 @@ fn report_renders_in_a_browser() {
         .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results");
+    // compare creates its files, never their directory.
+    std::fs::create_dir(&results).unwrap();
     let o = multiverse(&[
         "compare",
         "--workload",

@@ -6,6 +6,16 @@ use common::{fails, runs};
 
 const TYPES: [&str; 6] = ["new-order", "payment", "order-status", "delivery", "stock-level", "new-order-lines"];
 
+/// The types named by the rows of the summary's per-type table.
+fn per_type_rows(out: &str) -> Vec<String> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("  per type"))
+        .skip(1)
+        .take_while(|l| l.starts_with("             "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
 #[test]
 fn the_standard_mix_runs_and_keeps_the_consistency_conditions() {
     let (out, v) =
@@ -25,6 +35,10 @@ fn the_standard_mix_runs_and_keeps_the_consistency_conditions() {
         assert!(per[n]["committed"].as_u64().unwrap() > 0, "{n} ran: {v}");
     }
     assert_eq!(per["new-order-lines"]["committed"], 0);
+    // The per-type table has a row for each type that ran, none for one
+    // that did not (new-order-lines is not in the standard mix).
+    let rows = per_type_rows(&out);
+    assert_eq!(rows, TYPES[..5], "{out}");
     // 1% of NewOrders name an unused item and roll back: user aborts of new-order only.
     let user = |n: &str| per[n]["aborts_by_reason"]["user"].as_u64().unwrap_or(0);
     assert_eq!(user("payment") + user("delivery"), 0);
@@ -68,11 +82,13 @@ fn tpc_cc_and_the_new_order_only_modes_run() {
     );
     assert!(out.contains("new-order-lines lines"), "{out}");
     assert!(v["per_type"]["new-order-lines"]["committed"].as_u64().unwrap() > 0);
-    let (_, v) = runs(
+    let (out, v) = runs(
         "tpcc-no",
         &["--workload", "tpcc", "--mix", "new-order:100", "--warehouses", "1", "--threads", "1", "--duration", "0.3"],
     );
     assert_eq!(v["per_type"]["payment"]["committed"], 0);
+    let rows = per_type_rows(&out);
+    assert_eq!(rows, ["new-order"], "no empty rows: {out}");
     assert!(v["per_type"]["new-order"]["committed"].as_u64().unwrap() > 0);
 }
 

@@ -113,7 +113,7 @@ fn unknown_names_are_refused_in_one_line() {
     ] {
         let o = multiverse(&["verify", flag, value, "--budget", "1s"]);
         let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{flag} {value}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: a usage error: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{flag} {value}: one line: {err}");
         assert!(err.starts_with("multiverse: ") && err.contains(expect), "{flag} {value}: {err}");
         assert!(o.stdout.is_empty(), "{flag} {value}: nothing runs");

@@ -134,7 +134,7 @@ fn faults_are_hidden_and_checked() {
     ] {
         let o = bench(&[args, &["--duration", "0.1", "--rows", "100"]].concat(), env);
         let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(o.status.code(), Some(2), "a usage error: {err}");
         assert!(err.contains("unknown fault") && err.contains("known faults: skip-validation"), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     }

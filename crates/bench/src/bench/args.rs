@@ -57,24 +57,6 @@ pub struct BenchArgs {
     /// throughput without it.
     #[arg(long)]
     pub breakdown: bool,
-    /// Also write the result as one JSON object to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Read the bench flags from FILE: TOML (flag = value, e.g. theta = 0.9),
-    /// or the JSON record of an earlier run (its `config`: rerun it); flags
-    /// typed after it override the file's.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Draw the run's throughput second by second to FILE (.svg or .png);
-    /// with --breakdown, also its time breakdown per transaction type to
-    /// FILE-breakdown.svg (or .png).
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<PathBuf>,
-    /// Write the measured latency histograms to FILE in HdrHistogram's
-    /// interval log format (one interval tagged `all`, one per transaction
-    /// type tagged with its name; values in nanoseconds).
-    #[arg(long, value_name = "FILE")]
-    pub latency_log: Option<PathBuf>,
     /// Rows of the main table (hekaton: N, default 10M; ycsb: records,
     /// default 1M; sibench: default 1,000); accepts 10000000, 10_000_000, 10M, 500k.
     #[arg(long, value_name = "N", value_parser = parse_count)]
@@ -84,17 +66,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "MIX")]
     pub mix: Option<String>,
     /// Seed of the workers' random generators.
-    #[arg(long, default_value_t = DEFAULT_SEED)]
+    #[arg(long, default_value_t = DEFAULT_SEED, value_parser = whole(0, u64::MAX))]
     pub seed: u64,
     /// Record the run's history (after loading) and check it against the
     /// isolation level at the end; exit non-zero on a violation. Recording
     /// keeps every operation in memory: use short runs.
     #[arg(long)]
     pub verify: bool,
-    /// Record the run's history (after loading) and write it to FILE
-    /// (format: docs/CHECKER.md), for `multiverse check FILE`.
-    #[arg(long, value_name = "FILE")]
-    pub history: Option<PathBuf>,
     /// After loading, touch SIZE of memory (512M, 2G; binary units) and
     /// keep it in the allocator, so tables that grow during the run reuse
     /// memory the machine already backs instead of paying the first touch
@@ -105,12 +83,12 @@ pub struct BenchArgs {
     /// blocked on wait-for dependencies or on a lock waits before it runs
     /// deadlock detection, and then between runs, in microseconds (Hekaton
     /// section 4.4)
-    #[arg(long, value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    #[arg(long, value_name = "US", default_value_t = 100, value_parser = whole(1, 10_000_000))]
     pub deadlock_us: u64,
     /// 1v-lock and 2pl-ordered: how long a transaction waits for a lock
     /// before it aborts (lock-timeout), in microseconds (deadlocks are
     /// detected every --deadlock-us)
-    #[arg(long, value_name = "US", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
+    #[arg(long, value_name = "US", default_value_t = 10_000, value_parser = whole(1, 60_000_000))]
     pub lock_timeout_us: u64,
     /// ssn: the concurrency control SSN certifies, rc (read committed) or
     /// si (snapshot isolation) [default: si]; ssi runs over si only
@@ -118,7 +96,7 @@ pub struct BenchArgs {
     pub base: Option<String>,
     /// ssn and ssi: read-only transactions read safe snapshots (SSN section
     /// 5.2), a new one at most every US microseconds [default: off]
-    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
+    #[arg(long, value_name = "US", value_parser = whole(0, 60_000_000))]
     pub safe_snapshot_us: Option<u64>,
     /// ssn: the read-mostly optimization (SSN section 5.3): reads of
     /// versions created more than N commits before the reader began are
@@ -134,7 +112,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// With --durability: parallel redo log streams [default: 2]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    #[arg(long, value_name = "N", value_parser = whole(1, 256))]
     pub log_streams: Option<u64>,
     /// With --durability: checkpoint every S seconds of the run (0: only
     /// by log size) [default: 60]
@@ -142,7 +120,7 @@ pub struct BenchArgs {
     pub checkpoint_every: Option<f64>,
     /// With --durability: checkpoint after N MiB of log (0: only on the
     /// timer) [default: 1024]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole(0, u64::MAX))]
     pub checkpoint_log_mb: Option<u64>,
     /// optimistic or pessimistic transactions: mv-mixed runs only the one
     /// kind; pomvcc takes write locks at commit (optimistic, OCC) or at
@@ -160,7 +138,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub exec_threads: Option<usize>,
     /// bohm: transactions per batch (section 3.2.4)
-    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = whole(1, 1_000_000))]
     pub batch_size: u64,
     #[command(flatten)]
     pub hekaton: wl::hekaton::Flags,
@@ -178,12 +156,58 @@ pub struct BenchArgs {
     pub predicate: wl::predicate::Flags,
     #[command(flatten)]
     pub list_append: wl::list_append::Flags,
+    /// `bench --history`'s file (an output flag of bench, not a run flag:
+    /// compare refuses it), copied here because the run records its
+    /// history when it is given. Never on the command line.
+    #[arg(skip)]
+    pub history: Option<PathBuf>,
     /// Breaks the protocol on purpose, for tests of the checker: a
     /// comma-separated list of skip-validation, skip-write-conflicts,
     /// skip-read-mostly-handshake (`multiverse::research::Faults`; also the
     /// environment variable MULTIVERSE_FAULTS). Hidden: never for real runs.
     #[arg(long, value_name = "NAME[,NAME]", hide = true)]
     pub fault: Option<String>,
+}
+
+/// `multiverse bench`'s command line: the run's flags ([`BenchArgs`], which
+/// every point of `compare` takes too) and where bench writes its results
+/// ([`BenchOutputs`], bench's own).
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchCli {
+    #[command(flatten)]
+    pub run: BenchArgs,
+    #[command(flatten)]
+    pub out: BenchOutputs,
+}
+
+/// `multiverse bench`'s output flags: compare writes its results under its
+/// own `--out`, so they are not flags of compare.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct BenchOutputs {
+    /// Read the bench flags from FILE: TOML (flag = value, e.g. theta = 0.9),
+    /// or the JSON record of an earlier run (its `config`: rerun it); flags
+    /// typed after it override the file's.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Also write the result as one JSON object to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw the run's throughput second by second to FILE (.svg or .png);
+    /// with --breakdown, also its time breakdown per transaction type to
+    /// FILE-breakdown.svg (or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Write the measured latency histograms to FILE in HdrHistogram's
+    /// interval log format (one interval tagged `all`, one per transaction
+    /// type tagged with its name; values in nanoseconds).
+    #[arg(long, value_name = "FILE")]
+    pub latency_log: Option<PathBuf>,
+    /// Record the run's history (after loading) and write it to FILE
+    /// (format: docs/HISTORY.md), for `multiverse check FILE`;
+    /// the file grows by tens to hundreds of MB per second of run (bench
+    /// prints the expected size on stderr, and the size written).
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
 }
 
 /// The environment variable that sets `--fault` when the flag is not given.
@@ -221,17 +245,49 @@ pub(crate) fn fault_names(f: Faults) -> String {
 }
 
 pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
-    let n: usize = s.trim().parse().map_err(|_| format!("'{s}' is not a number of threads"))?;
-    if n == 0 || n > MAX_THREADS {
-        return Err(format!("must be between 1 and {MAX_THREADS}"));
+    let n: i128 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of threads"))?;
+    if !(1..=MAX_THREADS as i128).contains(&n) {
+        return Err(format!("out of range: must be between 1 and {MAX_THREADS}"));
     }
-    Ok(n)
+    Ok(n as usize)
+}
+
+/// Refuses a negative number given to a flag that counts (`what`: what it
+/// counts, e.g. "a count"), as out of range rather than as text that is not
+/// a number.
+pub(crate) fn refuse_negative(s: &str, what: &str) -> Result<(), String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v < 0.0 => Err(format!("out of range: {what} cannot be negative")),
+        _ => Ok(()),
+    }
+}
+
+/// A parser of a whole number from `lo` to `hi` that calls a negative
+/// number out of range (clap's own unsigned parsers call it "an invalid
+/// digit").
+pub(crate) fn whole(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let n: i128 = s.trim().parse().map_err(|_| format!("'{s}' is not a whole number"))?;
+        if n >= lo as i128 && n <= hi as i128 {
+            Ok(n as u64)
+        } else if hi == u64::MAX {
+            Err(format!("out of range: must be {lo} or more"))
+        } else {
+            Err(format!("out of range: must be from {lo} to {hi}"))
+        }
+    }
+}
+
+/// A count (see [`parse_count`]) that fits a `usize`.
+pub(crate) fn parse_usize(s: &str) -> Result<usize, String> {
+    usize::try_from(parse_count(s)?).map_err(|_| format!("'{s}' is too large"))
 }
 
 /// Parses `--warmup`: seconds, 0 or more.
 pub(crate) fn parse_warmup(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        Ok(v) if !v.is_nan() => Err("out of range: must be from 0 to 86400 seconds".into()),
         _ => Err(format!("'{s}' is not a number of seconds from 0 to 86400")),
     }
 }
@@ -277,13 +333,14 @@ pub(crate) fn parse_pin(flag: Option<&str>) -> Result<&'static [usize], String> 
 pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
     let d: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
-        return Err("must be more than 0 and at most 86400 seconds".into());
+        return Err("out of range: must be more than 0 and at most 86400 seconds".into());
     }
     Ok(d)
 }
 
 /// A count such as `10000000`, `10_000_000`, `10,000,000`, `10M` or `500k`.
 pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
+    refuse_negative(s, "a count")?;
     let t: String = s.trim().chars().filter(|c| *c != '_' && *c != ',').collect();
     let (num, mul) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
@@ -297,6 +354,7 @@ pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
 
 /// A memory size such as `1073741824`, `512M`, `2G` or `64K` (binary units).
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    refuse_negative(s, "a size")?;
     let t = s.trim().trim_end_matches(['b', 'B']).trim_end_matches(['i', 'I']);
     let (num, shift) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 10),

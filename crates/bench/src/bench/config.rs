@@ -20,7 +20,7 @@
 //! duration = 10
 //! ```
 
-use super::BenchArgs;
+use super::BenchCli;
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use serde_json::{Map, Value};
 use std::ffi::OsString;
@@ -32,7 +32,7 @@ use std::path::Path;
 #[command(name = "multiverse bench", args_override_self = true)]
 struct BenchCmd {
     #[command(flatten)]
-    args: BenchArgs,
+    args: BenchCli,
 }
 
 /// Flags that name where results go, not what runs: left out of a run's
@@ -90,18 +90,18 @@ fn file_args(path: &Path) -> Result<Vec<OsString>, String> {
 /// config file's when `--config` is given, and the run's effective
 /// parameters (every flag that has a value, given or default) for its
 /// JSON record.
-pub(crate) fn resolve(typed: BenchArgs) -> Result<(BenchArgs, Value), String> {
+pub(crate) fn resolve(typed: BenchCli) -> Result<(BenchCli, Value), String> {
     let cli = typed_args();
     let mut argv: Vec<OsString> = vec!["bench".into()];
-    if let Some(path) = &typed.config {
+    if let Some(path) = &typed.out.config {
         argv.extend(file_args(path)?);
     }
     argv.extend(cli);
-    let cmd = BenchCmd::command();
+    let cmd = crate::cli::negative_values(BenchCmd::command());
     let m = cmd.clone().try_get_matches_from(&argv).map_err(|e| {
         let text = e.to_string();
         let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
-        match &typed.config {
+        match &typed.out.config {
             Some(p) => format!("--config {}: {first}", p.display()),
             None => first,
         }

@@ -177,6 +177,7 @@ pub fn load<S: Store, W: Workload>(
     show_progress: bool,
     rss_before: u64,
 ) -> Result<LoadResult, String> {
+    super::mark_started();
     let total = w.load_size();
     let pb = bar(show_progress, total, "load {bar:40} {human_pos}/{human_len} rows  eta {eta}");
     let inc = |n: u64| pb.inc(n);

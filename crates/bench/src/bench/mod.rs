@@ -25,13 +25,16 @@ pub(crate) mod report;
 pub(crate) mod sys;
 pub(crate) mod wl;
 
-pub use args::BenchArgs;
+use crate::cli::Failure;
 pub(crate) use args::*;
+pub use args::{BenchArgs, BenchCli, BenchOutputs};
 use harness::{LoadResult, RunConfig, RunResult};
 use multiverse::research::Faults;
 use multiverse::{Database, Isolation, Mode, Options, Protocol, Stats};
 use multiverse_workloads::{check_name, Hekaton, HekatonConfig, Workload};
 use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 fn open_db(
@@ -389,29 +392,80 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
 /// still written (`--history`) and checked (`--verify`, its verdict
 /// printed) before the failure is reported: that run's history is the one
 /// most worth having.
-pub fn run(typed: BenchArgs) -> Result<(), String> {
-    let (a, config) = config::resolve(typed)?;
+///
+/// A failure before the workload starts loading is a usage error (the
+/// command line asked for something that cannot run: nothing ran); after,
+/// a run-time failure.
+pub fn run(typed: BenchCli) -> Result<(), Failure> {
+    run_cli(typed).map_err(|e| Failure::by_phase(e, STARTED.load(Ordering::Relaxed)))
+}
+
+/// Set when a workload starts loading (see [`run`]).
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Marks the start of the run: failures from here on are run-time failures.
+pub(crate) fn mark_started() {
+    STARTED.store(true, Ordering::Relaxed);
+}
+
+/// Bytes of the history file per recorded operation, roughly: one line of
+/// a table number, a hex key and a version; a value adds twice its size
+/// (hex). Hekaton's default transaction (12 operations on 8-byte keys)
+/// comes to about 1.1 KiB, YCSB's with 1,000-byte values to about 40 KiB.
+const HISTORY_BYTES_PER_OP: u64 = 50;
+
+/// `--history FILE`: says how large the file will grow, before the run.
+fn announce_history(path: &Path) {
+    eprintln!(
+        "history: every operation of the run is kept in memory and written to {} at the end, about {HISTORY_BYTES_PER_OP} bytes per operation plus twice its value's size (tens to hundreds of MB per second of run): keep --duration short",
+        path.display()
+    );
+}
+
+/// `--history FILE`: the size written, per committed transaction and per
+/// second of the run.
+fn report_history(path: &Path, run: Option<(u64, f64)>) {
+    let Ok(meta) = std::fs::metadata(path) else { return };
+    let size = meta.len();
+    let per = match run {
+        Some((committed, secs)) if committed > 0 && secs > 0.0 => format!(
+            " ({} per committed transaction, {} per second of run)",
+            report::bytes(size / committed),
+            report::bytes((size as f64 / secs) as u64)
+        ),
+        _ => String::new(),
+    };
+    eprintln!("history: wrote {}: {}{per}", path.display(), report::bytes(size));
+}
+
+fn run_cli(typed: BenchCli) -> Result<(), String> {
+    let (BenchCli { run: mut a, out }, config) = config::resolve(typed)?;
+    a.history = out.history.clone();
     let show = std::io::stderr().is_terminal();
     let faults = fault_names(parse_faults(a.fault.as_deref())?);
     // Before loading and running: a run whose result cannot be written is
     // time lost.
-    if let Some(p) = &a.plot {
+    if let Some(p) = &out.plot {
         if !p.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png")) {
             return Err(format!("--plot {}: name an .svg or .png file", p.display()));
         }
     }
     for (flag, path) in
-        [("--json", &a.json), ("--history", &a.history), ("--latency-log", &a.latency_log), ("--plot", &a.plot)]
+        [("--json", &out.json), ("--history", &out.history), ("--latency-log", &out.latency_log), ("--plot", &out.plot)]
     {
         if let Some(path) = path {
             check_writable(flag, path)?;
         }
     }
+    if let Some(dir) = &a.data_dir {
+        // The run creates the data directory, never its parents.
+        crate::cli::check_parent("--data-dir", dir)?;
+    }
     if peers::is_peer(&a.protocol) {
         // Another store: its verdict (`--verify`) after the summary.
         let m = peers::run_args(&a, show)?;
         let verified = m.as_ref().ok().and_then(|m| m.peer.as_ref()?.verified.clone());
-        write_results(&a, m, config)?;
+        write_results(&out, m, config)?;
         return match verified {
             None => Ok(()),
             Some(Ok(text)) => {
@@ -428,7 +482,11 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
             }
         };
     }
+    if let Some(path) = &out.history {
+        announce_history(path);
+    }
     let (m, db) = run_args(&a, show)?;
+    let counts = m.as_ref().ok().map(|m| (m.run.committed, m.run.elapsed.as_secs_f64()));
     if !faults.is_empty() {
         println!("faults     {faults} (the protocol is broken on purpose)");
     }
@@ -437,14 +495,18 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
     } else {
         resolve_isolation(a.isolation.as_deref(), parse_protocol(&a.protocol)?)?
     };
-    let written = write_results(&a, m, config);
+    let written = write_results(&out, m, config);
     let verdict = if a.verify || a.history.is_some() {
         // Nothing after the run is recorded (a failed run may not have
         // switched recording off yet).
         db.set_recording(false);
         let history = db.take_history();
         let wrote = match &a.history {
-            Some(path) => crate::check::write_file(&history, path),
+            Some(path) => {
+                let wrote = crate::check::write_file(&history, path);
+                report_history(path, counts);
+                wrote
+            }
             None => Ok(()),
         };
         let checked = if a.verify {
@@ -463,7 +525,7 @@ pub fn run(typed: BenchArgs) -> Result<(), String> {
 
 /// Prints the summary of a run and writes the files asked for (`--json`,
 /// `--latency-log`, `--plot`).
-fn write_results(a: &BenchArgs, m: Result<Measurement, String>, config: serde_json::Value) -> Result<(), String> {
+fn write_results(a: &BenchOutputs, m: Result<Measurement, String>, config: serde_json::Value) -> Result<(), String> {
     let m = m?;
     print!("{}", report::summary(&m));
     if let Some(path) = &a.json {
@@ -516,7 +578,8 @@ fn plots(m: &Measurement, path: &std::path::Path) -> Result<(), String> {
 /// Fails with a one-line message if `path` cannot be written (a missing
 /// directory, a directory, no permission). Touches nothing: a file the check
 /// had to create is removed again, an existing one keeps its contents.
-fn check_writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
+fn check_writable(flag: &str, path: &Path) -> Result<(), String> {
+    crate::cli::check_parent(flag, path)?;
     let existed = path.exists();
     std::fs::OpenOptions::new()
         .write(true)

@@ -256,14 +256,17 @@ pub fn summary(m: &Measurement) -> String {
         if m.run_rss_growth < 0 { "-" } else { "+" },
         bytes(m.run_rss_growth.unsigned_abs())
     );
-    if r.per_type.len() > 1 {
+    // Types that neither committed nor aborted (not in the mix) have
+    // nothing to show: no row.
+    let active: Vec<_> = r.per_type.iter().filter(|t| t.committed > 0 || t.aborts.total() > 0).collect();
+    if r.per_type.len() > 1 && !active.is_empty() {
         let _ = writeln!(
             s,
             "  per type   {:<22} {:>12} {:>10} {:>9} {:>9} {:>9}",
             "", "txn/s", "aborts", "p50 us", "p99 us", "max us"
         );
         let secs = r.elapsed.as_secs_f64().max(1e-9);
-        for t in &r.per_type {
+        for t in active {
             let _ = writeln!(
                 s,
                 "             {:<22} {:>12} {:>10} {:>9.1} {:>9.1} {:>9.1}",

@@ -30,15 +30,19 @@
 //! comparison came out several percent slower than the first ones.
 
 use crate::bench::{self, BenchArgs};
+use crate::cli::Failure;
 use crate::plot;
 use clap::parser::ValueSource;
-use clap::{ArgMatches, CommandFactory, Parser};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 use multiverse::{Isolation, Protocol};
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+/// What names the default output directory (`bench-out` without it).
+const OUT_DIR_ENV: &str = "MULTIVERSE_OUT_DIR";
 
 /// Most runs one comparison may ask for (lines × values × repeats).
 const MAX_RUNS: usize = 10_000;
@@ -246,7 +250,6 @@ fn parse_sweep(spec: &str) -> Result<Sweep, String> {
         "protocol" | "isolation" => {
             return Err(err("protocols and isolation levels are the lines: use --protocols P@L,..."));
         }
-        "json" | "history" => return Err(err(&format!("--{name} names an output file and cannot be swept"))),
         _ => {}
     }
     if !arg.get_action().takes_values() {
@@ -318,7 +321,8 @@ fn point_args(
     for (s, v) in sweeps.iter().zip(values) {
         argv.push(format!("--{}={v}", s.name));
     }
-    let args = PointCli::try_parse_from(&argv).map_err(|e| clap_line(&e))?.b;
+    let m = crate::cli::negative_values(PointCli::command()).try_get_matches_from(&argv).map_err(|e| clap_line(&e))?;
+    let args = PointCli::from_arg_matches(&m).map_err(|e| clap_line(&e))?.b;
     let workload = multiverse_workloads::check_name(&args.workload)?;
     bench::wl::refuse_foreign_flags(&args, workload)?;
     argv.remove(0);
@@ -381,27 +385,19 @@ fn csv(s: &str) -> String {
 }
 
 /// `multiverse compare`. `m` holds the matches of the `compare` subcommand
-/// (to read back the bench flags the user typed).
-pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
-    if let Some(file) = &a.replot {
-        return replot(file, &a, m);
-    }
-    // Everything is checked before anything runs.
-    if a.bench.json.is_some() {
-        return Err("--json applies to bench; compare writes every run to PREFIX.json (see --out)".into());
-    }
-    if a.bench.history.is_some() {
-        return Err("--history applies to bench; use --verify to check every point's history".into());
-    }
-    for (flag, given) in [
-        ("--config", a.bench.config.is_some()),
-        ("--plot", a.bench.plot.is_some()),
-        ("--latency-log", a.bench.latency_log.is_some()),
-    ] {
-        if given {
-            return Err(format!("{flag} applies to bench; compare writes its records, table and plots under --out"));
-        }
-    }
+/// (to read back the bench flags the user typed). Everything is checked
+/// before anything runs: a failure before the first run is a usage error.
+pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), Failure> {
+    let mut started = false;
+    let r = match &a.replot {
+        Some(file) => replot(file, &a, m, &mut started),
+        None => compare(&a, m, &mut started),
+    };
+    r.map_err(|e| Failure::by_phase(e, started))
+}
+
+/// [`run`] without `--replot`; sets `started` when the first run starts.
+fn compare(a: &CompareArgs, m: &ArgMatches, started: &mut bool) -> Result<(), String> {
     let lines = parse_lines(a.protocols.as_deref().unwrap_or(&a.bench.protocol), a.bench.isolation.as_deref())?;
     if a.sweep.len() > 2 {
         return Err(format!("at most two --sweep flags (a grid), {} given", a.sweep.len()));
@@ -452,11 +448,15 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
         }
         None => plot::out_dir().join(format!("compare-{workload}")),
     };
+    // The default output directory is created (not its parents) once the
+    // runs start; a directory given with --out must exist.
+    let default_dir = a.out.is_none().then(plot::out_dir);
     if prefix.file_name().is_none() {
         return Err(format!("--out '{}' names no file prefix", prefix.display()));
     }
-    if let Some(dir) = prefix.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    match &default_dir {
+        Some(d) => crate::cli::check_parent(OUT_DIR_ENV, d)?,
+        None => crate::cli::check_parent("--out", &prefix)?,
     }
 
     let swept = if sweeps.is_empty() {
@@ -473,7 +473,7 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
     // the run succeeded and kept, named in the error, when it failed.
     let data_dir = a.bench.data_dir.clone();
     if let Some(d) = &data_dir {
-        std::fs::create_dir_all(d).map_err(|e| format!("--data-dir {}: cannot create it: {e}", d.display()))?;
+        crate::cli::create_output_dir("--data-dir", d)?;
         let empty = std::fs::read_dir(d).map_err(|e| format!("--data-dir {}: {e}", d.display()))?.next().is_none();
         if !empty {
             return Err(format!(
@@ -495,6 +495,10 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
     // Repeats are the outer loop, so that slow drift of the machine spreads
     // over every point instead of weighing on some.
     let show = std::io::stderr().is_terminal();
+    *started = true;
+    if let Some(d) = &default_dir {
+        crate::cli::create_output_dir(OUT_DIR_ENV, d)?;
+    }
     let mut records: Vec<Value> = Vec::with_capacity(total);
     let mut done = 0;
     let sweep_order: Vec<Value> = sweeps.iter().map(|s| Value::from(s.name.as_str())).collect();
@@ -574,7 +578,7 @@ pub fn run(a: CompareArgs, m: &ArgMatches) -> Result<(), String> {
 
 /// `compare --replot FILE`: the plots of FILE's records, drawn again;
 /// nothing runs. Flags that would shape a new run are refused.
-fn replot(file: &Path, a: &CompareArgs, m: &ArgMatches) -> Result<(), String> {
+fn replot(file: &Path, a: &CompareArgs, m: &ArgMatches, started: &mut bool) -> Result<(), String> {
     let typed = a.protocols.is_some()
         || !a.sweep.is_empty()
         || m.value_source("repeat") == Some(ValueSource::CommandLine)
@@ -582,6 +586,10 @@ fn replot(file: &Path, a: &CompareArgs, m: &ArgMatches) -> Result<(), String> {
     if typed {
         return Err("--replot runs nothing: it takes only the JSON file and --out".into());
     }
+    if let Some(out) = &a.out {
+        crate::cli::check_parent("--out", out)?;
+    }
+    *started = true;
     let is_ext = |x: &str| file.extension().is_some_and(|e| e.eq_ignore_ascii_case(x));
     let in_file = |e: String| format!("{}: {e}", file.display());
     let mut cmp = if is_ext("csv") {

@@ -69,7 +69,7 @@ fn sweeps_parse() {
         ("nope=1", "not a flag"),
         ("protocol=mv-occ", "--protocols"),
         ("isolation=snapshot", "--protocols"),
-        ("json=a", "cannot be swept"),
+        ("json=a", "not a flag of multiverse bench"),
         ("verify=true", "takes no value"),
     ] {
         let e = parse_sweep(bad).unwrap_err();

@@ -276,12 +276,13 @@ fn with_ext(prefix: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Creates the directory a file goes into, if needed.
+/// Creates the directory a file goes into, if needed (such as the default
+/// `bench-out`), but never its missing parents.
 fn make_parent(path: &Path) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => crate::cli::create_output_dir("output directory", dir),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// What one image shows.

@@ -17,10 +17,10 @@ use multiverse_workloads::{Hekaton, HekatonConfig, Mix};
 #[group(skip)]
 pub struct Flags {
     /// hekaton: reads per transaction (R) [default: 10].
-    #[arg(long, value_name = "R", help_heading = "Workload hekaton")]
+    #[arg(long, value_name = "R", help_heading = "Workload hekaton", value_parser = clap::value_parser!(u32))]
     pub reads: Option<u32>,
     /// hekaton: writes (updates) per transaction (W) [default: 2].
-    #[arg(long, value_name = "W", help_heading = "Workload hekaton")]
+    #[arg(long, value_name = "W", help_heading = "Workload hekaton", value_parser = clap::value_parser!(u32))]
     pub writes: Option<u32>,
     /// hekaton: do not issue prefetch hints for a transaction's rows.
     #[arg(long, help_heading = "Workload hekaton")]
@@ -37,7 +37,7 @@ pub struct Flags {
 pub struct LongFlags {
     /// hekaton: the first K threads run long serializable read-only
     /// transactions (section 5.2.2) [default: 0].
-    #[arg(long, value_name = "K", help_heading = "Workload hekaton")]
+    #[arg(long, value_name = "K", help_heading = "Workload hekaton", value_parser = crate::bench::parse_usize)]
     pub long_readers: Option<usize>,
     /// hekaton: percentage of the table each long reader reads [default: 10].
     #[arg(long, value_name = "P", help_heading = "Workload hekaton", allow_negative_numbers = true)]
@@ -87,6 +87,9 @@ pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
         writes: f.writes.unwrap_or(d.writes),
         prefetch: !f.no_prefetch,
     };
+    if cfg.reads == 0 && cfg.writes == 0 {
+        return Err("--reads 0 --writes 0: a transaction must do at least one operation (a read or a write)".into());
+    }
     cfg.validate()?;
     let dh = Heterogeneous::default();
     let het = Heterogeneous {

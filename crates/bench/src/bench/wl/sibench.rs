@@ -34,7 +34,7 @@ pub struct SibenchFlags {
     #[arg(long, value_name = "M|P%", help_heading = "Workload sibench")]
     pub sibench_writes: Option<String>,
     /// sibench: threads in the read-only query group (the first ones) [default: 0].
-    #[arg(long, value_name = "K", help_heading = "Workload sibench")]
+    #[arg(long, value_name = "K", help_heading = "Workload sibench", value_parser = crate::bench::parse_usize)]
     pub sibench_query_threads: Option<usize>,
     /// sibench: reads per query, MIN-MAX or N [default: 100-200].
     #[arg(long, value_name = "RANGE", help_heading = "Workload sibench")]

@@ -22,7 +22,7 @@ pub struct Flags {
     pub customers: Option<NonZeroU64>,
     /// smallbank: microseconds each transaction spins before it commits (the
     /// paper: 50) [default: 0].
-    #[arg(long, value_name = "US", help_heading = "Workload smallbank")]
+    #[arg(long, value_name = "US", help_heading = "Workload smallbank", value_parser = clap::value_parser!(u32))]
     pub spin_us: Option<u32>,
 }
 

@@ -7,6 +7,7 @@ use multiverse_workloads::tpcc::{Tpcc, TpccConfig, EST_BYTES_PER_WAREHOUSE, MAX_
 use multiverse_workloads::Mix;
 
 fn parse_warehouses(s: &str) -> Result<u32, String> {
+    crate::bench::refuse_negative(s, "a number of warehouses")?;
     let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of warehouses"))?;
     if n == 0 {
         return Err("must be at least 1".into());
