@@ -161,7 +161,11 @@ fn new_dir(dir: &Path) -> Result<(), String> {
     } else if dir.exists() {
         return Err(format!("{} exists and is not a directory; nothing was written", dir.display()));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+    // Its parent exists (checked with the command line): one level only.
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(format!("cannot create {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
 }
 
 /// Runs `multiverse export`.

@@ -79,9 +79,16 @@ fn main() -> ExitCode {
         Some(Cmd::Check(a)) => check::run(a),
         Some(Cmd::Recover(a)) => recover::run(a).map_err(Failure::Run),
         Some(Cmd::Verify(a)) => verify::run(a),
-        Some(Cmd::Export(a)) => dump::export(a).map_err(Failure::Run),
-        Some(Cmd::Import(a)) => dump::import(a).map_err(Failure::Run),
-        Some(Cmd::Backup(a)) => dump::backup(a).map_err(Failure::Run),
+        // Their output directory is created, its missing parents never are.
+        Some(Cmd::Export(a)) => cli::check_parent("--out", &a.out)
+            .map_err(Failure::Usage)
+            .and_then(|()| dump::export(a).map_err(Failure::Run)),
+        Some(Cmd::Import(a)) => cli::check_parent("--into", &a.into)
+            .map_err(Failure::Usage)
+            .and_then(|()| dump::import(a).map_err(Failure::Run)),
+        Some(Cmd::Backup(a)) => cli::check_parent("--out", &a.out)
+            .map_err(Failure::Usage)
+            .and_then(|()| dump::backup(a).map_err(Failure::Run)),
         Some(Cmd::Report(a)) => report_html::run(a),
         Some(Cmd::Compare(a)) => match matches.subcommand_matches("compare") {
             Some(m) => compare::run(*a, m),

@@ -61,6 +61,14 @@ fn outputs_never_create_missing_parent_directories() {
     usage_error(&o, "report --out", "does not exist");
     let o = multiverse(&["verify", "--budget", "1s", "--keep", s(&file("keep"))]);
     usage_error(&o, "verify --keep", "does not exist");
+    // export, import and backup: checked before the source is read.
+    let src = tmp.path().to_path_buf();
+    let o = multiverse(&["export", s(&src), "--out", s(&file("exported"))]);
+    usage_error(&o, "export --out", "does not exist");
+    let o = multiverse(&["import", s(&src), "--into", s(&file("imported"))]);
+    usage_error(&o, "import --into", "does not exist");
+    let o = multiverse(&["backup", s(&src), "--out", s(&file("copy"))]);
+    usage_error(&o, "backup --out", "does not exist");
     // The literal case from the rule: a parent under a directory that is not there.
     let o = multiverse(&["compare", "--rows", "100", "--duration", "0.1", "--out", "/nonexistent/x/cmp"]);
     usage_error(&o, "compare --out /nonexistent", "directory /nonexistent/x does not exist");

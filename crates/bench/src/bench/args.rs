@@ -203,7 +203,7 @@ pub struct BenchOutputs {
     #[arg(long, value_name = "FILE")]
     pub latency_log: Option<PathBuf>,
     /// Record the run's history (after loading) and write it to FILE
-    /// (format: docs/HISTORY.md), for `multiverse check FILE`;
+    /// (format: docs/CHECKER.md), for `multiverse check FILE`;
     /// the file grows by tens to hundreds of MB per second of run (bench
     /// prints the expected size on stderr, and the size written).
     #[arg(long, value_name = "FILE")]
