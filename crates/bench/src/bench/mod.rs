@@ -751,6 +751,9 @@ fn env_or<T: std::str::FromStr>(
 /// Hekaton section 5.1 workload, one load reused by every level. Also draws
 /// the table as `default.svg` and `default.png` under `bench-out` (or
 /// `$MULTIVERSE_OUT_DIR`).
+/// Rounds of the default comparison (see `default_comparison`).
+const DEFAULT_ROUNDS: usize = 3;
+
 pub fn default_comparison() -> Result<(), String> {
     let rows = env_or("MULTIVERSE_DEFAULT_ROWS", 1_000_000, parse_count)?;
     let secs = env_or("MULTIVERSE_DEFAULT_SECONDS", 10.0, parse_seconds)?;
@@ -764,7 +767,7 @@ pub fn default_comparison() -> Result<(), String> {
     println!(
         "Multiverse default comparison: Hekaton MV/O at four isolation levels\n\
          workload hekaton (section 5.1): R={} reads + W={} writes per transaction, N={} rows, \
-         {}, {secs} s per level",
+         {}, {secs} s per level in {DEFAULT_ROUNDS} rounds",
         cfg.reads,
         cfg.writes,
         report::int(rows),
@@ -806,16 +809,36 @@ pub fn default_comparison() -> Result<(), String> {
     };
     harness::run(&db, &w, RunConfig { duration: warm, ..run_cfg(Isolation::ReadCommitted) }, None)?;
 
+    // The levels run in turn, DEFAULT_ROUNDS times, each round a share of
+    // the time: a slow spell of the machine hits every level alike, and each
+    // level's row is its median round.
+    let per_round = Duration::from_secs_f64(secs / DEFAULT_ROUNDS as f64);
+    let mut runs: Vec<Vec<RunResult>> = Isolation::ALL.iter().map(|_| Vec::new()).collect();
+    for _ in 0..DEFAULT_ROUNDS {
+        for (i, &level) in Isolation::ALL.iter().enumerate() {
+            db.collect_garbage();
+            runs[i].push(harness::run(&db, &w, RunConfig { duration: per_round, ..run_cfg(level) }, None)?);
+        }
+    }
     println!("{}", report::comparison_header());
     let mut rc_tps = None;
     let mut points = Vec::new();
-    for level in Isolation::ALL {
-        db.collect_garbage();
-        let r = harness::run(&db, &w, run_cfg(level), None)?;
-        let base = *rc_tps.get_or_insert(r.throughput());
-        println!("{}", report::comparison_row(level, &r, base, threads));
-        points.push(Some(crate::plot::Point::single(r.throughput())));
+    for (level, mut rounds) in Isolation::ALL.into_iter().zip(runs) {
+        rounds.sort_by(|a, b| a.throughput().total_cmp(&b.throughput()));
+        let (low, high) = (rounds[0].throughput(), rounds[rounds.len() - 1].throughput());
+        let median = &rounds[rounds.len() / 2];
+        let base = *rc_tps.get_or_insert(median.throughput());
+        println!("{}", report::comparison_row(level, median, base, threads, (low, high)));
+        points.push(Some(crate::plot::Point::single(median.throughput())));
     }
+    println!();
+    println!(
+        "each row: the median of {DEFAULT_ROUNDS} rounds of {:.1} s, the levels run in turn; spread: the \
+         rounds' lowest and highest throughput around it. On this read-mostly, low-conflict \
+         workload the levels cost nearly the same, so differences within the spread are the \
+         machine's noise, not the level's (`multiverse compare --repeat 5` for firmer numbers)",
+        per_round.as_secs_f64()
+    );
     println!();
     println!(
         "peak RSS {}, {} versions alive at the end; git commit {}",

@@ -289,34 +289,43 @@ pub fn summary(m: &Measurement) -> String {
 /// Header of the default comparison table.
 pub fn comparison_header() -> String {
     format!(
-        "{:<16} {:>12} {:>9} {:>12} {:>8}  {:>8} {:>8} {:>6}\n{}",
+        "{:<16} {:>12} {:>9} {:>14} {:>12} {:>8}  {:>8} {:>8} {:>6}\n{}",
         "isolation",
         "txn/s",
         "vs RC",
+        "spread",
         "aborts",
         "abort %",
         "p50 us",
         "p99 us",
         "cpu",
-        "-".repeat(87)
+        "-".repeat(102)
     )
 }
 
 /// One row of the default comparison table; `rc_tps` is read committed's
-/// throughput. The last column is the share of the run the workers were on a
-/// CPU: well below 100% means other processes competed for the machine.
-pub fn comparison_row(level: Isolation, r: &RunResult, rc_tps: f64, threads: usize) -> String {
+/// throughput, `(low, high)` the lowest and highest throughput of the
+/// level's rounds (the spread, in percent of `r`'s). The last column is the
+/// share of the run the workers were on a CPU: well below 100% means other
+/// processes competed for the machine.
+pub fn comparison_row(level: Isolation, r: &RunResult, rc_tps: f64, threads: usize, (low, high): (f64, f64)) -> String {
     let tps = r.throughput();
     let drop = if level == Isolation::ReadCommitted || rc_tps <= 0.0 {
         "-".to_string()
     } else {
         format!("{:+.1}%", 100.0 * (tps - rc_tps) / rc_tps)
     };
+    let spread = if tps > 0.0 {
+        format!("{:+.0}/{:+.0}%", 100.0 * (low - tps) / tps, 100.0 * (high - tps) / tps)
+    } else {
+        "-".to_string()
+    };
     format!(
-        "{:<16} {:>12} {:>9} {:>12} {:>7.3}%  {:>8.1} {:>8.1} {:>5.0}%",
+        "{:<16} {:>12} {:>9} {:>14} {:>12} {:>7.3}%  {:>8.1} {:>8.1} {:>5.0}%",
         level.name(),
         int(tps as u64),
         drop,
+        spread,
         int(r.aborts.total()),
         abort_rate(r),
         r.latency_us(0.50),
