@@ -367,7 +367,7 @@ impl<'db> Transaction<'db> {
     /// its version is newer than the second's snapshot anyway. The read
     /// intent there buys a guarantee (no later writer invalidates the read),
     /// not fewer aborts; under 1V locking and Silo it removes most of them
-    /// (docs/BENCHMARKS.md, "Read intent again").
+    /// (docs/BENCHMARKS.md, "Read intent").
     ///
     /// A key read for update and never written is only read: its lock or
     /// claim is released at the commit (under MV/L's repeatable read and
