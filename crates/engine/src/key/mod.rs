@@ -541,6 +541,26 @@ impl fmt::Debug for Key {
     }
 }
 
+/// A key as text: its bytes when they are UTF-8 with no control
+/// characters (a string key shows as itself), else as [`fmt::Debug`] shows
+/// it (`Key(42)` for an integer key, hex otherwise).
+///
+/// ```
+/// use multiverse::Key;
+///
+/// assert_eq!(Key::try_from("alice").unwrap().to_string(), "alice");
+/// assert_eq!(Key::from(42).to_string(), "Key(42)");
+/// assert_eq!(Key::try_from(&[0xffu8, 0][..]).unwrap().to_string(), "Key(ff00)");
+/// ```
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match std::str::from_utf8(self.as_bytes()) {
+            Ok(s) if !s.is_empty() && !s.chars().any(char::is_control) => f.write_str(s),
+            _ => fmt::Debug::fmt(self, f),
+        }
+    }
+}
+
 impl From<u64> for Key {
     #[inline]
     fn from(k: u64) -> Key {
