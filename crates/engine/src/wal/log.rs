@@ -17,7 +17,7 @@
 //!   file: stream `e % streams`'s, and syncs it. The round is durable, and
 //!   its commits acknowledged, once that sync returns. One sync a round
 //!   whatever the number of streams: a disk that does not overlap two
-//!   syncs (this project's VM does not: `docs/BENCHMARKS.md`, "Durability")
+//!   syncs (this project's VM does not: `docs/DURABILITY.md`, "Measurements")
 //!   would otherwise pay one per stream. An epoch with no record stays
 //!   open (no round, no sync), so the epochs that advance are exactly the
 //!   rounds written, and stream `s` holds the marks `s, s + n, s + 2n...`
@@ -36,7 +36,7 @@
 //!   without one it depended on, whichever streams the two used.
 //! * **Durable visibility.** Under sync durability nothing a transaction's
 //!   commit returns can be lost by a crash; how depends on the family
-//!   (both measured in `docs/BENCHMARKS.md`, "Readers and durability"):
+//!   (both measured in `docs/DURABILITY.md`, "Readers and durability"):
 //!   - *Multi-version families* (Hekaton MV/O and MV/L, SSN, SSI, POMVCC):
 //!     a writer appends its record and waits for its round while still
 //!     Preparing, and becomes Committed only then (Hekaton section 3.2). A

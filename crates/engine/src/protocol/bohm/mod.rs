@@ -96,7 +96,7 @@
 //!   lookups, and an execution thread's reads of annotated versions, start
 //!   loading a few reads ahead, overlapping the cache misses that the paper's
 //!   many cores would have spread over threads (measured for Figure 9 in
-//!   docs/BENCHMARKS.md).
+//!   docs/REPRODUCTIONS.md).
 //!
 //! # Files
 //!

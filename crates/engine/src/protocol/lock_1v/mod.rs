@@ -63,7 +63,7 @@
 //! What differs from the paper, deliberately:
 //! * deadlock detection beside the timeouts (above): with timeouts alone a
 //!   deadlock costs both its transactions the whole timeout, and at high
-//!   contention that dominated (docs/BENCHMARKS.md: 402K transactions per
+//!   contention that dominated (docs/REPRODUCTIONS.md: 402K transactions per
 //!   second with a 2-ms timeout, 965K with 20 µs); detection ends it at the
 //!   first check and lets the timeout be long enough for real waits;
 //! * a transaction waiting to upgrade its S lock to X marks the lock word
