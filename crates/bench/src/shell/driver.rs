@@ -35,6 +35,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::mem;
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long the end of the script waits for sessions to finish.
@@ -59,6 +60,8 @@ struct Handle {
     pending: usize,
     /// The session's thread.
     thread: Thread,
+    /// Joins the thread once it has exited.
+    join: Option<JoinHandle<()>>,
     /// Whether the thread has shown a wait since its latest command was
     /// sent or any session's command last answered.
     watch: Watch,
@@ -168,6 +171,18 @@ impl<W: Write> Driver<W> {
         }
         let all = self.sessions.len();
         self.wait_until(Instant::now() + END_WAIT.max(self.grace), |d| d.exited == all);
+        if self.exited == all {
+            // Every session has said it exits: join the threads, so that none
+            // is still ending (dropping its handle on the store, running its
+            // thread-local destructors) while the process exits. A store in
+            // C or C++ (RocksDB) aborts if a thread of its locks a mutex the
+            // process's exit has already destroyed.
+            for s in &mut self.sessions {
+                if let Some(j) = s.join.take() {
+                    let _ = j.join();
+                }
+            }
+        }
         self.print_done()?;
         for p in mem::take(&mut self.pending).into_values() {
             self.print(&p.echo, "blocked (still waiting at the end of the script)")?;
@@ -298,9 +313,18 @@ impl<W: Write> Driver<W> {
         if self.sessions.len() == MAX_SESSIONS {
             return Err(io::Error::other(format!("a script may use at most {MAX_SESSIONS} sessions")));
         }
-        let (requests, thread) = session::spawn(name, self.ctx.clone(), self.events_tx.clone())?;
+        let session::Started { requests, thread, join } =
+            session::spawn(name, self.ctx.clone(), self.events_tx.clone())?;
         let watch = Watch::start(&thread);
-        self.sessions.push(Handle { name: name.to_string(), requests: Some(requests), pending: 0, thread, watch });
+        let join = Some(join);
+        self.sessions.push(Handle {
+            name: name.to_string(),
+            requests: Some(requests),
+            pending: 0,
+            thread,
+            join,
+            watch,
+        });
         self.by_name.insert(name.to_string(), self.sessions.len() - 1);
         Ok(self.sessions.len() - 1)
     }

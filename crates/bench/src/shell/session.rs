@@ -233,17 +233,24 @@ impl<B: Backend> Sessions for B {
     }
 }
 
-/// Starts a session thread; returns the sender of its requests and the
-/// thread, whose counters show when it waits.
-pub(crate) fn spawn(name: &str, ctx: Context, events: Sender<Event>) -> io::Result<(Sender<Request>, Thread)> {
+/// A started session: the sender of its requests, its thread (whose
+/// counters show when it waits) and the handle to join it by.
+pub(crate) struct Started {
+    pub(crate) requests: Sender<Request>,
+    pub(crate) thread: Thread,
+    pub(crate) join: thread::JoinHandle<()>,
+}
+
+/// Starts a session thread.
+pub(crate) fn spawn(name: &str, ctx: Context, events: Sender<Event>) -> io::Result<Started> {
     let (tx, rx) = mpsc::channel();
     let (thread_tx, thread_rx) = mpsc::channel();
-    thread::Builder::new().name(format!("session {name}")).spawn(move || {
+    let join = thread::Builder::new().name(format!("session {name}")).spawn(move || {
         let _ = thread_tx.send(Thread::current());
         ctx.0.serve(rx, events)
     })?;
     let thread = thread_rx.recv().map_err(|_| io::Error::other(format!("session {name} did not start")))?;
-    Ok((tx, thread))
+    Ok(Started { requests: tx, thread, join })
 }
 
 /// Why a statement failed.
