@@ -75,6 +75,15 @@ pub(crate) fn create_output_dir(flag: &str, dir: &Path) -> Result<(), String> {
     std::fs::create_dir(dir).map_err(|e| format!("{flag} {}: cannot create it: {e}", dir.display()))
 }
 
+/// `n` rows in words: "1 row", "2 rows".
+pub(crate) fn rows(n: u64) -> String {
+    if n == 1 {
+        "1 row".to_string()
+    } else {
+        format!("{n} rows")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -311,7 +311,13 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
         }
         txn.commit().map_err(|e| format!("{}: {e}", path.display()))?;
         if rows != t.rows {
-            return Err(format!("{}: {rows} rows, but {} says {}", path.display(), mp.display(), t.rows));
+            return Err(format!(
+                "{}: {}, but {} says {}",
+                path.display(),
+                crate::cli::rows(rows),
+                mp.display(),
+                t.rows
+            ));
         }
         total += rows;
     }

@@ -918,7 +918,7 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
     }
     println!("  generation {}", r.generation);
     if let Some((file, ts, rows)) = &r.checkpoint {
-        println!("  checkpoint {file}: {rows} rows as of timestamp {ts}");
+        println!("  checkpoint {file}: {} as of timestamp {ts}", crate::cli::rows(*rows));
     }
     println!(
         "  log        {} streams, {} files, {} bytes: {} transaction records, {} replayed ({} writes), durable through epoch {}",
@@ -958,7 +958,7 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
         );
     }
     for (n, rows) in &tables {
-        println!("  table      {n}: {rows} rows");
+        println!("  table      {n}: {}", crate::cli::rows(*rows));
     }
     let mut failed = None;
     match (schema, &recorded) {

@@ -154,7 +154,7 @@ fn bad_import_input_is_one_line_with_its_place() {
         (good, "{\"key\":\"0g\",\"value\":\"aa\"}\n", "t.jsonl:1: key is not hexadecimal"),
         (good, "{\"key\":\"01\",\"value\":\"a\"}\n", "t.jsonl:1: value is not hexadecimal"),
         (good, "{\"key\":\"01\",\"value\":\"aa\",\"x\":1}\n", "t.jsonl:1: unknown field"),
-        (good, "{\"key\":\"01\",\"value\":\"aa\"}\n", "1 rows, but"),
+        (good, "{\"key\":\"01\",\"value\":\"aa\"}\n", "1 row, but"),
         (good, &format!("{{\"key\":\"{}\",\"value\":\"\"}}\n", "ab".repeat(5000)), "t.jsonl:1: key of 5000 bytes"),
         (r#"{"format":"other","version":1,"tables":[]}"#, "", "is not multiverse-export"),
         (

@@ -281,7 +281,7 @@ fn every_state_a_killed_load_leaves_is_a_valid_directory() {
     }
     drop(db);
     let out = recovers(&d);
-    assert!(out.contains("  table      late: 1 rows\n  table      later: 1 rows"), "{out}");
+    assert!(out.contains("  table      late: 1 row\n  table      later: 1 row"), "{out}");
 
     // A workload file that says the load finished, but no checkpoint holds
     // it: not a state a crash leaves.
