@@ -39,8 +39,8 @@
 //! breakdown::set_enabled(false);
 //! ```
 
+use crate::sync::atomic::{AtomicBool, Ordering};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// What a timed region is; its number indexes [`thread_totals`].

@@ -27,8 +27,8 @@
 
 use crate::index::hash::HashIndex;
 use crate::storage::version::Version;
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::{Error, Key, Result};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Rows up to this many bytes are read through a copy on the stack.
 const STACK_ROW: usize = 128;
@@ -363,7 +363,7 @@ mod tests {
         // 16 buckets to begin with, 100,000 rows: the index grows many times
         // while readers look up rows already in.
         let t = NoCcTable::new(16);
-        let done = std::sync::atomic::AtomicU64::new(0);
+        let done = crate::sync::atomic::AtomicU64::new(0);
         t.insert(&Key::from(0), &0u64.to_le_bytes()).unwrap();
         t.insert(&Key::from(1), &1u64.to_le_bytes()).unwrap();
         std::thread::scope(|s| {

@@ -46,11 +46,11 @@ use crate::breakdown::{self, Part};
 use crate::memory::Budget;
 use crate::obs::Metrics;
 use crate::storage::version::{VPtr, Version};
+use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::table::Table;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const SHARDS: usize = 16;

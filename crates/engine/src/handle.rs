@@ -46,11 +46,11 @@ pub(crate) type DbTag = u32;
 /// A tag no database of this process has had: drawn from a counter, 0
 /// skipped.
 pub(crate) fn next_db_tag() -> DbTag {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    static NEXT: crate::sync::atomic::AtomicU32 = crate::sync::atomic::AtomicU32::new(1);
     loop {
         // Relaxed: the counter only hands out distinct numbers; nothing
         // else is published through it.
-        let t = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = NEXT.fetch_add(1, crate::sync::atomic::Ordering::Relaxed);
         if t != 0 {
             return t;
         }

@@ -46,10 +46,10 @@
 //! it: bytes in use may pass the limit by at most the writes in flight
 //! (a single-version commit's, admitted one by one and linked together).
 
+use crate::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 /// Credit counters per budget (threads pick one each).
 const SHARDS: usize = 64;

@@ -11,6 +11,7 @@ use crate::history;
 use crate::memory::Budget;
 use crate::obs::Metrics;
 use crate::options::{Durability, Options, MAX_TABLES};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::table::Table;
 use crate::txn::{freeze::Freeze, table::TxnTable};
 use crate::wal::format::TableEntry;
@@ -19,7 +20,6 @@ use crate::{Error, Result, TableId};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The state of a database that every protocol shares, reached from a

@@ -7,6 +7,8 @@
 //! SSN's stamp words and POMVCC's timestamp
 //! counters — take their atomics and their spin-wait from here, as
 //! `crate::sync::…`, and name nothing else of the crate but each other.
+//! Every other atomic of the engine is named through here too, so that any
+//! piece can be brought under a model test by giving it the seam's names.
 //! In the engine this is `std` and crossbeam. The model tests
 //! (`tests/loom_models.rs`, `tests/shuttle_models.rs`) compile the same source
 //! files into a test crate whose own `sync` module maps these names to `loom`
@@ -14,7 +16,9 @@
 //! explores every interleaving of the real code (see docs on schedules).
 
 pub(crate) mod atomic {
-    pub(crate) use std::sync::atomic::{fence, AtomicU64, Ordering};
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    };
 }
 
 /// Exponential backoff for the short waits inside the lock-free pieces (a

@@ -9,9 +9,9 @@ use crate::index::ordered::{IKey, OrderedIndex};
 use crate::key::{Key, KEY_INLINE};
 use crate::memory::Budget;
 use crate::storage::version::Version;
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::Error;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 mod desc;

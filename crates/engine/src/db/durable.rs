@@ -3,9 +3,9 @@
 //! directory, checkpoints and recovery are `durability`'s, above this; the
 //! log is the database's own (`Shared::log`).
 
+use crate::sync::atomic::AtomicU64;
 use crate::Error;
 use parking_lot::Mutex;
-use std::sync::atomic::AtomicU64;
 
 /// A durable database's directory and checkpointer (its log is the
 /// database's, `Shared::log`).

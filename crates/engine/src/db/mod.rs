@@ -13,6 +13,7 @@ pub use pin::Pinned;
 use crate::options::Durability;
 use crate::protocol::transaction::Globals;
 use crate::shared::Shared;
+use crate::sync::atomic::Ordering;
 use crate::table::Table;
 use crate::txn::{self, table::TxnTable};
 use crate::{
@@ -20,7 +21,6 @@ use crate::{
     TableId, TableKind, TableSpec, Transaction, TxnOptions, MAX_TABLES,
 };
 use durable::Durable;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// How long [`Database::collect_garbage`] carries on one hash index's growth.

@@ -30,10 +30,10 @@
 //! directory: a backup never overwrites anything ([`Error::NotEmpty`]).
 
 use super::checkpoint;
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::wal::sync_dir;
 use crate::{Database, Error, Result};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a backup wrote (see [`Database::backup`]).
 ///

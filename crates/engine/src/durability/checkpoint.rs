@@ -40,13 +40,13 @@
 //! (`protocol::bohm`): between pipeline runs, at its log position.
 
 use super::checkpoint_file_name;
+use crate::sync::atomic::Ordering;
 use crate::wal::format::{frame, next_frame, put_key, put_tables, put_value, read_tables, Framed, Reader, TableEntry};
 use crate::wal::sync_dir;
 use crate::{Database, Isolation, Key, TxnOptions};
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"MVCKPT\x00\x03";
 /// The oldest checkpoint format read (see the module docs).

@@ -9,10 +9,10 @@
 use crate::db::durable::Durable;
 use crate::durability::{self, Durability, RecoveryReport};
 use crate::obs;
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::*;
 use parking_lot::Mutex;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 impl Database {

@@ -5,8 +5,8 @@
 //! a few key prefixes), and one for the whole index. The certifier's use of
 //! their words (η and the readers bitmap) is in `protocol::ssn`.
 
+use crate::sync::atomic::AtomicU64;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::AtomicU64;
 
 /// Hash classes of keys with a pseudo-version each, per index.
 pub(crate) const GAP_CLASSES: usize = 64;

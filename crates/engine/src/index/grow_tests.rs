@@ -4,9 +4,9 @@
 //! once, and the index grew (but under BOHM, whose rows live in its own
 //! store).
 
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::table::IndexImpl;
 use crate::{Database, Key, Options, Protocol, TableId, TableSpec};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 const ROWS: u64 = 10_000;
 const BATCH: u64 = 50;

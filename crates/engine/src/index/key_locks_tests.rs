@@ -2,7 +2,7 @@
 //! loom models can include `key_locks.rs` alone).
 
 use super::key_locks::*;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 #[test]
 fn modes_exclude_each_other() {
@@ -96,7 +96,7 @@ fn one_upgraders_withdrawal_keeps_anothers_mark() {
 #[test]
 fn a_deadlock_victims_retry_waits_for_the_survivor() {
     use crate::protocol::lock_1v::{wait_for_lock, Waited};
-    use std::sync::atomic::AtomicBool;
+    use crate::sync::atomic::AtomicBool;
     use std::time::Duration;
     let rounds = 20 * std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1u32);
     let mut early = 0;
@@ -155,7 +155,7 @@ fn concurrent_holders_respect_the_modes() {
     // Another thread rewrites the low bits all along, as inserts into
     // a bucket do.
     let w = AtomicU64::new(0);
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    let stop = crate::sync::atomic::AtomicBool::new(false);
     let (readers, writers) = (AtomicUsize::new(0), AtomicUsize::new(0));
     std::thread::scope(|s| {
         s.spawn(|| {

@@ -33,9 +33,9 @@
 //!   ranges locked at the moment when a version is added under a lock.
 
 use crate::key::Key;
+use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use parking_lot::Mutex;
 use std::ops::Bound;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// A locked key range and its locker.
 type Range = (Bound<Key>, Bound<Key>, u64);

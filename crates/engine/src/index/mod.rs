@@ -59,7 +59,7 @@ pub(crate) unsafe fn bypass_members(
     set: &[*mut crate::storage::version::Version],
     mut left: usize,
 ) -> usize {
-    use std::sync::atomic::Ordering;
+    use crate::sync::atomic::Ordering;
     while left > 0 && !prev.is_null() {
         // SAFETY: chain members stay alive under the caller's epoch guard.
         let pl = unsafe { (*prev).link(link) };

@@ -40,10 +40,10 @@
 use super::Stripes;
 use crate::key::Key;
 use crate::storage::version::Version;
+use crate::sync::atomic::{AtomicPtr, Ordering};
 use crossbeam_skiplist::base::SkipList;
 use std::ops::Bound;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// An entry key: (index key, primary key or empty).
 pub type IKey = (Key, Key);
@@ -724,7 +724,7 @@ mod tests {
         let key =
             |t: u64, i: u64| Key::builder().u32(0).u16(0).u8(0).u32((i / 2) as u32).u8(t as u8).u64(i).build().unwrap();
         let start = std::sync::Barrier::new(THREADS as usize);
-        let stop = std::sync::atomic::AtomicBool::new(false);
+        let stop = crate::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             let scanner = s.spawn(|| {
                 let mut scans = 0;

@@ -17,13 +17,13 @@ use crate::history::{Op, Outcome, TxnRecord, Writer};
 use crate::key::Key;
 use crate::obs::Started;
 use crate::shared::Shared;
+use crate::sync::atomic::Ordering;
 use crate::table::{Index, Table};
 use crate::txn::table::TxnSlot;
 use crate::{Error, IndexId, Isolation, Result, TableId};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 
 /// What a successful commit reports.
 ///

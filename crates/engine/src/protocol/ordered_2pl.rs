@@ -53,7 +53,7 @@ impl LockTxn<'_> {
         for &(addr, mode) in &order {
             // SAFETY: the address of a lock word in a table's index, which
             // lives as long as the database.
-            let w = unsafe { &*(addr as *const std::sync::atomic::AtomicU64) };
+            let w = unsafe { &*(addr as *const crate::sync::atomic::AtomicU64) };
             let fast = match mode {
                 LockMode::Shared => try_shared(w),
                 LockMode::Exclusive => try_exclusive(w, false),

@@ -150,10 +150,10 @@ use crate::protocol::mv_occ::writer_of;
 use crate::protocol::mv_occ::MvTxn;
 use crate::protocol::sets::Pending;
 use crate::storage::version::Version;
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::table::Table;
 use crate::{Error, Result, TableId};
 use std::ptr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Open timestamps at most (CTs − BTs < WINDOW), and the counter ring's size.

@@ -58,8 +58,8 @@ use crate::protocol::core::TxnCore;
 use crate::protocol::mv_lock::{read_lock, Locked};
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, INFINITY};
+use crate::sync::atomic::Ordering;
 use crate::{Error, Result, TableId};
-use std::sync::atomic::Ordering;
 
 impl TxnCore<'_> {
     fn history_mark(&mut self) -> usize {

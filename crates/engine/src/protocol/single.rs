@@ -15,11 +15,11 @@ use crate::history::{Op, WriteKind};
 use crate::key::Key;
 use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
+use crate::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use crate::table::{Index, Table};
 use crate::TableId;
 use crossbeam_utils::CachePadded;
 use std::ops::Bound;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 pub(crate) const EPOCH_SHIFT: u32 = 24;

@@ -27,9 +27,9 @@
 
 use super::word::INFINITY;
 use crate::key::Key;
+use crate::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// The fixed header of a version; links and value follow it in the same allocation.
 #[repr(C)]
@@ -451,7 +451,7 @@ unsafe impl Sync for VPtr {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
+    use crate::sync::atomic::Ordering;
 
     /// Freed blocks are reused for versions of the same size, never for
     /// another size, and every reused block is fully re-initialised; the

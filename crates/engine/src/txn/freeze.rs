@@ -7,9 +7,9 @@
 //! the freeze, which waits until no slot is Preparing. Protocol-neutral: it
 //! knows only the slot table's states.
 
+use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::txn::table::{Peek, TxnState, TxnTable};
 use crossbeam_utils::{Backoff, CachePadded};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The commit freeze (module docs).
 #[derive(Default)]

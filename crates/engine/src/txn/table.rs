@@ -11,10 +11,10 @@
 use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
 use crate::stats::AbortCounts;
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::Error;
 use crossbeam_utils::{Backoff, CachePadded};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Bits of a transaction id that name its slot.
 pub const SLOT_BITS: u32 = 12;

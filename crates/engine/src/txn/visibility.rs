@@ -7,10 +7,10 @@
 
 use crate::storage::version::Version;
 use crate::storage::word::{Word, INFINITY};
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::txn::state::{resolve, Resolved};
 use crate::txn::table::{Peek, TxnTable};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The read time "now" of read committed (section 3.4), resolved lazily: see
 /// [`visible_at`].

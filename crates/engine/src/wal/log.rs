@@ -87,13 +87,13 @@ use super::{log_file_name, sync_dir, MANIFEST_FILE};
 use crate::breakdown::{self, Part};
 use crate::obs::{self, Metrics};
 use crate::options::Durability;
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::{Error, Result};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 

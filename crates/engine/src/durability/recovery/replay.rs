@@ -173,14 +173,14 @@ fn chunk_size() -> usize {
 #[cfg(test)]
 fn chunk_size() -> usize {
     // SeqCst: test-only, no reason to be clever.
-    match TEST_CHUNK.load(std::sync::atomic::Ordering::SeqCst) {
+    match TEST_CHUNK.load(crate::sync::atomic::Ordering::SeqCst) {
         0 => 4 << 20,
         n => n,
     }
 }
 
 #[cfg(test)]
-static TEST_CHUNK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static TEST_CHUNK: crate::sync::atomic::AtomicUsize = crate::sync::atomic::AtomicUsize::new(0);
 #[cfg(test)]
 static TEST_CHUNK_LOCK: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
@@ -545,9 +545,9 @@ mod tests {
         // The readers run on threads of their own: the size reaches them
         // through a global set for the duration of the call.
         let _g = super::TEST_CHUNK_LOCK.lock();
-        super::TEST_CHUNK.store(chunk, std::sync::atomic::Ordering::SeqCst);
+        super::TEST_CHUNK.store(chunk, crate::sync::atomic::Ordering::SeqCst);
         let rep = db.recover_from(dir).unwrap();
-        super::TEST_CHUNK.store(0, std::sync::atomic::Ordering::SeqCst);
+        super::TEST_CHUNK.store(0, crate::sync::atomic::Ordering::SeqCst);
         (rows_of(&db), rep)
     }
 

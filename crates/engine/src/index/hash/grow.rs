@@ -87,9 +87,9 @@
 use super::{head_of, HashIndex, Level, SMALL};
 use crate::index::bucket::{self, moved, PTR_MASK};
 use crate::storage::version::Version;
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A grown level keeps a line per bucket while it has at most this many.

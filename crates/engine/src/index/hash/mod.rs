@@ -53,10 +53,10 @@ use super::bucket::{self, moved, PTR_MASK};
 use super::Stripes;
 use crate::key::Key;
 use crate::storage::version::Version;
+use crate::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use grow::{sampled, Growth, Phase, SAMPLE_SHIFT};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
 #[inline]
 fn head_of(word: u64) -> *mut Version {

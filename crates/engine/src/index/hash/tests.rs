@@ -278,7 +278,7 @@ fn locks_survive_growth() {
 /// collector does.
 #[test]
 fn randomized_growth_under_concurrent_inserts_unlinks_and_reads() {
-    use std::sync::atomic::AtomicUsize;
+    use crate::sync::atomic::AtomicUsize;
     const WRITERS: u64 = 2;
     const PER: u64 = 12_000;
     let h = HashIndex::new(1, 0, None);

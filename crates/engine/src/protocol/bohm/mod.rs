@@ -117,6 +117,7 @@ use crate::index::hash::prefetch;
 use crate::key::Key;
 use crate::protocol::core::{CommitInfo, Status, TxnCore};
 use crate::shared::Shared;
+use crate::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use crate::txn::Filter;
 use crate::{AccessSet, Error, IndexId, Isolation, Result, TableId};
 use crossbeam_utils::CachePadded;
@@ -127,7 +128,6 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

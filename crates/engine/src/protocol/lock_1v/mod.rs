@@ -100,6 +100,7 @@ use crate::protocol::core::{CommitInfo, Hooks, Status, TxnCore};
 use crate::protocol::sets::{Sets, SlotSets};
 use crate::protocol::single::{find_latest, walk_range, SiloGlobal, SiloLocal, ABSENT, LATEST, TID};
 use crate::storage::version::{VPtr, Version};
+use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::table::{Index, Table};
 use crate::txn::table::TxnState;
 use crate::txn::Filter;
@@ -108,7 +109,6 @@ use crossbeam_utils::Backoff;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::ops::Bound;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The final word of a placeholder that never became a row (an insert

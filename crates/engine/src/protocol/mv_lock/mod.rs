@@ -76,6 +76,7 @@ use crate::protocol::mv_occ::MvTxn;
 use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, writer_of_end, ReadLocked, Word, INFINITY};
+use crate::sync::atomic::Ordering;
 use crate::table::{Index, IndexImpl, Table};
 use crate::txn::table::{bucket_key, slot_of, Peek, TxnTable, WaitFor, PUBLISHED_BUCKETS};
 use crate::txn::visibility::visible_at;
@@ -83,7 +84,6 @@ use crate::Result;
 use crossbeam_utils::Backoff;
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Outcome of [`read_lock`].

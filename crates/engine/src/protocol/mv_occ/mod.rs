@@ -91,6 +91,7 @@ use crate::protocol::ssn::{self, Cert};
 use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, txn_word, writer_of_end, Claim, RecordLock, Word, INFINITY};
+use crate::sync::atomic::Ordering;
 use crate::table::{IndexImpl, Table};
 use crate::txn::table::TxnState;
 use crate::txn::table::TxnTable;
@@ -100,7 +101,6 @@ use crate::{Error, IndexId, Isolation, Mode, Options, Protocol, Result, TableId,
 use std::cell::Cell;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
-use std::sync::atomic::Ordering;
 
 /// Garbage queue length at which a committing transaction also collects.
 const GC_THRESHOLD: usize = 128;

@@ -88,13 +88,13 @@ use crate::key::Key;
 use crate::protocol::core::{CommitInfo, Hooks, Status, TxnCore};
 use crate::protocol::single::{SiloGlobal, EPOCH_SHIFT};
 use crate::storage::version::{VPtr, Version};
+use crate::sync::atomic::{fence, Ordering};
 use crate::table::Table;
 use crate::txn::table::TxnState;
 use crate::txn::Filter;
 use crate::{Error, IndexId, Result, TableId};
 use crossbeam_utils::Backoff;
 use std::ops::Bound;
-use std::sync::atomic::{fence, Ordering};
 
 /// What a stable read found.
 enum Seen {

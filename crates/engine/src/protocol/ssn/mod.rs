@@ -151,12 +151,12 @@ use crate::error::AbortReason;
 use crate::protocol::mv_occ::MvDb;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{writer_of_end, Word, INFINITY};
+use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::table::Table;
 use crate::txn::table::{slot_of, Peek, TxnState, TxnTable};
 use crate::txn::{ScanKind, WriteEntry};
 use crossbeam_utils::Backoff;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 mod commit;
 mod gaps;

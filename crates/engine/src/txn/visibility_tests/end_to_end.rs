@@ -3,9 +3,9 @@
 use super::{db3, deps_of, get, FakeWriter};
 use crate::error::AbortReason;
 use crate::key::Key;
+use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::txn::table::Peek;
 use crate::{Database, Error, Isolation, Options, TableId, TableSpec};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------

@@ -26,13 +26,13 @@ use super::visibility::{visible_at, Me};
 use crate::key::Key;
 use crate::storage::version::Version;
 use crate::storage::word::{txn_word, INFINITY};
+use crate::sync::atomic::Ordering;
 use crate::{Database, Error, Isolation, Options, TableId, TableSpec};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The clock read by read-committed checks (these tests pass explicit read times).
-static TEST_CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 40);
+static TEST_CLOCK: crate::sync::atomic::AtomicU64 = crate::sync::atomic::AtomicU64::new(1 << 40);
 
 /// The reader's logical read time in the table-driven tests.
 const RT: u64 = 20;
@@ -124,7 +124,7 @@ impl Fx {
 /// Runs `check` while a helper thread, after a short delay, stores `value`
 /// into `word`: exercises the "Terminated or not found: reread the word"
 /// rows, where the reader must spin until the word is finalised.
-fn with_late_store<R>(word: &std::sync::atomic::AtomicU64, value: u64, check: impl FnOnce() -> R) -> R {
+fn with_late_store<R>(word: &crate::sync::atomic::AtomicU64, value: u64, check: impl FnOnce() -> R) -> R {
     std::thread::scope(|s| {
         s.spawn(|| {
             std::thread::sleep(Duration::from_millis(20));
