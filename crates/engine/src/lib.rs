@@ -151,7 +151,7 @@
 //! | [`Bohm`](Protocol::Bohm) (`bohm`) | SER | Faleiro and Abadi, VLDB 2015, section 3 |
 //! | [`Pomvcc`](Protocol::Pomvcc) (`pomvcc`) | RC, SI, SER | Isoda et al., IJAS 11(3&4), 2018 |
 //!
-//! **Hekaton MV/O** ([`Protocol::MvOcc`], [`protocol::mv_occ`]): optimistic
+//! **Hekaton MV/O** ([`Protocol::MvOcc`], [`protocol::mv::occ`]): optimistic
 //! multi-versioning. Reads never block and take no locks; a read of a
 //! version whose writer is still committing takes a commit dependency
 //! (section 2.7). Writes follow first-writer-wins (an update of a version
@@ -162,7 +162,7 @@
 //! scans to find phantoms ([`AbortReason::Phantom`]). Read committed,
 //! snapshot, repeatable read and serializable.
 //!
-//! **Hekaton MV/L** ([`Protocol::MvLock`], [`protocol::mv_lock`]):
+//! **Hekaton MV/L** ([`Protocol::MvLock`], [`protocol::mv::lock`]):
 //! pessimistic multi-versioning. Read locks live in the End word of the
 //! version read, serializable scans take bucket and range locks, and a
 //! writer that meets a read lock waits for it through wait-for dependencies
@@ -200,7 +200,7 @@
 //! [`Error::NotDeclared`]. A transaction that declares nothing runs as 1V
 //! locking. Serializable.
 //!
-//! **SSN** ([`Protocol::Ssn`], [`protocol::ssn`]): the serial safety net of
+//! **SSN** ([`Protocol::Ssn`], [`protocol::mv::ssn`]): the serial safety net of
 //! Wang et al. (*Efficiently Making (Almost) Any Concurrency Control
 //! Mechanism Serializable*, VLDB Journal 26(4), 2017) over MV/O at read
 //! committed or snapshot isolation ([`Options::ssn_base`]): a pre-commit
@@ -212,7 +212,7 @@
 //! skip tracking old versions ([`Options::ssn_read_mostly_age`]).
 //! Serializable.
 //!
-//! **SSI** ([`Protocol::Ssi`], [`protocol::ssi`]): serializable snapshot
+//! **SSI** ([`Protocol::Ssi`], [`protocol::mv::ssn::ssi`]): serializable snapshot
 //! isolation (Cahill et al., *Serializable Isolation for Snapshot
 //! Databases*, SIGMOD 2008) on the same machinery over snapshot isolation:
 //! it aborts a transaction in a dangerous structure of two consecutive
@@ -230,7 +230,7 @@
 //! server. Interactive transactions ([`Database::begin`]) run alone at the
 //! next log position. Serializable, in log order.
 //!
-//! **POMVCC** ([`Protocol::Pomvcc`], [`protocol::pomvcc`]): partial-order
+//! **POMVCC** ([`Protocol::Pomvcc`], [`protocol::mv::pomvcc`]): partial-order
 //! multi-versioning (Isoda et al., *POMVCC: Partial Order Multi-Version
 //! Concurrency Control*, International Journal on Advances in Software
 //! 11(3&4), 2018): commits that do not conflict share one commit

@@ -692,7 +692,7 @@ impl Default for RetryPolicy {
 }
 
 /// POMVCC's default `Update_BTs` interval (`Options::pomvcc_interval`):
-/// the paper's 1 ms (see `protocol::pomvcc`).
+/// the paper's 1 ms (see `protocol::mv::pomvcc`).
 ///
 /// ```
 /// use multiverse::{Options, POMVCC_TICK};

@@ -55,7 +55,7 @@ pub mod history;
 
 pub use crate::db::{Core, Pinned};
 pub use crate::options::Faults;
-pub use crate::protocol::mv_lock::deadlock::detect_deadlocks;
+pub use crate::protocol::mv::lock::deadlock::detect_deadlocks;
 pub use crate::shared::Shared;
 
 /// None of the research items may be named at the crate root: one

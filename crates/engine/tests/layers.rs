@@ -17,12 +17,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Re-exports that keep an old public path working
-/// (`multiverse::protocol::mv_occ::Transaction`, from when the one
-/// transaction type lived there): the module does not use the name, so
-/// they are not edges of the graph. Matched exactly.
-const PATH_KEEPERS: &[&str] = &["pub use super::transaction::Transaction;"];
-
 /// The layers below the protocols: they may name none.
 const BELOW_CC: &[&str] = &[
     "error",
@@ -82,7 +76,7 @@ fn node(path: &[String]) -> Option<String> {
         match path.get(1).map(String::as_str) {
             None | Some("transaction" | "iter" | "savepoint") => "cc::facade",
             Some("core" | "sets" | "single" | "deadlock") => "cc::core",
-            Some("mv_occ" | "mv_lock" | "ssn" | "ssi" | "pomvcc") => "cc::mv",
+            Some("mv") => "cc::mv",
             Some("silo") => "cc::silo",
             Some("lock_1v" | "ordered_2pl") => "cc::lock",
             Some("bohm") => "cc::bohm",
@@ -280,12 +274,8 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             Some(k) => &text[..k],
             None => &text[..],
         };
-        let mut text = text.to_string();
-        for keeper in PATH_KEEPERS {
-            text = text.replace(keeper, "");
-        }
         let edges = g.entry(from.clone()).or_default();
-        for r in references(&code(&text), &me, &roots) {
+        for r in references(&code(text), &me, &roots) {
             if let Some(to) = node(&r) {
                 if to != from {
                     edges.insert(to);

@@ -49,7 +49,7 @@ mod wait_for;
 mod state;
 
 #[allow(dead_code)]
-#[path = "../src/protocol/ssn/stamp.rs"]
+#[path = "../src/protocol/mv/ssn/stamp.rs"]
 mod ssn_stamp;
 
 /// The paths the included files name each other by.
@@ -150,7 +150,7 @@ fn claim(end: &AtomicU64, me: u64, my_wf: &AtomicU64, aborted: impl Fn(u64) -> b
     }
 }
 
-/// A reader's read lock as `mv_lock::read_lock` takes it: the first read
+/// A reader's read lock as `mv::lock::read_lock` takes it: the first read
 /// lock on a write-locked version counts a wait-for dependency of the
 /// writer (`wfs[slot]` is the wait-for word of the transaction in `slot`).
 /// `counts: false` is a broken variant whose dependency is never counted.
@@ -169,7 +169,7 @@ fn read_lock(end: &AtomicU64, me: u64, wfs: &[AtomicU64], counts: bool) -> ReadL
     word::read_lock(end, me, hold, unhold)
 }
 
-/// Releases a read lock as `mv_lock::release_read_lock` does.
+/// Releases a read lock as `mv::lock::release_read_lock` does.
 fn release_read_lock(end: &AtomicU64, wfs: &[AtomicU64], counts: bool) {
     if let Some(w) = word::release_read_lock(end) {
         if counts {

@@ -27,11 +27,11 @@ mod sync {
 }
 
 #[allow(dead_code)]
-#[path = "../src/protocol/pomvcc/clock.rs"]
+#[path = "../src/protocol/mv/pomvcc/clock.rs"]
 mod pomvcc_clock;
 
 #[allow(dead_code)]
-#[path = "../src/protocol/ssn/stamp.rs"]
+#[path = "../src/protocol/mv/ssn/stamp.rs"]
 mod ssn_stamp;
 
 use sync::atomic::{AtomicU64, Ordering};

@@ -90,7 +90,7 @@ pub struct Core {
 impl Core {
     /// POMVCC's timestamp manager (pomvcc databases only).
     #[inline]
-    pub(crate) fn po(&self) -> Option<&protocol::pomvcc::TsManager> {
+    pub(crate) fn po(&self) -> Option<&protocol::mv::pomvcc::TsManager> {
         self.globals.mv().and_then(|g| g.po.as_ref())
     }
 
@@ -341,7 +341,7 @@ impl Database {
             )));
         }
         if let (Some(po), Some(after)) = (self.po(), o.after) {
-            if protocol::pomvcc::of_stamp(after) > po.cts() {
+            if protocol::mv::pomvcc::of_stamp(after) > po.cts() {
                 return Err(Error::InvalidArgument(format!(
                     "begin after {after}: no transaction has committed at that timestamp yet"
                 )));
@@ -357,7 +357,7 @@ impl Database {
         if let (Some(g), Some(po)) = (self.globals.mv(), self.po()) {
             // Allocate_BTs (Figure 18): at least `after`, if given; then the
             // clock that begin reads below follows BTs.
-            match o.after.map(protocol::pomvcc::of_stamp) {
+            match o.after.map(protocol::mv::pomvcc::of_stamp) {
                 Some(ts) => {
                     po.allocate_bts(ts);
                 }
@@ -404,7 +404,8 @@ impl Database {
         // concurrent watermark scan sees the provisional value (no larger
         // than the real one), or our second clock reading follows the scan's
         // and is at least its bound minus one, above every stamp it reclaims.
-        let safe = self.globals.mv().map(|g| &g.ssn_safe).filter(|_| protocol::ssn::uses_safe_snapshot(&self.opts, &o));
+        let safe =
+            self.globals.mv().map(|g| &g.ssn_safe).filter(|_| protocol::mv::ssn::uses_safe_snapshot(&self.opts, &o));
         if let (Some(interval), Some(safe)) = (self.opts.safe_snapshot_interval, safe) {
             // The same two steps with the safe snapshot (see `watermark`): a
             // scan that misses the first store read a `latest` no larger
@@ -617,7 +618,7 @@ impl Database {
     /// assert_eq!(Database::new(Options::default()).unwrap().retry_after(), None);
     /// ```
     pub fn retry_after(&self) -> Option<u64> {
-        self.po().map(|po| protocol::pomvcc::stamp(po.cts()))
+        self.po().map(|po| protocol::mv::pomvcc::stamp(po.cts()))
     }
 
     /// The GC watermark: no open or future transaction reads before it

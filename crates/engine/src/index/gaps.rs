@@ -3,7 +3,7 @@
 //! overwrites of something it read. Each index of an SSN or SSI table has
 //! one set (`Table::gaps`): a pseudo-version per hash class of keys (and of
 //! a few key prefixes), and one for the whole index. The certifier's use of
-//! their words (η and the readers bitmap) is in `protocol::ssn`.
+//! their words (η and the readers bitmap) is in `protocol::mv::ssn`.
 
 use crate::sync::atomic::AtomicU64;
 use crossbeam_utils::CachePadded;

@@ -7,7 +7,7 @@
 //! registers any, the others find the counter at zero).
 //!
 //! Each family's transaction struct owns a `TxnCore` as its field `core`
-//! and adds its own state (`mv_occ::MvTxn`, `silo::SiloTxn`,
+//! and adds its own state (`mv::MvTxn`, `silo::SiloTxn`,
 //! `lock_1v::LockTxn`, `bohm::BohmTxn`); the public
 //! [`Transaction`](super::transaction::Transaction) is an enum over them.
 
@@ -372,4 +372,39 @@ pub(crate) struct Mark {
     pub(crate) replaced: usize,
     /// Recorded history operations.
     pub(crate) history: usize,
+}
+
+impl TxnCore<'_> {
+    /// Where the recorded history stands (recording only), for a savepoint.
+    pub(crate) fn history_mark(&mut self) -> usize {
+        if self.recording {
+            self.local.get().history.len()
+        } else {
+            0
+        }
+    }
+
+    /// Drops, from the recorded history since `mark`, the writes rolled
+    /// back and the reads and scans that could have seen them (module
+    /// docs); `keys` are the (table, key) pairs written since the mark.
+    pub(crate) fn rollback_history(&mut self, mark: usize, keys: &[(u32, Key)]) {
+        if !self.recording {
+            return;
+        }
+        let h = &mut self.local.get().history;
+        let mut i = 0;
+        h.retain(|op| {
+            i += 1;
+            if i <= mark {
+                return true;
+            }
+            match op {
+                Op::Write { .. } => false,
+                Op::Read { table, key, .. } => !keys.contains(&(*table, key.clone())),
+                Op::Scan { table, .. } => !keys.iter().any(|(t, _)| t == table),
+                #[allow(unreachable_patterns)]
+                _ => true,
+            }
+        });
+    }
 }

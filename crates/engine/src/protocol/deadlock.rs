@@ -1,5 +1,5 @@
 //! The wait-for graph both locking families search for deadlocks: MV/L's
-//! detector (Hekaton section 4.4, `mv_lock::deadlock`) and 1V's
+//! detector (Hekaton section 4.4, `mv::lock::deadlock`) and 1V's
 //! (`lock_1v::wait`) each snapshot their blocked transactions and the
 //! edges between them in their own way, then look for cycles here:
 //! Tarjan's strongly connected components, and a cycle inside one.

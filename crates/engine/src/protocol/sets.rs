@@ -77,7 +77,7 @@ impl<'db, T> Sets<'db, T> {
 /// POMVCC's optimistic write (section V.D, Figure 13, step 1): the new
 /// version is created but not yet connected. It stays private to the
 /// transaction until commit takes the write lock on `old` (null: an
-/// insert) and links `new` (null: a delete) — see `protocol::pomvcc`.
+/// insert) and links `new` (null: a delete) — see `protocol::mv::pomvcc`.
 #[derive(Clone)]
 pub(crate) struct Pending {
     pub(crate) table: u32,
@@ -103,7 +103,7 @@ impl Pending {
 }
 
 /// A write claim of `get_for_update` in the multi-version family (see
-/// `mv_occ::intent`): our id is in the End word of `v`, the visible version
+/// `mv::occ::intent`): our id is in the End word of `v`, the visible version
 /// of its key, as an update's write lock is, but no new version is linked.
 /// `used`: an update or delete of the key has taken the claim over (its
 /// WriteSet entry names `v` as the old version and releases it).

@@ -9,7 +9,7 @@
 //! be written in place. Neither family's protocol is here: Silo validates
 //! (`silo`), 1V locks (`lock_1v`).
 
-use super::core::TxnCore;
+use super::core::{Mark, TxnCore};
 use crate::gc::Garbage;
 use crate::history::{Op, WriteKind};
 use crate::key::Key;
@@ -480,4 +480,44 @@ impl<'db> TxnCore<'db> {
             None => true,
         })
     }
+}
+
+/// Silo and 1V: the mark, and `sv_buffer` starts logging what it replaces.
+pub(crate) fn sv_mark(core: &mut TxnCore<'_>) -> Mark {
+    let history = core.history_mark();
+    let l = &mut core.local.get().silo;
+    l.savepoints = true;
+    Mark { writes: l.writes.len(), replaced: l.replaced.len(), history }
+}
+
+/// Silo and 1V: drops the WriteSet entries since `mark`, withdrawing their
+/// placeholders (`withdraw`, as the family's abort does), and puts back the
+/// entries they replaced, newest first.
+pub(crate) fn sv_rollback(
+    core: &mut TxnCore<'_>,
+    mark: Mark,
+    mut withdraw: impl FnMut(&mut TxnCore<'_>, TableId, *mut Version),
+) {
+    let l = &mut core.local.get().silo;
+    let gone: Vec<_> = l.writes.drain(mark.writes..).collect();
+    // The keys written since the mark: those of the dropped entries and of
+    // the older entries written over since (put back here).
+    let mut keys: Vec<(u32, Key)> = gone.iter().map(|w| (w.table, key_of_record(w.rec.0))).collect();
+    while l.replaced.len() > mark.replaced {
+        let (i, w) = l.replaced.pop().expect("longer than the mark");
+        if (i as usize) < l.writes.len() {
+            // The older entry of the same record: its placeholder (if any)
+            // is the same record, so only the entry changes.
+            l.writes[i as usize] = w;
+            keys.push((w.table, key_of_record(w.rec.0)));
+        }
+    }
+    for w in gone.iter().filter(|w| w.placeholder) {
+        // An entry before the mark for the same placeholder keeps it.
+        let kept = core.local.get().silo.writes.iter().any(|x| x.rec.0 == w.rec.0);
+        if !kept {
+            withdraw(core, core.db.tid(w.table), w.rec.0);
+        }
+    }
+    core.rollback_history(mark.history, &keys);
 }

@@ -4,7 +4,7 @@
 //!
 //! | family | protocols | struct | where it decides visibility, validation, conflicts |
 //! | --- | --- | --- | --- |
-//! | multi-version (Hekaton) | mv-occ, mv-lock, mv-mixed, ssn, ssi, pomvcc | `MvTxn` | `mv_occ/` (with `mv_lock/`, `ssn/`, `ssi.rs`, `pomvcc.rs` for their switches, see `super::mv_occ::Policy`) |
+//! | multi-version (Hekaton) | mv-occ, mv-lock, mv-mixed, ssn, ssi, pomvcc | `MvTxn` | `mv_occ/` (with `mv_lock/`, `ssn/`, `ssi.rs`, `pomvcc.rs` for their switches, see `super::mv::Policy`) |
 //! | single-version OCC | silo | `SiloTxn` | `silo/` |
 //! | single-version locking | 1v-lock, 2pl-ordered | `LockTxn` | `lock_1v/`, `ordered_2pl.rs` |
 //! | batch multi-version | bohm (interactive transactions) | `BohmTxn` | `bohm/interactive.rs` |
@@ -15,8 +15,8 @@ use super::bohm::BohmTxn;
 use super::bohm::Store;
 use super::core::{CommitInfo, TxnCore};
 use super::lock_1v::{LockGlobal, LockTxn};
-use super::mv_occ::MvGlobal;
-use super::mv_occ::MvTxn;
+use super::mv::MvGlobal;
+use super::mv::MvTxn;
 use super::sets::SlotSets;
 use super::silo::SiloTxn;
 use super::single::SiloGlobal;
@@ -833,7 +833,7 @@ impl<'db> Transaction<'db> {
     /// durable (`wal::log`, "Durable visibility"): a crash never
     /// loses a commit that was acknowledged or that a reader was shown.
     /// The multi-version family gets the second for free: its commits
-    /// become visible only once durable (see `mv_occ::commit`); what it
+    /// become visible only once durable (see `mv::occ::commit`); what it
     /// read is durable or a commit dependency it waited for. The others
     /// follow Silo's rule and wait for the round of what they read.
     ///

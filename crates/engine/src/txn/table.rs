@@ -99,7 +99,7 @@ pub(crate) struct TxnSlot {
     /// Preparing and decided: the occupant has passed validation, its
     /// certifier and its commit dependencies, and waits only for its log
     /// round (which can fail it only by stopping the database). A safe
-    /// snapshot does not wait for such a writer (`protocol::ssn::safe`).
+    /// snapshot does not wait for such a writer (`protocol::mv::ssn::safe`).
     logging: AtomicBool,
     /// Blocked state, read locks and WaitingTxnList (section 4.4).
     pub(crate) waits: Mutex<WaitInfo>,
@@ -313,7 +313,7 @@ impl TxnTable {
 
     /// Marks the occupant of slot `i` "Preparing, end timestamp pending"
     /// (encoded as Preparing with timestamp 0) just before it draws its end
-    /// timestamp (see [`state::set_pending`] and `mv_occ`).
+    /// timestamp (see [`state::set_pending`] and `mv::occ`).
     #[inline]
     pub(crate) fn set_pending(&self, i: u32) {
         state::set_pending(&self.slot(i).state)

@@ -33,7 +33,7 @@ pub(crate) struct Me<'a> {
     /// one that has finished since, may have linked the version's successor
     /// at a place our walk of the chain had already passed, so we cannot
     /// tell what it left. Either way `clash` is set, and the caller's
-    /// validation fails (see `protocol::pomvcc`).
+    /// validation fails (see `protocol::mv::pomvcc`).
     pub(crate) peer: u64,
     pub(crate) clash: Cell<bool>,
 }

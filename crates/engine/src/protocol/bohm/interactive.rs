@@ -299,3 +299,20 @@ impl<'db> BohmTxn<'db> {
         keys
     }
 }
+
+impl BohmTxn<'_> {
+    /// A savepoint's mark: how far the undo log goes.
+    pub(crate) fn savepoint_mark(&mut self) -> Result<crate::protocol::core::Mark> {
+        self.bo_enter()?;
+        let history = self.core.history_mark();
+        Ok(crate::protocol::core::Mark { writes: self.undo_len(), replaced: 0, history })
+    }
+
+    /// Replays the undo log down to the mark.
+    pub(crate) fn rollback_to(&mut self, mark: crate::protocol::core::Mark) -> Result<()> {
+        self.bo_enter()?;
+        let keys = self.undo_to(mark.writes);
+        self.core.rollback_history(mark.history, &keys);
+        Ok(())
+    }
+}

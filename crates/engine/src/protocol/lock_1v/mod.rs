@@ -726,3 +726,22 @@ impl<'db> LockTxn<'db> {
 }
 
 crate::protocol::core::hooks!(LockTxn);
+
+/// Savepoints (`protocol::savepoint`): the buffered WriteSet's mark, and
+/// its entries since the mark dropped, their placeholders withdrawn (the
+/// key locks stay held to the end).
+impl LockTxn<'_> {
+    pub(crate) fn savepoint_mark(&mut self) -> Result<crate::protocol::core::Mark> {
+        self.enter()?;
+        Ok(crate::protocol::single::sv_mark(&mut self.core))
+    }
+
+    pub(crate) fn rollback_to(&mut self, mark: crate::protocol::core::Mark) -> Result<()> {
+        self.enter()?;
+        let g = &self.g.single;
+        crate::protocol::single::sv_rollback(&mut self.core, mark, |core, table, rec| {
+            core.sv_retire(g, table, rec, WITHDRAWN)
+        });
+        Ok(())
+    }
+}

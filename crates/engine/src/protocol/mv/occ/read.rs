@@ -3,8 +3,8 @@
 //! and the `Delivery` that hands visible rows to the caller while it
 //! fills the ReadSet, the ScanSet and the recorded history.
 
+use super::super::*;
 use super::intent::claimed;
-use super::*;
 
 impl<'db> MvTxn<'db> {
     /// Reads the row with primary key `key` and passes its value to `f`.
@@ -301,7 +301,7 @@ struct Delivery<'a> {
 struct SsnRead<'a> {
     st: &'a mut ssn::SsnLocal,
     cert: Cert,
-    db: super::MvDb<'a>,
+    db: super::super::MvDb<'a>,
     slot: u32,
     word: u64,
 }
@@ -318,7 +318,7 @@ impl<'a> Delivery<'a> {
             ssn: (t.policy.cert != Cert::Off).then_some(SsnRead {
                 st: t.ssn.get(),
                 cert: t.policy.cert,
-                db: super::MvDb { shared: t.core.db, g: t.g },
+                db: super::super::MvDb { shared: t.core.db, g: t.g },
                 slot: t.core.slot,
                 word: t.word,
             }),

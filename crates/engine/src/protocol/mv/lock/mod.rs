@@ -69,10 +69,10 @@ pub(crate) mod deadlock;
 
 use deadlock::detect_deadlocks;
 
+use super::MvTxn;
 use crate::breakdown::{self, Part};
 use crate::error::AbortReason;
 use crate::key::Key;
-use crate::protocol::mv_occ::MvTxn;
 use crate::shared::Shared;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{self, writer_of_end, ReadLocked, Word, INFINITY};

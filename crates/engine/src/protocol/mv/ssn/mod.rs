@@ -139,16 +139,16 @@
 //!   so they push to and may abort on tracked readers too.
 //!
 //! SSI (Cahill et al., the paper's main comparison) runs on the same words
-//! and the same commit; only the test differs: see [`super::ssi`].
+//! and the same commit; only the test differs: see [`ssi`].
 //!
 //! Files: this one (the certifier's per-transaction state `SsnLocal`,
 //! `Cert`), `stamp.rs` (the stamp word), `read.rs` (reader bitmaps and
 //! the read side), `gaps.rs` (pseudo-versions), `safe.rs` (safe
 //! snapshots), `commit.rs` (the transaction hooks and the pre-commit).
 
-use super::mv_occ::MvTxn;
+use super::MvDb;
+use super::MvTxn;
 use crate::error::AbortReason;
-use crate::protocol::mv_occ::MvDb;
 use crate::storage::version::{VPtr, Version};
 use crate::storage::word::{writer_of_end, Word, INFINITY};
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
@@ -162,6 +162,7 @@ mod commit;
 mod gaps;
 mod read;
 mod safe;
+pub mod ssi;
 mod stamp;
 
 pub(crate) use crate::index::gaps::{Gaps, PseudoVersion};
@@ -319,7 +320,7 @@ impl SsnLocal {
         }
         match cert {
             Cert::Ssn if self.sstamp <= self.pstamp => Err(AbortReason::ExclusionWindow),
-            Cert::Ssi => super::ssi::verdict(self),
+            Cert::Ssi => ssi::verdict(self),
             _ => Ok(()),
         }
     }
@@ -336,7 +337,7 @@ impl SsnLocal {
     fn overwritten_by(&mut self, cert: Cert, c: u64, s: u64) {
         match cert {
             Cert::Ssn => self.sstamp = self.sstamp.min(s),
-            Cert::Ssi => super::ssi::overwritten_by(self, c, s),
+            Cert::Ssi => ssi::overwritten_by(self, c, s),
             Cert::Off => {}
         }
     }

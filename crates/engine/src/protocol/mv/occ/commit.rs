@@ -3,7 +3,7 @@
 //! sync durability, its round), postprocessing (timestamps into the
 //! versions), and abort.
 
-use super::*;
+use super::super::*;
 use crate::breakdown::{self, Part};
 use crate::obs;
 
@@ -86,7 +86,7 @@ impl<'db> MvTxn<'db> {
 
         // Preparation: validation, then wait for commit dependencies. Under
         // POMVCC others commit at our timestamp too: validating just past it
-        // counts their writes as conflicts (see `protocol::pomvcc`).
+        // counts their writes as conflicts (see `protocol::mv::pomvcc`).
         let phase = obs::span!(trace, "validate", txn = self.core.id, end_ts);
         let validate = !db.opts.faults.skip_validation;
         let check_ts = if db.g.po.is_some() { end_ts + 1 } else { end_ts };

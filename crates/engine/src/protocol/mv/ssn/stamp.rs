@@ -1,4 +1,4 @@
-//! SSN's stamp words (see `protocol::ssn` for the protocol).
+//! SSN's stamp words (see `protocol::mv::ssn` for the protocol).
 //!
 //! * **A version's stamp word** holds η(V), the largest commit stamp of a
 //!   reader or of the creator, until an overwrite of V commits; then it

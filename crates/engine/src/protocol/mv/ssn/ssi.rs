@@ -46,7 +46,7 @@
 //! rule of Ports and Grittner (a read-only T1 that took its snapshot before
 //! T3 committed is harmless) is not used.
 
-use super::ssn::{SsnLocal, NONE};
+use super::{SsnLocal, NONE};
 use crate::error::AbortReason;
 
 /// The test at every step: rule 1 (out ≤ in) or rule 2 (doomed).

@@ -17,7 +17,7 @@ impl<'db> MvTxn<'db> {
     /// Preparing with the smaller stamp, waits for us and counts us in its
     /// η; one that fenced earlier has its write lock in place where we look,
     /// and we commit normally (with a fresh stamp, after it).
-    pub(crate) fn ssn_read_only_commit(&mut self) -> Option<crate::Result<crate::protocol::mv_occ::CommitInfo>> {
+    pub(crate) fn ssn_read_only_commit(&mut self) -> Option<crate::Result<crate::protocol::core::CommitInfo>> {
         let st = self.ssn.get();
         if st.sstamp != NONE || st.doomed {
             return None; // a read's overwrite committed: a back edge to weigh
@@ -52,7 +52,7 @@ impl<'db> MvTxn<'db> {
             self.core.record_end(Some(b), crate::history::Outcome::Committed);
         }
         self.core.terminate();
-        Some(Ok(crate::protocol::mv_occ::CommitInfo { commit_ts: b, writes: 0 }))
+        Some(Ok(crate::protocol::core::CommitInfo { commit_ts: b, writes: 0 }))
     }
 
     /// `ssn_read` for a version found by a lookup.

@@ -2,7 +2,7 @@
 //! their uniqueness check, updates and deletes (first-writer-wins on the
 //! End word), and the WriteSet.
 
-use super::*;
+use super::super::*;
 
 impl<'db> MvTxn<'db> {
     /// Inserts a new row; fails with [`Error::DuplicateKey`] if `key` has a

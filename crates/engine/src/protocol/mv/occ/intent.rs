@@ -34,7 +34,7 @@
 //! optimistic transactions keep their writes private until commit (section
 //! V.D, Figure 13), so their `get_for_update` is a plain read.
 
-use super::*;
+use super::super::*;
 use crate::storage::version::VPtr;
 use crate::txn::table::TxnTable as Txns;
 

@@ -144,10 +144,9 @@
 
 mod clock;
 
+use super::{writer_of, MvTxn};
 use crate::history::{Op, WriteKind, Writer};
 use crate::key::Key;
-use crate::protocol::mv_occ::writer_of;
-use crate::protocol::mv_occ::MvTxn;
 use crate::protocol::sets::Pending;
 use crate::storage::version::Version;
 use crate::sync::atomic::{AtomicU64, Ordering};
