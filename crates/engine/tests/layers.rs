@@ -74,7 +74,7 @@ fn node(path: &[String]) -> Option<String> {
     }
     Some(
         match path.get(1).map(String::as_str) {
-            None | Some("transaction" | "iter" | "savepoint") => "cc::facade",
+            None | Some("transaction" | "family" | "iter" | "savepoint") => "cc::facade",
             Some("core" | "sets" | "single" | "deadlock") => "cc::core",
             Some("mv") => "cc::mv",
             Some("silo") => "cc::silo",

@@ -105,9 +105,4 @@ impl Database {
     pub fn bohm_serve<P: Procedure, R>(&self, cfg: Config, f: impl FnOnce(&Server<P>) -> R) -> Result<R> {
         self.bohm_store()?.serve(&self.shared, cfg, f)
     }
-
-    /// Takes the store for an interactive transaction (see `Store::enter`).
-    pub(crate) fn bohm_enter(&self) -> u64 {
-        self.globals.bohm().expect("bohm databases have a store").enter()
-    }
 }

@@ -11,7 +11,6 @@ mod schema;
 pub use pin::Pinned;
 
 use crate::options::Durability;
-use crate::protocol::transaction::Globals;
 use crate::shared::Shared;
 use crate::sync::atomic::Ordering;
 use crate::table::Table;
@@ -79,7 +78,7 @@ pub struct Core {
     /// The sets of each slot's transaction.
     pub(crate) sets: protocol::sets::SlotSets,
     /// The protocol family's own state.
-    pub(crate) globals: protocol::transaction::Globals,
+    pub(crate) globals: protocol::family::Globals,
     /// What every protocol shares. Declared before `durable`: its log
     /// closes before the directory's lock is released.
     pub(crate) shared: Shared,
@@ -92,12 +91,6 @@ impl Core {
     #[inline]
     pub(crate) fn po(&self) -> Option<&protocol::mv::pomvcc::TsManager> {
         self.globals.mv().and_then(|g| g.po.as_ref())
-    }
-
-    /// A transaction of the database's protocol (see `Transaction::new`).
-    #[inline]
-    fn txn(&self, slot: u32, id: u64, begin_ts: u64, o: TxnOptions<'_>) -> Transaction<'_> {
-        Transaction::new(&self.shared, &self.globals, &self.sets, slot, id, begin_ts, o)
     }
 }
 
@@ -153,7 +146,7 @@ impl Core {
     fn new(opts: Options) -> Core {
         let core = Core {
             sets: protocol::sets::SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
-            globals: protocol::transaction::Globals::new(&opts),
+            globals: protocol::family::Globals::new(&opts),
             shared: Shared::new(opts),
             durable: None,
         };
@@ -215,8 +208,7 @@ impl Database {
         if id as usize >= MAX_TABLES {
             return Err(Error::InvalidArgument(format!("a database holds at most {MAX_TABLES} tables")));
         }
-        let ssn = matches!(self.opts.protocol, Protocol::Ssn | Protocol::Ssi);
-        let mut t = Table::new(id, &spec, self.opts.protocol.uses_key_locks(), ssn)?;
+        let mut t = Table::new(id, &spec, self.opts.protocol.uses_key_locks(), self.globals.keeps_ssn_words())?;
         t.budget = self.budget.clone();
         if self.tables[id as usize].set(t).is_err() {
             unreachable!("table ids are handed out under the names lock");
@@ -340,87 +332,7 @@ impl Database {
                 self.opts.protocol
             )));
         }
-        if let (Some(po), Some(after)) = (self.po(), o.after) {
-            if protocol::mv::pomvcc::of_stamp(after) > po.cts() {
-                return Err(Error::InvalidArgument(format!(
-                    "begin after {after}: no transaction has committed at that timestamp yet"
-                )));
-            }
-        }
-        let mv = self.globals.mv();
-        let (slot, id) = self.txns.open(|s| {
-            if let Some(g) = mv {
-                g.ssn_slots.open(s);
-            }
-        })?;
-        let s = self.txns.slot(slot);
-        if let (Some(g), Some(po)) = (self.globals.mv(), self.po()) {
-            // Allocate_BTs (Figure 18): at least `after`, if given; then the
-            // clock that begin reads below follows BTs.
-            match o.after.map(protocol::mv::pomvcc::of_stamp) {
-                Some(ts) => {
-                    po.allocate_bts(ts);
-                }
-                None => po.tick(),
-            }
-            g.po_clock(&self.shared);
-        }
-        if self.opts.protocol == Protocol::Bohm {
-            // Alone, at the next log position (see `protocol::bohm`).
-            let ts = self.bohm_enter();
-            return Ok(self.txn(slot, id, ts, o));
-        }
-        if let Some(single) = self.globals.single() {
-            // No shared counter: the begin "timestamp" is the epoch, published
-            // for the watermark that bounds when retired records are freed
-            // (see `protocol::silo`), in the same two SeqCst steps as below.
-            s.begin_ts.store(single.epoch(), Ordering::SeqCst);
-            let e = single.epoch_seqcst();
-            // Release: only raises the published value.
-            s.begin_ts.store(e, Ordering::Release);
-            if !self.opts.protocol.uses_key_locks() {
-                return Ok(self.txn(slot, id, e, o));
-            }
-            // Locking: the begin time the checker sees is a reading of the
-            // commit sequence (recording only; see `protocol::lock_1v`).
-            // Relaxed: the order is that of the RMWs on this one counter.
-            let b = if self.is_recording() { single.order.load(Ordering::Relaxed) } else { e };
-            let mut t = self.txn(slot, id, b, o);
-            if let Some(access) = o.access.filter(|_| self.opts.protocol == Protocol::TwoPlOrdered) {
-                t.lock_declared(access)?;
-            }
-            return Ok(t);
-        }
-        // The begin timestamp is a clock reading, not an increment: the time
-        // just past every stamp handed out so far (odd, so it never equals a
-        // commit stamp, which are even). Every stamp below it was drawn before
-        // it; a writer still drawing its stamp is in the pending state, which
-        // readers wait out. Only end timestamps must be unique (they order the
-        // committed transactions); sparing the begin increment spares one
-        // contended read-modify-write of the clock per transaction.
-        //
-        // It is published in two steps for the GC watermark (see
-        // `TxnTable::min_active_begin`), SeqCst throughout: either a
-        // concurrent watermark scan sees the provisional value (no larger
-        // than the real one), or our second clock reading follows the scan's
-        // and is at least its bound minus one, above every stamp it reclaims.
-        let safe =
-            self.globals.mv().map(|g| &g.ssn_safe).filter(|_| protocol::mv::ssn::uses_safe_snapshot(&self.opts, &o));
-        if let (Some(interval), Some(safe)) = (self.opts.safe_snapshot_interval, safe) {
-            // The same two steps with the safe snapshot (see `watermark`): a
-            // scan that misses the first store read a `latest` no larger
-            // than the one we read after it.
-            s.begin_ts.store(safe.latest(), Ordering::SeqCst);
-            let begin_ts = safe.get(&self.clock, &self.txns, interval);
-            // Release: only raises the published value.
-            s.begin_ts.store(begin_ts, Ordering::Release);
-            return Ok(self.txn(slot, id, begin_ts, o));
-        }
-        s.begin_ts.store(self.clock.load(Ordering::SeqCst) - 1, Ordering::SeqCst);
-        let begin_ts = self.clock.load(Ordering::SeqCst) - 1;
-        // Release: only raises the published value; readers need no more.
-        s.begin_ts.store(begin_ts, Ordering::Release);
-        Ok(self.txn(slot, id, begin_ts, o))
+        Transaction::begin(&self.globals, &self.shared, &self.sets, o)
     }
 
     /// Runs `f` in a transaction at `isolation`, committing at the end and
@@ -566,14 +478,7 @@ impl Database {
     /// See [`Stats::timestamp_increments`]: derived from the counters
     /// themselves (CTs starts at 1, the clock at 2 and steps by 2).
     fn timestamp_increments(&self) -> u64 {
-        if let Some(po) = self.po() {
-            return po.cts() - 1;
-        }
-        if self.opts.protocol.is_single_version() || self.opts.protocol == Protocol::Bohm {
-            return 0;
-        }
-        // Relaxed: statistics only.
-        (self.clock.load(Ordering::Relaxed) - 2) / 2
+        self.globals.timestamp_increments(&self.shared)
     }
 
     /// Makes every commit that has finished visible to the transactions that
@@ -624,15 +529,7 @@ impl Database {
     /// The GC watermark: no open or future transaction reads before it
     /// (each family knows its own bound).
     pub(crate) fn watermark(&self) -> u64 {
-        match &self.globals {
-            Globals::Mv(g) => g.watermark(&self.shared),
-            Globals::Silo(g) => g.watermark(&self.shared),
-            Globals::Lock(g) => g.single.watermark(&self.shared),
-            // BOHM reclaims its versions in its own store (`protocol::bohm`);
-            // the shared queues hold none of them: the clock bounds, as before.
-            // SeqCst: the bound must be read before the slot scan (see TxnTable).
-            Globals::Bohm(_) => self.txns.min_active_begin(self.clock.load(Ordering::SeqCst)),
-        }
+        self.globals.watermark(&self.shared)
     }
 
     /// Reclaims every version no open or future transaction can see; returns
@@ -659,13 +556,7 @@ impl Database {
     /// assert_eq!(db.run(Isolation::Snapshot, |x| x.get(t, &Key::from(1))).unwrap().as_deref(), Some(&b"3"[..]));
     /// ```
     pub fn collect_garbage(&self) -> usize {
-        if let Globals::Silo(g) = &self.globals {
-            // Silo's epoch moves with commits (every 64th of a thread): one
-            // asked for here lets what was retired before it be reclaimed
-            // even while nothing commits (writes refused by the memory
-            // limit, say). At most one step per epoch length.
-            g.tick();
-        }
+        self.globals.before_collect();
         let w = self.watermark();
         let mut n = 0;
         for s in 0..self.gc.shards() {
@@ -699,11 +590,7 @@ impl Database {
     /// assert_eq!(db.take_history().txns.len(), 1); // the load is not recorded
     /// ```
     pub fn set_recording(&self, on: bool) {
-        if let Globals::Silo(g) = &self.globals {
-            // Recorded TIDs come after every unrecorded one (the checker's
-            // initial state is what is older than the first recorded commit).
-            g.order_past_epoch();
-        }
+        self.globals.before_recording();
         // Relaxed: a switch read once per transaction; no data depends on it.
         self.recording.store(on, Ordering::Relaxed);
     }

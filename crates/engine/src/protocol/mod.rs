@@ -4,6 +4,7 @@
 pub mod bohm;
 pub(crate) mod core;
 pub(crate) mod deadlock;
+pub(crate) mod family;
 pub mod iter;
 pub mod lock_1v;
 pub mod mv;

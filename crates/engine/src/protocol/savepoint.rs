@@ -34,7 +34,8 @@
 //! checker sees the transaction as if those writes never happened.
 
 use super::core::Savepoint;
-use super::transaction::{Family, Transaction};
+use super::family::Family;
+use super::transaction::Transaction;
 use crate::{Error, Result};
 
 impl<'db> Transaction<'db> {

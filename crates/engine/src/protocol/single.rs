@@ -105,6 +105,28 @@ impl SiloGlobal {
         // SeqCst: see `Database::begin_with` and `TxnTable::min_active_begin`.
         self.epoch.load(Ordering::SeqCst)
     }
+
+    /// Begin for Silo (`locking` false) and the locking protocols: takes a
+    /// slot; returns the slot, the id and the begin "timestamp". No shared
+    /// counter: it is the epoch, published for the watermark that bounds
+    /// when retired records are freed (see `protocol::silo`), in two SeqCst
+    /// steps as the multi-version begin publishes its own. Under locking,
+    /// the begin time the checker sees is a reading of the commit sequence
+    /// instead (recording only; see `protocol::lock_1v`).
+    #[inline]
+    pub(crate) fn begin(&self, db: &Shared, locking: bool) -> crate::Result<(u32, u64, u64)> {
+        let (slot, id) = db.txns.open(|_| {})?;
+        let s = db.txns.slot(slot);
+        s.begin_ts.store(self.epoch(), Ordering::SeqCst);
+        let e = self.epoch_seqcst();
+        // Release: only raises the published value.
+        s.begin_ts.store(e, Ordering::Release);
+        if locking && db.recording() {
+            // Relaxed: the order is that of the RMWs on this one counter.
+            return Ok((slot, id, self.order.load(Ordering::Relaxed)));
+        }
+        Ok((slot, id, e))
+    }
 }
 
 /// A committing writer holds the record.

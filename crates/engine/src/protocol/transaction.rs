@@ -11,15 +11,10 @@
 //!
 //! `docs/ARCHITECTURE.md` has the longer table, file by file.
 
-use super::bohm::BohmTxn;
-use super::bohm::Store;
 use super::core::{CommitInfo, TxnCore};
-use super::lock_1v::{LockGlobal, LockTxn};
-use super::mv::MvGlobal;
-use super::mv::MvTxn;
+use super::family::{Family, Globals};
 use super::sets::SlotSets;
 use super::silo::SiloTxn;
-use super::single::SiloGlobal;
 use crate::error::AbortReason;
 use crate::history::WriteKind;
 use crate::key::{IntoKey, Key, KeyRange};
@@ -27,7 +22,7 @@ use crate::obs;
 use crate::shared::Shared;
 use crate::table::IndexImpl;
 use crate::txn::Filter;
-use crate::{AccessSet, Error, IndexId, Isolation, Options, Protocol, Result, TableId, TxnOptions};
+use crate::{AccessSet, Error, IndexId, Isolation, Protocol, Result, TableId, TxnOptions};
 use std::mem::ManuallyDrop;
 use std::ops::Bound;
 
@@ -64,97 +59,17 @@ pub struct Transaction<'db> {
     pub(crate) savepoints: u32,
 }
 
-/// The families (module docs).
-pub(crate) enum Family<'db> {
-    Mv(MvTxn<'db>),
-    Silo(SiloTxn<'db>),
-    Lock(LockTxn<'db>),
-    Bohm(BohmTxn<'db>),
-}
-
-/// Each family's database-wide state, beside what every protocol shares
-/// ([`Shared`]); the database (`db::Core`) owns the one of its protocol.
-pub(crate) enum Globals {
-    /// MV/O, MV/L, mixed, SSN, SSI, POMVCC.
-    Mv(MvGlobal),
-    /// Silo: the epoch and the commit-TID sequence.
-    Silo(SiloGlobal),
-    /// 1V, ordered 2PL: the same, and each slot's LockSet.
-    Lock(LockGlobal),
-    /// BOHM's store.
-    Bohm(Store),
-}
-
-impl Globals {
-    pub(crate) fn new(opts: &Options) -> Globals {
-        match opts.protocol {
-            Protocol::Silo => {
-                Globals::Silo(SiloGlobal::new(crate::txn::table::TxnTable::slots_for(opts.max_transactions)))
-            }
-            Protocol::OneVLock | Protocol::TwoPlOrdered => {
-                Globals::Lock(LockGlobal::new(crate::txn::table::TxnTable::slots_for(opts.max_transactions)))
-            }
-            Protocol::Bohm => Globals::Bohm(Store::new()),
-            Protocol::MvOcc
-            | Protocol::MvLock
-            | Protocol::MvMixed
-            | Protocol::Ssn
-            | Protocol::Ssi
-            | Protocol::Pomvcc => Globals::Mv(MvGlobal::new(opts)),
-        }
-    }
-
-    /// The multi-version family's state, if the protocol is one of it.
-    #[inline]
-    pub(crate) fn mv(&self) -> Option<&MvGlobal> {
-        match self {
-            Globals::Mv(g) => Some(g),
-            _ => None,
-        }
-    }
-
-    /// The single-version families' state, if the protocol is one of them.
-    #[inline]
-    pub(crate) fn single(&self) -> Option<&SiloGlobal> {
-        match self {
-            Globals::Silo(g) => Some(g),
-            Globals::Lock(g) => Some(&g.single),
-            _ => None,
-        }
-    }
-
-    /// BOHM's store, if the protocol is BOHM.
-    #[inline]
-    pub(crate) fn bohm(&self) -> Option<&Store> {
-        match self {
-            Globals::Bohm(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
 impl<'db> Transaction<'db> {
-    /// A transaction of the database's protocol, in slot `slot` with id
-    /// `id`, beginning at `begin_ts`: the family's struct, handed the
-    /// family's state.
+    /// Begins a transaction of the database's protocol (`Globals::begin`);
+    /// under ordered 2PL, takes every lock of the declared access set first.
     #[inline]
-    pub(crate) fn new(
-        db: &'db Shared,
-        g: &'db Globals,
-        sets: &'db SlotSets,
-        slot: u32,
-        id: u64,
-        begin_ts: u64,
-        o: TxnOptions<'_>,
-    ) -> Self {
-        let core = TxnCore::new(db, sets, slot, id, begin_ts, o.isolation, o.read_only);
-        let family = match g {
-            Globals::Silo(g) => Family::Silo(SiloTxn::new(core, g)),
-            Globals::Lock(g) => Family::Lock(LockTxn::new(core, g)),
-            Globals::Bohm(s) => Family::Bohm(BohmTxn::new(core, s)),
-            Globals::Mv(g) => Family::Mv(MvTxn::new(core, g, o)),
-        };
-        Transaction { family, savepoints: 0 }
+    pub(crate) fn begin(g: &'db Globals, db: &'db Shared, sets: &'db SlotSets, o: TxnOptions<'_>) -> Result<Self> {
+        let mut t = Transaction { family: g.begin(db, sets, &o)?, savepoints: 0 };
+        if let Some(access) = o.access {
+            // On an error, dropping `t` aborts it and frees its slot.
+            t.lock_declared(access)?;
+        }
+        Ok(t)
     }
 
     #[inline]
@@ -177,7 +92,7 @@ impl<'db> Transaction<'db> {
     /// (see `ordered_2pl`); nothing for the other protocols.
     pub(crate) fn lock_declared(&mut self, access: &AccessSet) -> Result<()> {
         match &mut self.family {
-            Family::Lock(t) => t.lock_declared(access),
+            Family::Lock(t) if t.core.db.opts.protocol == Protocol::TwoPlOrdered => t.lock_declared(access),
             _ => Ok(()),
         }
     }

@@ -68,6 +68,8 @@ pub(crate) struct MvGlobal {
     /// SSN's and SSI's per-transaction state (η, π, the read set of
     /// section 4), one per slot (capacity reused).
     pub(crate) ssn_sets: SlotSets<ssn::SsnLocal>,
+    /// SSN or SSI: the tables keep SSN's words beside their versions.
+    pub(crate) certifies: bool,
 }
 
 impl MvGlobal {
@@ -78,7 +80,65 @@ impl MvGlobal {
             // BTs 0 is the clock's 2 (see `protocol::mv::pomvcc`).
             po: (opts.protocol == Protocol::Pomvcc).then(|| pomvcc::TsManager::new(0, opts.pomvcc_interval)),
             ssn_sets: SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
+            certifies: matches!(opts.protocol, Protocol::Ssn | Protocol::Ssi),
         }
+    }
+
+    /// Begin (Hekaton section 2.4): takes a slot and the begin timestamp;
+    /// returns the slot, the id and the timestamp.
+    ///
+    /// The begin timestamp is a clock reading, not an increment: the time
+    /// just past every stamp handed out so far (odd, so it never equals a
+    /// commit stamp, which are even). Every stamp below it was drawn before
+    /// it; a writer still drawing its stamp is in the pending state, which
+    /// readers wait out. Only end timestamps must be unique (they order the
+    /// committed transactions); sparing the begin increment spares one
+    /// contended read-modify-write of the clock per transaction.
+    ///
+    /// It is published in two steps for the GC watermark (see
+    /// `TxnTable::min_active_begin`), SeqCst throughout: either a
+    /// concurrent watermark scan sees the provisional value (no larger
+    /// than the real one), or our second clock reading follows the scan's
+    /// and is at least its bound minus one, above every stamp it reclaims.
+    /// A safe snapshot (SSN section 5.2) and POMVCC's BTs (Figure 18) are
+    /// read the same way.
+    #[inline]
+    pub(crate) fn begin(&self, db: &Shared, o: &TxnOptions<'_>) -> Result<(u32, u64, u64)> {
+        if let (Some(po), Some(after)) = (&self.po, o.after) {
+            if pomvcc::of_stamp(after) > po.cts() {
+                return Err(Error::InvalidArgument(format!(
+                    "begin after {after}: no transaction has committed at that timestamp yet"
+                )));
+            }
+        }
+        let (slot, id) = db.txns.open(|s| self.ssn_slots.open(s))?;
+        let s = db.txns.slot(slot);
+        if let Some(po) = &self.po {
+            // Allocate_BTs (Figure 18): at least `after`, if given; then the
+            // clock that begin reads below follows BTs.
+            match o.after.map(pomvcc::of_stamp) {
+                Some(ts) => {
+                    po.allocate_bts(ts);
+                }
+                None => po.tick(),
+            }
+            self.po_clock(db);
+        }
+        if let Some(interval) = db.opts.safe_snapshot_interval.filter(|_| ssn::uses_safe_snapshot(&db.opts, o)) {
+            // The same two steps with the safe snapshot (see `watermark`): a
+            // scan that misses the first store read a `latest` no larger
+            // than the one we read after it.
+            s.begin_ts.store(self.ssn_safe.latest(), Ordering::SeqCst);
+            let begin_ts = self.ssn_safe.get(&db.clock, &db.txns, interval);
+            // Release: only raises the published value.
+            s.begin_ts.store(begin_ts, Ordering::Release);
+            return Ok((slot, id, begin_ts));
+        }
+        s.begin_ts.store(db.clock.load(Ordering::SeqCst) - 1, Ordering::SeqCst);
+        let begin_ts = db.clock.load(Ordering::SeqCst) - 1;
+        // Release: only raises the published value; readers need no more.
+        s.begin_ts.store(begin_ts, Ordering::Release);
+        Ok((slot, id, begin_ts))
     }
 
     /// The GC watermark (see `TxnTable::min_active_begin`): no open or
