@@ -11,7 +11,7 @@
 //! The adapters are thin: a store's own transactions do all concurrency
 //! control. An adapter implements [`KvStore`] and [`KvTxn`] (begin at a
 //! level, get, put, delete, an ordered scan, commit); [`Peer`] builds the
-//! workloads' interface ([`Store`], [`Txn`]) on top of it once for all
+//! workloads' interface ([`Store`], [`Txn`](multiverse_workloads::Txn)) on top of it once for all
 //! stores:
 //!
 //! - **Tables and indexes are key prefixes** in the store's one ordered key
