@@ -233,15 +233,15 @@ impl<'db> TxnCore<'db> {
         }
     }
 
-    /// [`Self::admit`] for a single-version update to a value of
-    /// `new_len` bytes, once the row's value was read (into the Silo sets'
-    /// copy): a value of the same length is rewritten in place and
+    /// [`Self::admit`] for a single-version update of a value of `old_len`
+    /// bytes to one of `new_len`, once the row's value was read (into the
+    /// Silo sets' copy): a value of the same length is rewritten in place and
     /// allocates nothing; another length makes a new record at commit.
     #[inline]
-    pub(crate) fn admit_resize(&mut self, new_len: usize) -> Result<()> {
+    pub(crate) fn admit_resize(&mut self, old_len: usize, new_len: usize) -> Result<()> {
         match &self.db.budget {
             None => Ok(()),
-            Some(_) if self.local.get().silo.copy.len() == new_len => Ok(()),
+            Some(_) if old_len == new_len => Ok(()),
             Some(_) => self.admit(new_len),
         }
     }

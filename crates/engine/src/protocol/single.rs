@@ -10,6 +10,7 @@
 //! (`silo`), 1V locks (`lock_1v`).
 
 use super::core::{Mark, TxnCore};
+use super::sets::SlotSets;
 use crate::gc::Garbage;
 use crate::history::{Op, WriteKind};
 use crate::key::Key;
@@ -39,6 +40,9 @@ pub(crate) struct SiloGlobal {
     /// Silo's `get_for_update`: per slot, its occupant waits for another's
     /// write claim (see `silo::intent`). Written only around such waits.
     pub(crate) claim_waits: Box<[AtomicBool]>,
+    /// The single-version sets of each slot (the WriteSet and its values;
+    /// Silo's ReadSet and node set).
+    pub(crate) sets: SlotSets<SiloLocal>,
 }
 
 impl SiloGlobal {
@@ -49,6 +53,7 @@ impl SiloGlobal {
             start: Instant::now(),
             order: CachePadded::new(AtomicU64::new(0)),
             claim_waits: (0..slots).map(|_| AtomicBool::new(false)).collect(),
+            sets: SlotSets::new(slots),
         }
     }
 
@@ -175,7 +180,7 @@ pub(crate) enum SvNode {
     Scan { table: u32, index: u8, lo: Bound<Key>, hi: Bound<Key>, stop: Option<(Key, bool)>, seen: (u32, u32) },
 }
 
-/// The per-slot sets of a Silo transaction (kept in the slot's `TxnLocal`,
+/// The per-slot sets of a Silo transaction (kept in [`SiloGlobal::sets`],
 /// so their capacity is reused).
 #[derive(Default)]
 pub(crate) struct SiloLocal {
@@ -411,13 +416,14 @@ impl<'db> TxnCore<'db> {
     /// Adds a write of `rec` (or replaces our earlier write of it).
     pub(crate) fn sv_buffer(
         &mut self,
+        sv: &mut SiloLocal,
         table: TableId,
         rec: *mut Version,
         kind: WriteKind,
         value: &[u8],
         placeholder: bool,
     ) {
-        let l = &mut self.local.get().silo;
+        let l = sv;
         let at = l.values.len() as u32;
         l.values.extend_from_slice(value);
         let len = value.len() as u32;
@@ -476,10 +482,9 @@ impl<'db> TxnCore<'db> {
 
     /// Appends the redo record of a single-version commit (Silo, 1V): the
     /// WriteSet's keys with their new values, or deletes. Returns its epoch.
-    pub(crate) fn sv_log_redo(&mut self, log: &crate::wal::log::Log, tid: u64) -> u64 {
-        let local = self.local.get();
-        let l = &local.silo;
-        log.append(tid, &mut local.log_buf, |r| {
+    pub(crate) fn sv_log_redo(&mut self, sv: &SiloLocal, log: &crate::wal::log::Log, tid: u64) -> u64 {
+        let l = sv;
+        log.append(tid, &mut self.local.get().log_buf, |r| {
             for w in &l.writes {
                 // SAFETY: X-locked (or locked) by us, so alive.
                 let rec = unsafe { &*w.rec.0 };
@@ -505,9 +510,9 @@ impl<'db> TxnCore<'db> {
 }
 
 /// Silo and 1V: the mark, and `sv_buffer` starts logging what it replaces.
-pub(crate) fn sv_mark(core: &mut TxnCore<'_>) -> Mark {
+pub(crate) fn sv_mark(core: &mut TxnCore<'_>, sv: &mut SiloLocal) -> Mark {
     let history = core.history_mark();
-    let l = &mut core.local.get().silo;
+    let l = sv;
     l.savepoints = true;
     Mark { writes: l.writes.len(), replaced: l.replaced.len(), history }
 }
@@ -517,10 +522,11 @@ pub(crate) fn sv_mark(core: &mut TxnCore<'_>) -> Mark {
 /// entries they replaced, newest first.
 pub(crate) fn sv_rollback(
     core: &mut TxnCore<'_>,
+    sv: &mut SiloLocal,
     mark: Mark,
     mut withdraw: impl FnMut(&mut TxnCore<'_>, TableId, *mut Version),
 ) {
-    let l = &mut core.local.get().silo;
+    let l = &mut *sv;
     let gone: Vec<_> = l.writes.drain(mark.writes..).collect();
     // The keys written since the mark: those of the dropped entries and of
     // the older entries written over since (put back here).
@@ -536,7 +542,7 @@ pub(crate) fn sv_rollback(
     }
     for w in gone.iter().filter(|w| w.placeholder) {
         // An entry before the mark for the same placeholder keeps it.
-        let kept = core.local.get().silo.writes.iter().any(|x| x.rec.0 == w.rec.0);
+        let kept = sv.writes.iter().any(|x| x.rec.0 == w.rec.0);
         if !kept {
             withdraw(core, core.db.tid(w.table), w.rec.0);
         }

@@ -24,10 +24,9 @@ impl<'db> LockTxn<'db> {
     /// the locks. Nothing else to undo: writes reach records at commit.
     pub(crate) fn abort_with(&mut self, reason: AbortReason) -> Error {
         debug_assert_eq!(self.core.status, Status::Active);
-        let l = self.core.local.get();
-        let mut dead: Vec<(u32, VPtr)> =
-            l.silo.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
-        dead.extend(self.locks.get().prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)));
+        let l = self.sv.get();
+        let mut dead: Vec<(u32, VPtr)> = l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
+        dead.extend(self.locks.get().prepared.drain(..).map(|(i, r)| (l.writes[i].table, r)));
         for (table, rec) in dead {
             self.core.sv_retire(&self.g.single, self.core.db.tid(table), rec.0, WITHDRAWN);
         }
@@ -40,16 +39,16 @@ impl<'db> LockTxn<'db> {
     /// place, linked absent; false if one landed in another transaction's
     /// key range (they were all withdrawn; the caller waits and retries).
     fn lk_prepare(&mut self, ranges_hit: &mut Vec<(u32, usize, Key)>) -> bool {
-        let n = self.core.local.get().silo.writes.len();
+        let n = self.sv.get().writes.len();
         for i in 0..n {
-            let w = self.core.local.get().silo.writes[i];
+            let w = self.sv.get().writes[i];
             if w.kind == WriteKind::Delete {
                 continue;
             }
             let t = self.core.db.table_by_id(w.table);
             // SAFETY: X-locked by us (or our placeholder), so alive and ours to replace.
             let rec = unsafe { &*w.rec.0 };
-            let value = &self.core.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
+            let value = &self.sv.get().values[w.at as usize..(w.at + w.len) as usize];
             if TxnCore::sv_in_place(t, rec, value) {
                 continue;
             }
@@ -70,8 +69,8 @@ impl<'db> LockTxn<'db> {
                     t.indexes.iter().enumerate().filter(|(i, _)| moved[*i]).map(|(i, ix)| (table, i, ix.key_of(r))),
                 );
                 let dead: Vec<(u32, VPtr)> = {
-                    let l = self.core.local.get();
-                    self.locks.get().prepared.drain(..).map(|(i, r)| (l.silo.writes[i].table, r)).collect()
+                    let l = self.sv.get();
+                    self.locks.get().prepared.drain(..).map(|(i, r)| (l.writes[i].table, r)).collect()
                 };
                 for (table, rec) in dead {
                     self.core.sv_retire(&self.g.single, self.core.db.tid(table), rec.0, WITHDRAWN);
@@ -104,25 +103,25 @@ impl<'db> LockTxn<'db> {
         // freeze first and logs before it installs (`durability`).
         let phase = obs::span!(trace, "log", txn = self.core.id);
         let recording = self.core.recording;
-        let log = db.log.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty());
+        let log = db.log.as_ref().filter(|_| !self.sv.get().writes.is_empty());
         if log.is_some() {
             db.freeze.enter(&db.txns, self.core.slot);
         }
         // Relaxed: the order is that of the RMWs on this one counter.
         let tid = if recording || log.is_some() { self.g.single.order.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
         debug_assert!(tid & !TID == 0, "TIDs fit below the status bits");
-        let epoch = log.map(|log| self.core.sv_log_redo(log, tid));
+        let epoch = log.map(|log| self.core.sv_log_redo(self.sv.get(), log, tid));
         phase.end();
         // Phase 3: install, then release.
         let phase = obs::span!(trace, "install", txn = self.core.id);
-        let writes = self.core.local.get().silo.writes.len();
+        let writes = self.sv.get().writes.len();
         {
             // Epoch pin: records stay allocated while we install.
             let _guard = crossbeam_epoch::pin();
             let prepared = std::mem::take(&mut self.locks.get().prepared);
             let mut p = prepared.iter().peekable();
             for i in 0..writes {
-                let w = self.core.local.get().silo.writes[i];
+                let w = self.sv.get().writes[i];
                 // SAFETY: X-locked by us, alive.
                 let rec = unsafe { &*w.rec.0 };
                 let table = self.core.db.tid(w.table);
@@ -135,7 +134,7 @@ impl<'db> LockTxn<'db> {
                     unsafe { &*nv.0 }.begin.store(tid | LATEST, Ordering::Release);
                     self.core.sv_retire(&self.g.single, table, w.rec.0, tid);
                 } else {
-                    let value = &self.core.local.get().silo.values[w.at as usize..(w.at + w.len) as usize];
+                    let value = &self.sv.get().values[w.at as usize..(w.at + w.len) as usize];
                     rec.store_value(value);
                     // Release: publishes the value (and a placeholder as a row).
                     rec.begin.store(tid | LATEST, Ordering::Release);

@@ -212,6 +212,8 @@ pub(crate) struct LockTxn<'db> {
     pub(crate) g: &'db LockGlobal,
     /// The LockSet, in the slot's [`LockLocal`].
     pub(crate) locks: Sets<'db, LockLocal>,
+    /// The WriteSet and its values, in the slot's [`SiloLocal`].
+    pub(crate) sv: Sets<'db, SiloLocal>,
     /// Read locks held to the end (repeatable read, serializable).
     pub(crate) long_reads: bool,
     /// Key-range locks on scans (serializable).
@@ -232,7 +234,9 @@ impl<'db> LockTxn<'db> {
         let mut locks = Sets::of(&g.sets, core.slot);
         // The slot's last occupant released every lock (asserted here).
         locks.get().clear();
-        LockTxn { core, g, locks, long_reads, key_range, declared: false }
+        let mut sv = Sets::of(&g.single.sets, core.slot);
+        sv.get().clear();
+        LockTxn { core, g, locks, sv, long_reads, key_range, declared: false }
     }
 }
 
@@ -320,7 +324,7 @@ impl<'db> LockTxn<'db> {
     /// Copies the row `rec` into the copy buffer: our own write, or the
     /// record (we hold its key's lock). `None` if it is not a row.
     fn lk_read(&mut self, rec: *mut Version) -> Option<Writer> {
-        let l = &mut self.core.local.get().silo;
+        let l = &mut self.sv.get();
         if let Some(own) = Self::lk_own(l, rec) {
             let (a, b) = own?;
             l.copy.clear();
@@ -383,10 +387,10 @@ impl<'db> LockTxn<'db> {
             self.lk_short_release(w, got);
         }
         if self.core.recording {
-            let version = found.map(|wr| (wr, self.core.local.get().silo.copy.clone()));
+            let version = found.map(|wr| (wr, self.sv.get().copy.clone()));
             self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
-        Ok(found.map(|_| f(&self.core.local.get().silo.copy)))
+        Ok(found.map(|_| f(&self.sv.get().copy)))
     }
 
     /// 1V's update, modify, update_with and delete: `f` makes the new
@@ -405,7 +409,7 @@ impl<'db> LockTxn<'db> {
         let rec = find_latest(t, key, None);
         let found = if rec.is_null() { None } else { self.lk_read(rec) };
         if self.core.recording {
-            let version = found.map(|wr| (wr, self.core.local.get().silo.copy.clone()));
+            let version = found.map(|wr| (wr, self.sv.get().copy.clone()));
             self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
         if found.is_none() {
@@ -413,19 +417,19 @@ impl<'db> LockTxn<'db> {
         }
         let mut new = std::mem::take(&mut self.core.local.get().scratch);
         new.clear();
-        let keep = f(&self.core.local.get().silo.copy, &mut new);
+        let keep = f(&self.sv.get().copy, &mut new);
         let r = if !keep {
-            self.core.sv_buffer(table, rec, WriteKind::Delete, &[], false);
+            self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Delete, &[], false);
             Ok(())
         } else if new.len() > self.core.db.opts.max_value_size {
             Err(Error::ValueTooLarge { len: new.len(), max: self.core.db.opts.max_value_size })
-        } else if let Err(e) = self.core.admit_resize(new.len()) {
+        } else if let Err(e) = self.core.admit_resize(self.sv.get().copy.len(), new.len()) {
             Err(e)
         } else {
             // A row moved in a secondary index: lock its new key there.
             let r = self.lk_lock_moved(t, key, &new);
             if r.is_ok() {
-                self.core.sv_buffer(table, rec, WriteKind::Update, &new, false);
+                self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Update, &new, false);
             }
             r
         };
@@ -439,7 +443,7 @@ impl<'db> LockTxn<'db> {
         for ix in &t.indexes[1..] {
             let Some(kf) = ix.key_fn else { continue };
             let new = kf(pk, value);
-            if new != kf(pk, &self.core.local.get().silo.copy) {
+            if new != kf(pk, &self.sv.get().copy) {
                 self.lk_lock(Self::lk_word(ix, &new), LockMode::Exclusive, false, false, || false)?;
             }
         }
@@ -541,11 +545,11 @@ impl<'db> LockTxn<'db> {
             let guard = crossbeam_epoch::pin();
             let rec = find_latest(t, &key, None);
             if !rec.is_null() {
-                match Self::lk_own(&self.core.local.get().silo, rec) {
+                match Self::lk_own(self.sv.get(), rec) {
                     Some(Some(_)) => return Err(Error::DuplicateKey),
                     // Our own delete: the insert makes it an update.
                     Some(None) => {
-                        self.core.sv_buffer(table, rec, WriteKind::Insert, value, false);
+                        self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Insert, value, false);
                         return Ok(());
                     }
                     None => {
@@ -571,7 +575,7 @@ impl<'db> LockTxn<'db> {
             let r = unsafe { &*rec };
             if !self.lk_range_holders(t, r, None) {
                 drop(guard);
-                self.core.sv_buffer(table, rec, WriteKind::Insert, value, true);
+                self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Insert, value, true);
                 return Ok(());
             }
             // A scan at serializable locked a range holding the key: withdraw
@@ -685,7 +689,7 @@ impl<'db> LockTxn<'db> {
             if dedup {
                 delivered_keys.insert(pk.clone());
             }
-            let l = &self.core.local.get().silo;
+            let l = &self.sv.get();
             let go_on = if filter.is_some_and(|p| !p(&pk, &l.copy)) {
                 true
             } else {
@@ -733,13 +737,13 @@ crate::protocol::core::hooks!(LockTxn);
 impl LockTxn<'_> {
     pub(crate) fn savepoint_mark(&mut self) -> Result<crate::protocol::core::Mark> {
         self.enter()?;
-        Ok(crate::protocol::single::sv_mark(&mut self.core))
+        Ok(crate::protocol::single::sv_mark(&mut self.core, self.sv.get()))
     }
 
     pub(crate) fn rollback_to(&mut self, mark: crate::protocol::core::Mark) -> Result<()> {
         self.enter()?;
         let g = &self.g.single;
-        crate::protocol::single::sv_rollback(&mut self.core, mark, |core, table, rec| {
+        crate::protocol::single::sv_rollback(&mut self.core, self.sv.get(), mark, |core, table, rec| {
             core.sv_retire(g, table, rec, WITHDRAWN)
         });
         Ok(())

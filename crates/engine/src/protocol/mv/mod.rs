@@ -18,6 +18,7 @@
 //! modules extend [`MvTxn`] with their phases and name nothing of each other
 //! but what lies below them here.
 
+mod local;
 pub mod lock;
 pub mod occ;
 mod policy;
@@ -25,6 +26,7 @@ pub mod pomvcc;
 mod savepoint;
 pub mod ssn;
 
+pub(crate) use local::MvLocal;
 pub(crate) use policy::Policy;
 
 use crate::error::AbortReason;
@@ -68,6 +70,8 @@ pub(crate) struct MvGlobal {
     /// SSN's and SSI's per-transaction state (η, π, the read set of
     /// section 4), one per slot (capacity reused).
     pub(crate) ssn_sets: SlotSets<ssn::SsnLocal>,
+    /// The family's sets of each slot (ReadSet, ScanSet, WriteSet, ...).
+    pub(crate) sets: SlotSets<MvLocal>,
     /// SSN or SSI: the tables keep SSN's words beside their versions.
     pub(crate) certifies: bool,
 }
@@ -80,6 +84,7 @@ impl MvGlobal {
             // BTs 0 is the clock's 2 (see `protocol::mv::pomvcc`).
             po: (opts.protocol == Protocol::Pomvcc).then(|| pomvcc::TsManager::new(0, opts.pomvcc_interval)),
             ssn_sets: SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
+            sets: SlotSets::new(TxnTable::slots_for(opts.max_transactions)),
             certifies: matches!(opts.protocol, Protocol::Ssn | Protocol::Ssi),
         }
     }
@@ -197,6 +202,8 @@ pub(crate) struct MvTxn<'db> {
     /// SSN's and SSI's state, in the slot's [`ssn::SsnLocal`] (certified
     /// transactions only: cleared at their begin).
     pub(crate) ssn: Sets<'db, ssn::SsnLocal>,
+    /// The family's sets, in the slot's [`MvLocal`].
+    pub(crate) local: Sets<'db, MvLocal>,
     /// The id as a Begin/End word.
     pub(crate) word: u64,
     /// What this transaction does beyond MV/O (see [`Policy`]).
@@ -221,7 +228,10 @@ impl<'db> MvTxn<'db> {
         let policy = Policy::of(db, core.id, &o);
         core.shape = policy.shape(core.id);
         let ssn = Sets::of(&g.ssn_sets, core.slot);
-        let mut t = MvTxn { word: txn_word(core.id), g, ssn, policy, used_waits: false, po_cts: 0, core };
+        let mut local = Sets::of(&g.sets, core.slot);
+        // The slot's last occupant released its locks and claims (asserted).
+        local.get().clear();
+        let mut t = MvTxn { word: txn_word(core.id), g, ssn, local, policy, used_waits: false, po_cts: 0, core };
         if policy.cert != Cert::Off {
             let begin_ts = t.core.begin_ts;
             let st = t.ssn.get();

@@ -144,10 +144,10 @@
 
 mod clock;
 
+use super::local::Pending;
 use super::{writer_of, MvTxn};
 use crate::history::{Op, WriteKind, Writer};
 use crate::key::Key;
-use crate::protocol::sets::Pending;
 use crate::storage::version::Version;
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::table::Table;
@@ -328,13 +328,13 @@ impl MvTxn<'_> {
     /// POMVCC transactions ever look.
     #[inline]
     pub(crate) fn po_find(&mut self, table: u32, key: &Key) -> Option<usize> {
-        self.core.local.get().pending.iter().position(|p| p.table == table && p.key == *key)
+        self.local.get().pending.iter().position(|p| p.table == table && p.key == *key)
     }
 
     /// A read of our own pending write `i`: its new value, or no row if it
     /// is a delete. Nothing to validate: the row is ours.
     pub(crate) fn po_read<R>(&mut self, i: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let p = self.core.local.get().pending[i].clone();
+        let p = self.local.get().pending[i].clone();
         // SAFETY: made by this transaction and never connected: ours alone.
         let new = unsafe { p.row().as_ref() };
         if self.core.recording {
@@ -359,7 +359,7 @@ impl MvTxn<'_> {
         let _guard = crossbeam_epoch::pin();
         let (i, old, mine) = match self.po_find(table.0, key) {
             Some(i) => {
-                let p = self.core.local.get().pending[i].clone();
+                let p = self.local.get().pending[i].clone();
                 if p.row().is_null() {
                     return self.not_found(table, key); // we deleted it
                 }
@@ -395,7 +395,7 @@ impl MvTxn<'_> {
             ptr::null_mut()
         };
         self.core.local.get().scratch = buf;
-        let pending = &mut self.core.local.get().pending;
+        let pending = &mut self.local.get().pending;
         match i {
             // An insert of ours, deleted again: its version stays, to be
             // linked and deleted at commit.
@@ -415,7 +415,7 @@ impl MvTxn<'_> {
     pub(crate) fn po_insert(&mut self, t: &Table, table: TableId, key: Key, value: &[u8]) -> Result<()> {
         match self.po_find(table.0, &key) {
             Some(i) => {
-                let p = self.core.local.get().pending[i].clone();
+                let p = self.local.get().pending[i].clone();
                 if !p.row().is_null() {
                     return Err(Error::DuplicateKey);
                 }
@@ -427,7 +427,7 @@ impl MvTxn<'_> {
                     // SAFETY: our private version, replaced by `nv`.
                     unsafe { Version::free(p.new) };
                 }
-                self.core.local.get().pending[i] = Pending { new: nv, deleted: false, ..p };
+                self.local.get().pending[i] = Pending { new: nv, deleted: false, ..p };
             }
             None => {
                 // Epoch pin: versions reached through an index stay allocated until it drops.
@@ -439,7 +439,7 @@ impl MvTxn<'_> {
                 self.core.created += 1;
                 let nv = Version::alloc(&key, t.link_words(), value, self.word).as_ptr();
                 let p = Pending { table: table.0, key: key.clone(), old: ptr::null_mut(), new: nv, deleted: false };
-                self.core.local.get().pending.push(p);
+                self.local.get().pending.push(p);
             }
         }
         if self.core.recording {
@@ -456,10 +456,10 @@ impl MvTxn<'_> {
     pub(crate) fn po_connect(&mut self) -> Result<()> {
         // Epoch pin: the old versions stay allocated (see `po_write`).
         let _guard = crossbeam_epoch::pin();
-        for i in 0..self.core.local.get().pending.len() {
-            let p = self.core.local.get().pending[i].clone();
+        for i in 0..self.local.get().pending.len() {
+            let p = self.local.get().pending[i].clone();
             // From here `p.new` is linked or freed below, not by an abort.
-            self.core.local.get().pending[i].new = ptr::null_mut();
+            self.local.get().pending[i].new = ptr::null_mut();
             let t = self.core.db.table_by_id(p.table);
             if p.old.is_null() {
                 self.link_insert(t, self.core.db.tid(p.table), p.key, &[], p.new)?;
@@ -478,7 +478,7 @@ impl MvTxn<'_> {
                 self.connect(t, self.core.db.tid(p.table), p.old, p.new)?;
             }
         }
-        self.core.local.get().pending.clear();
+        self.local.get().pending.clear();
         Ok(())
     }
 
@@ -488,7 +488,7 @@ impl MvTxn<'_> {
     /// pessimistic one would from there.
     #[inline]
     pub(crate) fn po_connect_before_scan(&mut self) -> Result<()> {
-        if self.policy.po_occ && !self.core.local.get().pending.is_empty() {
+        if self.policy.po_occ && !self.local.get().pending.is_empty() {
             self.po_connect()
         } else {
             Ok(())

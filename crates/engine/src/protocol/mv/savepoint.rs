@@ -32,7 +32,7 @@ impl MvTxn<'_> {
             ));
         }
         let history = self.core.history_mark();
-        Ok(Mark { writes: self.core.local.get().write_set.len(), replaced: 0, history })
+        Ok(Mark { writes: self.local.get().write_set.len(), replaced: 0, history })
     }
 
     /// Section 3.3's abort, for the WriteSet entries since `mark` (module
@@ -41,7 +41,7 @@ impl MvTxn<'_> {
         self.enter()?;
         let db = self.mvdb();
         let (id, lock_reads) = (self.core.id, self.policy.lock_reads);
-        let gone: Vec<_> = self.core.local.get().write_set.drain(mark.writes..).collect();
+        let gone: Vec<_> = self.local.get().write_set.drain(mark.writes..).collect();
         let mut keys = Vec::with_capacity(gone.len());
         let mut refused = None;
         for w in gone.iter().rev() {
@@ -60,7 +60,7 @@ impl MvTxn<'_> {
                 }
                 // A claim of `get_for_update` the write used: the claim stays
                 // (unused again), and so does its write lock.
-                let claims = &mut self.core.local.get().claims;
+                let claims = &mut self.local.get().claims;
                 if let Some(c) = claims.iter_mut().find(|c| c.used && c.v.0 == w.old) {
                     c.used = false;
                     continue;
@@ -78,7 +78,7 @@ impl MvTxn<'_> {
                 // Relaxed: our own word, or a creator's published with `old`.
                 let own = old.begin.load(Ordering::Relaxed) == self.word;
                 if lock_reads && !own && refused.is_none() {
-                    match read_lock(old, id, &db.txns, &mut self.core.local.get().read_locks) {
+                    match read_lock(old, id, &db.txns, &mut self.local.get().read_locks) {
                         Locked::Yes => {}
                         // Replaced since we released it: what we read before
                         // the savepoint cannot be kept stable.
@@ -96,7 +96,7 @@ impl MvTxn<'_> {
         let mut news: Vec<*mut Version> = gone.iter().map(|w| w.new).filter(|v| !v.is_null()).collect();
         if !news.is_empty() {
             news.sort_unstable();
-            self.core.local.get().read_set.retain(|&VPtr(v)| news.binary_search(&v).is_err());
+            self.local.get().read_set.retain(|&VPtr(v)| news.binary_search(&v).is_err());
         }
         // New versions become garbage once every transaction open now is
         // gone, as in `abort_with`. SeqCst: as there.

@@ -15,7 +15,7 @@ impl<'db> SiloTxn<'db> {
 
     fn sv_unwind(&mut self, locked: &[usize], reason: AbortReason) -> Error {
         debug_assert_eq!(self.core.status, Status::Active);
-        let l = &mut self.core.local.get().silo;
+        let l = &mut self.sv.get();
         for &i in locked {
             let w = l.writes[i];
             // SAFETY: locked by us, so alive. Release: unlock (clear the bit).
@@ -23,7 +23,7 @@ impl<'db> SiloTxn<'db> {
             rec.begin.fetch_and(!LOCK, Ordering::Release);
         }
         self.sv_release_claims();
-        let l = &mut self.core.local.get().silo;
+        let l = &mut self.sv.get();
         let placeholders: Vec<(u32, VPtr)> =
             l.writes.iter().filter(|w| w.placeholder).map(|w| (w.table, w.rec)).collect();
         for (table, rec) in placeholders {
@@ -42,7 +42,7 @@ impl<'db> SiloTxn<'db> {
         // checkpoint (`durability::checkpoint`): it enters the freeze
         // before locking anything, and draws its TID from the shared
         // sequence, which recovery and checkpoints order by.
-        let log = db.log.as_ref().filter(|_| !self.core.local.get().silo.writes.is_empty());
+        let log = db.log.as_ref().filter(|_| !self.sv.get().writes.is_empty());
         if log.is_some() {
             db.freeze.enter(&db.txns, self.core.slot);
         }
@@ -52,16 +52,16 @@ impl<'db> SiloTxn<'db> {
 
         // Phase 1: lock the WriteSet in address order.
         let phase = obs::span!(trace, "lock", txn = self.core.id);
-        let mut order = std::mem::take(&mut self.core.local.get().silo.sorted);
+        let mut order = std::mem::take(&mut self.sv.get().sorted);
         order.clear();
-        order.extend(0..self.core.local.get().silo.writes.len());
+        order.extend(0..self.sv.get().writes.len());
         {
-            let l = &self.core.local.get().silo;
+            let l = &self.sv.get();
             order.sort_unstable_by_key(|&i| l.writes[i].rec.0 as usize);
         }
-        let mut max_tid = self.core.local.get().silo.last_tid;
+        let mut max_tid = self.sv.get().last_tid;
         for (n, &i) in order.iter().enumerate() {
-            let w = self.core.local.get().silo.writes[i];
+            let w = self.sv.get().writes[i];
             // SAFETY: reached under the guard; records are freed only after
             // an epoch once retired.
             let rec = unsafe { &*w.rec.0 };
@@ -81,7 +81,7 @@ impl<'db> SiloTxn<'db> {
             // be lost (the ReadSet would catch it too; a placeholder never is).
             if word & LATEST == 0 {
                 let locked = order[..=n].to_vec();
-                self.core.local.get().silo.sorted = order;
+                self.sv.get().sorted = order;
                 return Err(self.sv_unwind(&locked, AbortReason::WriteConflict));
             }
         }
@@ -93,7 +93,7 @@ impl<'db> SiloTxn<'db> {
         if ordered {
             // Drawn before validation, so that a transaction whose reads we
             // invalidate draws after us (module docs).
-            let l = &self.core.local.get().silo;
+            let l = &self.sv.get();
             let floor = l.reads.iter().map(|r| r.word & TID).fold(max_tid, u64::max) + 1;
             // Relaxed: the order is that of the RMWs on this one counter.
             drawn = self
@@ -113,7 +113,7 @@ impl<'db> SiloTxn<'db> {
         if validate {
             if let Err(reason) = self.sv_validate() {
                 let all = order.clone();
-                self.core.local.get().silo.sorted = order;
+                self.sv.get().sorted = order;
                 return Err(self.sv_unwind(&all, reason));
             }
         }
@@ -123,7 +123,7 @@ impl<'db> SiloTxn<'db> {
 
         // Phase 3: the commit TID, then the writes.
         let phase = obs::span!(trace, "install", txn = self.core.id);
-        let l = &mut self.core.local.get().silo;
+        let l = &mut self.sv.get();
         for r in &l.reads {
             max_tid = max_tid.max(r.word & TID);
         }
@@ -134,12 +134,12 @@ impl<'db> SiloTxn<'db> {
         // Logging (section 4.10, "value logging"): the redo record goes
         // out while the WriteSet is locked, so whoever reads or overwrites
         // our writes appends after us (`wal::log`).
-        let epoch = log.map(|log| self.core.sv_log_redo(log, tid));
+        let epoch = log.map(|log| self.core.sv_log_redo(self.sv.get(), log, tid));
         for &i in &order {
-            let w = self.core.local.get().silo.writes[i];
+            let w = self.sv.get().writes[i];
             self.sv_install(w, tid);
         }
-        self.core.local.get().silo.sorted = order;
+        self.sv.get().sorted = order;
         // The next claimant of a key we claimed reads what we installed.
         self.sv_release_claims();
         if log.is_some() {
@@ -147,7 +147,7 @@ impl<'db> SiloTxn<'db> {
             db.txns.set_state(self.core.slot, TxnState::Committed, tid);
         }
         db.txns.report_outcome(self.core.slot, true);
-        let l = &mut self.core.local.get().silo;
+        let l = &mut self.sv.get();
         l.commits += 1;
         if l.commits >= 64 {
             l.commits = 0;
@@ -165,7 +165,7 @@ impl<'db> SiloTxn<'db> {
 
     /// True if a record read has changed since (phase 2's ReadSet check).
     pub(super) fn sv_reads_changed(&mut self) -> bool {
-        let l = &self.core.local.get().silo;
+        let l = &self.sv.get();
         l.reads.iter().any(|r| {
             // SAFETY: records are freed only after an epoch once retired.
             // Acquire: pairs with the committers' Release stores.
@@ -179,14 +179,14 @@ impl<'db> SiloTxn<'db> {
         if self.sv_reads_changed() {
             return Err(AbortReason::ReadValidation);
         }
-        let nodes = std::mem::take(&mut self.core.local.get().silo.nodes);
-        let seen = &mut self.core.local.get().silo.seen;
+        let nodes = std::mem::take(&mut self.sv.get().nodes);
+        let seen = &mut self.sv.get().seen;
         for n in &nodes {
             let (SvNode::Missing { seen: (a, b), .. } | SvNode::Scan { seen: (a, b), .. }) = n;
             seen[*a as usize..*b as usize].sort_unstable_by_key(|(r, _)| r.0 as usize);
         }
         let r = nodes.iter().try_for_each(|n| self.sv_check_node(n));
-        self.core.local.get().silo.nodes = nodes;
+        self.sv.get().nodes = nodes;
         r
     }
 
@@ -214,7 +214,7 @@ impl<'db> SiloTxn<'db> {
 
     fn sv_check_node(&mut self, n: &SvNode) -> std::result::Result<(), AbortReason> {
         let db = self.core.db;
-        let l = &self.core.local.get().silo;
+        let l = &self.sv.get();
         let mut phantom = false;
         match n {
             SvNode::Missing { table, key, seen } => {
@@ -254,7 +254,7 @@ impl<'db> SiloTxn<'db> {
 
     /// Installs one write with TID `tid`, releasing the record's lock.
     fn sv_install(&mut self, w: SvWrite, tid: u64) {
-        let l = &self.core.local.get().silo;
+        let l = &self.sv.get();
         let value = &l.values[w.at as usize..(w.at + w.len) as usize];
         // SAFETY: locked by us, so alive.
         let rec = unsafe { &*w.rec.0 };

@@ -102,7 +102,7 @@ impl<'db> SiloTxn<'db> {
                     r.end.store(INFINITY, Ordering::Release);
                     break Ok(false);
                 }
-                self.core.local.get().silo.claims.push(VPtr(rec));
+                self.sv.get().claims.push(VPtr(rec));
                 break Ok(true);
             };
             // The claim is held by another: from here on, waiting.
@@ -139,7 +139,7 @@ impl<'db> SiloTxn<'db> {
     /// the abort).
     pub(super) fn sv_release_claims(&mut self) {
         let mine = txn_word(self.core.id);
-        for VPtr(rec) in self.core.local.get().silo.claims.drain(..) {
+        for VPtr(rec) in self.sv.get().claims.drain(..) {
             // SAFETY: a record we read stays allocated while we are open
             // (retired records wait for the watermark, which our begin epoch
             // holds back; see `silo`'s module docs).

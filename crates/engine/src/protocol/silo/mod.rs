@@ -86,7 +86,8 @@ use crate::error::AbortReason;
 use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::key::Key;
 use crate::protocol::core::{CommitInfo, Hooks, Status, TxnCore};
-use crate::protocol::single::{SiloGlobal, EPOCH_SHIFT};
+use crate::protocol::sets::Sets;
+use crate::protocol::single::{SiloGlobal, SiloLocal, EPOCH_SHIFT};
 use crate::storage::version::{VPtr, Version};
 use crate::sync::atomic::{fence, Ordering};
 use crate::table::Table;
@@ -218,6 +219,8 @@ pub(crate) struct SiloTxn<'db> {
     pub(crate) core: TxnCore<'db>,
     /// The epoch E (and the commit-TID sequence).
     pub(crate) g: &'db SiloGlobal,
+    /// The ReadSet, node set and WriteSet, in the slot's [`SiloLocal`].
+    pub(crate) sv: Sets<'db, SiloLocal>,
 }
 
 impl<'db> SiloTxn<'db> {
@@ -226,12 +229,14 @@ impl<'db> SiloTxn<'db> {
         // Silo validates every read at its serialization point, as a
         // locking reader holds its locks until then.
         core.shape.locking = true;
-        SiloTxn { core, g }
+        let mut sv = Sets::of(&g.sets, core.slot);
+        sv.get().clear();
+        SiloTxn { core, g, sv }
     }
 
     /// The position of `rec` in the WriteSet, if we wrote it.
     pub(crate) fn sv_written(&mut self, rec: *mut Version) -> Option<usize> {
-        self.core.local.get().silo.written(rec)
+        self.sv.get().written(rec)
     }
 
     /// Looks `key` up and reads it: `Some(rec)` with the value in the copy
@@ -243,7 +248,7 @@ impl<'db> SiloTxn<'db> {
     /// `lookup_latest`); the caller aborts rather than report it absent.
     fn sv_lookup(&mut self, t: &Table, table: TableId, key: &Key) -> std::result::Result<Option<*mut Version>, Moving> {
         loop {
-            let l = &mut self.core.local.get().silo;
+            let l = &mut self.sv.get();
             let first = l.seen.len() as u32;
             let found = lookup_latest(t, key, Some(&mut l.seen))?;
             // Our own write: our insert (a placeholder the walk passed), or
@@ -294,15 +299,15 @@ impl<'db> SiloTxn<'db> {
         let _guard = crossbeam_epoch::pin();
         let found = self.sv_lookup(t, table, key).map_err(|Moving| self.abort_with(AbortReason::ReadValidation))?;
         if self.core.recording {
-            let version = found.map(|rec| (self.sv_writer(rec), self.core.local.get().silo.copy.clone()));
+            let version = found.map(|rec| (self.sv_writer(rec), self.sv.get().copy.clone()));
             self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
-        Ok(found.map(|_| f(&self.core.local.get().silo.copy)))
+        Ok(found.map(|_| f(&self.sv.get().copy)))
     }
 
     /// How the history names the record's current contents.
     fn sv_writer(&mut self, rec: *mut Version) -> Writer {
-        let l = &self.core.local.get().silo;
+        let l = &self.sv.get();
         if l.written(rec).is_some() {
             return Writer::Txn(self.core.id);
         }
@@ -319,14 +324,14 @@ impl<'db> SiloTxn<'db> {
             // A row that keeps moving exists: a concurrent writer of the key.
             let found = lookup_latest(t, &key, None).map_err(|Moving| self.abort_with(AbortReason::WriteConflict))?;
             if found.placeholder {
-                let l = &self.core.local.get().silo;
+                let l = &self.sv.get();
                 if let Some(i) = l.own_placeholder(table.0, &key) {
                     // Our own insert of the key.
                     let own = l.writes[i];
                     if own.kind != WriteKind::Delete {
                         return Err(Error::DuplicateKey);
                     }
-                    self.core.sv_buffer(table, own.rec.0, WriteKind::Insert, value, false);
+                    self.core.sv_buffer(self.sv.get(), table, own.rec.0, WriteKind::Insert, value, false);
                     return Ok(());
                 }
                 if found.rec.is_null() {
@@ -339,13 +344,13 @@ impl<'db> SiloTxn<'db> {
                 break;
             }
             if let Some(i) = self.sv_written(rec) {
-                if self.core.local.get().silo.writes[i].kind != WriteKind::Delete {
+                if self.sv.get().writes[i].kind != WriteKind::Delete {
                     return Err(Error::DuplicateKey);
                 }
-                self.core.sv_buffer(table, rec, WriteKind::Insert, value, false);
+                self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Insert, value, false);
                 return Ok(());
             }
-            let l = &mut self.core.local.get().silo;
+            let l = &mut self.sv.get();
             // SAFETY: found under the epoch guard.
             match stable_read(unsafe { &*rec }, &mut l.copy) {
                 Seen::Row(word) => {
@@ -377,7 +382,7 @@ impl<'db> SiloTxn<'db> {
             self.core.sv_retire(self.g, table, rec, 0);
             return Err(self.abort_with(AbortReason::WriteConflict));
         }
-        self.core.sv_buffer(table, rec, WriteKind::Insert, value, true);
+        self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Insert, value, true);
         Ok(())
     }
 
@@ -400,22 +405,22 @@ impl<'db> SiloTxn<'db> {
             return Err(Error::KeyNotFound);
         };
         if self.core.recording {
-            let version = Some((self.sv_writer(rec), self.core.local.get().silo.copy.clone()));
+            let version = Some((self.sv_writer(rec), self.sv.get().copy.clone()));
             self.core.record(Op::Read { table: table.0, key: key.clone(), version });
         }
         let mut new = std::mem::take(&mut self.core.local.get().scratch);
         new.clear();
-        let l = &self.core.local.get().silo;
+        let l = &self.sv.get();
         let keep = f(&l.copy, &mut new);
         let r = if !keep {
-            self.core.sv_buffer(table, rec, WriteKind::Delete, &[], false);
+            self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Delete, &[], false);
             Ok(())
         } else if new.len() > self.core.db.opts.max_value_size {
             Err(Error::ValueTooLarge { len: new.len(), max: self.core.db.opts.max_value_size })
-        } else if let Err(e) = self.core.admit_resize(new.len()) {
+        } else if let Err(e) = self.core.admit_resize(self.sv.get().copy.len(), new.len()) {
             Err(e)
         } else {
-            self.core.sv_buffer(table, rec, WriteKind::Update, &new, false);
+            self.core.sv_buffer(self.sv.get(), table, rec, WriteKind::Update, &new, false);
             Ok(())
         };
         self.core.local.get().scratch = new;
@@ -438,12 +443,12 @@ impl<'db> SiloTxn<'db> {
         let (_, ix) = self.core.index_ref(index)?;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
-        let first = self.core.local.get().silo.reads.len() as u32;
-        let first_seen = self.core.local.get().silo.seen.len() as u32;
+        let first = self.sv.get().reads.len() as u32;
+        let first_seen = self.sv.get().seen.len() as u32;
         let ordered = ix.is_ordered();
         let mut rows = Vec::new();
         let mut stopped_at = None;
-        let mut copy = std::mem::take(&mut self.core.local.get().silo.copy);
+        let mut copy = std::mem::take(&mut self.sv.get().copy);
         // Rows handed to `f` so far: a walk that must start over after one
         // would hand them again, so it aborts instead (see `Seen::Gone`).
         let mut delivered = false;
@@ -451,19 +456,19 @@ impl<'db> SiloTxn<'db> {
         let mut retry = true;
         while retry {
             retry = false;
-            self.core.local.get().silo.reads.truncate(first as usize);
-            self.core.local.get().silo.seen.truncate(first_seen as usize);
+            self.sv.get().reads.truncate(first as usize);
+            self.sv.get().seen.truncate(first_seen as usize);
             rows.clear();
             walk_range(ix, &lo, &hi, rev, |v| {
                 let rec = v as *const Version as *mut Version;
                 // Acquire: pairs with the Release stores of the word.
                 let w = v.begin.load(Ordering::Acquire);
-                self.core.local.get().silo.seen.push((VPtr(rec), w & !LOCK));
+                self.sv.get().seen.push((VPtr(rec), w & !LOCK));
                 if w & LATEST == 0 {
                     return true;
                 }
                 let mine = self.sv_written(rec);
-                let l = &mut self.core.local.get().silo;
+                let l = &mut self.sv.get();
                 if let Some(i) = mine {
                     let w = l.writes[i];
                     if w.kind == WriteKind::Delete {
@@ -510,7 +515,7 @@ impl<'db> SiloTxn<'db> {
                 false
             });
         }
-        self.core.local.get().silo.copy = copy;
+        self.sv.get().copy = copy;
         if let Some(reason) = failed {
             return Err(self.abort_with(reason));
         }
@@ -533,15 +538,8 @@ impl<'db> SiloTxn<'db> {
         if self.core.recording {
             self.core.record_scan(index, lo.clone(), hi.clone(), filter.is_some(), rows);
         }
-        let seen = (first_seen, self.core.local.get().silo.seen.len() as u32);
-        self.core.local.get().silo.nodes.push(SvNode::Scan {
-            table: index.table,
-            index: index.index,
-            lo,
-            hi,
-            stop,
-            seen,
-        });
+        let seen = (first_seen, self.sv.get().seen.len() as u32);
+        self.sv.get().nodes.push(SvNode::Scan { table: index.table, index: index.index, lo, hi, stop, seen });
         Ok(())
     }
 }
@@ -553,13 +551,15 @@ crate::protocol::core::hooks!(SiloTxn);
 impl SiloTxn<'_> {
     pub(crate) fn savepoint_mark(&mut self) -> Result<crate::protocol::core::Mark> {
         self.enter()?;
-        Ok(crate::protocol::single::sv_mark(&mut self.core))
+        Ok(crate::protocol::single::sv_mark(&mut self.core, self.sv.get()))
     }
 
     pub(crate) fn rollback_to(&mut self, mark: crate::protocol::core::Mark) -> Result<()> {
         self.enter()?;
         let g = self.g;
-        crate::protocol::single::sv_rollback(&mut self.core, mark, |core, table, rec| core.sv_retire(g, table, rec, 0));
+        crate::protocol::single::sv_rollback(&mut self.core, self.sv.get(), mark, |core, table, rec| {
+            core.sv_retire(g, table, rec, 0)
+        });
         Ok(())
     }
 }

@@ -137,7 +137,7 @@ impl MvTxn<'_> {
                 return Ok(v);
             }
             // SAFETY: found under the caller's epoch guard, still held.
-            match read_lock(unsafe { &*v }, self.core.id, &self.core.db.txns, &mut self.core.local.get().read_locks) {
+            match read_lock(unsafe { &*v }, self.core.id, &self.core.db.txns, &mut self.local.get().read_locks) {
                 Locked::Yes => return Ok(v),
                 Locked::NotLatest => v = self.find_visible(t, key, self.lookup_time()),
                 Locked::Refused(r) => return Err(self.abort_with(r)),
@@ -161,7 +161,7 @@ impl MvTxn<'_> {
             w.blocked = true;
             // Relaxed: only orders blockings for the choice of a victim.
             w.blocked_seq = txns.blockings.fetch_add(1, Ordering::Relaxed);
-            w.read_locks.extend_from_slice(&self.core.local.get().read_locks);
+            w.read_locks.extend_from_slice(&self.local.get().read_locks);
         }
         self.used_waits = true;
         let interval = self.core.db.opts.deadlock_interval;
@@ -203,21 +203,21 @@ impl MvTxn<'_> {
     /// occupant (the end of `await_wait_fors` already unpublished the rest).
     pub(crate) fn release_locks(&mut self) {
         let txns = &self.core.db.txns;
-        for VPtr(v) in self.core.local.get().read_locks.drain(..) {
+        for VPtr(v) in self.local.get().read_locks.drain(..) {
             // SAFETY: a read-locked version is a latest version, which the
             // collector never reclaims; it stays one while we hold the lock.
             release_read_lock(unsafe { &*v }, txns);
         }
-        for (t, i) in self.core.local.get().range_locks.drain(..) {
+        for (t, i) in self.local.get().range_locks.drain(..) {
             self.core.db.table_by_id(t).indexes[i as usize].ranges.unlock_all(self.core.id);
         }
-        if !self.core.local.get().bucket_locks.is_empty() {
-            for &(t, i, b) in &self.core.local.get().bucket_locks {
+        if !self.local.get().bucket_locks.is_empty() {
+            for &(t, i, b) in &self.local.get().bucket_locks {
                 if let IndexImpl::Hash(h) = &self.core.db.table_by_id(t).indexes[i as usize].imp {
                     h.unlock_bucket(b);
                 }
             }
-            self.core.local.get().bucket_locks.clear();
+            self.local.get().bucket_locks.clear();
             // Release: unpublished after the counts fell; an inserter that
             // still finds us has merely waited for nothing.
             self.core.slot().buckets_held.store(0, Ordering::Release);
@@ -253,7 +253,7 @@ impl MvTxn<'_> {
                 // entry), then increment LockCount.
                 let b = h.bucket_of(key.hash64());
                 let s = self.core.slot();
-                let n = self.core.local.get().bucket_locks.len();
+                let n = self.local.get().bucket_locks.len();
                 if n < PUBLISHED_BUCKETS {
                     // Release: as the count below.
                     s.bucket_keys[n].store(bucket_key(table, index, b), Ordering::Release);
@@ -267,7 +267,7 @@ impl MvTxn<'_> {
                     s.buckets_held.store(n, Ordering::Release);
                     return Err(self.abort_with(AbortReason::ReadLock));
                 }
-                self.core.local.get().bucket_locks.push((table, index, b));
+                self.local.get().bucket_locks.push((table, index, b));
             }
             IndexImpl::Ordered(_) => {
                 self.lock_range(table, index, ix, Bound::Included(key.clone()), Bound::Included(key.clone()))
@@ -289,7 +289,7 @@ impl MvTxn<'_> {
         // (a version committed after it had its writer see our lock).
         let rt = self.core.db.clock.load(Ordering::SeqCst) - 1;
         let me = self.me();
-        let mut found = std::mem::take(&mut self.core.local.get().uncommitted);
+        let mut found = std::mem::take(&mut self.local.get().uncommitted);
         let mut visible = std::ptr::null_mut();
         ix.for_each_eq(key, |v| {
             if !ix.matches(v, key) {
@@ -302,7 +302,7 @@ impl MvTxn<'_> {
             found.extend(Self::uncommitted_writer(self.core.db, self.core.id, v, rt));
             true
         });
-        self.core.local.get().uncommitted = found;
+        self.local.get().uncommitted = found;
         self.impose_on_writers().map_err(|r| self.abort_with(r))?;
         Ok(visible)
     }
@@ -311,7 +311,7 @@ impl MvTxn<'_> {
     pub(crate) fn lock_range(&mut self, table: u32, index: u8, ix: &Index, lo: Bound<Key>, hi: Bound<Key>) {
         self.open_waits();
         ix.ranges.lock(lo, hi, self.core.id);
-        let held = &mut self.core.local.get().range_locks;
+        let held = &mut self.local.get().range_locks;
         if !held.contains(&(table, index)) {
             held.push((table, index));
         }
@@ -346,7 +346,7 @@ impl MvTxn<'_> {
     /// meanwhile committed a row our scan did not see (abort: `phantom`) or
     /// aborted (nothing to do). The caller is still pinned.
     pub(crate) fn impose_on_writers(&mut self) -> std::result::Result<(), AbortReason> {
-        let mut found = std::mem::take(&mut self.core.local.get().uncommitted);
+        let mut found = std::mem::take(&mut self.local.get().uncommitted);
         let mut r = Ok(());
         for &(tb, VPtr(v)) in &found {
             if tb == 0 {
@@ -374,7 +374,7 @@ impl MvTxn<'_> {
             }
         }
         found.clear();
-        self.core.local.get().uncommitted = found;
+        self.local.get().uncommitted = found;
         r
     }
 

@@ -19,11 +19,11 @@ impl<'db> MvTxn<'db> {
         }
         // Claims no write used are reads again, before anything else (see
         // `intent`: before the end timestamp is drawn).
-        if !self.core.local.get().claims.is_empty() {
+        if !self.local.get().claims.is_empty() {
             self.release_claims()?;
         }
         let db = self.mvdb();
-        let local = self.core.local.get();
+        let local = self.local.get();
         let (wrote, scanned) = (!local.write_set.is_empty(), !local.scan_set.is_empty());
         if !wrote && self.policy.cert != Cert::Off && !self.policy.base_rc && !scanned {
             if let Some(r) = self.ssn_read_only_commit() {
@@ -143,7 +143,7 @@ impl<'db> MvTxn<'db> {
         if self.policy.cert != Cert::Off {
             self.ssn_postcommit(end_ts);
         }
-        let local = self.core.local.get();
+        let local = self.local.get();
         for w in &local.write_set {
             if !w.new.is_null() {
                 // SAFETY: our own version; alive until we hand it to the GC.
@@ -194,8 +194,8 @@ impl<'db> MvTxn<'db> {
     /// Appends this transaction's redo record: every new version's key
     /// and value, or the key of a deleted row. Returns its epoch.
     fn log_redo(&mut self, log: &crate::wal::log::Log, end_ts: u64) -> u64 {
-        let local = self.core.local.get();
-        log.append(end_ts, &mut local.log_buf, |r| {
+        let local = self.local.get();
+        log.append(end_ts, &mut self.core.local.get().log_buf, |r| {
             for w in &local.write_set {
                 // SAFETY: our own versions (new) and those we write-locked
                 // (old): alive until we hand them to the GC.
@@ -214,7 +214,7 @@ impl<'db> MvTxn<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);
-        self.core.local.get().read_set.iter().all(|&VPtr(v)| {
+        self.local.get().read_set.iter().all(|&VPtr(v)| {
             // SAFETY: a version we read is visible past our begin timestamp,
             // so its End stamp exceeds the GC watermark while we are open.
             let v = unsafe { &*v };
@@ -231,7 +231,7 @@ impl<'db> MvTxn<'db> {
         // Epoch pin: versions reached through an index stay allocated until it drops.
         let _guard = crossbeam_epoch::pin();
         let me = self.me_validating(end_ts);
-        for s in &self.core.local.get().scan_set {
+        for s in &self.local.get().scan_set {
             let t = self.core.db.table_by_id(s.table);
             let ix = &t.indexes[s.index as usize];
             let mut phantom = false;
@@ -287,7 +287,7 @@ impl<'db> MvTxn<'db> {
         debug_assert_eq!(self.core.status, Status::Active);
         let db = self.mvdb();
         db.txns.set_state(self.core.slot, TxnState::Aborted, 0);
-        let local = self.core.local.get();
+        let local = self.local.get();
         for p in local.pending.drain(..) {
             if !p.new.is_null() {
                 // SAFETY: never connected: nobody else has seen it.
@@ -326,7 +326,7 @@ impl<'db> MvTxn<'db> {
         Self::collect_garbage(
             db,
             self.core.slot,
-            self.core.local.get().write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
+            self.local.get().write_set.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
                 ts: now,
                 table: w.table,
                 v: VPtr(w.new),

@@ -41,7 +41,7 @@ use crate::txn::table::TxnTable as Txns;
 /// True if `v` is one of `claims` that no write used yet (a version our own
 /// visibility check hides, see the module docs).
 #[inline]
-pub(crate) fn claimed(claims: &[crate::protocol::sets::Claim], v: &Version) -> bool {
+pub(crate) fn claimed(claims: &[super::super::local::Claim], v: &Version) -> bool {
     !claims.is_empty() && claims.iter().any(|c| !c.used && ptr::eq(c.v.0, v))
 }
 
@@ -76,7 +76,7 @@ impl<'db> MvTxn<'db> {
             return Ok(()); // an unused claim of ours (a used one is not visible to us)
         }
         self.claim(v)?;
-        self.core.local.get().claims.push(crate::protocol::sets::Claim { table, v: VPtr(v), used: false });
+        self.local.get().claims.push(super::super::local::Claim { table, v: VPtr(v), used: false });
         Ok(())
     }
 
@@ -84,7 +84,7 @@ impl<'db> MvTxn<'db> {
     /// yet, or null: our visibility check hides it (module docs).
     #[inline]
     pub(crate) fn claimed_row(&mut self, table: u32, key: &Key) -> *mut Version {
-        let claims = &self.core.local.get().claims;
+        let claims = &self.local.get().claims;
         if claims.is_empty() {
             return ptr::null_mut();
         }
@@ -101,7 +101,7 @@ impl<'db> MvTxn<'db> {
     /// MV/L's repeatable read and serializable turned into a read lock.
     /// `Err` (already aborted) if that read lock is refused.
     pub(super) fn release_claims(&mut self) -> Result<()> {
-        let mut claims = std::mem::take(&mut self.core.local.get().claims);
+        let mut claims = std::mem::take(&mut self.local.get().claims);
         let (id, txns, lock_reads) = (self.core.id, &self.core.db.txns, self.policy.lock_reads);
         let mut refused = false;
         for c in claims.iter().filter(|c| !c.used) {
@@ -110,7 +110,7 @@ impl<'db> MvTxn<'db> {
             let readers = if lock_reads {
                 let r = word::downgrade_write_lock(&v.end, id);
                 if r.is_some() {
-                    self.core.local.get().read_locks.push(c.v);
+                    self.local.get().read_locks.push(c.v);
                 }
                 r
             } else {
@@ -124,7 +124,7 @@ impl<'db> MvTxn<'db> {
             }
         }
         claims.clear();
-        self.core.local.get().claims = claims;
+        self.local.get().claims = claims;
         if refused {
             return Err(self.abort_with(AbortReason::ReadLock));
         }
@@ -147,7 +147,7 @@ impl<'db> MvTxn<'db> {
     /// write lock, keeping the read locks (as the WriteSet's old versions).
     pub(super) fn drop_claims(&mut self) {
         let id = self.core.id;
-        let l = self.core.local.get();
+        let l = self.local.get();
         for c in l.claims.iter().filter(|c| !c.used) {
             // SAFETY: write-locked by us until this reset.
             let _ = word::release_write_lock(&unsafe { &*c.v.0 }.end, id);

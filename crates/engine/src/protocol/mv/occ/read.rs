@@ -53,7 +53,7 @@ impl<'db> MvTxn<'db> {
         if v.is_null() {
             self.settle_speculation()?;
             if self.policy.track_scans {
-                self.core.local.get().scan_set.push(ScanRecord {
+                self.local.get().scan_set.push(ScanRecord {
                     table: table.0,
                     index: 0,
                     kind: ScanKind::Eq(key.clone()),
@@ -72,7 +72,7 @@ impl<'db> MvTxn<'db> {
             return Ok(None);
         }
         if self.policy.track_reads {
-            self.core.local.get().read_set.push(VPtr(v));
+            self.local.get().read_set.push(VPtr(v));
         }
         if self.policy.cert != Cert::Off {
             self.ssn_read(v)?;
@@ -104,7 +104,7 @@ impl<'db> MvTxn<'db> {
         let rt = self.read_time();
         let me = self.me();
         if self.policy.track_scans {
-            self.core.local.get().scan_set.push(ScanRecord {
+            self.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
                 kind: ScanKind::Eq(key.clone()),
@@ -115,7 +115,7 @@ impl<'db> MvTxn<'db> {
         if self.policy.cert != Cert::Off {
             self.ssn_scan(t, index.index, &ScanKind::Eq(key.clone()));
         }
-        let claims = std::mem::take(&mut self.core.local.get().claims);
+        let claims = std::mem::take(&mut self.local.get().claims);
         let mut out = Delivery::new(self);
         ix.for_each_eq(key, |v| {
             if !ix.matches(v, key) {
@@ -133,7 +133,7 @@ impl<'db> MvTxn<'db> {
             }
         }
         let (refused, rows) = (out.refused, out.rows);
-        self.core.local.get().claims = claims;
+        self.local.get().claims = claims;
         if let Some(r) = refused {
             return Err(self.abort_with(r));
         }
@@ -179,7 +179,7 @@ impl<'db> MvTxn<'db> {
         let rt = self.read_time();
         let me = self.me();
         if self.policy.track_scans {
-            self.core.local.get().scan_set.push(ScanRecord {
+            self.local.get().scan_set.push(ScanRecord {
                 table: index.table,
                 index: index.index,
                 kind: ScanKind::Range(lo.clone(), hi.clone()),
@@ -191,10 +191,10 @@ impl<'db> MvTxn<'db> {
             self.ssn_scan(t, index.index, &ScanKind::Range(lo.clone(), hi.clone()));
         }
         // Writers of versions a serializable pessimistic scan cannot see yet.
-        let mut uncommitted = std::mem::take(&mut self.core.local.get().uncommitted);
+        let mut uncommitted = std::mem::take(&mut self.local.get().uncommitted);
         let (lock_scans, db, id) = (self.policy.lock_scans, self.core.db, self.core.id);
         // Versions we claimed and did not replace: ours to see (see `intent`).
-        let claims = std::mem::take(&mut self.core.local.get().claims);
+        let claims = std::mem::take(&mut self.local.get().claims);
         let mut out = Delivery::new(self);
         let ordered = ix.is_ordered();
         let mut stopped_at = None;
@@ -233,8 +233,8 @@ impl<'db> MvTxn<'db> {
         }
         let refused = out.refused;
         let rows = out.rows;
-        self.core.local.get().uncommitted = uncommitted;
-        self.core.local.get().claims = claims;
+        self.local.get().uncommitted = uncommitted;
+        self.local.get().claims = claims;
         if let Some(r) = refused {
             return Err(self.abort_with(r));
         }
@@ -258,9 +258,7 @@ impl<'db> MvTxn<'db> {
                     ix.ranges.narrow_last(self.core.id, lo.clone(), hi.clone());
                 }
                 if self.policy.track_scans {
-                    if let Some(ScanRecord { kind: ScanKind::Range(l, h), .. }) =
-                        self.core.local.get().scan_set.last_mut()
-                    {
+                    if let Some(ScanRecord { kind: ScanKind::Range(l, h), .. }) = self.local.get().scan_set.last_mut() {
                         (*l, *h) = (lo.clone(), hi.clone());
                     }
                 }
@@ -308,7 +306,7 @@ struct SsnRead<'a> {
 
 impl<'a> Delivery<'a> {
     pub(super) fn new(t: &'a mut MvTxn<'_>) -> Delivery<'a> {
-        let l = t.core.local.get();
+        let l = t.local.get();
         Delivery {
             track: t.policy.track_reads,
             recording: t.core.recording,

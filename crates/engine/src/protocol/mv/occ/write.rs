@@ -93,7 +93,7 @@ impl<'db> MvTxn<'db> {
             nv
         });
         self.core.created += 1;
-        self.core.local.get().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
+        self.local.get().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
         if self.policy.honour_locks {
             // SAFETY: linked and ours until commit or abort.
             if let Err(r) = self.wait_for_lockers(t, unsafe { &*nv }) {
@@ -137,14 +137,14 @@ impl<'db> MvTxn<'db> {
     /// replaced meanwhile was a conflicting write). The caller is pinned.
     pub(crate) fn duplicate(&mut self, dup: *mut Version) -> Result<()> {
         if self.policy.track_reads {
-            self.core.local.get().read_set.push(VPtr(dup));
+            self.local.get().read_set.push(VPtr(dup));
         }
         if self.policy.cert != Cert::Off {
             self.ssn_read(dup)?;
         }
         if self.policy.lock_reads {
             // SAFETY: found under the caller's epoch guard, which is still held.
-            match read_lock(unsafe { &*dup }, self.core.id, &self.core.db.txns, &mut self.core.local.get().read_locks) {
+            match read_lock(unsafe { &*dup }, self.core.id, &self.core.db.txns, &mut self.local.get().read_locks) {
                 Locked::Yes => {}
                 Locked::NotLatest => return Err(self.abort_with(AbortReason::WriteConflict)),
                 Locked::Refused(r) => return Err(self.abort_with(r)),
@@ -291,7 +291,7 @@ impl<'db> MvTxn<'db> {
         if self.policy.track_scans {
             // Absence was read: a later insert of this key is a phantom.
             let since = self.core.begin_ts;
-            self.core.local.get().scan_set.push(ScanRecord {
+            self.local.get().scan_set.push(ScanRecord {
                 table: table.0,
                 index: 0,
                 kind: ScanKind::Eq(key.clone()),
@@ -326,7 +326,7 @@ impl<'db> MvTxn<'db> {
     /// lock of our own is turned into the write lock in the same CAS.
     pub(crate) fn claim(&mut self, v: *mut Version) -> Result<()> {
         // A claim of `get_for_update` on `v` is the write lock already.
-        if let Some(c) = self.core.local.get().claims.iter_mut().find(|c| !c.used && c.v.0 == v) {
+        if let Some(c) = self.local.get().claims.iter_mut().find(|c| !c.used && c.v.0 == v) {
             c.used = true;
             return Ok(());
         }
@@ -347,7 +347,7 @@ impl<'db> MvTxn<'db> {
             let lock = RecordLock::of(expected).expect("an updatable version is a latest one");
             // Our own read locks on `v` (one per read of it) become the write lock.
             let mine = if self.policy.lock_reads {
-                self.core.local.get().read_locks.iter().filter(|p| p.0 == v).count() as u64
+                self.local.get().read_locks.iter().filter(|p| p.0 == v).count() as u64
             } else {
                 0
             };
@@ -365,7 +365,7 @@ impl<'db> MvTxn<'db> {
             match word::write_lock(&old.end, expected, new) {
                 Claim::Won => {
                     if mine > 0 {
-                        self.core.local.get().read_locks.retain(|p| p.0 != v);
+                        self.local.get().read_locks.retain(|p| p.0 != v);
                     }
                     return Ok(());
                 }
@@ -425,7 +425,7 @@ impl<'db> MvTxn<'db> {
             // replaces, linked everywhere, and write-locked by us.
             unsafe { t.link_update(new, v) };
         }
-        self.core.local.get().write_set.push(WriteEntry { table: table.0, old: v, new });
+        self.local.get().write_set.push(WriteEntry { table: table.0, old: v, new });
         if self.policy.cert != Cert::Off {
             self.ssn_write(v)?; // Algorithm 1's ssn_write (an early abort undoes the entry)
         }

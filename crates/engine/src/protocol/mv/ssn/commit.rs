@@ -205,7 +205,7 @@ impl<'db> MvTxn<'db> {
         let (db, me, id, cert) = (self.mvdb(), self.core.slot, self.core.id, self.policy.cert);
         let txns = &db.shared.txns;
         let proxy = self.read_mostly();
-        let local = self.core.local.get();
+        let local = self.local.get();
         let st = self.ssn.get();
         if cert == Cert::Ssn {
             st.sstamp = st.sstamp.min(c); // line 6
@@ -342,7 +342,7 @@ impl<'db> MvTxn<'db> {
     /// η = c(T) into the new ones; clear our reader bits.
     pub(crate) fn ssn_postcommit(&mut self, c: u64) {
         let cert = self.policy.cert;
-        let local = self.core.local.get();
+        let local = self.local.get();
         let st = &*self.ssn.get();
         for w in &local.write_set {
             if !w.old.is_null() {
