@@ -16,7 +16,8 @@ use std::sync::{Arc, OnceLock};
 
 mod desc;
 mod spec;
-pub(crate) use desc::{TableDesc, Types};
+pub(crate) use desc::TableDesc;
+pub(crate) use spec::Types;
 pub use spec::{HashTableSpec, IndexKind, KeyFn, TableKind, TableSpec};
 
 /// Locks in the lock table of an ordered index (single-version locking).

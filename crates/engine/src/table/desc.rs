@@ -9,35 +9,8 @@
 //! for a typed table ([`crate::TableDefinition`]) its key and value type
 //! names. Its bytes are `DESC` in `wal::format`.
 
-use super::{IndexKind, TableSpec};
+use super::{IndexKind, TableSpec, Types};
 use crate::Error;
-
-/// The key and value type names of a typed table, as
-/// [`std::any::type_name`] gives them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Types {
-    pub(crate) key: String,
-    pub(crate) value: String,
-}
-
-impl Types {
-    /// The type names of `K` and `V`.
-    pub(crate) fn of<K, V>() -> Types {
-        Types { key: std::any::type_name::<K>().to_string(), value: std::any::type_name::<V>().to_string() }
-    }
-
-    /// How `opened` differs from these types, which the table was
-    /// `was` with ("stored", "created"), if it does.
-    pub(crate) fn differs(&self, opened: &Types, was: &str) -> Option<String> {
-        if self.key != opened.key {
-            return Some(format!("{was} with keys of type {}, opened with {}", self.key, opened.key));
-        }
-        if self.value != opened.value {
-            return Some(format!("{was} with values of type {}, opened with {}", self.value, opened.value));
-        }
-        None
-    }
-}
 
 /// What a data directory records of a table (module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,9 +2,35 @@
 //! indexes, a typed table's type names) and [`HashTableSpec`], the same for
 //! a table keyed by a hash index, whose handle refuses ranges by type.
 
-use super::Types;
 use crate::key::Key;
 use crate::{Error, HashTableId, TableId};
+
+/// The key and value type names of a typed table, as
+/// [`std::any::type_name`] gives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Types {
+    pub(crate) key: String,
+    pub(crate) value: String,
+}
+
+impl Types {
+    /// The type names of `K` and `V`.
+    pub(crate) fn of<K, V>() -> Types {
+        Types { key: std::any::type_name::<K>().to_string(), value: std::any::type_name::<V>().to_string() }
+    }
+
+    /// How `opened` differs from these types, which the table was
+    /// `was` with ("stored", "created"), if it does.
+    pub(crate) fn differs(&self, opened: &Types, was: &str) -> Option<String> {
+        if self.key != opened.key {
+            return Some(format!("{was} with keys of type {}, opened with {}", self.key, opened.key));
+        }
+        if self.value != opened.value {
+            return Some(format!("{was} with values of type {}, opened with {}", self.value, opened.value));
+        }
+        None
+    }
+}
 
 /// Derives a secondary-index key from a row's primary key and value. A plain
 /// function pointer: called on writes and on secondary lookups only.
