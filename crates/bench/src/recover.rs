@@ -50,7 +50,7 @@
 //! writes OUT first); 1 for every other error (one line on stderr),
 //! including a directory with nothing to recover; 2 for a bad command line.
 
-use crate::bench::{check_bytes, report, EST_BYTES_PER_ROW};
+use crate::bench::{check_bytes, units, EST_BYTES_PER_ROW};
 use multiverse::{Database, OnDamage, Options, RecoveryReport, TableSpec, TxnOptions};
 use multiverse_workloads::{hekaton, sibench, smallbank, tatp, tpcc, ycsb, Mix, Param, StateCheck, Workload};
 use std::io::Write;
@@ -526,13 +526,13 @@ impl Survey {
         let mut parts = Vec::new();
         if !self.checkpoints.is_empty() {
             let bytes = self.checkpoints.iter().map(|c| c.1).sum();
-            parts.push(format!("{} ({})", plural(self.checkpoints.len(), "checkpoint"), report::bytes(bytes)));
+            parts.push(format!("{} ({})", plural(self.checkpoints.len(), "checkpoint"), units::bytes(bytes)));
         }
         if self.unfinished > 0 {
             parts.push(plural(self.unfinished, "unfinished checkpoint"));
         }
         if self.logs > 0 {
-            parts.push(format!("{} ({})", plural(self.logs, "log file"), report::bytes(self.log_bytes)));
+            parts.push(format!("{} ({})", plural(self.logs, "log file"), units::bytes(self.log_bytes)));
         }
         for (there, what) in [(self.manifest, "manifest"), (self.workload, "workload file"), (self.lock, "LOCK")] {
             if there {
@@ -826,7 +826,7 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
     // Recovery reads the newest checkpoint whole, then builds its rows (at
     // least as many bytes again).
     if let Some((name, bytes)) = files.checkpoints.iter().max_by_key(|c| c.1) {
-        check_bytes(bytes.saturating_mul(2), &format!("{}: {name} ({})", dir.display(), report::bytes(*bytes)))?;
+        check_bytes(bytes.saturating_mul(2), &format!("{}: {name} ({})", dir.display(), units::bytes(*bytes)))?;
     }
     let in_use = lock_holder(dir);
     let opts = Options { protocol, on_damage, ..Options::default() };
@@ -898,8 +898,8 @@ fn recover(a: &RecoverArgs) -> Result<(), Failure> {
             state = Some(format!(
                 "loading was interrupted: {} of the {} rows the load writes are here \
                  (the run stopped before its load and the checkpoint after it were done)",
-                report::int(total),
-                report::int(s.load_size)
+                units::int(total),
+                units::int(s.load_size)
             ));
         }
     } else if tables.is_empty() {

@@ -641,7 +641,7 @@ fn span(d: Duration) -> String {
 }
 
 fn opt(n: Option<u64>) -> String {
-    n.map_or_else(|| "-".into(), crate::bench::report::int)
+    n.map_or_else(|| "-".into(), crate::bench::units::int)
 }
 
 /// The table's header and one row.

@@ -2,7 +2,7 @@
 //! their values: protocols, isolation levels, modes, faults, threads, CPU
 //! lists, durations, counts and sizes. Every error is one line.
 
-use super::{report, sys, wl};
+use super::{sys, units, wl};
 use multiverse::research::Faults;
 use multiverse::{Isolation, Mode, Protocol};
 use std::path::PathBuf;
@@ -393,7 +393,7 @@ pub(crate) fn parse_isolation(s: &str, p: Protocol) -> Result<Isolation, String>
 
 /// Refuses a table that clearly cannot fit in memory (instead of dying in the allocator).
 pub(crate) fn check_memory(rows: u64) -> Result<(), String> {
-    check_bytes(rows.saturating_mul(EST_BYTES_PER_ROW), &format!("--rows {}", report::int(rows)))
+    check_bytes(rows.saturating_mul(EST_BYTES_PER_ROW), &format!("--rows {}", units::int(rows)))
 }
 
 /// Refuses a data set of about `need` bytes when less memory is available;
@@ -402,8 +402,8 @@ pub(crate) fn check_bytes(need: u64, what: &str) -> Result<(), String> {
     match sys::mem_available_bytes() {
         Some(avail) if need > avail => Err(format!(
             "{what} needs about {} of memory, but only {} is available",
-            report::bytes(need),
-            report::bytes(avail)
+            units::bytes(need),
+            units::bytes(avail)
         )),
         _ => Ok(()),
     }

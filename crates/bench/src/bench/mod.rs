@@ -23,6 +23,7 @@ pub(crate) mod harness;
 pub(crate) mod peers;
 pub(crate) mod report;
 pub(crate) mod sys;
+pub(crate) mod units;
 pub(crate) mod wl;
 
 use crate::cli::Failure;
@@ -430,12 +431,12 @@ fn report_history(path: &Path, run: Option<(u64, f64)>) {
     let per = match run {
         Some((committed, secs)) if committed > 0 && secs > 0.0 => format!(
             " ({} per committed transaction, {} per second of run)",
-            report::bytes(size / committed),
-            report::bytes((size as f64 / secs) as u64)
+            units::bytes(size / committed),
+            units::bytes((size as f64 / secs) as u64)
         ),
         _ => String::new(),
     };
-    eprintln!("history: wrote {}: {}{per}", path.display(), report::bytes(size));
+    eprintln!("history: wrote {}: {}{per}", path.display(), units::bytes(size));
 }
 
 fn run_cli(typed: BenchCli) -> Result<(), String> {
@@ -545,7 +546,7 @@ fn write_results(a: &BenchOutputs, m: Result<Measurement, String>, config: serde
 /// `--plot`: the run's throughput per second, and its breakdown if taken.
 fn plots(m: &Measurement, path: &std::path::Path) -> Result<(), String> {
     let title =
-        format!("{} / {} / {} / {}", m.protocol_name(), m.isolation_name(), m.workload, report::threads(m.threads));
+        format!("{} / {} / {} / {}", m.protocol_name(), m.isolation_name(), m.workload, units::threads(m.threads));
     let params: Vec<String> = m.params.iter().map(|(k, v)| format!("{k}={}", report::param_text(v))).collect();
     let subtitle = format!(
         "{}\nmeasured {:.1} s after {:.1} s of warm-up; commit {}",
@@ -770,8 +771,8 @@ pub fn default_comparison() -> Result<(), String> {
          {}, {secs} s per level in {DEFAULT_ROUNDS} rounds",
         cfg.reads,
         cfg.writes,
-        report::int(rows),
-        report::threads(threads)
+        units::int(rows),
+        units::threads(threads)
     );
     println!("(run `multiverse bench --help` for single runs, other sizes and JSON output)\n");
 
@@ -789,7 +790,7 @@ pub fn default_comparison() -> Result<(), String> {
     let load = harness::load(&db, &w, threads, show, rss_before)?;
     println!(
         "loaded {} rows in {:.2} s ({:.0} bytes/row); each level reuses them after a garbage collection\n",
-        report::int(load.rows),
+        units::int(load.rows),
         load.elapsed.as_secs_f64(),
         load.bytes_per_row()
     );
@@ -842,8 +843,8 @@ pub fn default_comparison() -> Result<(), String> {
     println!();
     println!(
         "peak RSS {}, {} versions alive at the end; git commit {}",
-        report::bytes(sys::peak_rss_bytes()),
-        report::int(db.stats().versions_alive),
+        units::bytes(sys::peak_rss_bytes()),
+        units::int(db.stats().versions_alive),
         sys::GIT_COMMIT
     );
     println!(
@@ -858,9 +859,9 @@ pub fn default_comparison() -> Result<(), String> {
                 "workload hekaton (section 5.1): R={} reads + W={} writes per transaction, N={} rows",
                 cfg.reads,
                 cfg.writes,
-                report::int(rows)
+                units::int(rows)
             ),
-            format!("{}, {secs} s per level, commit {}", report::threads(threads), sys::GIT_COMMIT),
+            format!("{}, {secs} s per level, commit {}", units::threads(threads), sys::GIT_COMMIT),
         ],
         x_name: "isolation level".into(),
         y_name: "throughput (txn/s)".into(),

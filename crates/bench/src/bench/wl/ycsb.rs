@@ -10,7 +10,7 @@
 //! `--zipf exact|gray`, `--scramble` and `--allow-repeats` draw the keys as
 //! a peer's harness does (the module docs of `multiverse_workloads::ycsb`).
 
-use super::super::{check_bytes, measure, parse_count, report, Ctx, Host, Measurement};
+use super::super::{check_bytes, measure, parse_count, units, Ctx, Host, Measurement};
 use super::Given;
 
 use multiverse_workloads::ycsb::{Rmw, Ycsb, YcsbConfig, TYPES};
@@ -137,7 +137,7 @@ pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     }
     cfg.validate()?;
     // Before the table (and its bucket array) is created.
-    check_bytes(cfg.estimated_bytes(), &format!("--rows {}", report::int(cfg.rows)))?;
+    check_bytes(cfg.estimated_bytes(), &format!("--rows {}", units::int(cfg.rows)))?;
     let w = Ycsb::setup(db, cfg)?;
     measure(db, &w, c)
 }
