@@ -24,6 +24,7 @@ pub(crate) mod peers;
 pub(crate) mod report;
 pub(crate) mod sys;
 pub(crate) mod units;
+mod values;
 pub(crate) mod wl;
 
 use crate::cli::Failure;
@@ -37,6 +38,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+pub(crate) use values::*;
 
 fn open_db(
     protocol: Protocol,
@@ -877,30 +879,6 @@ pub fn default_comparison() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_parse() {
-        assert_eq!(parse_count("10000000"), Ok(10_000_000));
-        assert_eq!(parse_count("10_000_000"), Ok(10_000_000));
-        assert_eq!(parse_count("10M"), Ok(10_000_000));
-        assert_eq!(parse_count("500k"), Ok(500_000));
-        assert!(parse_count("ten").is_err());
-        assert!(parse_count("99999999999999999999").is_err());
-        assert!(parse_count("99999999999999G").is_err());
-    }
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64K"), Ok(64 << 10));
-        assert_eq!(parse_size("512M"), Ok(512 << 20));
-        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
-        assert_eq!(parse_size("2G"), Ok(2 << 30));
-        assert_eq!(parse_size("2gb"), Ok(2 << 30));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("-1G").is_err());
-        assert!(parse_size("99999999999999G").unwrap_err().contains("too large"));
-    }
 
     #[test]
     fn names_are_checked() {
