@@ -52,7 +52,7 @@
 
 use crate::bench::{check_bytes, units, EST_BYTES_PER_ROW};
 use multiverse::{Database, OnDamage, Options, RecoveryReport, TableSpec, TxnOptions};
-use multiverse_workloads::{hekaton, sibench, smallbank, tatp, tpcc, ycsb, Mix, Param, StateCheck, Workload};
+use multiverse_workloads::{hekaton, sibench, smallbank, tatp, tpcc, ycsb, Kind, Mix, Param, StateCheck, Workload};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -227,11 +227,11 @@ impl Recorded {
             text.lines().map(str::trim).enumerate().filter(|(_, l)| !l.is_empty() && !l.starts_with('#')).collect();
         if let [(_, word)] = lines[..] {
             if !word.contains('=') {
-                let workload = multiverse_workloads::check_name(word)
-                    .map_err(|_| format!("{}: unknown workload '{}'", path.display(), quote(word)))?;
+                let workload = Kind::find(word)
+                    .ok_or_else(|| format!("{}: unknown workload '{}'", path.display(), quote(word)))?;
                 return Ok(Recorded {
                     path,
-                    workload: workload.to_string(),
+                    workload: workload.name().to_string(),
                     params: Vec::new(),
                     described: false,
                     load: None,
@@ -334,8 +334,15 @@ fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, String> {
         Ok(Schema { check: Box::new(move |db| w.check_state(db)), load_size })
     }
     let at = |e: String| format!("{}: {e}", r.path.display());
-    match r.workload.as_str() {
-        "hekaton" => {
+    let Some(kind) = Kind::find(&r.workload) else {
+        return Err(at(format!(
+            "unknown workload '{}' (known workloads: {})",
+            quote(&r.workload),
+            Kind::names().join(", ")
+        )));
+    };
+    match kind {
+        Kind::Hekaton => {
             let d = hekaton::HekatonConfig::default();
             let cfg = hekaton::HekatonConfig {
                 rows: r.need("rows")?,
@@ -347,7 +354,7 @@ fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, String> {
             check_bytes(cfg.rows.saturating_mul(EST_BYTES_PER_ROW), &r.shown("rows"))?;
             schema(hekaton::Hekaton::setup(db, cfg).map_err(at)?)
         }
-        "ycsb" => {
+        Kind::Ycsb => {
             let d = ycsb::YcsbConfig::default();
             let cfg = ycsb::YcsbConfig {
                 rows: r.need("rows")?,
@@ -364,7 +371,7 @@ fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, String> {
             check_bytes(cfg.estimated_bytes(), &format!("{} (value_bytes={})", r.shown("rows"), cfg.value_bytes))?;
             schema(ycsb::Ycsb::setup(db, cfg).map_err(at)?)
         }
-        "smallbank" => {
+        Kind::SmallBank => {
             let d = smallbank::SmallBankConfig::default();
             let cfg = smallbank::SmallBankConfig {
                 customers: r.need("customers")?,
@@ -376,7 +383,7 @@ fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, String> {
             check_bytes(cfg.customers.saturating_mul(3 * 128), &r.shown("customers"))?;
             schema(smallbank::SmallBank::setup(db, cfg).map_err(at)?)
         }
-        "tatp" => {
+        Kind::Tatp => {
             let cfg =
                 tatp::TatpConfig { subscribers: r.need("subscribers")?, mix: r.mix(tatp::TYPES, tatp::default_mix())? };
             cfg.validate().map_err(at)?;
@@ -385,7 +392,7 @@ fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, String> {
             check_bytes(rows.saturating_mul(tatp::EST_BYTES_PER_ROW), &r.shown("subscribers"))?;
             schema(tatp::Tatp::setup(db, cfg).map_err(at)?)
         }
-        "tpcc" => {
+        Kind::Tpcc => {
             let cfg = tpcc::TpccConfig {
                 warehouses: r.need("warehouses")?,
                 mix: r.mix(tpcc::TYPES, tpcc::default_mix())?,
@@ -396,20 +403,15 @@ fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, String> {
             check_bytes((cfg.warehouses as u64).saturating_mul(tpcc::EST_BYTES_PER_WAREHOUSE), &r.shown("warehouses"))?;
             schema(tpcc::Tpcc::setup(db, cfg).map_err(at)?)
         }
-        "sibench" => {
+        Kind::Sibench => {
             let cfg = sibench::SibenchConfig { rows: r.need("rows")?, ..sibench::SibenchConfig::default() };
             cfg.validate().map_err(at)?;
             check_bytes(cfg.rows.saturating_mul(EST_BYTES_PER_ROW), &r.shown("rows"))?;
             schema(sibench::Sibench::setup(db, cfg).map_err(at)?)
         }
-        w @ ("predicate" | "list-append") => {
-            Err(at(format!("workload {w} runs in memory only, so no data directory holds it")))
+        Kind::Predicate | Kind::ListAppend => {
+            Err(at(format!("workload {kind} runs in memory only, so no data directory holds it")))
         }
-        other => Err(at(format!(
-            "unknown workload '{}' (known workloads: {})",
-            quote(other),
-            multiverse_workloads::KNOWN.join(", ")
-        ))),
     }
 }
 

@@ -33,6 +33,7 @@
 use crate::bench::parse_threads;
 use indicatif::{ProgressBar, ProgressStyle};
 use multiverse::{Isolation, Protocol};
+use multiverse_workloads::Kind;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read};
@@ -168,9 +169,9 @@ impl Line {
     /// Whether the line runs workload `w`: another store's history can be
     /// checked from outside on list-append and predicate only (their values
     /// name their writers).
-    fn runs(&self, w: &str) -> bool {
+    fn runs(&self, w: Kind) -> bool {
         match self.peer {
-            Some(_) => matches!(w, "list-append" | "predicate"),
+            Some(_) => w.values_name_writers(),
             None => runs(self.protocol, w),
         }
     }
@@ -216,40 +217,39 @@ fn all_lines() -> Vec<Line> {
 }
 
 /// Each workload's size in the campaign: small, so loading takes a fraction
-/// of a second, and hot, so that conflicts (and anomalies) are frequent. A
-/// workload not named here runs at bench's defaults (predicate and
-/// list-append: a few dozen hot keys already).
-const SIZES: &[(&str, &[&str])] = &[
-    ("hekaton", &["--rows", "2000"]),
-    // Skewed, with read-only reads (2rmw-8r) and blind writes (10op) beside
-    // the read-modify-writes.
-    ("ycsb", &["--rows", "10000", "--value-bytes", "16", "--theta", "0.9", "--mix", "10rmw:40,2rmw-8r:40,10op:20"]),
-    ("smallbank", &["--customers", "1000"]),
-    ("tatp", &["--subscribers", "1000"]),
-    // One warehouse: every worker's home, the contended case.
-    ("tpcc", &["--warehouses", "1"]),
-    ("sibench", &["--rows", "500"]),
-];
-
-fn size_flags(workload: &str) -> &'static [&'static str] {
-    SIZES.iter().find(|(w, _)| *w == workload).map_or(&[], |(_, f)| f)
+/// of a second, and hot, so that conflicts (and anomalies) are frequent.
+/// Predicate and list-append run at bench's defaults (a few dozen hot keys
+/// already).
+fn size_flags(workload: Kind) -> &'static [&'static str] {
+    match workload {
+        Kind::Hekaton => &["--rows", "2000"],
+        // Skewed, with read-only reads (2rmw-8r) and blind writes (10op)
+        // beside the read-modify-writes.
+        Kind::Ycsb => {
+            &["--rows", "10000", "--value-bytes", "16", "--theta", "0.9", "--mix", "10rmw:40,2rmw-8r:40,10op:20"]
+        }
+        Kind::SmallBank => &["--customers", "1000"],
+        Kind::Tatp => &["--subscribers", "1000"],
+        // One warehouse: every worker's home, the contended case.
+        Kind::Tpcc => &["--warehouses", "1"],
+        Kind::Sibench => &["--rows", "500"],
+        Kind::Predicate | Kind::ListAppend => &[],
+    }
 }
 
 /// Whether protocol `p` runs workload `w`. The protocols that take a
 /// transaction's declared accesses before it runs (2pl-ordered, bohm) run
-/// only the workloads that declare them (README): tpcc does not, and tatp
-/// looks subscribers up through a secondary index, which bohm cannot
-/// declare. bench refuses the other pairs only when the first transaction
-/// starts, after loading, with an error a real failure could also print;
-/// so the rule is kept here, and a refusal of a pair this table lets
-/// through is a finding (`REFUSED`): the table cannot silently hide a
+/// only the workloads that declare them (README, [`Kind::declares`]): tpcc
+/// does not, and tatp looks subscribers up through a secondary index, which
+/// bohm cannot declare. bench refuses the other pairs only when the first
+/// transaction starts, after loading, with an error a real failure could
+/// also print; so the rule is kept here, and a refusal of a pair this rule
+/// lets through is a finding (`REFUSED`): the rule cannot silently hide a
 /// workload.
-fn runs(p: Protocol, w: &str) -> bool {
-    const UNDECLARED: &[&str] = &["tpcc"];
-    const NOT_FOR_BOHM: &[&str] = &["tatp"];
+fn runs(p: Protocol, w: Kind) -> bool {
     match p {
-        Protocol::TwoPlOrdered => !UNDECLARED.contains(&w),
-        Protocol::Bohm => !UNDECLARED.contains(&w) && !NOT_FOR_BOHM.contains(&w),
+        Protocol::TwoPlOrdered => w.declares(),
+        Protocol::Bohm => w.declares_primary_keys_only(),
         _ => true,
     }
 }
@@ -259,7 +259,7 @@ fn runs(p: Protocol, w: &str) -> bool {
 struct Point {
     line: Line,
     isolation: Isolation,
-    workload: &'static str,
+    workload: Kind,
     threads: usize,
 }
 
@@ -273,7 +273,12 @@ impl Point {
     fn bench_args(&self, duration: &str, seed: u64, fault: Option<&str>) -> Vec<String> {
         let mut a: Vec<String> = vec!["--protocol".into(), self.line.bench_name().into()];
         a.extend(self.line.flags.iter().map(|s| s.to_string()));
-        a.extend(["--isolation".into(), self.isolation.name().into(), "--workload".into(), self.workload.into()]);
+        a.extend([
+            "--isolation".into(),
+            self.isolation.name().into(),
+            "--workload".into(),
+            self.workload.name().into(),
+        ]);
         a.extend(size_flags(self.workload).iter().map(|s| s.to_string()));
         a.extend([
             "--threads".into(),
@@ -331,12 +336,12 @@ fn grid(a: &VerifyArgs) -> Result<Vec<Point>, String> {
         // The lines in the order of the full list.
         all.iter().filter(|l| chosen.iter().any(|c| c.name == l.name)).cloned().collect()
     };
-    let workloads: Vec<&'static str> = if a.workloads.is_empty() {
-        multiverse_workloads::KNOWN.to_vec()
+    let workloads: Vec<Kind> = if a.workloads.is_empty() {
+        Kind::ALL.to_vec()
     } else {
         let mut w = Vec::new();
         for name in &a.workloads {
-            let n = multiverse_workloads::check_name(name.trim())?;
+            let n = Kind::parse(name.trim())?;
             if !w.contains(&n) {
                 w.push(n);
             }
@@ -367,7 +372,7 @@ fn grid(a: &VerifyArgs) -> Result<Vec<Point>, String> {
                 continue;
             };
             let n = workloads.len();
-            let Some(&workload) = (0..n).map(|i| &workloads[(k + i) % n]).find(|w| line.runs(w)) else {
+            let Some(&workload) = (0..n).map(|i| &workloads[(k + i) % n]).find(|w| line.runs(**w)) else {
                 continue;
             };
             let t = threads[(k + k / n) % threads.len()];
@@ -684,18 +689,18 @@ struct Finding {
 /// Per-workload mean overhead of a run (wall time beyond its duration).
 #[derive(Default)]
 struct Overheads {
-    by_workload: HashMap<&'static str, (f64, u32)>,
+    by_workload: HashMap<Kind, (f64, u32)>,
 }
 
 impl Overheads {
-    fn add(&mut self, w: &'static str, s: f64) {
+    fn add(&mut self, w: Kind, s: f64) {
         let e = self.by_workload.entry(w).or_insert((0.0, 0));
         e.0 += s.max(0.0);
         e.1 += 1;
     }
 
-    fn estimate(&self, w: &str) -> f64 {
-        if let Some((sum, n)) = self.by_workload.get(w) {
+    fn estimate(&self, w: Kind) -> f64 {
+        if let Some((sum, n)) = self.by_workload.get(&w) {
             return sum / *n as f64;
         }
         let (sum, n) = self.by_workload.values().fold((0.0, 0), |(s, n), (a, b)| (s + a, n + b));
@@ -740,7 +745,7 @@ pub fn run(a: VerifyArgs) -> Result<(), crate::cli::Failure> {
 
 fn campaign(a: &VerifyArgs, points: &[Point], seed: u64, budget: Duration, scratch: &Path) -> Result<(), String> {
     let lines = unique(points.iter().map(|p| p.line.name.as_str()));
-    let workloads = unique(points.iter().map(|p| p.workload));
+    let workloads = unique(points.iter().map(|p| p.workload.name()));
     let mut threads: Vec<usize> = points.iter().map(|p| p.threads).collect();
     threads.sort_unstable();
     threads.dedup();
@@ -963,11 +968,11 @@ mod tests {
             assert!(p.line.runs(p.workload));
         }
         assert!(g.iter().any(|p| p.line.name == "ssn+rc") && g.iter().any(|p| p.line.name == "ssn+si"));
-        assert!(!g.iter().any(|p| p.line.name == "bohm" && p.workload == "tpcc"));
+        assert!(!g.iter().any(|p| p.line.name == "bohm" && p.workload == Kind::Tpcc));
         let ssn = grid(&a(&["ssn"], &[])).unwrap();
         assert!(ssn.iter().all(|p| p.line.protocol == Protocol::Ssn && p.isolation == Isolation::Serializable));
         let mv = grid(&a(&["mv-occ"], &["si", "serializable"])).unwrap();
-        assert_eq!(mv.len(), multiverse_workloads::KNOWN.len() * 2 * 2);
+        assert_eq!(mv.len(), Kind::ALL.len() * 2 * 2);
         assert!(grid(&a(&["silo"], &["snapshot"])).unwrap_err().contains("grid is empty"));
         // The quick slice: every line once, every workload met.
         let q = grid(&VerifyArgs { quick: true, ..a(&[], &[]) }).unwrap();
@@ -976,7 +981,7 @@ mod tests {
             assert_eq!(Some(&p.isolation), p.line.levels().last(), "{}: its strongest level", p.line.name);
             assert!(p.line.runs(p.workload));
         }
-        for w in multiverse_workloads::KNOWN {
+        for w in Kind::ALL {
             assert!(q.iter().any(|p| p.workload == w), "{w} missing from the quick slice");
         }
         assert!(q.iter().any(|p| p.threads == 2) && q.iter().any(|p| p.threads == 8));

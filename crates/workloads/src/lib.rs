@@ -31,12 +31,13 @@
 //! verifying isolation rather than measuring it: [`predicate`] (range reads
 //! while others insert and delete inside the ranges: phantoms) and
 //! [`list_append`] (lists of writer tags, whose values give the version
-//! order). Use [`KNOWN`] and [`check_name`] to validate a name given on a
-//! command line.
+//! order). [`Kind`] lists them all: use [`Kind::parse`] to validate a name
+//! given on a command line.
 
 #![warn(missing_docs)]
 
 pub mod hekaton;
+pub mod kind;
 pub mod list_append;
 pub mod mix;
 pub mod predicate;
@@ -49,6 +50,7 @@ pub mod ycsb;
 pub mod zipf;
 
 pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
+pub use kind::Kind;
 pub use mix::Mix;
 pub use store::{run_attempts as run_store_attempts, Store, StoreTxn};
 
@@ -58,18 +60,6 @@ use multiverse::{
 };
 use std::fmt;
 use std::ops::RangeBounds;
-
-/// Names of the workloads this build knows, for `--workload`.
-pub const KNOWN: [&str; 8] = ["hekaton", "ycsb", "smallbank", "tatp", "tpcc", "sibench", "predicate", "list-append"];
-
-/// Checks a workload name; the error lists the known ones.
-pub fn check_name(name: &str) -> std::result::Result<&'static str, String> {
-    KNOWN
-        .iter()
-        .copied()
-        .find(|k| *k == name)
-        .ok_or_else(|| format!("unknown workload '{name}' (known workloads: {})", KNOWN.join(", ")))
-}
 
 /// Why a transaction body failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -320,7 +310,7 @@ pub trait Workload: Sync {
     where
         Self: 'w;
 
-    /// The workload's name (one of [`KNOWN`]).
+    /// The workload's name (its [`Kind::name`]).
     fn name(&self) -> &'static str;
 
     /// The parameters that define the run, for reports.
@@ -803,13 +793,5 @@ mod tests {
         assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(true));
         assert_eq!(w.commits, 1);
         assert_eq!(read(&db).unwrap().as_deref(), Some(&b"x"[..]));
-    }
-
-    #[test]
-    fn names_are_checked() {
-        assert_eq!(check_name("hekaton"), Ok("hekaton"));
-        assert_eq!(check_name("tpcc"), Ok("tpcc"));
-        let e = check_name("tpc-x").unwrap_err();
-        assert!(e.contains("unknown workload 'tpc-x'") && e.contains("hekaton") && e.contains("ycsb"), "{e}");
     }
 }

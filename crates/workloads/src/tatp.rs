@@ -717,7 +717,7 @@ impl Workload for Tatp {
     type Worker<'w> = TatpWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "tatp"
+        crate::Kind::Tatp.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

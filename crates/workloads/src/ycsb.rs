@@ -349,7 +349,7 @@ impl Workload for Ycsb {
     type Worker<'w> = YcsbWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "ycsb"
+        crate::Kind::Ycsb.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

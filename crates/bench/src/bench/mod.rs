@@ -19,6 +19,7 @@
 mod args;
 pub(crate) mod ceiling;
 pub(crate) mod config;
+pub(crate) mod dispatch;
 pub(crate) mod harness;
 pub(crate) mod peers;
 pub(crate) mod report;
@@ -33,7 +34,7 @@ pub use args::{BenchArgs, BenchCli, BenchOutputs};
 use harness::{LoadResult, RunConfig, RunResult};
 use multiverse::research::Faults;
 use multiverse::{Database, Isolation, Mode, Options, Protocol, Stats};
-use multiverse_workloads::{check_name, Hekaton, HekatonConfig, Workload};
+use multiverse_workloads::{Hekaton, HekatonConfig, Kind, Workload};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -226,8 +227,8 @@ impl Host for Database {
 /// `--protocol none`: refuses what the no-CC ceiling cannot honour, and
 /// returns the protocol that loads the rows (MV/O) and a level for the
 /// loading (never used by the measured run).
-fn ceiling_args(a: &BenchArgs, workload: &str) -> Result<(Protocol, Isolation), String> {
-    if workload != "hekaton" {
+fn ceiling_args(a: &BenchArgs, workload: Kind) -> Result<(Protocol, Isolation), String> {
+    if workload != Kind::Hekaton {
         return Err(format!(
             "--protocol none (the no-CC ceiling) runs workload hekaton only, not {workload} (it reads and updates rows of one hash table)"
         ));
@@ -258,8 +259,8 @@ fn ceiling_args(a: &BenchArgs, workload: &str) -> Result<(Protocol, Isolation), 
 /// error is a refusal before anything ran. The caller should pass the
 /// database to [`exit_without_drop`] or drop it.
 pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement, String>, Database), String> {
-    let workload = check_name(&a.workload)?;
-    wl::refuse_foreign_flags(a, workload)?;
+    let workload = Kind::parse(&a.workload)?;
+    dispatch::refuse_foreign_flags(a, workload)?;
     let ceiling = a.protocol == ceiling::NAME;
     let (protocol, isolation) = if ceiling {
         ceiling_args(a, workload)?
@@ -293,7 +294,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
         None
     };
     let faults = parse_faults(a.fault.as_deref())?;
-    if matches!(workload, "predicate" | "list-append") && a.durability != "none" {
+    if workload.in_memory_only() && a.durability != "none" {
         return Err(format!("workload {workload} runs in memory only (no --durability)"));
     }
     let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base, faults)?;
@@ -374,17 +375,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
         ceiling,
         peer: None,
     };
-    let m = match workload {
-        "hekaton" => wl::hekaton::run(&a.hekaton, &ctx, &db),
-        "ycsb" => wl::ycsb::run(&a.ycsb, &ctx, &db),
-        "smallbank" => wl::smallbank::run(&a.smallbank, &ctx, &db),
-        "tatp" => wl::tatp::run(&a.tatp, &ctx, &db),
-        "tpcc" => wl::tpcc::run(&a.tpcc, &ctx, &db),
-        "sibench" => wl::sibench::run(&a.sibench, &ctx, &db),
-        "predicate" => wl::predicate::run(&a.predicate, &ctx, &db),
-        "list-append" => wl::list_append::run(&a.list_append, &ctx, &db),
-        other => unreachable!("check_name accepted '{other}' without a case here"),
-    };
+    let m = dispatch::run(a, workload, &ctx, &db);
     Ok((m, db))
 }
 
@@ -513,7 +504,8 @@ fn run_cli(typed: BenchCli) -> Result<(), String> {
             None => Ok(()),
         };
         let checked = if a.verify {
-            let appends = if a.workload == "list-append" { verify_appends(&history) } else { Ok(()) };
+            let appends =
+                if Kind::find(&a.workload) == Some(Kind::ListAppend) { verify_appends(&history) } else { Ok(()) };
             crate::check::verify(&history, isolation).and(appends)
         } else {
             Ok(())

@@ -323,8 +323,8 @@ fn point_args(
     }
     let m = crate::cli::negative_values(PointCli::command()).try_get_matches_from(&argv).map_err(|e| clap_line(&e))?;
     let args = PointCli::from_arg_matches(&m).map_err(|e| clap_line(&e))?.b;
-    let workload = multiverse_workloads::check_name(&args.workload)?;
-    bench::wl::refuse_foreign_flags(&args, workload)?;
+    let workload = multiverse_workloads::Kind::parse(&args.workload)?;
+    bench::dispatch::refuse_foreign_flags(&args, workload)?;
     argv.remove(0);
     Ok((argv, args))
 }

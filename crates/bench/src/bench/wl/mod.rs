@@ -1,13 +1,12 @@
 //! Each workload's flags and runner: one module per workload.
 //!
 //! A module has a `Flags` struct (its own command-line flags, flattened into
-//! [`BenchArgs`]; every field an `Option` or a `bool` so that "given" can be
+//! `BenchArgs`; every field an `Option` or a `bool` so that "given" can be
 //! told from "default") implementing [`Given`], and a
 //! `run<H: Host>(&Flags, &Ctx, &H) -> Result<Measurement, String>` that builds
 //! the workload's configuration (defaults from its specification), sets its
-//! tables up and calls [`super::measure`].
-
-use super::BenchArgs;
+//! tables up and calls [`super::measure`]. `dispatch` picks the module of
+//! the workload that runs.
 
 pub mod hekaton;
 pub mod list_append;
@@ -22,29 +21,6 @@ pub mod ycsb;
 pub trait Given {
     /// The names of the given flags, as typed (`--theta`).
     fn given(&self) -> Vec<&'static str>;
-}
-
-/// Refuses flags that belong to another workload than `workload`: a typo
-/// or a mix-up should not silently run something else.
-pub fn refuse_foreign_flags(a: &BenchArgs, workload: &str) -> Result<(), String> {
-    let groups: [(&str, Vec<&'static str>); 8] = [
-        ("hekaton", a.hekaton.given()),
-        ("ycsb", a.ycsb.given()),
-        ("smallbank", a.smallbank.given()),
-        ("tatp", a.tatp.given()),
-        ("tpcc", a.tpcc.given()),
-        ("sibench", a.sibench.given()),
-        ("predicate", a.predicate.given()),
-        ("list-append", a.list_append.given()),
-    ];
-    for (name, flags) in groups {
-        if name != workload {
-            if let Some(f) = flags.first() {
-                return Err(format!("{f} is a flag of workload {name}, not of {workload}"));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `--rows` and `--mix` for a workload without a main table or without types.
