@@ -632,7 +632,7 @@ pub(crate) fn measure_with<W: Workload>(
     }
     if let (Some(dir), true) = (&db.options().data_dir, db.durability() != multiverse::Durability::None) {
         // What `multiverse recover` needs to rebuild the schema and check it.
-        crate::recover::record_workload(dir, w.name(), &w.params())?;
+        crate::datadir::record_workload(dir, w.name(), &w.params())?;
     }
     let load = harness::load(db, w, c.threads, c.show, c.rss_before)?;
     // The run's transactions see every loaded row (POMVCC: not a given).
@@ -642,7 +642,7 @@ pub(crate) fn measure_with<W: Workload>(
         db.checkpoint().map_err(|e| format!("checkpoint after loading: {e}"))?;
         if let Some(dir) = &db.options().data_dir {
             // From here on `multiverse recover` checks the invariants.
-            crate::recover::record_loaded(dir)?;
+            crate::datadir::record_loaded(dir)?;
         }
     }
     let nocc = match ceiling {
