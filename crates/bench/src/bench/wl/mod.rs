@@ -8,6 +8,8 @@
 //! tables up and calls [`super::measure`]. `dispatch` picks the module of
 //! the workload that runs.
 
+use multiverse_workloads::Kind;
+
 pub mod hekaton;
 pub mod list_append;
 pub mod predicate;
@@ -24,7 +26,7 @@ pub trait Given {
 }
 
 /// `--rows` and `--mix` for a workload without a main table or without types.
-pub fn refuse_common(c: &super::Ctx, workload: &str, rows: bool, mix: bool) -> Result<(), String> {
+pub fn refuse_common(c: &super::Ctx, workload: Kind, rows: bool, mix: bool) -> Result<(), String> {
     if !rows && c.rows.is_some() {
         return Err(format!("--rows does not apply to workload {workload}"));
     }

@@ -15,7 +15,7 @@ use super::Given;
 
 use multiverse_workloads::ycsb::{Rmw, Ycsb, YcsbConfig, TYPES};
 use multiverse_workloads::zipf::ZipfKind;
-use multiverse_workloads::Mix;
+use multiverse_workloads::{Kind, Mix};
 
 /// Flags of the ycsb workload, boxed: `BenchArgs` is a variant of the
 /// command enum and must stay small (clippy's `large_enum_variant`).
@@ -107,7 +107,7 @@ impl Given for Flags {
 /// Runs the ycsb workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     let f = &f.f;
-    super::refuse_common(c, "ycsb", true, true)?;
+    super::refuse_common(c, Kind::Ycsb, true, true)?;
     let d = YcsbConfig::default();
     let zipf = match f.zipf.as_deref() {
         None => d.zipf,
