@@ -272,7 +272,7 @@ pub fn import(a: ImportArgs) -> Result<(), String> {
         }
         let spec = match &t.primary {
             // As the source directory recorded it.
-            Some(p) => crate::recover::recorded_spec(&StoredTable {
+            Some(p) => crate::datadir::recorded_spec(&StoredTable {
                 name: t.name.clone(),
                 primary: Some(kind(p)?),
                 secondary,

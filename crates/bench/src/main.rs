@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod cli;
 mod compare;
+mod datadir;
 mod dump;
 mod plot;
 mod recover;

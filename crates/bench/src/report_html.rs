@@ -40,7 +40,7 @@ pub fn run(a: ReportArgs) -> Result<(), crate::cli::Failure> {
     }
     let mut comparisons = Vec::new();
     for file in inputs(&a.dir)? {
-        let records = read_records(&file)?;
+        let records = compare::read_records(&file)?;
         let cmp = Comparison::from_records(records).map_err(|e| format!("{}: {e}", file.display()))?;
         comparisons.push((file, cmp));
     }
@@ -83,18 +83,6 @@ fn inputs(path: &Path) -> Result<Vec<PathBuf>, String> {
         ));
     }
     Ok(files)
-}
-
-/// A file's records: an array of them (compare) or one (bench --json).
-pub(crate) fn read_records(file: &Path) -> Result<Vec<Value>, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", file.display()))?;
-    match v {
-        Value::Array(a) if a.is_empty() => Err(format!("{}: no benchmark records (an empty array)", file.display())),
-        Value::Array(a) => Ok(a),
-        v @ Value::Object(_) => Ok(vec![v]),
-        _ => Err(format!("{}: not a benchmark record (expected an object or an array of them)", file.display())),
-    }
 }
 
 /// Text for HTML: `&`, `<`, `>` and quotes escaped.
@@ -240,7 +228,7 @@ fn num(v: f64) -> String {
     if !v.is_finite() {
         "-".into()
     } else if v.abs() >= 1000.0 {
-        let s = crate::bench::report::int(v.abs().round() as u64);
+        let s = crate::bench::units::int(v.abs().round() as u64);
         if v < 0.0 {
             format!("-{s}")
         } else {
@@ -530,7 +518,7 @@ mod tests {
         let f = dir.path().join("a.json");
         for (text, want) in [("{", "not valid JSON"), ("[]", "no benchmark records"), ("3", "not a benchmark record")] {
             std::fs::write(&f, text).unwrap();
-            let e = read_records(&f).unwrap_err();
+            let e = compare::read_records(&f).unwrap_err();
             assert!(e.contains(want) && !e.contains('\n'), "{text}: {e}");
         }
         let e = Comparison::from_records(vec![json!({"protocol": "silo"})]).unwrap_err();

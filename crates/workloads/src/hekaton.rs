@@ -231,7 +231,7 @@ impl Workload for Hekaton {
     type Worker<'w> = HekatonWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "hekaton"
+        crate::Kind::Hekaton.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

@@ -31,12 +31,13 @@
 //! verifying isolation rather than measuring it: [`predicate`] (range reads
 //! while others insert and delete inside the ranges: phantoms) and
 //! [`list_append`] (lists of writer tags, whose values give the version
-//! order). Use [`KNOWN`] and [`check_name`] to validate a name given on a
-//! command line.
+//! order). [`Kind`] lists them all: use [`Kind::parse`] to validate a name
+//! given on a command line.
 
 #![warn(missing_docs)]
 
 pub mod hekaton;
+pub mod kind;
 pub mod list_append;
 pub mod mix;
 pub mod predicate;
@@ -45,31 +46,19 @@ pub mod smallbank;
 pub mod store;
 pub mod tatp;
 pub mod tpcc;
+mod txn;
 pub mod ycsb;
 pub mod zipf;
 
 pub use hekaton::{Hekaton, HekatonConfig, HekatonWorker};
+pub use kind::Kind;
 pub use mix::Mix;
 pub use store::{run_attempts as run_store_attempts, Store, StoreTxn};
+pub use txn::Txn;
 
 use multiverse::research::breakdown;
-use multiverse::{
-    AbortReason, AccessSet, Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, Transaction, TxnOptions,
-};
+use multiverse::{AbortReason, AccessSet, Database, Error, Isolation, Key, Result, TxnOptions};
 use std::fmt;
-use std::ops::RangeBounds;
-
-/// Names of the workloads this build knows, for `--workload`.
-pub const KNOWN: [&str; 8] = ["hekaton", "ycsb", "smallbank", "tatp", "tpcc", "sibench", "predicate", "list-append"];
-
-/// Checks a workload name; the error lists the known ones.
-pub fn check_name(name: &str) -> std::result::Result<&'static str, String> {
-    KNOWN
-        .iter()
-        .copied()
-        .find(|k| *k == name)
-        .ok_or_else(|| format!("unknown workload '{name}' (known workloads: {})", KNOWN.join(", ")))
-}
 
 /// Why a transaction body failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,170 +104,6 @@ pub enum Param {
     Bool(bool),
 }
 
-/// The record operations a transaction body may use.
-///
-/// Workload bodies are generic over this trait, so the same code runs on any
-/// protocol's transaction type, monomorphized (no `dyn` call per access).
-pub trait Txn {
-    /// Reads the row with primary key `key` and passes its value to `f`
-    /// without copying it; `None` if the row does not exist.
-    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>>;
-    /// Reads the row with primary key `key`, declaring that it will be
-    /// written (see `Transaction::get_for_update_with`). By default a
-    /// plain [`Txn::get_with`] (BOHM's procedures declare their writes
-    /// before they run).
-    #[inline]
-    fn get_for_update_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.get_with(table, key, f)
-    }
-    /// Replaces the value of an existing row.
-    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()>;
-    /// Inserts a new row.
-    fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()>;
-    /// Read-modify-write of an existing row: `f(old, new)` fills `new`
-    /// (empty on entry) from the old value.
-    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()>;
-    /// Read-modify-write of an existing row that keeps its length: `f`
-    /// edits a copy of the current value in place (fixed-layout rows). By
-    /// default an [`Txn::update_with`] that copies the old value first.
-    #[inline]
-    fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        self.update_with(table, key, |old, new| {
-            new.extend_from_slice(old);
-            f(new)
-        })
-    }
-    /// Deletes an existing row.
-    fn delete(&mut self, table: TableId, key: &Key) -> Result<()>;
-    /// Calls `f(primary key, value)` for every visible row whose key in
-    /// `index` equals `key`, until `f` returns false.
-    fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()>;
-    /// Calls `f(primary key, value)` for every visible row whose key in
-    /// `index` lies in `range` and passes `filter`, in key order for ordered
-    /// indexes, until `f` returns false.
-    fn scan(
-        &mut self,
-        index: IndexId,
-        range: impl RangeBounds<Key>,
-        filter: Option<&Filter>,
-        f: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()>;
-    /// Hints that the rows with these primary keys will be accessed soon
-    /// (lets their cache misses overlap). Does nothing by default.
-    #[inline]
-    fn prefetch(&self, table: TableId, keys: &[Key]) {
-        let _ = (table, keys);
-    }
-    /// [`Txn::prefetch`] for the rows of several tables at once (one wait
-    /// for the first bucket instead of one per table). By default, one
-    /// `prefetch` per table.
-    #[inline]
-    fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
-        for (table, keys) in sets {
-            self.prefetch(*table, keys);
-        }
-    }
-}
-
-impl Txn for Transaction<'_> {
-    #[inline]
-    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        Transaction::get_with(self, table, key, f)
-    }
-    #[inline]
-    fn get_for_update_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        Transaction::get_for_update_with(self, table, key, f)
-    }
-    #[inline]
-    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        Transaction::update(self, table, key, value)
-    }
-    #[inline]
-    fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
-        Transaction::insert(self, table, key, value)
-    }
-    #[inline]
-    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        Transaction::update_with(self, table, key, f)
-    }
-    #[inline]
-    fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        Transaction::modify(self, table, key, f)
-    }
-    #[inline]
-    fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
-        Transaction::delete(self, table, key)
-    }
-    #[inline]
-    fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        Transaction::get_by(self, index, key, f)
-    }
-    #[inline]
-    fn scan(
-        &mut self,
-        index: IndexId,
-        range: impl RangeBounds<Key>,
-        filter: Option<&Filter>,
-        f: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        let bounds = (range.start_bound().cloned(), range.end_bound().cloned());
-        Transaction::scan(self, index, bounds, filter, f)
-    }
-    #[inline]
-    fn prefetch(&self, table: TableId, keys: &[Key]) {
-        Transaction::prefetch(self, table, keys)
-    }
-    #[inline]
-    fn prefetch_many(&self, sets: &[(TableId, &[Key])]) {
-        Transaction::prefetch_many(self, sets)
-    }
-}
-
-impl Txn for multiverse::protocol::bohm::ExecTxn<'_> {
-    #[inline]
-    fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        multiverse::protocol::bohm::ExecTxn::get_with(self, table, key, f)
-    }
-    #[inline]
-    fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
-        multiverse::protocol::bohm::ExecTxn::update(self, table, key, value)
-    }
-    #[inline]
-    fn insert(&mut self, table: TableId, key: Key, value: &[u8]) -> Result<()> {
-        multiverse::protocol::bohm::ExecTxn::insert(self, table, key, value)
-    }
-    #[inline]
-    fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
-        multiverse::protocol::bohm::ExecTxn::update_with(self, table, key, f)
-    }
-    #[inline]
-    fn modify(&mut self, table: TableId, key: &Key, f: impl FnOnce(&mut [u8])) -> Result<()> {
-        multiverse::protocol::bohm::ExecTxn::modify(self, table, key, f)
-    }
-    #[inline]
-    fn delete(&mut self, table: TableId, key: &Key) -> Result<()> {
-        multiverse::protocol::bohm::ExecTxn::delete(self, table, key)
-    }
-    #[inline]
-    fn get_by(&mut self, index: IndexId, key: &Key, f: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        multiverse::protocol::bohm::ExecTxn::get_by(self, index, key, f)
-    }
-    #[inline]
-    fn scan(
-        &mut self,
-        index: IndexId,
-        range: impl RangeBounds<Key>,
-        filter: Option<&Filter>,
-        f: impl FnMut(&Key, &[u8]) -> bool,
-    ) -> Result<()> {
-        multiverse::protocol::bohm::ExecTxn::scan(self, index, range, filter, f)
-    }
-    #[inline]
-    fn prefetch(&self, table: TableId, keys: &[Key]) {
-        multiverse::protocol::bohm::ExecTxn::prefetch(self, table, keys)
-    }
-}
-
 /// A worker as a BOHM transaction (section 3: the whole transaction is
 /// submitted at once): the worker holds the inputs its last
 /// [`Worker::next_txn`] drew, and its declaration is taken when the
@@ -320,7 +145,7 @@ pub trait Workload: Sync {
     where
         Self: 'w;
 
-    /// The workload's name (one of [`KNOWN`]).
+    /// The workload's name (its [`Kind::name`]).
     fn name(&self) -> &'static str;
 
     /// The parameters that define the run, for reports.
@@ -747,69 +572,4 @@ pub fn split_range(n: u64, part: usize, parts: usize) -> std::ops::Range<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_range_covers_everything_once() {
-        for n in [0u64, 1, 7, 1000, 10_000_001] {
-            for parts in 1..6 {
-                let mut next = 0;
-                for p in 0..parts {
-                    let r = split_range(n, p, parts);
-                    assert_eq!(r.start, next);
-                    next = r.end;
-                }
-                assert_eq!(next, n);
-            }
-        }
-    }
-
-    /// Inserts key 1, then rolls back or commits as told.
-    struct RollbackWorker {
-        table: TableId,
-        roll_back: bool,
-        commits: u32,
-    }
-
-    impl Worker for RollbackWorker {
-        fn next_txn(&mut self) {}
-        fn execute<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
-            t.insert(self.table, Key::from_u64(1), b"x")?;
-            if self.roll_back {
-                return Err(TxnError::Rollback);
-            }
-            Ok(())
-        }
-        fn committed(&mut self) {
-            self.commits += 1;
-        }
-    }
-
-    #[test]
-    fn a_rollback_undoes_the_transaction_and_counts_a_user_abort() {
-        let db = Database::new(multiverse::Options::default()).unwrap();
-        let table = db.create_table(multiverse::TableSpec::hash("t", 16)).unwrap().table();
-        let opts = TxnOptions::new(multiverse::Isolation::Serializable);
-        let mut aborts = AbortCounts::default();
-        let mut w = RollbackWorker { table, roll_back: true, commits: 0 };
-        assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(false));
-        assert_eq!(aborts.0[AbortReason::User], 1);
-        assert_eq!(aborts.total(), 1);
-        assert_eq!(w.commits, 0);
-        let read = |db: &Database| db.run(multiverse::Isolation::Snapshot, |t| t.get(table, Key::from_u64(1)));
-        assert_eq!(read(&db).unwrap(), None, "the insert was rolled back");
-        w.roll_back = false;
-        assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(true));
-        assert_eq!(w.commits, 1);
-        assert_eq!(read(&db).unwrap().as_deref(), Some(&b"x"[..]));
-    }
-
-    #[test]
-    fn names_are_checked() {
-        assert_eq!(check_name("hekaton"), Ok("hekaton"));
-        assert_eq!(check_name("tpcc"), Ok("tpcc"));
-        let e = check_name("tpc-x").unwrap_err();
-        assert!(e.contains("unknown workload 'tpc-x'") && e.contains("hekaton") && e.contains("ycsb"), "{e}");
-    }
-}
+mod tests;

@@ -226,7 +226,7 @@ impl Workload for ListAppend {
     type Worker<'w> = ListAppendWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "list-append"
+        crate::Kind::ListAppend.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

@@ -258,7 +258,7 @@ impl Workload for Predicate {
     type Worker<'w> = PredicateWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "predicate"
+        crate::Kind::Predicate.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

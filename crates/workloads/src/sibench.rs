@@ -257,7 +257,7 @@ impl Workload for Sibench {
     type Worker<'w> = SibenchWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "sibench"
+        crate::Kind::Sibench.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

@@ -328,7 +328,7 @@ impl Workload for SmallBank {
     type Worker<'w> = SmallBankWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "smallbank"
+        crate::Kind::SmallBank.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

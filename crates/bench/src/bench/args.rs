@@ -1,19 +1,15 @@
 //! `multiverse bench`'s flags (`BenchArgs`) and the parsers and checks of
-//! their values: protocols, isolation levels, modes, faults, threads, CPU
-//! lists, durations, counts and sizes. Every error is one line.
+//! their named values: protocols, isolation levels, modes, faults and CPU
+//! lists (numbers are parsed in `values`). Every error is one line.
 
-use super::{report, sys, wl};
+use super::values::{parse_count, parse_seconds, parse_size, parse_threads, parse_warmup, whole};
+use super::wl;
 use multiverse::research::Faults;
 use multiverse::{Isolation, Mode, Protocol};
 use std::path::PathBuf;
 
 /// Default seed of the workers' random generators.
 pub(crate) const DEFAULT_SEED: u64 = 0x5EED_2011;
-/// Most worker threads accepted (transaction-table slots are 1024 by default).
-pub(crate) const MAX_THREADS: usize = 1024;
-/// Conservative estimate of resident bytes per Hekaton row (version record,
-/// allocator overhead, hash bucket), used to refuse loads that cannot fit.
-pub(crate) const EST_BYTES_PER_ROW: u64 = 128;
 
 /// Arguments of `multiverse bench` (and of every grid point of `compare`).
 ///
@@ -244,54 +240,6 @@ pub(crate) fn fault_names(f: Faults) -> String {
     FAULT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(n, _)| *n).collect::<Vec<_>>().join(",")
 }
 
-pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
-    let n: i128 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of threads"))?;
-    if !(1..=MAX_THREADS as i128).contains(&n) {
-        return Err(format!("out of range: must be between 1 and {MAX_THREADS}"));
-    }
-    Ok(n as usize)
-}
-
-/// Refuses a negative number given to a flag that counts (`what`: what it
-/// counts, e.g. "a count"), as out of range rather than as text that is not
-/// a number.
-pub(crate) fn refuse_negative(s: &str, what: &str) -> Result<(), String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v < 0.0 => Err(format!("out of range: {what} cannot be negative")),
-        _ => Ok(()),
-    }
-}
-
-/// A parser of a whole number from `lo` to `hi` that calls a negative
-/// number out of range (clap's own unsigned parsers call it "an invalid
-/// digit").
-pub(crate) fn whole(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
-    move |s: &str| {
-        let n: i128 = s.trim().parse().map_err(|_| format!("'{s}' is not a whole number"))?;
-        if n >= lo as i128 && n <= hi as i128 {
-            Ok(n as u64)
-        } else if hi == u64::MAX {
-            Err(format!("out of range: must be {lo} or more"))
-        } else {
-            Err(format!("out of range: must be from {lo} to {hi}"))
-        }
-    }
-}
-
-/// A count (see [`parse_count`]) that fits a `usize`.
-pub(crate) fn parse_usize(s: &str) -> Result<usize, String> {
-    usize::try_from(parse_count(s)?).map_err(|_| format!("'{s}' is too large"))
-}
-
-/// Parses `--warmup`: seconds, 0 or more.
-pub(crate) fn parse_warmup(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
-        Ok(v) if !v.is_nan() => Err("out of range: must be from 0 to 86400 seconds".into()),
-        _ => Err(format!("'{s}' is not a number of seconds from 0 to 86400")),
-    }
-}
-
 /// Parses `--pin`: `auto` (every CPU this process may run on) or a list of
 /// CPU numbers and ranges (`0,2,4-7`), each one this process may run on.
 /// Leaked: resolved once per run, and `RunConfig` stays `Copy`.
@@ -330,42 +278,6 @@ pub(crate) fn parse_pin(flag: Option<&str>) -> Result<&'static [usize], String> 
     Ok(Box::leak(cpus.into_boxed_slice()))
 }
 
-pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
-    let d: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
-        return Err("out of range: must be more than 0 and at most 86400 seconds".into());
-    }
-    Ok(d)
-}
-
-/// A count such as `10000000`, `10_000_000`, `10,000,000`, `10M` or `500k`.
-pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
-    refuse_negative(s, "a count")?;
-    let t: String = s.trim().chars().filter(|c| *c != '_' && *c != ',').collect();
-    let (num, mul) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1_000),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1_000_000),
-        Some('g' | 'G' | 'b' | 'B') => (&t[..t.len() - 1], 1_000_000_000),
-        _ => (&t[..], 1),
-    };
-    let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a count (try 1000000 or 1M)"))?;
-    n.checked_mul(mul).ok_or_else(|| format!("'{s}' is too large"))
-}
-
-/// A memory size such as `1073741824`, `512M`, `2G` or `64K` (binary units).
-pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    refuse_negative(s, "a size")?;
-    let t = s.trim().trim_end_matches(['b', 'B']).trim_end_matches(['i', 'I']);
-    let (num, shift) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 10),
-        Some('m' | 'M') => (&t[..t.len() - 1], 20),
-        Some('g' | 'G') => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    let n: u64 = num.trim().parse().map_err(|_| format!("'{s}' is not a size (try 512M or 2G)"))?;
-    n.checked_mul(1 << shift).ok_or_else(|| format!("'{s}' is too large"))
-}
-
 /// Parses a protocol name (every protocol is built in).
 pub(crate) fn parse_protocol(s: &str) -> Result<Protocol, String> {
     s.parse().map_err(|e: multiverse::Error| e.to_string())
@@ -389,24 +301,6 @@ pub(crate) fn parse_isolation(s: &str, p: Protocol) -> Result<Isolation, String>
         return Err(format!("protocol '{p}' does not offer isolation level '{l}' (it offers: {})", offered.join(", ")));
     }
     Ok(l)
-}
-
-/// Refuses a table that clearly cannot fit in memory (instead of dying in the allocator).
-pub(crate) fn check_memory(rows: u64) -> Result<(), String> {
-    check_bytes(rows.saturating_mul(EST_BYTES_PER_ROW), &format!("--rows {}", report::int(rows)))
-}
-
-/// Refuses a data set of about `need` bytes when less memory is available;
-/// `what` names the flag or workload that asked for it.
-pub(crate) fn check_bytes(need: u64, what: &str) -> Result<(), String> {
-    match sys::mem_available_bytes() {
-        Some(avail) if need > avail => Err(format!(
-            "{what} needs about {} of memory, but only {} is available",
-            report::bytes(need),
-            report::bytes(avail)
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// The base of `--base` for protocol `p` (SSN's certified scheme).

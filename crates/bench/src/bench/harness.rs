@@ -372,7 +372,7 @@ pub fn run<S: Store, W: Workload>(
             if !pb.is_hidden() {
                 pb.set_position(t0.elapsed().as_millis() as u64);
                 let tps = count() as f64 / t0.elapsed().as_secs_f64();
-                pb.set_message(format!("{total_s:.0}s  {} txn/s", super::report::int(tps as u64)));
+                pb.set_message(format!("{total_s:.0}s  {} txn/s", super::units::int(tps as u64)));
             }
         }
         // Relaxed: workers poll it; the scope join orders everything after.

@@ -18,11 +18,11 @@
 //! `multiverse_check::check_observed_ranges` (other workloads are refused).
 
 use super::harness::{self, RunConfig};
-use super::{check_bytes, parse_pin, sys, wl, BenchArgs, Ctx, Host, Measurement, PeerRun};
+use super::{check_bytes, dispatch, parse_pin, sys, BenchArgs, Ctx, Host, Measurement, PeerRun};
 use multiverse::{Isolation, Mode, Protocol, Stats};
 use multiverse_check::{Limits, ObservedRange, ObservedRanges, ObservedTxn};
 use multiverse_peers::{Durability, KvStore, Observed, Peer, PeerFn, PeerOptions};
-use multiverse_workloads::{GuardedRanges, Workload};
+use multiverse_workloads::{GuardedRanges, Kind, Workload};
 use std::time::Duration;
 
 /// Whether `name` is another store's (compiled in or not).
@@ -61,7 +61,7 @@ fn not_built(name: &str) -> String {
 }
 
 /// Refuses the flags a store cannot honour.
-fn refuse(a: &BenchArgs, name: &str, workload: &str) -> Result<(), String> {
+fn refuse(a: &BenchArgs, name: &str, workload: Kind) -> Result<(), String> {
     let given = [
         ("--mode", a.mode.is_some()),
         ("--base", a.base.is_some()),
@@ -85,13 +85,13 @@ fn refuse(a: &BenchArgs, name: &str, workload: &str) -> Result<(), String> {
         };
         return Err(format!("{flag} does not apply to store {name} ({why})"));
     }
-    if a.verify && !matches!(workload, "list-append" | "predicate") {
+    if a.verify && !workload.values_name_writers() {
         return Err(format!(
             "--verify on store {name} checks workloads list-append and predicate (their values name their writers: a \
              store is a black box, without versions to record); {workload} needs Multiverse's history recorder"
         ));
     }
-    if matches!(workload, "predicate" | "list-append") && a.durability != "none" {
+    if workload.in_memory_only() && a.durability != "none" {
         return Err(format!("workload {workload} runs in memory only (no --durability)"));
     }
     Ok(())
@@ -101,8 +101,8 @@ fn refuse(a: &BenchArgs, name: &str, workload: &str) -> Result<(), String> {
 /// The outer error is a refusal before anything ran.
 pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<Result<Measurement, String>, String> {
     let name = a.protocol.as_str();
-    let workload = multiverse_workloads::check_name(&a.workload)?;
-    wl::refuse_foreign_flags(a, workload)?;
+    let workload = Kind::parse(&a.workload)?;
+    dispatch::refuse_foreign_flags(a, workload)?;
     refuse(a, name, workload)?;
     let (isolation, levels) = resolve_level(name, a.isolation.as_deref())?;
     let name = multiverse_peers::names().iter().copied().find(|n| *n == name).expect("a peer's name");
@@ -154,25 +154,14 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<Result<Measurement, 
 struct Runner<'a> {
     a: &'a BenchArgs,
     ctx: &'a Ctx,
-    workload: &'static str,
+    workload: Kind,
 }
 
 impl PeerFn for Runner<'_> {
     type Output = Result<Measurement, String>;
 
     fn call<K: KvStore>(self, peer: &Peer<K>) -> Self::Output {
-        let (a, c) = (self.a, self.ctx);
-        match self.workload {
-            "hekaton" => wl::hekaton::run(&a.hekaton, c, peer),
-            "ycsb" => wl::ycsb::run(&a.ycsb, c, peer),
-            "smallbank" => wl::smallbank::run(&a.smallbank, c, peer),
-            "tatp" => wl::tatp::run(&a.tatp, c, peer),
-            "tpcc" => wl::tpcc::run(&a.tpcc, c, peer),
-            "sibench" => wl::sibench::run(&a.sibench, c, peer),
-            "predicate" => wl::predicate::run(&a.predicate, c, peer),
-            "list-append" => wl::list_append::run(&a.list_append, c, peer),
-            other => unreachable!("check_name accepted '{other}' without a case here"),
-        }
+        dispatch::run(self.a, self.workload, self.ctx, peer)
     }
 }
 

@@ -2,46 +2,13 @@
 //! (DESIGN.md, "Benchmark JSON").
 
 use super::harness::RunResult;
+use super::units::{bytes, int, threads};
 use super::{sys, Measurement};
 use multiverse::{Isolation, Mode};
 use multiverse_workloads::{AbortCounts, Param};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt::Write;
-
-/// An integer with thousands separators: `12,345,678`.
-pub fn int(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `1 thread`, `2 threads`.
-pub fn threads(n: usize) -> String {
-    format!("{n} thread{}", if n == 1 { "" } else { "s" })
-}
-
-/// A byte count in binary units: `1.23 GiB`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.2} {}", UNITS[u])
-    }
-}
 
 pub(crate) fn param_text(p: &Param) -> String {
     match p {
@@ -639,20 +606,4 @@ pub fn latency_log(m: &Measurement, path: &std::path::Path) -> Result<(), String
     }
     drop(log);
     std::fs::write(path, out).map_err(|e| fail(&e))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_format() {
-        assert_eq!(int(0), "0");
-        assert_eq!(int(999), "999");
-        assert_eq!(int(1000), "1,000");
-        assert_eq!(int(12_345_678), "12,345,678");
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(3 << 30), "3.00 GiB");
-    }
 }

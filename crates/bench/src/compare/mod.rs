@@ -323,8 +323,8 @@ fn point_args(
     }
     let m = crate::cli::negative_values(PointCli::command()).try_get_matches_from(&argv).map_err(|e| clap_line(&e))?;
     let args = PointCli::from_arg_matches(&m).map_err(|e| clap_line(&e))?.b;
-    let workload = multiverse_workloads::check_name(&args.workload)?;
-    bench::wl::refuse_foreign_flags(&args, workload)?;
+    let workload = multiverse_workloads::Kind::parse(&args.workload)?;
+    bench::dispatch::refuse_foreign_flags(&args, workload)?;
     argv.remove(0);
     Ok((argv, args))
 }
@@ -544,7 +544,7 @@ fn compare(a: &CompareArgs, m: &ArgMatches, started: &mut bool) -> Result<(), St
             if show {
                 eprintln!(
                     "[{done}/{total}] {what}: {} txn/s, {:.2}% aborted",
-                    crate::bench::report::int(sum.tps as u64),
+                    crate::bench::units::int(sum.tps as u64),
                     sum.abort_pct
                 );
             }
@@ -596,7 +596,7 @@ fn replot(file: &Path, a: &CompareArgs, m: &ArgMatches, started: &mut bool) -> R
         let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         Comparison::from_csv(&text).map_err(in_file)?
     } else {
-        Comparison::from_records(crate::report_html::read_records(file)?).map_err(in_file)?
+        Comparison::from_records(read_records(file)?).map_err(in_file)?
     };
     cmp.given_notes.extend(a.note.iter().cloned());
     let prefix = match &a.out {

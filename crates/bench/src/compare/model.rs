@@ -6,6 +6,7 @@ use super::PointCli;
 use crate::plot;
 use clap::CommandFactory;
 use serde_json::Value;
+use std::path::Path;
 
 /// What one run measured, read from its JSON record.
 #[derive(Clone, Debug)]
@@ -611,4 +612,16 @@ pub(crate) fn csv_fields(line: &str) -> Result<Vec<String>, String> {
     }
     out.push(field);
     Ok(out)
+}
+
+/// A file's records: an array of them (compare) or one (bench --json).
+pub(crate) fn read_records(file: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", file.display()))?;
+    match v {
+        Value::Array(a) if a.is_empty() => Err(format!("{}: no benchmark records (an empty array)", file.display())),
+        Value::Array(a) => Ok(a),
+        v @ Value::Object(_) => Ok(vec![v]),
+        _ => Err(format!("{}: not a benchmark record (expected an object or an array of them)", file.display())),
+    }
 }

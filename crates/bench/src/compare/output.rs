@@ -39,7 +39,7 @@ pub(crate) fn table(cmp: &Comparison) -> String {
             let w = col_w - 9;
             match cmp.point(&values, li) {
                 Some(p) => {
-                    let tps = crate::bench::report::int(p.median(&Metric::Throughput).unwrap_or(0.0) as u64);
+                    let tps = crate::bench::units::int(p.median(&Metric::Throughput).unwrap_or(0.0) as u64);
                     let _ = write!(r, " {tps:>w$} {:>7.2}%", p.median(&Metric::AbortPct).unwrap_or(0.0));
                 }
                 None => {
@@ -325,7 +325,7 @@ pub(crate) fn notes(cmp: &Comparison) -> Vec<String> {
     let mut run = Vec::new();
     let same = |key: &str| cmp.field_values(key).filter(|v| !v.contains(", "));
     if let Some(t) = same("threads").filter(|_| !cmp.swept("threads")) {
-        run.push(crate::bench::report::threads(t.parse().unwrap_or(0)));
+        run.push(crate::bench::units::threads(t.parse().unwrap_or(0)));
     }
     if let Some(l) = same("isolation") {
         run.push(format!("isolation {l}"));

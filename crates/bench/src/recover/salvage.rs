@@ -42,7 +42,8 @@
 //! rounds never acknowledged), 1 on any error (one line, OUT not written),
 //! 2 for a bad command line.
 
-use super::{Failure, Survey};
+use super::Failure;
+use crate::datadir::Survey;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};

@@ -640,7 +640,7 @@ impl Workload for Tpcc {
     type Worker<'w> = TpccWorker<'w>;
 
     fn name(&self) -> &'static str {
-        "tpcc"
+        crate::Kind::Tpcc.name()
     }
 
     fn params(&self) -> Vec<(&'static str, Param)> {

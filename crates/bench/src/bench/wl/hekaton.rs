@@ -10,7 +10,7 @@ use super::super::{check_memory, measure, Ctx, Host, Measurement};
 use super::Given;
 use multiverse::Isolation;
 use multiverse_workloads::hekaton::{Heterogeneous, MIX_TYPES};
-use multiverse_workloads::{Hekaton, HekatonConfig, Mix};
+use multiverse_workloads::{Hekaton, HekatonConfig, Kind, Mix};
 
 /// Flags of the hekaton workload.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -79,7 +79,7 @@ fn parse_mix(s: &str) -> Result<Mix, String> {
 
 /// Runs the hekaton workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
-    super::refuse_common(c, "hekaton", true, true)?;
+    super::refuse_common(c, Kind::Hekaton, true, true)?;
     let d = HekatonConfig::default();
     let cfg = HekatonConfig {
         rows: c.rows.unwrap_or(d.rows),

@@ -12,6 +12,7 @@ use super::Given;
 
 use multiverse_workloads::list_append::{ListAppend, ListAppendConfig};
 use multiverse_workloads::sibench::parse_range;
+use multiverse_workloads::Kind;
 
 /// Flags of the list-append workload, boxed: `BenchArgs` is a variant of
 /// the command enum and must stay small (clippy's `large_enum_variant`).
@@ -64,7 +65,7 @@ impl Given for Flags {
 /// Runs the list-append workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     let f = &f.f;
-    super::refuse_common(c, "list-append", false, false)?;
+    super::refuse_common(c, Kind::ListAppend, false, false)?;
     let d = ListAppendConfig::default();
     let cfg = ListAppendConfig {
         keys: f.list_keys.unwrap_or(d.keys),

@@ -1,13 +1,14 @@
 //! Each workload's flags and runner: one module per workload.
 //!
 //! A module has a `Flags` struct (its own command-line flags, flattened into
-//! [`BenchArgs`]; every field an `Option` or a `bool` so that "given" can be
+//! `BenchArgs`; every field an `Option` or a `bool` so that "given" can be
 //! told from "default") implementing [`Given`], and a
 //! `run<H: Host>(&Flags, &Ctx, &H) -> Result<Measurement, String>` that builds
 //! the workload's configuration (defaults from its specification), sets its
-//! tables up and calls [`super::measure`].
+//! tables up and calls [`super::measure`]. `dispatch` picks the module of
+//! the workload that runs.
 
-use super::BenchArgs;
+use multiverse_workloads::Kind;
 
 pub mod hekaton;
 pub mod list_append;
@@ -24,31 +25,8 @@ pub trait Given {
     fn given(&self) -> Vec<&'static str>;
 }
 
-/// Refuses flags that belong to another workload than `workload`: a typo
-/// or a mix-up should not silently run something else.
-pub fn refuse_foreign_flags(a: &BenchArgs, workload: &str) -> Result<(), String> {
-    let groups: [(&str, Vec<&'static str>); 8] = [
-        ("hekaton", a.hekaton.given()),
-        ("ycsb", a.ycsb.given()),
-        ("smallbank", a.smallbank.given()),
-        ("tatp", a.tatp.given()),
-        ("tpcc", a.tpcc.given()),
-        ("sibench", a.sibench.given()),
-        ("predicate", a.predicate.given()),
-        ("list-append", a.list_append.given()),
-    ];
-    for (name, flags) in groups {
-        if name != workload {
-            if let Some(f) = flags.first() {
-                return Err(format!("{f} is a flag of workload {name}, not of {workload}"));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// `--rows` and `--mix` for a workload without a main table or without types.
-pub fn refuse_common(c: &super::Ctx, workload: &str, rows: bool, mix: bool) -> Result<(), String> {
+pub fn refuse_common(c: &super::Ctx, workload: Kind, rows: bool, mix: bool) -> Result<(), String> {
     if !rows && c.rows.is_some() {
         return Err(format!("--rows does not apply to workload {workload}"));
     }

@@ -10,7 +10,7 @@ use super::super::{measure, parse_count, Ctx, Host, Measurement};
 use super::Given;
 use multiverse::Isolation;
 use multiverse_workloads::predicate::{Predicate, PredicateConfig, TYPES};
-use multiverse_workloads::Mix;
+use multiverse_workloads::{Kind, Mix};
 
 /// Flags of the predicate workload, boxed: `BenchArgs` is a variant of the
 /// command enum and must stay small (clippy's `large_enum_variant`).
@@ -49,7 +49,7 @@ impl Given for Flags {
 
 /// Runs the predicate workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
-    super::refuse_common(c, "predicate", false, true)?;
+    super::refuse_common(c, Kind::Predicate, false, true)?;
     let d = PredicateConfig::default();
     let cfg = PredicateConfig {
         ranges: f.f.predicate_ranges.unwrap_or(d.ranges),

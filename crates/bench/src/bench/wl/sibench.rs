@@ -10,6 +10,7 @@ use super::super::{check_memory, measure, Ctx, Host, Measurement};
 use super::Given;
 
 use multiverse_workloads::sibench::{parse_range, Sibench, SibenchConfig, Writes};
+use multiverse_workloads::Kind;
 
 /// Flags of the sibench workload, boxed: `BenchArgs` is a variant of the
 /// command enum and must stay small (clippy's `large_enum_variant`).
@@ -64,7 +65,7 @@ impl Given for Flags {
 /// Runs the sibench workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     let f = &f.f;
-    super::refuse_common(c, "sibench", true, false)?;
+    super::refuse_common(c, Kind::Sibench, true, false)?;
     let d = SibenchConfig::default();
     let range = |flag: &str, s: &Option<String>, def| match s {
         Some(s) => parse_range(s).map_err(|e| format!("{flag}: {e}")),

@@ -4,7 +4,7 @@ use super::super::{measure, parse_count, Ctx, Host, Measurement};
 use super::Given;
 
 use multiverse_workloads::smallbank::{SmallBank, SmallBankConfig, TYPES};
-use multiverse_workloads::Mix;
+use multiverse_workloads::{Kind, Mix};
 use std::num::NonZeroU64;
 
 /// A count of at least 1 (kept small: `BenchArgs` is moved around whole).
@@ -41,7 +41,7 @@ impl Given for Flags {
 
 /// Runs the smallbank workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
-    super::refuse_common(c, "smallbank", false, true)?;
+    super::refuse_common(c, Kind::SmallBank, false, true)?;
     let d = SmallBankConfig::default();
     let cfg = SmallBankConfig {
         customers: f.customers.map_or(d.customers, NonZeroU64::get),

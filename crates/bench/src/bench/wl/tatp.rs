@@ -4,7 +4,7 @@ use super::super::{measure, parse_count, Ctx, Host, Measurement};
 use super::Given;
 
 use multiverse_workloads::tatp::{Tatp, TatpConfig, EST_BYTES_PER_ROW, TYPES};
-use multiverse_workloads::Mix;
+use multiverse_workloads::{Kind, Mix};
 use std::num::NonZeroU64;
 
 /// A count of at least 1 (kept small: `BenchArgs` is moved around whole).
@@ -34,7 +34,7 @@ impl Given for Flags {
 
 /// Runs the tatp workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
-    super::refuse_common(c, "tatp", false, true)?;
+    super::refuse_common(c, Kind::Tatp, false, true)?;
     let d = TatpConfig::default();
     let cfg = TatpConfig {
         subscribers: f.subscribers.map_or(d.subscribers, NonZeroU64::get),

@@ -4,7 +4,7 @@ use super::super::{measure, Ctx, Host, Measurement};
 use super::Given;
 
 use multiverse_workloads::tpcc::{Tpcc, TpccConfig, EST_BYTES_PER_WAREHOUSE, MAX_WAREHOUSES, TYPES};
-use multiverse_workloads::Mix;
+use multiverse_workloads::{Kind, Mix};
 
 fn parse_warehouses(s: &str) -> Result<u32, String> {
     crate::bench::refuse_negative(s, "a number of warehouses")?;
@@ -55,7 +55,7 @@ impl Given for Flags {
 
 /// Runs the tpcc workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
-    super::refuse_common(c, "tpcc", false, true)?;
+    super::refuse_common(c, Kind::Tpcc, false, true)?;
     let cfg = TpccConfig {
         warehouses: f.warehouses.unwrap_or_else(|| (c.threads as u32).clamp(1, MAX_WAREHOUSES)),
         mix: match &c.mix {

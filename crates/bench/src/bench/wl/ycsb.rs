@@ -10,12 +10,12 @@
 //! `--zipf exact|gray`, `--scramble` and `--allow-repeats` draw the keys as
 //! a peer's harness does (the module docs of `multiverse_workloads::ycsb`).
 
-use super::super::{check_bytes, measure, parse_count, report, Ctx, Host, Measurement};
+use super::super::{check_bytes, measure, parse_count, units, Ctx, Host, Measurement};
 use super::Given;
 
 use multiverse_workloads::ycsb::{Rmw, Ycsb, YcsbConfig, TYPES};
 use multiverse_workloads::zipf::ZipfKind;
-use multiverse_workloads::Mix;
+use multiverse_workloads::{Kind, Mix};
 
 /// Flags of the ycsb workload, boxed: `BenchArgs` is a variant of the
 /// command enum and must stay small (clippy's `large_enum_variant`).
@@ -107,7 +107,7 @@ impl Given for Flags {
 /// Runs the ycsb workload.
 pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     let f = &f.f;
-    super::refuse_common(c, "ycsb", true, true)?;
+    super::refuse_common(c, Kind::Ycsb, true, true)?;
     let d = YcsbConfig::default();
     let zipf = match f.zipf.as_deref() {
         None => d.zipf,
@@ -137,7 +137,7 @@ pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     }
     cfg.validate()?;
     // Before the table (and its bucket array) is created.
-    check_bytes(cfg.estimated_bytes(), &format!("--rows {}", report::int(cfg.rows)))?;
+    check_bytes(cfg.estimated_bytes(), &format!("--rows {}", units::int(cfg.rows)))?;
     let w = Ycsb::setup(db, cfg)?;
     measure(db, &w, c)
 }

@@ -1,0 +1,60 @@
+//! Tests of the crate's shared pieces: `split_range` and the retry loop's
+//! handling of a rollback.
+
+use super::*;
+use multiverse::TableId;
+
+#[test]
+fn split_range_covers_everything_once() {
+    for n in [0u64, 1, 7, 1000, 10_000_001] {
+        for parts in 1..6 {
+            let mut next = 0;
+            for p in 0..parts {
+                let r = split_range(n, p, parts);
+                assert_eq!(r.start, next);
+                next = r.end;
+            }
+            assert_eq!(next, n);
+        }
+    }
+}
+
+/// Inserts key 1, then rolls back or commits as told.
+struct RollbackWorker {
+    table: TableId,
+    roll_back: bool,
+    commits: u32,
+}
+
+impl Worker for RollbackWorker {
+    fn next_txn(&mut self) {}
+    fn execute<T: Txn>(&mut self, t: &mut T) -> Result<(), TxnError> {
+        t.insert(self.table, Key::from_u64(1), b"x")?;
+        if self.roll_back {
+            return Err(TxnError::Rollback);
+        }
+        Ok(())
+    }
+    fn committed(&mut self) {
+        self.commits += 1;
+    }
+}
+
+#[test]
+fn a_rollback_undoes_the_transaction_and_counts_a_user_abort() {
+    let db = Database::new(multiverse::Options::default()).unwrap();
+    let table = db.create_table(multiverse::TableSpec::hash("t", 16)).unwrap().table();
+    let opts = TxnOptions::new(multiverse::Isolation::Serializable);
+    let mut aborts = AbortCounts::default();
+    let mut w = RollbackWorker { table, roll_back: true, commits: 0 };
+    assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(false));
+    assert_eq!(aborts.0[AbortReason::User], 1);
+    assert_eq!(aborts.total(), 1);
+    assert_eq!(w.commits, 0);
+    let read = |db: &Database| db.run(multiverse::Isolation::Snapshot, |t| t.get(table, Key::from_u64(1)));
+    assert_eq!(read(&db).unwrap(), None, "the insert was rolled back");
+    w.roll_back = false;
+    assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(true));
+    assert_eq!(w.commits, 1);
+    assert_eq!(read(&db).unwrap().as_deref(), Some(&b"x"[..]));
+}
