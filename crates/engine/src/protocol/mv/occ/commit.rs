@@ -90,10 +90,12 @@ impl<'db> MvTxn<'db> {
         let phase = obs::span!(trace, "validate", txn = self.core.id, end_ts);
         let validate = !db.opts.faults.skip_validation;
         let check_ts = if db.g.po.is_some() { end_ts + 1 } else { end_ts };
-        if validate && self.core.isolation >= Isolation::RepeatableRead && !self.validate_reads(check_ts) {
+        // The gates read the policy alone: a transaction keeps a ReadSet or
+        // a ScanSet exactly when it is to be validated against it.
+        if validate && self.policy.track_reads && !self.validate_reads(check_ts) {
             return Err(self.abort_with(AbortReason::ReadValidation));
         }
-        if validate && self.core.isolation == Isolation::Serializable && !self.detect_phantoms(check_ts) {
+        if validate && self.policy.track_scans && !self.detect_phantoms(check_ts) {
             return Err(self.abort_with(AbortReason::Phantom));
         }
         if self.policy.cert != Cert::Off {
