@@ -1,7 +1,7 @@
 //! The multi-version family: Hekaton's storage of versions and its
 //! transactions (Larson et al., VLDB 2011), with the protocols that run on
-//! them. One transaction struct, [`MvTxn`], serves them all; what differs is
-//! decided once at begin, in its [`Policy`].
+//! them. One transaction struct, `MvTxn`, serves them all; what differs is
+//! decided once at begin, in its `Policy`.
 //!
 //! | module | protocol | paper |
 //! | --- | --- | --- |
@@ -13,9 +13,9 @@
 //! | `policy.rs` | the switches of one transaction, from protocol, level and mode | — |
 //! | `savepoint.rs` | the family's half of savepoints | Hekaton section 3.3 (abort per version) |
 //!
-//! This file holds the family's database-wide state ([`MvGlobal`]), the
+//! This file holds the family's database-wide state (`MvGlobal`), the
 //! transaction struct and the helpers every phase uses; the protocols'
-//! modules extend [`MvTxn`] with their phases and name nothing of each other
+//! modules extend `MvTxn` with their phases and name nothing of each other
 //! but what lies below them here.
 
 mod local;

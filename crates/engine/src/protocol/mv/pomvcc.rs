@@ -2,7 +2,7 @@
 //! 2018, `pomvcc-2018.txt`), sections IV and VI.A.
 //!
 //! This module holds POMVCC's **timestamp manager** (Table VIII, Figures 15,
-//! 18 and 19). The transactions are MV/O's ([`super::mv_occ`]) on the shared
+//! 18 and 19). The transactions are MV/O's ([`super::occ`]) on the shared
 //! multi-version store, with these timestamps:
 //!
 //! * the clock that a begin reads follows BTs (`2 BTs + 2`, see `stamp`):

@@ -2,7 +2,7 @@
 //! (Larson et al., VLDB 2011, section 4), and what optimistic transactions
 //! do to coexist with it (section 4.5).
 //!
-//! A pessimistic transaction shares everything with MV/O ([`super::mv_occ`]:
+//! A pessimistic transaction shares everything with MV/O ([`super::occ`]:
 //! the phases, visibility, commit dependencies, postprocessing) except how
 //! its reads stay valid: instead of validating them at commit it **locks**
 //! them, and instead of blocking on a conflicting lock it **updates eagerly**

@@ -29,7 +29,7 @@
 //!    then report the outcome to the transactions in CommitDepSet, hand the
 //!    garbage to the collector, and terminate.
 //!
-//! [`Transaction`] is also the pessimistic transaction of MV/L (section 4):
+//! The transaction (`MvTxn`) is also the pessimistic transaction of MV/L (section 4):
 //! the phases, visibility and postprocessing are the same; reads that lock
 //! instead of being validated, wait-for dependencies and deadlock detection
 //! are in [`super::lock`], and the places here that call into it are
@@ -71,7 +71,7 @@
 //!
 //! Files: `read.rs` (reads and scans), `write.rs` (writes), `intent.rs`
 //! (`get_for_update`'s write claims), `commit.rs` (commit and abort). The
-//! transaction struct they extend, [`MvTxn`](super::MvTxn), its state and
+//! transaction struct they extend, `MvTxn`, its state and
 //! the helpers every phase uses are the family's, in [`super`].
 
 mod commit;

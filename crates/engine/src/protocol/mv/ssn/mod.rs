@@ -5,7 +5,7 @@
 //!
 //! SSN is a pre-commit certifier layered on a CC scheme that forbids lost
 //! writes and dirty reads (section 3, Definition 3). Here the base is MV/O
-//! at read committed or snapshot isolation ([`super::mv_occ`]): first
+//! at read committed or snapshot isolation ([`super::occ`]): first
 //! updater wins, reads return committed versions (or those of a Preparing
 //! transaction, behind a commit dependency), nothing blocks. SSN adds:
 //!

@@ -8,7 +8,7 @@
 //! (T1 may be T3: write skew). An rw edge T →rw U means T read a version
 //! that U replaced. This module is only the test: the reads, the readers
 //! bitmaps, the stamps and the latch-free commit are SSN's
-//! ([`super::ssn`]), with the words read differently:
+//! ([`super`]), with the words read differently:
 //!
 //! * `sstamp` of a transaction T is **out(T)**: the smallest commit stamp
 //!   of a transaction that replaced something T read and committed before
@@ -35,7 +35,7 @@
 //! after its snapshot by a transaction U that committed first has the edge
 //! T →rw U, taken like an overwrite of a version read (out(T) ≤ c(U), rule
 //! 2 if out(U) is finite — or unknown because U has left its slot): see
-//! the phantoms in [`super::ssn`] (section 6 of the SSN paper).
+//! the phantoms in [`super`] (section 6 of the SSN paper).
 //!
 //! Deliberate differences from Cahill's SIREAD locks: reads are tracked by
 //! SSN's readers bitmaps and η(V), so a reader that committed long before
