@@ -57,7 +57,8 @@ impl<'db> BohmTxn<'db> {
 
     /// Gives the gate back (commit or rollback).
     fn bohm_release(&self) {
-        // SAFETY: taken in `bohm_enter` for this transaction and forgotten;
+        // SAFETY: taken by `Store::enter` when this transaction began
+        // (`Globals::begin`) and forgotten;
         // released exactly once, as the transaction ends.
         unsafe { self.store().gate.force_unlock() };
     }
