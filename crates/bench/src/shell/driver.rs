@@ -103,6 +103,23 @@ pub(crate) struct Driver<W: Write> {
     errors: usize,
     /// Every line's last printed result, by line number (for `--matrix`).
     results: BTreeMap<usize, String>,
+    /// How many times the driver went on past a pending command on the
+    /// evidence that it waits (rather than because it answered): the runs
+    /// whose order rested on that judgment.
+    judged: usize,
+}
+
+/// What a finished script leaves (for `--matrix`).
+pub(crate) struct Finished {
+    /// Every line's last result, by line number: a command's own, also
+    /// where `blocked` or `queued` was printed first.
+    pub(crate) results: BTreeMap<usize, String>,
+    /// The final committed state, as printed.
+    pub(crate) state: String,
+    /// How many times the driver went on past a pending command because
+    /// its thread showed that it waits (zero: the run's order did not
+    /// depend on any such judgment).
+    pub(crate) judged_waits: usize,
 }
 
 impl<W: Write> Driver<W> {
@@ -122,6 +139,7 @@ impl<W: Write> Driver<W> {
             exited: 0,
             errors: 0,
             results: BTreeMap::new(),
+            judged: 0,
         }
     }
 
@@ -156,12 +174,10 @@ impl<W: Write> Driver<W> {
         self.end().map(|_| ())
     }
 
-    /// As [`Driver::finish`]; returns every line's last result (a command's
-    /// own, also where `blocked` or `queued` was printed first) and the
-    /// final committed state.
-    pub(crate) fn finish_with_results(mut self) -> io::Result<(BTreeMap<usize, String>, String)> {
+    /// As [`Driver::finish`]; returns what the run left ([`Finished`]).
+    pub(crate) fn finish_with_results(mut self) -> io::Result<Finished> {
         let state = self.end()?;
-        Ok((self.results, state))
+        Ok(Finished { results: self.results, state, judged_waits: self.judged })
     }
 
     /// The end of the script; returns the final state as printed.
@@ -260,6 +276,7 @@ impl<W: Write> Driver<W> {
                 all &= s.watch.waiting(&s.thread);
             }
             if all {
+                self.judged += 1;
                 return;
             }
             self.wait_until(Instant::now() + poll, &enough);

@@ -132,15 +132,7 @@ impl<W: Write> Write for Tee<W> {
 /// `multiverse shell`.
 pub fn run(a: ShellArgs) -> Result<(), String> {
     if a.matrix {
-        // Locks are broken by detection here; a long timeout keeps a wait
-        // that spans a few lines of a loaded run from ending in a timeout.
-        // POMVCC's timestamps move only on conflicts (no periodic advance
-        // within a run), so its reads do not depend on timing.
-        let base = multiverse::Options {
-            lock_timeout: Duration::from_secs(10),
-            pomvcc_interval: Duration::from_secs(3600),
-            ..multiverse::Options::default()
-        };
+        let base = matrix::base_options();
         let grace = Duration::from_millis(a.grace_ms.unwrap_or(MATRIX_GRACE_MS));
         let doc = if a.stores {
             matrix::stores_document(&matrix::run(&matrix::store_columns()?, &base, grace)?)
