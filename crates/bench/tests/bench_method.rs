@@ -336,3 +336,20 @@ fn timestamp_increments_leave_the_warm_up_out() {
     // Aborted attempts take no commit timestamp; a few straddle the switch.
     assert!((0.95..1.05).contains(&per), "{ts} increments for {c} commits: {per}");
 }
+
+/// `--no-retry` drops what the engine aborts: the record and the report say
+/// so, and a contended run still commits (each dropped transaction makes
+/// way for the next one). By default every abort is retried.
+#[test]
+fn engine_aborts_are_retried_unless_no_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let contended = ["--workload", "smallbank", "--customers", "20", "--threads", "4", "--duration", "0.3"];
+    let (r, out) = bench(dir.path(), "retried", &contended);
+    assert_eq!(r["aborts_retried"], true);
+    assert!(out.contains("all retried"), "{out}");
+    let (r, out) = bench(dir.path(), "dropped", &[&contended[..], &["--no-retry"]].concat());
+    assert_eq!(r["aborts_retried"], false);
+    assert!(out.contains("engine aborts dropped, not retried"), "{out}");
+    assert!(r["committed"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["config"]["no-retry"], true, "{}", r["config"]);
+}

@@ -2,7 +2,7 @@
 
 use super::*;
 use multiverse::{IndexKind, Key};
-use multiverse_workloads::Txn;
+use multiverse_workloads::{Retry, Txn};
 use std::ops::{Bound, RangeBounds};
 
 fn by_value(_: &Key, v: &[u8]) -> Key {
@@ -114,7 +114,7 @@ pub fn increments<K: KvStore>(threads: usize, each: u64) -> u64 {
                         let mut a = AbortCounts::default();
                         let mut w = Increment(t);
                         for _ in 0..each {
-                            assert!(p.run_txn(&mut w, TxnOptions::new(level), &mut a).unwrap());
+                            assert!(p.run_txn(&mut w, TxnOptions::new(level), Retry::UntilCommit, &mut a).unwrap());
                         }
                         a
                     })

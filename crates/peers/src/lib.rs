@@ -42,7 +42,7 @@
 //! ```
 
 use multiverse::{AbortReason, Error, IndexId, Isolation, KeyFn, Result, TableId, TableSpec, TxnOptions};
-use multiverse_workloads::{run_store_attempts, AbortCounts, Store, StoreTxn, TxnError, Worker};
+use multiverse_workloads::{run_store_attempts, AbortCounts, Retry, Store, StoreTxn, TxnError, Worker};
 use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -457,9 +457,10 @@ impl<K: KvStore> Store for Peer<K> {
         &self,
         w: &mut W,
         opts: TxnOptions<'static>,
+        retry: Retry,
         aborts: &mut AbortCounts,
     ) -> std::result::Result<bool, TxnError> {
         let opts = w.options(opts);
-        run_store_attempts(|| self.begin(opts.isolation, opts.read_only), w, aborts)
+        run_store_attempts(|| self.begin(opts.isolation, opts.read_only), w, retry, aborts)
     }
 }

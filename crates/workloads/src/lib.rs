@@ -323,11 +323,43 @@ impl AbortCounts {
     }
 }
 
+/// What a harness does with an attempt the engine aborted (a transient
+/// abort: a write-write conflict, a failed validation, an exclusion-window
+/// violation, a deadlock...). A rollback the workload's own logic asks for
+/// ([`TxnError::Rollback`], TPC-C's and TPC-E's user aborts) is never
+/// retried, whatever this says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Retry {
+    /// Retry with the same inputs until it commits, as an application
+    /// would (the default).
+    #[default]
+    UntilCommit,
+    /// Drop it: count the abort and go on to the next transaction. The SSN
+    /// paper's experiments do so (section 8.2) to show how fairly a scheme
+    /// treats each transaction type: a type that keeps losing commits less
+    /// of the mix, instead of being retried until it wins.
+    Never,
+}
+
 /// Runs the worker's current transaction until it commits, retrying
-/// transient aborts (with the same inputs) and counting them in `aborts`.
+/// transient aborts (with the same inputs) and counting them in `aborts`:
+/// [`run_txn_with`] with [`Retry::UntilCommit`].
+#[inline]
+pub fn run_txn<W: Worker>(
+    db: &Database,
+    w: &mut W,
+    opts: TxnOptions<'static>,
+    aborts: &mut AbortCounts,
+) -> Result<bool, TxnError> {
+    run_txn_with(db, w, opts, Retry::UntilCommit, aborts)
+}
+
+/// Runs the worker's current transaction, retrying transient aborts (with
+/// the same inputs) as `retry` says, and counting them in `aborts`.
 /// Returns `Ok(true)` once it committed, `Ok(false)` if its logic rolled it
-/// back ([`TxnError::Rollback`], counted as a `user` abort, not retried),
-/// and the first non-transient error (a bug in the workload or bad options),
+/// back ([`TxnError::Rollback`], counted as a `user` abort, not retried) or
+/// the engine aborted it under [`Retry::Never`], and the first
+/// non-transient error (a bug in the workload or bad options),
 /// after rolling the attempt back.
 ///
 /// Between retries the thread spins for a short, growing time (then yields),
@@ -335,10 +367,11 @@ impl AbortCounts {
 /// after a deadlock or a lock timeout it yields at once (the winner needs a
 /// CPU, which with more threads than cores it may not have).
 #[inline]
-pub fn run_txn<W: Worker>(
+pub fn run_txn_with<W: Worker>(
     db: &Database,
     w: &mut W,
     opts: TxnOptions<'static>,
+    retry: Retry,
     aborts: &mut AbortCounts,
 ) -> Result<bool, TxnError> {
     let opts = w.options(opts);
@@ -357,11 +390,11 @@ pub fn run_txn<W: Worker>(
                 db.protocol()
             ))));
         }
-        let r = run_attempts(db, w, TxnOptions { access: Some(&access), ..opts }, aborts);
+        let r = run_attempts(db, w, TxnOptions { access: Some(&access), ..opts }, retry, aborts);
         ACCESS.set(access);
         return r;
     }
-    run_attempts(db, w, opts, aborts)
+    run_attempts(db, w, opts, retry, aborts)
 }
 
 /// The attempts of [`run_txn`].
@@ -370,6 +403,7 @@ fn run_attempts<W: Worker>(
     db: &Database,
     w: &mut W,
     opts: TxnOptions<'_>,
+    retry: Retry,
     aborts: &mut AbortCounts,
 ) -> Result<bool, TxnError> {
     thread_local! {
@@ -439,6 +473,12 @@ fn run_attempts<W: Worker>(
             Err(TxnError::Engine(e)) if e.is_transient() => {
                 let r = e.abort_reason().expect("transient errors are aborts");
                 aborts.add_attempt(r, &mut last);
+                if retry == Retry::Never {
+                    if let Some(a) = attempt {
+                        wasted::add(a);
+                    }
+                    return Ok(false);
+                }
                 // POMVCC: the retry begins after the conflict (section VI.C).
                 opts.after = db.retry_after().or(opts.after);
                 // SSN's safe retry (section 3.2): the transaction that

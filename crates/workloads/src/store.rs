@@ -33,7 +33,7 @@
 //! assert_eq!(count(&db, &w), 100);
 //! ```
 
-use crate::{run_txn, AbortCounts, Txn, TxnError, Worker};
+use crate::{run_txn_with, AbortCounts, Retry, Txn, TxnError, Worker};
 use multiverse::{Database, IndexId, Result, TableId, TableSpec, TxnOptions};
 
 /// A store's transaction, as the workloads' loaders and checkers use it:
@@ -87,13 +87,14 @@ pub trait Store: Sync {
         }
     }
 
-    /// Runs the worker's current transaction until it commits, retrying
-    /// transient aborts with the same inputs and counting them; see
-    /// [`run_txn`], which is this for a Multiverse [`Database`].
+    /// Runs the worker's current transaction, retrying transient aborts
+    /// with the same inputs as `retry` says and counting them; see
+    /// [`run_txn_with`], which is this for a Multiverse [`Database`].
     fn run_txn<W: Worker>(
         &self,
         w: &mut W,
         opts: TxnOptions<'static>,
+        retry: Retry,
         aborts: &mut AbortCounts,
     ) -> std::result::Result<bool, TxnError>;
 
@@ -140,9 +141,10 @@ impl Store for Database {
         &self,
         w: &mut W,
         opts: TxnOptions<'static>,
+        retry: Retry,
         aborts: &mut AbortCounts,
     ) -> std::result::Result<bool, TxnError> {
-        run_txn(self, w, opts, aborts)
+        run_txn_with(self, w, opts, retry, aborts)
     }
     fn timestamp_increments(&self) -> u64 {
         self.stats().timestamp_increments
@@ -150,13 +152,15 @@ impl Store for Database {
 }
 
 /// [`Store::run_txn`] for a store whose transactions begin with `begin`:
-/// runs the worker's current transaction until it commits, retrying
-/// transient aborts with the same inputs (spinning a little longer after
-/// each, as [`run_txn`] does) and counting them by reason. `Ok(false)`: the
-/// workload rolled the transaction back ([`TxnError::Rollback`]).
+/// runs the worker's current transaction, retrying transient aborts with
+/// the same inputs as `retry` says (spinning a little longer after each, as
+/// [`run_txn_with`] does) and counting them by reason. `Ok(false)`: the
+/// workload rolled the transaction back ([`TxnError::Rollback`]), or it
+/// aborted under [`Retry::Never`].
 pub fn run_attempts<T: StoreTxn, W: Worker>(
     mut begin: impl FnMut() -> Result<T>,
     w: &mut W,
+    retry: Retry,
     aborts: &mut AbortCounts,
 ) -> std::result::Result<bool, TxnError> {
     let (mut spins, mut last) = (0u32, None);
@@ -180,6 +184,9 @@ pub fn run_attempts<T: StoreTxn, W: Worker>(
             }
             Err(TxnError::Engine(e)) if e.is_transient() => {
                 aborts.add_attempt(e.abort_reason().expect("transient errors are aborts"), &mut last);
+                if retry == Retry::Never {
+                    return Ok(false);
+                }
                 crate::backoff(&mut spins);
             }
             Err(e) => return Err(e),

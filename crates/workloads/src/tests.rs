@@ -1,5 +1,5 @@
 //! Tests of the crate's shared pieces: `split_range` and the retry loop's
-//! handling of a rollback.
+//! handling of a rollback and of an engine abort.
 
 use super::*;
 use multiverse::TableId;
@@ -57,4 +57,27 @@ fn a_rollback_undoes_the_transaction_and_counts_a_user_abort() {
     assert_eq!(run_txn(&db, &mut w, opts, &mut aborts), Ok(true));
     assert_eq!(w.commits, 1);
     assert_eq!(read(&db).unwrap().as_deref(), Some(&b"x"[..]));
+}
+
+/// Under `Retry::Never` an engine abort ends the transaction: one attempt,
+/// counted by its reason, `Ok(false)`, nothing committed; retried, the same
+/// transaction commits once what it conflicted with is gone.
+#[test]
+fn an_engine_abort_is_dropped_under_retry_never() {
+    let db = Database::new(multiverse::Options::default()).unwrap();
+    let table = db.create_table(multiverse::TableSpec::hash("t", 16)).unwrap().table();
+    let opts = TxnOptions::new(multiverse::Isolation::Serializable);
+    let mut aborts = AbortCounts::default();
+    let mut w = RollbackWorker { table, roll_back: false, commits: 0 };
+    // Another transaction holds an uncommitted insert of key 1: the
+    // worker's insert of the same key is a write-write conflict.
+    let mut other = db.begin(multiverse::Isolation::Serializable).unwrap();
+    other.insert(table, Key::from_u64(1), b"o").unwrap();
+    assert_eq!(run_txn_with(&db, &mut w, opts, Retry::Never, &mut aborts), Ok(false));
+    assert_eq!(aborts.total(), 1, "one attempt, not retried: {aborts:?}");
+    assert_eq!(aborts.0[AbortReason::User], 0);
+    assert_eq!(w.commits, 0);
+    drop(other); // rolls back
+    assert_eq!(run_txn_with(&db, &mut w, opts, Retry::UntilCommit, &mut aborts), Ok(true));
+    assert_eq!(w.commits, 1);
 }

@@ -53,6 +53,13 @@ pub struct BenchArgs {
     /// throughput without it.
     #[arg(long)]
     pub breakdown: bool,
+    /// Drop a transaction the engine aborts (a conflict, a failed
+    /// validation, a deadlock...) instead of retrying it until it commits:
+    /// each type then commits as large a share of the mix as the protocol
+    /// lets it, as in the SSN paper's experiments. A workload's own
+    /// rollbacks are never retried either way.
+    #[arg(long)]
+    pub no_retry: bool,
     /// Rows of the main table (hekaton: N, default 10M; ycsb: records,
     /// default 1M; sibench: default 1,000); accepts 10000000, 10_000_000, 10M, 500k.
     #[arg(long, value_name = "N", value_parser = parse_count)]

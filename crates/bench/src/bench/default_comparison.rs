@@ -80,6 +80,7 @@ pub fn default_comparison() -> Result<(), String> {
         warmup: Duration::ZERO,
         pin: &[],
         breakdown: false,
+        retry: multiverse_workloads::Retry::UntilCommit,
         isolation,
         mode: Mode::Default,
         seed: DEFAULT_SEED,

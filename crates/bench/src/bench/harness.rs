@@ -22,7 +22,7 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use multiverse::protocol::bohm::{Config as BohmConfig, Done, Feed, Next, Outcome};
 use multiverse::{Database, Isolation, Mode, TxnOptions};
-use multiverse_workloads::{AbortCounts, Store, TxnError, Worker, WorkerProc, Workload};
+use multiverse_workloads::{AbortCounts, Retry, Store, TxnError, Worker, WorkerProc, Workload};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -207,6 +207,8 @@ pub struct RunConfig {
     pub pin: &'static [usize],
     /// Take a time breakdown (`multiverse::research::breakdown` on for the run).
     pub breakdown: bool,
+    /// Retry a transaction the engine aborted, or drop it (`--no-retry`).
+    pub retry: Retry,
     /// Isolation level of every transaction.
     pub isolation: Isolation,
     /// Optimistic or pessimistic transactions (the protocol's choice by default).
@@ -323,6 +325,7 @@ pub fn run<S: Store, W: Workload>(
                             let l = Loop {
                                 types,
                                 opts: cfg.txn_options(),
+                                retry: cfg.retry,
                                 phase,
                                 barrier,
                                 progress: cell,
@@ -526,6 +529,7 @@ struct Loop<'a> {
     /// Transaction types of the workload.
     types: usize,
     opts: TxnOptions<'static>,
+    retry: Retry,
     phase: &'a AtomicU8,
     barrier: &'a Barrier,
     progress: &'a Progress,
@@ -545,7 +549,7 @@ pub type Ceiling<'a> = (&'a multiverse::research::ceiling::NoCcTable, multiverse
 /// `--toggle-collect=*worker_loop*`), and it is called once per thread.
 #[inline(never)]
 fn worker_loop<S: Store, K: Worker>(db: &S, worker: &mut K, l: Loop<'_>) -> Result<WorkerOutcome, TxnError> {
-    let Loop { types, opts, phase, barrier, progress, breakdown, ceiling } = l;
+    let Loop { types, opts, retry, phase, barrier, progress, breakdown, ceiling } = l;
     // xorshift64's state (never 0), a different sequence per worker.
     let mut sample_in = (0x9E37_79B9_7F4A_7C15u64 ^ (worker as *const K as u64)) | 1;
     let mut per_type: Vec<TypeTally> = (0..types.max(1)).map(|_| TypeTally::new()).collect();
@@ -586,7 +590,7 @@ fn worker_loop<S: Store, K: Worker>(db: &S, worker: &mut K, l: Loop<'_>) -> Resu
             Clocks::read()
         });
         let done = match ceiling {
-            None => db.run_txn(worker, opts, &mut tally.aborts),
+            None => db.run_txn(worker, opts, retry, &mut tally.aborts),
             Some((nocc, table)) => worker.execute(&mut super::ceiling::CeilingTxn::new(nocc, table)).map(|()| {
                 worker.committed();
                 true

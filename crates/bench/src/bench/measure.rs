@@ -60,6 +60,7 @@ pub(crate) fn measure_with<W: Workload>(
         warmup: Duration::from_secs_f64(c.warmup),
         pin: c.pin,
         breakdown: c.breakdown,
+        retry: c.retry,
         isolation: c.isolation,
         mode: c.mode,
         seed: c.seed,
@@ -124,6 +125,7 @@ pub(crate) fn measure_with<W: Workload>(
         consistency,
         bohm: c.bohm,
         pin: c.pin,
+        retry: c.retry,
         ceiling: c.ceiling,
         peer: None,
     })

@@ -101,6 +101,8 @@ pub(crate) struct Measurement {
     pub bohm: Option<multiverse::protocol::bohm::Config>,
     /// The CPUs the workers were pinned to (empty: not pinned).
     pub pin: &'static [usize],
+    /// Whether a transaction the engine aborted was retried (`--no-retry`: dropped).
+    pub retry: multiverse_workloads::Retry,
     /// `--protocol none`: the no-CC ceiling ran, not `protocol` (which
     /// only loaded the rows).
     pub ceiling: bool,
@@ -182,6 +184,8 @@ pub(crate) struct Ctx {
     pub pin: &'static [usize],
     /// `--breakdown`.
     pub breakdown: bool,
+    /// `--no-retry`: what a transaction the engine aborted gets.
+    pub retry: multiverse_workloads::Retry,
     /// BOHM's pipeline settings (bohm runs only).
     pub bohm: Option<multiverse::protocol::bohm::Config>,
     /// `--protocol none`: run the no-CC ceiling (see [`ceiling`]).
@@ -375,12 +379,22 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
         warmup: a.warmup.unwrap_or((a.duration / 10.0).min(5.0)),
         pin: parse_pin(a.pin.as_deref())?,
         breakdown: a.breakdown,
+        retry: retry_of(a),
         bohm,
         ceiling,
         peer: None,
     };
     let m = dispatch::run(a, workload, &ctx, &db);
     Ok((m, db))
+}
+
+/// The retry policy `--no-retry` picks.
+pub(crate) fn retry_of(a: &BenchArgs) -> multiverse_workloads::Retry {
+    if a.no_retry {
+        multiverse_workloads::Retry::Never
+    } else {
+        multiverse_workloads::Retry::UntilCommit
+    }
 }
 
 /// `multiverse bench`.

@@ -114,9 +114,13 @@ pub fn summary(m: &Measurement) -> String {
     );
     let _ = writeln!(
         s,
-        "  aborted    {} ({:.3}% of attempts, all retried): {}",
+        "  aborted    {} ({:.3}% of attempts, {}): {}",
         int(r.aborts.total()),
         abort_rate(r),
+        match m.retry {
+            multiverse_workloads::Retry::UntilCommit => "all retried",
+            multiverse_workloads::Retry::Never => "engine aborts dropped, not retried",
+        },
         abort_text(&r.aborts)
     );
     if r.aborts.repeats() > 0 {
@@ -420,6 +424,9 @@ pub struct Record {
     per_second_tps: Vec<f64>,
     /// The CPUs the workers were pinned to (empty: not pinned).
     pinned_cpus: Vec<usize>,
+    /// Whether a transaction the engine aborted was retried until it
+    /// committed (false: `--no-retry`, dropped).
+    aborts_retried: bool,
     /// `--breakdown`: nanoseconds per committed transaction of each
     /// component, for `all` and per type.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -550,6 +557,7 @@ pub fn json(m: &Measurement) -> Record {
         warmup_s: r.warmup.as_secs_f64(),
         per_second_tps: r.per_second.clone(),
         pinned_cpus: m.pin.to_vec(),
+        aborts_retried: m.retry == multiverse_workloads::Retry::UntilCommit,
         breakdown_ns_per_txn: breakdown_ns(r).map(|rows| {
             let obj: Map<String, Value> = rows
                 .into_iter()
