@@ -93,6 +93,10 @@ fn size_flags(workload: Kind) -> &'static [&'static str] {
         Kind::Tatp => &["--subscribers", "1000"],
         // One warehouse: every worker's home, the contended case.
         Kind::Tpcc => &["--warehouses", "1"],
+        // A few dozen customers over one trade day; Asset-Eval values a
+        // tenth of their accounts (about twenty).
+        Kind::Tpce => &["--customers", "40", "--trade-days", "1"],
+        Kind::Tpceh => &["--customers", "40", "--trade-days", "1", "--asset-eval-fraction", "0.1"],
         Kind::Sibench => &["--rows", "500"],
         Kind::Predicate | Kind::ListAppend => &[],
     }
