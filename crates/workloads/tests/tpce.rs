@@ -106,6 +106,32 @@ fn each_transaction_alone_commits_and_keeps_consistency() {
 }
 
 #[test]
+fn each_transaction_finds_rows() {
+    let (db, w) = loaded(cfg("trade-status:100"), 2);
+    let mut k = w.worker(2, 9);
+    let mut aborts = AbortCounts::default();
+    for (ty, name) in TYPES.iter().enumerate() {
+        // A generator of this type's inputs (bound to a database of its own).
+        let gdb = Database::new(Options::default()).unwrap();
+        let g = Tpce::setup(&gdb, cfg(&format!("{name}:100"))).unwrap();
+        let mut gen = g.worker(3, 77);
+        let (mut rows, mut triggered) = (0, 0);
+        for _ in 0..20 {
+            gen.next_txn();
+            k.set_input(gen.input());
+            run_txn(&db, &mut k, TxnOptions::new(Isolation::Snapshot), &mut aborts).unwrap();
+            rows += k.outcome().rows;
+            triggered += k.outcome().triggered;
+        }
+        assert!(rows > 0, "{name} found nothing in 20 runs");
+        if ty == MARKET_FEED {
+            assert!(triggered > 0, "market-feed triggered no limit order");
+        }
+    }
+    assert!(w.check_state(&db).is_ok());
+}
+
+#[test]
 fn trade_order_then_result_completes_the_trade() {
     let (db, w) = loaded(cfg("trade-order:50,trade-result:50"), 2);
     let mut k = w.worker(0, 7);

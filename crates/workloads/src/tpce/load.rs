@@ -16,6 +16,7 @@
 //! history and holding summaries loaded are the ones the trades imply, and
 //! the account's balance is its initial balance plus its cash transactions.
 
+use super::count::{Counting, Null};
 use super::*;
 use crate::split_range;
 use multiverse::KeyBuilder;
@@ -196,10 +197,75 @@ pub(crate) fn name(prefix: &str, n: u64, out: &mut [u8]) {
     out[..w].copy_from_slice(&buf[..w]);
 }
 
-/// Units of load work: the fixed tables, the companies, securities and
-/// customers, one each (what `progress` reports).
-pub(super) fn load_units(cfg: &TpceConfig) -> u64 {
-    1 + cfg.companies() as u64 + cfg.securities() as u64 + cfg.customers
+/// One load transaction's work.
+#[derive(Clone, Copy)]
+enum Job {
+    /// The fixed tables and the brokers.
+    Fixed,
+    /// Companies `lo..hi`.
+    Companies(u32, u32),
+    /// One security.
+    Security(u32),
+    /// One customer (without its accounts).
+    Customer(u64),
+    /// Account `k` of customer `c`.
+    Account(u64, u64),
+}
+
+/// The number of load units: the fixed tables, the chunks of companies,
+/// securities and customers.
+fn unit_counts(cfg: &TpceConfig) -> (u64, u64, u64) {
+    let co_chunks = cfg.companies().div_ceil(COMPANY_CHUNK) as u64;
+    let s_chunks = cfg.securities().div_ceil(SECURITY_CHUNK) as u64;
+    let c_chunks = cfg.customers.div_ceil(CUSTOMER_CHUNK);
+    (co_chunks, s_chunks, 1 + co_chunks + s_chunks + c_chunks)
+}
+
+/// Calls `f` with each job of load unit `unit`, in order.
+fn jobs(cfg: &TpceConfig, unit: u64, mut f: impl FnMut(Job) -> Result<()>) -> Result<()> {
+    let (co_chunks, s_chunks, _) = unit_counts(cfg);
+    if unit == 0 {
+        f(Job::Fixed)
+    } else if unit <= co_chunks {
+        let lo = (unit - 1) as u32 * COMPANY_CHUNK;
+        f(Job::Companies(lo, (lo + COMPANY_CHUNK).min(cfg.companies())))
+    } else if unit <= co_chunks + s_chunks {
+        let lo = (unit - 1 - co_chunks) as u32 * SECURITY_CHUNK;
+        (lo..(lo + SECURITY_CHUNK).min(cfg.securities())).try_for_each(|s| f(Job::Security(s)))
+    } else {
+        let lo = (unit - 1 - co_chunks - s_chunks) * CUSTOMER_CHUNK + 1;
+        for c in lo..(lo + CUSTOMER_CHUNK).min(cfg.customers + 1) {
+            f(Job::Customer(c))?;
+            (0..accounts_of(c)).try_for_each(|k| f(Job::Account(c, k)))?;
+        }
+        Ok(())
+    }
+}
+
+/// Does `job` in `t`; the rows it inserted.
+fn run_job<T: Txn>(w: &Tpce, t: &mut T, job: Job) -> Result<u64> {
+    let mut t = Counting { t, rows: 0 };
+    match job {
+        Job::Fixed => fixed(w, &mut t)?,
+        Job::Companies(lo, hi) => (lo..hi).try_for_each(|co| company(w, &mut t, co))?,
+        Job::Security(s) => security(w, &mut t, s)?,
+        Job::Customer(c) => customer(w, &mut t, c)?,
+        Job::Account(c, k) => account(w, &mut t, c, ca_id(c, k))?,
+    }
+    Ok(t.rows)
+}
+
+/// The rows the load writes: the load's own code run over a transaction
+/// that only counts (exact, and no database needed).
+pub(super) fn load_rows(w: &Tpce) -> u64 {
+    let mut rows = 0;
+    for unit in 0..unit_counts(&w.cfg).2 {
+        let _ = jobs(&w.cfg, unit, |job| {
+            rows += run_job(w, &mut Null, job)?;
+            Ok(())
+        });
+    }
+    rows
 }
 
 /// Loads slice `part` of `parts` of the population.
@@ -210,41 +276,12 @@ pub(super) fn load<S: Store>(
     parts: usize,
     progress: &(impl Fn(u64) + Sync),
 ) -> Result<()> {
-    let cfg = &w.cfg;
-    let co_chunks = cfg.companies().div_ceil(COMPANY_CHUNK) as u64;
-    let s_chunks = cfg.securities().div_ceil(SECURITY_CHUNK) as u64;
-    let c_chunks = cfg.customers.div_ceil(CUSTOMER_CHUNK);
-    for unit in split_range(1 + co_chunks + s_chunks + c_chunks, part, parts) {
-        if unit == 0 {
-            fixed(w, db)?;
-            progress(1);
-        } else if unit <= co_chunks {
-            let lo = (unit - 1) as u32 * COMPANY_CHUNK;
-            let hi = (lo + COMPANY_CHUNK).min(cfg.companies());
-            db.load_txn(|t| (lo..hi).try_for_each(|co| company(w, t, co)))?;
-            progress((hi - lo) as u64);
-        } else if unit <= co_chunks + s_chunks {
-            let lo = (unit - 1 - co_chunks) as u32 * SECURITY_CHUNK;
-            let hi = (lo + SECURITY_CHUNK).min(cfg.securities());
-            for s in lo..hi {
-                db.load_txn(|t| security(w, t, s))?;
-            }
-            progress((hi - lo) as u64);
-        } else {
-            let lo = (unit - 1 - co_chunks - s_chunks) * CUSTOMER_CHUNK + 1;
-            let hi = (lo + CUSTOMER_CHUNK).min(cfg.customers + 1);
-            for c in lo..hi {
-                db.load_txn(|t| customer(w, t, c))?;
-                for k in 0..accounts_of(c) {
-                    let mut acc = Account::default();
-                    db.load_txn(|t| {
-                        acc = Account::default();
-                        account(w, t, c, ca_id(c, k), &mut acc)
-                    })?;
-                }
-                progress(1);
-            }
-        }
+    for unit in split_range(unit_counts(&w.cfg).2, part, parts) {
+        jobs(&w.cfg, unit, |job| {
+            let rows = db.load_txn(|t| run_job(w, t, job))?;
+            progress(rows);
+            Ok(())
+        })?;
     }
     Ok(())
 }
@@ -254,9 +291,9 @@ fn key(b: KeyBuilder) -> Key {
 }
 
 /// The fixed tables and the brokers.
-fn fixed<S: Store>(w: &Tpce, db: &S) -> Result<()> {
+fn fixed<T: Txn>(w: &Tpce, x: &mut T) -> Result<()> {
     let t = &w.t;
-    db.load_txn(|x| {
+    {
         let mut v = [0u8; 40];
         for ex in 0..EXCHANGES {
             name("EX", ex as u64, &mut v[..8]);
@@ -312,8 +349,8 @@ fn fixed<S: Store>(w: &Tpce, db: &S) -> Result<()> {
             name("Broker", b as u64, &mut v[B_NAME..B_LEN]);
             x.insert(t.broker, k32(b), &v[..B_LEN])?;
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// COMMISSION_RATE's key.
@@ -461,7 +498,8 @@ pub(crate) fn cash_type(is_cash: bool) -> &'static [u8] {
 }
 
 /// One customer account, its permission, and its initial trades replayed.
-fn account<T: Txn>(w: &Tpce, t: &mut T, c: u64, ca: u64, acc: &mut Account) -> Result<()> {
+fn account<T: Txn>(w: &Tpce, t: &mut T, c: u64, ca: u64) -> Result<()> {
+    let mut acc = Account::default();
     let (cfg, tb) = (&w.cfg, &w.t);
     let tier = tier_of(c);
     let tax_st = tax_status(ca);

@@ -31,7 +31,7 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
 #[group(skip)]
 pub struct Flags {
     /// tpce, tpceh: working days of initial trades (57.6 trades per customer
-    /// and day; the SSN paper: 10) [default: 2].
+    /// and day; the SSN paper: 10) [default: 10].
     #[arg(long, value_name = "N", value_parser = parse_trade_days, help_heading = "Workload tpce, tpceh")]
     pub trade_days: Option<u32>,
     /// tpceh: the fraction of all customer accounts each Asset-Eval values
