@@ -12,7 +12,7 @@ fn parse_trade_days(s: &str) -> Result<u32, String> {
     crate::bench::refuse_negative(s, "a number of days")?;
     let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of days"))?;
     if n == 0 || n > MAX_TRADE_DAYS {
-        return Err(format!("must be 1 to {MAX_TRADE_DAYS}"));
+        return Err(format!("out of range: must be 1 to {MAX_TRADE_DAYS}"));
     }
     Ok(n)
 }
@@ -20,7 +20,7 @@ fn parse_trade_days(s: &str) -> Result<u32, String> {
 fn parse_fraction(s: &str) -> Result<f64, String> {
     let f: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a fraction"))?;
     if !(f.is_finite() && f > 0.0 && f <= 1.0) {
-        return Err("must be above 0 and at most 1".into());
+        return Err("out of range: must be above 0 and at most 1".into());
     }
     Ok(f)
 }
