@@ -104,9 +104,10 @@
 //!   market, its last trade and its company's news.
 //! * `trade-lookup` (3.3.6, read-only, 8%): frame 1 (30%) 20 trades by id
 //!   with their settlement, cash transaction and history; frame 2 (30%) an
-//!   account's trades from a start time; frame 3 (30%) a security's trades
-//!   from a start time; frame 4 (10%) an account's first trade after a time
-//!   and the holding history it wrote.
+//!   account's trades in a two-hour window of the initial trades (at most
+//!   20, the latest first); frame 3 (30%) a security's trades in such a
+//!   window (at most 20, the earliest first); frame 4 (10%) an account's
+//!   first trade at or after a time and the holding history it wrote.
 //! * `trade-order` (3.3.7, 10.1%): an account's order (market buy or sell
 //!   60%, limit buy or sell and stop-loss 40%; 8% on margin): the account,
 //!   customer, broker, security, last price, holdings (a sell values what
@@ -161,10 +162,21 @@
 //! in time order across workers). Market prices are drawn in 80% to 120% of
 //! each security's base price rather than following TPC-E's price curve.
 //! The load's trade dates are spread evenly over the working days. The
-//! Trade-Order's executor is the account's owner (no `ACCOUNT_PERMISSION`
-//! check for a third party), and Trade-Lookup frame 4 reads the holding
+//! Trade-Order's executor is the account's owner (it reads the owner's
+//! `ACCOUNT_PERMISSION` row; no third party), and it does not check the
+//! account's balance or margin; Trade-Lookup frame 4 reads the holding
 //! history of the trade it finds, not the whole chain of trades that
-//! touched the same holdings.
+//! touched the same holdings; Trade-Update frame 1 flips the first letter
+//! of the executor's name rather than swapping `" X "` and `" "`;
+//! Security-Detail reads no exchange address and no competitors;
+//! Broker-Volume's brokers are consecutive ids. Customers hold 1 to 9
+//! accounts, watch 10 to 30 securities. `DAILY_MARKET` keeps [`DM_DAYS`]
+//! days. Asset-Eval values a contiguous run of accounts from a random one
+//! (wrapping around) and inserts one `ASSET_HISTORY` row per account:
+//! the table grows by [`TpceConfig::asset_eval_accounts`] rows per
+//! Asset-Eval (about 1,000 at the default scale), as in the paper; lower
+//! the fraction for long runs. A Trade-Result that finds nothing queued
+//! commits empty.
 //!
 //! **After a run** ([`Workload::check_consistency`]): the state conditions
 //! below, and the numbers of trades, asset-history rows and completed
