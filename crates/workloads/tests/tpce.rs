@@ -76,6 +76,21 @@ fn population_is_consistent_and_deterministic() {
     assert!(pending > 0 && submitted > 0, "{pending} pending, {submitted} submitted");
     assert!(pending + submitted < trades.len() / 10);
     assert!(!rows(&db, table(&w, names::HOLDING_SUMMARY)).is_empty());
+    // Customer 7 is found by its tax id.
+    let by_tax = db.index(table(&w, names::CUSTOMER), "by_tax_id").unwrap();
+    let mut tax = [0u8; 20];
+    tax_id(7, &mut tax);
+    let found = db
+        .run(Isolation::Snapshot, |x| {
+            let mut found = vec![];
+            x.get_by(by_tax, Key::from_bytes(&tax).unwrap(), |pk, _| {
+                found.push(pk.to_u64().unwrap());
+                true
+            })?;
+            Ok(found)
+        })
+        .unwrap();
+    assert_eq!(found, [7]);
     let state = w.check_state(&db).unwrap();
     assert!(state.checked.contains("agree"), "{state:?}");
     assert!(w.check_consistency(&db).is_ok());

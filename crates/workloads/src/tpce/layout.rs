@@ -7,8 +7,10 @@ pub const C_TIER: usize = 0;
 pub const C_AD_ID: usize = 1;
 /// CUSTOMER: `c_l_name`, `c_f_name` (16 bytes each).
 pub const C_NAME: usize = 9;
+/// CUSTOMER: `c_tax_id` (20 bytes).
+pub const C_TAX_ID: usize = 41;
 /// Bytes of a CUSTOMER value.
-pub const C_LEN: usize = 41;
+pub const C_LEN: usize = 61;
 
 /// CUSTOMER_ACCOUNT: `ca_b_id` (`u32`).
 pub const CA_B_ID: usize = 0;

@@ -197,6 +197,12 @@ pub(crate) fn name(prefix: &str, n: u64, out: &mut [u8]) {
     out[..w].copy_from_slice(&buf[..w]);
 }
 
+/// Customer `c`'s tax id (20 bytes).
+#[inline]
+pub fn tax_id(c: u64, out: &mut [u8]) {
+    name("TX", mix(17, c) % 1_000_000_000 * 10_000_000 + c, out);
+}
+
 /// One load transaction's work.
 #[derive(Clone, Copy)]
 enum Job {
@@ -434,7 +440,8 @@ fn customer<T: Txn>(w: &Tpce, t: &mut T, c: u64) -> Result<()> {
     v[C_TIER] = tier_of(c);
     put_u64(&mut v, C_AD_ID, c);
     name("Last", c, &mut v[C_NAME..C_NAME + 16]);
-    name("First", c, &mut v[C_NAME + 16..C_LEN]);
+    name("First", c, &mut v[C_NAME + 16..C_TAX_ID]);
+    tax_id(c, &mut v[C_TAX_ID..C_LEN]);
     t.insert(tb.customer, k64(c), &v)?;
     address(w, t, c)?;
     for tx in taxrates_of(c) {

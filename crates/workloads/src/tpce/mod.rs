@@ -25,7 +25,7 @@
 //! | `CHARGE` | `tt, tier` | hash | |
 //! | `COMMISSION_RATE` | `tier, tt, ex, from_qty` | ordered | |
 //! | `COMPANY` | `co_id` (`u32`) | hash | `by_industry`: `in_id, co_id` |
-//! | `CUSTOMER` | `c_id` (`u64`) | hash | |
+//! | `CUSTOMER` | `c_id` (`u64`) | hash | `by_tax_id`: `c_tax_id` (hash) |
 //! | `CUSTOMER_ACCOUNT` | `ca_id` (`u64`, `c_id << 4 \| k`) | ordered | (the key groups a customer's accounts) |
 //! | `CUSTOMER_TAXRATE` | `c_id, tx_id` | ordered by customer | |
 //! | `DAILY_MARKET` | `s_id, day` | ordered by security | |
@@ -55,10 +55,9 @@
 //!
 //! Columns no profile reads are left out (customer e-mails and phones,
 //! company descriptions, most financial fields, news text beyond a
-//! headline); names are short fixed strings. `COMPANY_COMPETITOR`,
-//! `CUSTOMER`'s tax-id lookup and `DAILY_MARKET`'s five years are not kept
-//! (Security-Detail reads no competitors; Customer-Position looks the
-//! customer up by id; the market history is [`DM_DAYS`] days).
+//! headline); names are short fixed strings. `COMPANY_COMPETITOR`
+//! and `DAILY_MARKET`'s five years are not kept (Security-Detail reads no
+//! competitors; the market history is [`DM_DAYS`] days).
 //!
 //! # Population (clause 4.3)
 //!
@@ -89,9 +88,9 @@
 //! * `broker-volume` (3.3.1, read-only, 4.9%): the pending limit orders of
 //!   20 to 40 brokers whose companies are in one sector, summed by broker.
 //! * `customer-position` (3.3.2, read-only, 13%; 8% in TPC-EH): a
-//!   customer's accounts, each valued from its holding summaries at the
-//!   last trade prices; half the time the last 10 trades of one account and
-//!   their histories (frame 2).
+//!   customer (half the time found by tax id) and its accounts, each valued
+//!   from its holding summaries at the last trade prices; half the time the
+//!   last 10 trades of one account and their histories (frame 2).
 //! * `market-feed` (3.3.3, 1%): a ticker of 20 securities: each last trade
 //!   updated, and each pending limit order the new price triggers turned
 //!   into a submitted trade (its `TRADE_REQUEST` deleted, a history row,
@@ -199,7 +198,7 @@ mod schema;
 mod txn;
 
 pub use layout::*;
-pub use load::{account_count, accounts_of, initial_balance, initial_trades, LOAD_END};
+pub use load::{account_count, accounts_of, initial_balance, initial_trades, tax_id, LOAD_END};
 pub use schema::names;
 pub use txn::{TpceInput, TpceWorker};
 
@@ -524,6 +523,8 @@ pub(crate) struct Tables {
     pub zip_code: TableId,
     pub asset_history: TableId,
     pub market: TableId,
+    /// CUSTOMER `by_tax_id`.
+    pub c_by_tax_id: IndexId,
     /// COMPANY `by_industry`.
     pub co_by_industry: IndexId,
     /// SECURITY `by_company`.

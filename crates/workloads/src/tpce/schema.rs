@@ -75,6 +75,13 @@ pub mod names {
     pub const MARKET: &str = "tpce.market";
 }
 
+/// CUSTOMER `by_tax_id`: `c_tax_id`.
+fn c_by_tax_id(_: &Key, v: &[u8]) -> Key {
+    if v.len() < C_LEN {
+        return Key::EMPTY;
+    }
+    build(Key::builder().bytes(&v[C_TAX_ID..C_LEN]))
+}
 /// COMPANY `by_industry`: `in_id, co_id`.
 fn co_by_industry(pk: &Key, v: &[u8]) -> Key {
     if v.len() < CO_LEN || pk.len() < 4 {
@@ -119,6 +126,7 @@ fn tr_by_broker(pk: &Key, v: &[u8]) -> Key {
 }
 
 /// Index names.
+const BY_TAX_ID: &str = "by_tax_id";
 const BY_INDUSTRY: &str = "by_industry";
 const BY_COMPANY: &str = "by_company";
 const BY_ACCOUNT: &str = "by_account";
@@ -145,6 +153,11 @@ pub(super) fn create<S: Store>(db: &S, cfg: &TpceConfig) -> std::result::Result<
             .secondary(BY_COMPANY, IndexKind::OrderedGrouped { prefix: 4 }, s_by_company)
             .into(),
     )?;
+    let customer = create(
+        TableSpec::hash(names::CUSTOMER, c.clamp(16, 1 << 26) as usize)
+            .secondary(BY_TAX_ID, IndexKind::Hash { capacity: c.clamp(16, 1 << 26) as usize }, c_by_tax_id)
+            .into(),
+    )?;
     let trade = create(
         TableSpec::hash(names::TRADE, trade_buckets.min(1 << 26) as usize)
             .secondary(BY_ACCOUNT, IndexKind::OrderedGrouped { prefix: 8 }, t_by_account)
@@ -165,7 +178,7 @@ pub(super) fn create<S: Store>(db: &S, cfg: &TpceConfig) -> std::result::Result<
         charge: hash(names::CHARGE, 16)?,
         commission_rate: create(TableSpec::ordered(names::COMMISSION_RATE))?,
         company,
-        customer: hash(names::CUSTOMER, c)?,
+        customer,
         customer_account: create(TableSpec::ordered(names::CUSTOMER_ACCOUNT))?,
         customer_taxrate: grouped(names::CUSTOMER_TAXRATE, 8)?,
         daily_market: grouped(names::DAILY_MARKET, 4)?,
@@ -192,6 +205,7 @@ pub(super) fn create<S: Store>(db: &S, cfg: &TpceConfig) -> std::result::Result<
         zip_code: hash(names::ZIP_CODE, load::ZIP_CODES as u64)?,
         asset_history: grouped(names::ASSET_HISTORY, 2)?,
         market: grouped(names::MARKET, 2)?,
+        c_by_tax_id: db.index(customer, BY_TAX_ID).map_err(e)?,
         co_by_industry: db.index(company, BY_INDUSTRY).map_err(e)?,
         s_by_company: db.index(security, BY_COMPANY).map_err(e)?,
         t_by_account: db.index(trade, BY_ACCOUNT).map_err(e)?,

@@ -46,7 +46,8 @@ pub struct TpceInput {
     pub ca: u64,
     /// The security.
     pub s: u32,
-    /// The industry (Market-Watch) or sector (Broker-Volume).
+    /// The industry (Market-Watch) or sector (Broker-Volume);
+    /// Customer-Position: 1 to find the customer by tax id.
     pub group: u8,
     /// Trade-Order: the new trade's id; Trade-Lookup/Update frame 1: unused.
     pub t_id: u64,
@@ -275,7 +276,11 @@ impl Worker for TpceWorker<'_> {
                 }
                 i.group = below(&mut self.rng, load::SECTORS as u64) as u8;
             }
-            CUSTOMER_POSITION => i.frame = if below(&mut self.rng, 2) == 0 { 1 } else { 2 },
+            CUSTOMER_POSITION => {
+                i.frame = if below(&mut self.rng, 2) == 0 { 1 } else { 2 };
+                // 1: the customer is looked up by tax id.
+                i.group = below(&mut self.rng, 2) as u8;
+            }
             MARKET_FEED => {
                 let first = below(&mut self.rng, securities);
                 i.n = FEED.min(securities as usize);
