@@ -1,7 +1,7 @@
 //! Trade-Order (clause 3.3.7), Trade-Result (3.3.8) and Market-Feed
 //! (3.3.3): the transactions that write trades and holdings.
 
-use super::super::load::{band_of, cash_type, commission, name, settlement_amount};
+use super::super::load::{cash_type, commission, name, settlement_amount};
 use super::*;
 
 impl TpceWorker<'_> {
@@ -19,7 +19,6 @@ impl TpceWorker<'_> {
             }
             true
         })?;
-        let _ = band_of;
         rate.ok_or_else(|| {
             TxnError::Invariant(format!("tpce: no commission rate for tier {tier}, type {tt}, quantity {qty}"))
         })
@@ -87,12 +86,12 @@ impl TpceWorker<'_> {
             self.holdings(t, i.ca, i.s)?;
             let mut need = i.qty as i64;
             let (mut buy_value, mut sell_value) = (0i64, 0i64);
-            let order: &mut dyn Iterator<Item = &(u64, i64, i64)> =
-                if i.lifo { &mut self.rows.iter().rev() } else { &mut self.rows.iter() };
-            for &(_, h_price, qty) in order {
+            let n = self.rows.len();
+            for step in 0..n {
                 if need == 0 {
                     break;
                 }
+                let (_, h_price, qty) = self.rows[if i.lifo { n - 1 - step } else { step }];
                 let take = need.min(qty.abs());
                 buy_value += take * h_price;
                 sell_value += take * bid;
