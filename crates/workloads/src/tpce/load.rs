@@ -515,6 +515,11 @@ fn account<T: Txn>(w: &Tpce, t: &mut T, c: u64, ca: u64) -> Result<()> {
     acc.bal = initial_balance(ca);
     acc.holdings = (0..size).map(|k| (nth_security(cfg, start, k), Vec::new())).collect();
     t.insert(tb.account_permission, k64_64(ca, c), b"0000")?;
+    // Up to three other customers (the next ones) may trade for the account.
+    let others = (mix(18, ca) % 4).min(cfg.customers - 1);
+    for j in 1..=others {
+        t.insert(tb.account_permission, k64_64(ca, 1 + (c - 1 + j) % cfg.customers), b"0001")?;
+    }
     let n = initial_trades(cfg, ca);
     let span = cfg.trade_days as u64 * DAY_NS;
     let first = LOAD_END - span;

@@ -161,9 +161,9 @@
 //! in time order across workers). Market prices are drawn in 80% to 120% of
 //! each security's base price rather than following TPC-E's price curve.
 //! The load's trade dates are spread evenly over the working days. The
-//! Trade-Order's executor is the account's owner (it reads the owner's
-//! `ACCOUNT_PERMISSION` row; no third party), and it does not check the
-//! account's balance or margin; Trade-Lookup frame 4 reads the holding
+//! Trade-Order's third-party executor (10%) is the first other customer
+//! the account's `ACCOUNT_PERMISSION` rows name (each account permits 0 to
+//! 3), and the order does not check the account's balance or margin; Trade-Lookup frame 4 reads the holding
 //! history of the trade it finds, not the whole chain of trades that
 //! touched the same holdings; Trade-Update frame 1 flips the first letter
 //! of the executor's name rather than swapping `" X "` and `" "`;

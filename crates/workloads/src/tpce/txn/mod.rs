@@ -63,6 +63,8 @@ pub struct TpceInput {
     pub lifo: bool,
     /// Trade-Order: roll back after the writes (1%).
     pub rollback: bool,
+    /// Trade-Order: ordered by another customer the account permits (10%).
+    pub third_party: bool,
     /// The start of a time window (nanoseconds), or a start day
     /// (Market-Watch, Security-Detail).
     pub start: u64,
@@ -95,6 +97,7 @@ impl Default for TpceInput {
             is_cash: true,
             lifo: false,
             rollback: false,
+            third_party: false,
             start: 0,
             end: 5,
             seq: 0,
@@ -331,6 +334,7 @@ impl Worker for TpceWorker<'_> {
                 i.is_cash = below(&mut self.rng, 100) < 92;
                 i.lifo = below(&mut self.rng, 2) == 1;
                 i.rollback = below(&mut self.rng, 100) == 0;
+                i.third_party = below(&mut self.rng, 100) < 10;
                 i.t_id = RUN_TRADE | (self.thread as u64) << 40 | self.seq;
                 self.seq += 1;
             }

@@ -65,8 +65,23 @@ impl TpceWorker<'_> {
         let bk = k32(b);
         let mut h = self.checksum;
         t.get_with(tb.broker, &bk, |v| h = fold(h, v[B_NAME] as u64))?.ok_or_else(|| missing("broker", &bk))?;
-        // Frame 2: the executor may act for the account (it is its owner).
-        t.get_with(tb.account_permission, &k64_64(i.ca, c), |v| h = fold(h, v[0] as u64))?;
+        // Frame 2: the executor may act for the account: its owner, or
+        // (10%) another customer the account permits, when it has one.
+        let mut exec = c;
+        if i.third_party {
+            t.scan(tb.account_permission.into(), prefix_range(k64(i.ca)), None, |k, v| {
+                h = fold(h, v[0] as u64);
+                exec = k.u64_at(8).unwrap_or(c);
+                exec == c
+            })?;
+        } else {
+            t.get_with(tb.account_permission, &k64_64(i.ca, c), |v| h = fold(h, v[0] as u64))?;
+        }
+        if exec != c {
+            let ek = k64(exec);
+            t.get_with(tb.customer, &ek, |v| h = fold(h, v[C_TAX_ID] as u64))?
+                .ok_or_else(|| missing("customer", &ek))?;
+        }
         // Frame 3: the security, its company, the market price; what a
         // sale would sell; taxes, commission and charge.
         let sk = k32(i.s);
@@ -122,7 +137,7 @@ impl TpceWorker<'_> {
         put_u32(&mut tv, T_QTY, i.qty);
         put_i64(&mut tv, T_BID, bid);
         put_u64(&mut tv, T_CA_ID, i.ca);
-        name("Exec", c, &mut tv[T_EXEC..T_EXEC + 16]);
+        name("Exec", exec, &mut tv[T_EXEC..T_EXEC + 16]);
         put_i64(&mut tv, T_CHRG, chrg);
         t.insert(tb.trade, k64(i.t_id), &tv)?;
         t.insert(tb.trade_history, th_key(i.t_id, st), &dts.to_le_bytes())?;
