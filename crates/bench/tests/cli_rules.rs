@@ -116,6 +116,8 @@ fn negative_numbers_are_out_of_range() {
         "--value-bytes",
         "--sibench-query-threads",
         "--spin-us",
+        "--trade-days",
+        "--asset-eval-fraction",
     ];
     for flag in bench_flags {
         for n in ["-1", "-5"] {

@@ -19,6 +19,10 @@ pub enum Kind {
     Tatp,
     /// [`crate::tpcc`]: TPC-C.
     Tpcc,
+    /// [`crate::tpce`]: TPC-E (the ten transactions of the SSN paper's TPC-E).
+    Tpce,
+    /// [`crate::tpce`]: TPC-EH, TPC-E with Asset-Eval (SSN paper, section 8.1).
+    Tpceh,
     /// [`crate::sibench`]: SIBench.
     Sibench,
     /// [`crate::predicate`]: range reads while others insert and delete
@@ -30,12 +34,14 @@ pub enum Kind {
 
 impl Kind {
     /// Every workload, in the order the command lists them.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Hekaton,
         Kind::Ycsb,
         Kind::SmallBank,
         Kind::Tatp,
         Kind::Tpcc,
+        Kind::Tpce,
+        Kind::Tpceh,
         Kind::Sibench,
         Kind::Predicate,
         Kind::ListAppend,
@@ -50,6 +56,8 @@ impl Kind {
             Kind::SmallBank => "smallbank",
             Kind::Tatp => "tatp",
             Kind::Tpcc => "tpcc",
+            Kind::Tpce => "tpce",
+            Kind::Tpceh => "tpceh",
             Kind::Sibench => "sibench",
             Kind::Predicate => "predicate",
             Kind::ListAppend => "list-append",
@@ -89,7 +97,7 @@ impl Kind {
     /// runs (see [`crate::Worker::declare`]), as protocols that lock or
     /// order before execution need.
     pub fn declares(self) -> bool {
-        !matches!(self, Kind::Tpcc)
+        !matches!(self, Kind::Tpcc | Kind::Tpce | Kind::Tpceh)
     }
 
     /// Whether every declared access is by primary key, as BOHM needs (it

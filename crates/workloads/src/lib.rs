@@ -27,7 +27,7 @@
 //! imply (a recovered database has no run's tallies to compare with).
 //!
 //! Workloads: [`hekaton`] (section 5 of the Hekaton paper), [`ycsb`],
-//! [`smallbank`], [`tatp`], [`tpcc`] and [`sibench`]; and two made for
+//! [`smallbank`], [`tatp`], [`tpcc`], [`tpce`] (TPC-E and TPC-EH) and [`sibench`]; and two made for
 //! verifying isolation rather than measuring it: [`predicate`] (range reads
 //! while others insert and delete inside the ranges: phantoms) and
 //! [`list_append`] (lists of writer tags, whose values give the version
@@ -46,6 +46,7 @@ pub mod smallbank;
 pub mod store;
 pub mod tatp;
 pub mod tpcc;
+pub mod tpce;
 mod txn;
 pub mod ycsb;
 pub mod zipf;

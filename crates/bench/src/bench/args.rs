@@ -22,7 +22,7 @@ pub struct BenchArgs {
     /// or none: the no-CC ceiling (hekaton only).
     #[arg(long, default_value = "mv-occ", value_name = "P")]
     pub protocol: String,
-    /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, sibench; for
+    /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, tpce, tpceh, sibench; for
     /// --verify also predicate (range reads against inserts and deletes:
     /// phantoms) and list-append (lists of writer tags).
     #[arg(long, default_value = "hekaton", value_name = "W")]
@@ -153,6 +153,8 @@ pub struct BenchArgs {
     pub tatp: wl::tatp::Flags,
     #[command(flatten)]
     pub tpcc: wl::tpcc::Flags,
+    #[command(flatten)]
+    pub tpce: wl::tpce::Flags,
     #[command(flatten)]
     pub sibench: wl::sibench::Flags,
     #[command(flatten)]

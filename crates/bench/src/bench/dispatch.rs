@@ -15,6 +15,7 @@ fn given(a: &BenchArgs, k: Kind) -> Vec<&'static str> {
         Kind::SmallBank => a.smallbank.given(),
         Kind::Tatp => a.tatp.given(),
         Kind::Tpcc => a.tpcc.given(),
+        Kind::Tpce | Kind::Tpceh => a.tpce.given(),
         Kind::Sibench => a.sibench.given(),
         Kind::Predicate => a.predicate.given(),
         Kind::ListAppend => a.list_append.given(),
@@ -25,11 +26,19 @@ fn given(a: &BenchArgs, k: Kind) -> Vec<&'static str> {
 /// or a mix-up should not silently run something else.
 pub(crate) fn refuse_foreign_flags(a: &BenchArgs, workload: Kind) -> Result<(), String> {
     for k in Kind::ALL.into_iter().filter(|k| *k != workload) {
-        if let Some(f) = given(a, k).first() {
+        if let Some(f) = given(a, k).into_iter().find(|f| !shared(f, k, workload)) {
             return Err(format!("{f} is a flag of workload {k}, not of {workload}"));
         }
     }
     Ok(())
+}
+
+/// Whether flag `f` of workload `k` is also one of `workload`'s: tpce and
+/// tpceh have the same flags, and `--customers` is smallbank's, tpce's and
+/// tpceh's scale (one flag, kept with smallbank's).
+fn shared(f: &str, k: Kind, workload: Kind) -> bool {
+    let tpce = |k| matches!(k, Kind::Tpce | Kind::Tpceh);
+    tpce(workload) && (tpce(k) || f == "--customers")
 }
 
 /// Runs workload `k` with its flags from `a` on `db` (see `wl/`).
@@ -40,6 +49,8 @@ pub(crate) fn run<H: Host>(a: &BenchArgs, k: Kind, c: &Ctx, db: &H) -> Result<Me
         Kind::SmallBank => wl::smallbank::run(&a.smallbank, c, db),
         Kind::Tatp => wl::tatp::run(&a.tatp, c, db),
         Kind::Tpcc => wl::tpcc::run(&a.tpcc, c, db),
+        Kind::Tpce => wl::tpce::run(&a.tpce, a.smallbank.customers, false, c, db),
+        Kind::Tpceh => wl::tpce::run(&a.tpce, a.smallbank.customers, true, c, db),
         Kind::Sibench => wl::sibench::run(&a.sibench, c, db),
         Kind::Predicate => wl::predicate::run(&a.predicate, c, db),
         Kind::ListAppend => wl::list_append::run(&a.list_append, c, db),

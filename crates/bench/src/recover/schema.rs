@@ -6,7 +6,7 @@
 use crate::bench::{check_bytes, EST_BYTES_PER_ROW};
 use crate::datadir::{quote, Recorded};
 use multiverse::Database;
-use multiverse_workloads::{hekaton, sibench, smallbank, tatp, tpcc, ycsb, Kind, StateCheck, Workload};
+use multiverse_workloads::{hekaton, sibench, smallbank, tatp, tpcc, tpce, ycsb, Kind, StateCheck, Workload};
 
 /// A workload's check of the recovered rows.
 pub(crate) type Check = Box<dyn FnOnce(&Database) -> Result<StateCheck, String>>;
@@ -103,6 +103,20 @@ pub(crate) fn create_schema(db: &Database, r: &Recorded) -> Result<Schema, Strin
             cfg.validate().map_err(at)?;
             check_bytes((cfg.warehouses as u64).saturating_mul(tpcc::EST_BYTES_PER_WAREHOUSE), &r.shown("warehouses"))?;
             schema(tpcc::Tpcc::setup(db, cfg).map_err(at)?)
+        }
+        Kind::Tpce | Kind::Tpceh => {
+            let heterogeneous = kind == Kind::Tpceh;
+            let d = if heterogeneous { tpce::TpceConfig::tpceh() } else { tpce::TpceConfig::default() };
+            let cfg = tpce::TpceConfig {
+                customers: r.need("customers")?,
+                trade_days: r.get("trade_days", d.trade_days)?,
+                mix: r.mix(tpce::TYPES, d.mix.clone())?,
+                asset_eval_fraction: r.get("asset_eval_fraction", d.asset_eval_fraction)?,
+                heterogeneous,
+            };
+            cfg.validate().map_err(at)?;
+            check_bytes(cfg.estimated_bytes(), &r.shown("customers"))?;
+            schema(tpce::Tpce::setup(db, cfg).map_err(at)?)
         }
         Kind::Sibench => {
             let cfg = sibench::SibenchConfig { rows: r.need("rows")?, ..sibench::SibenchConfig::default() };

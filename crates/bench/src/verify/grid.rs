@@ -93,6 +93,10 @@ fn size_flags(workload: Kind) -> &'static [&'static str] {
         Kind::Tatp => &["--subscribers", "1000"],
         // One warehouse: every worker's home, the contended case.
         Kind::Tpcc => &["--warehouses", "1"],
+        // A few dozen customers over one trade day; Asset-Eval values a
+        // tenth of their accounts (about twenty).
+        Kind::Tpce => &["--customers", "40", "--trade-days", "1"],
+        Kind::Tpceh => &["--customers", "40", "--trade-days", "1", "--asset-eval-fraction", "0.1"],
         Kind::Sibench => &["--rows", "500"],
         Kind::Predicate | Kind::ListAppend => &[],
     }
@@ -224,18 +228,24 @@ pub(super) fn grid(a: &VerifyArgs) -> Result<Vec<Point>, String> {
     let threads: Vec<usize> = if a.threads.is_empty() { DEFAULT_THREADS.to_vec() } else { dedup(&a.threads) };
     let mut points = Vec::new();
     if a.quick {
-        // Line k runs workload k (in turn, skipping those it cannot run) at
-        // thread count k + k / workloads (in turn, shifted every time the
+        // Line k runs the workload met least so far among those it can
+        // run, the first from workload k on (in turn) among equals, so that
+        // a line that cannot run its turn's workload does not leave it out;
+        // at thread count k + k / workloads (in turn, shifted every time the
         // workloads come round, so each workload meets each count).
         let mut k = 0;
+        let n = workloads.len();
+        let mut met = vec![0usize; n];
         for line in &lines {
             let Some(&isolation) = line.levels().iter().rev().find(|l| levels.contains(l)) else {
                 continue;
             };
-            let n = workloads.len();
-            let Some(&workload) = (0..n).map(|i| &workloads[(k + i) % n]).find(|w| line.runs(**w)) else {
+            let turn = (0..n).map(|i| (k + i) % n).filter(|&i| line.runs(workloads[i]));
+            let Some(i) = turn.min_by_key(|&i| met[i]) else {
                 continue;
             };
+            met[i] += 1;
+            let workload = workloads[i];
             let t = threads[(k + k / n) % threads.len()];
             points.push(Point { line: line.clone(), isolation, workload, threads: t });
             k += 1;

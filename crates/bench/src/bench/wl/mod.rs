@@ -17,6 +17,7 @@ pub mod sibench;
 pub mod smallbank;
 pub mod tatp;
 pub mod tpcc;
+pub mod tpce;
 pub mod ycsb;
 
 /// Which of a workload's flags were given on the command line.

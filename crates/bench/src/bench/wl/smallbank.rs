@@ -17,7 +17,8 @@ fn parse_customers(s: &str) -> Result<NonZeroU64, String> {
 #[group(skip)]
 pub struct Flags {
     /// smallbank: customers (rows of Savings and of Checking); the paper uses
-    /// 50 (high contention) and 100,000 (low) [default: 100000].
+    /// 50 (high contention) and 100,000 (low) [default: 100000]. tpce,
+    /// tpceh: customers, TPC-E's scale (the SSN paper: 500,000) [default: 1000].
     #[arg(long, value_name = "N", value_parser = parse_customers, help_heading = "Workload smallbank")]
     pub customers: Option<NonZeroU64>,
     /// smallbank: microseconds each transaction spins before it commits (the
