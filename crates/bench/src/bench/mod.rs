@@ -276,6 +276,14 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
         let p = parse_protocol(&a.protocol)?;
         (p, resolve_isolation(a.isolation.as_deref(), p)?)
     };
+    if !ceiling && protocol.uses_declarations() && !workload.declares() {
+        // Before the load, which may take a while: its first transaction
+        // would fail the same way.
+        return Err(format!(
+            "protocol {protocol} runs declared transactions, and workload {workload} does not declare its accesses \
+             (run it under another protocol)"
+        ));
+    }
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let ssn_base = parse_base(a.base.as_deref(), protocol)?;
     let mode = parse_mode(a.mode.as_deref(), protocol)?;
