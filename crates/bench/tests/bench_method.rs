@@ -319,6 +319,49 @@ fn the_no_cc_ceiling_runs_and_refuses_what_it_cannot_do() {
     }
 }
 
+/// `--protocol bare` runs them on a plain open-addressing table (the
+/// bare-hardware ceiling), beside `none` in one comparison, whose report
+/// quotes every line against both.
+#[test]
+fn the_bare_ceiling_runs_beside_none_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, out) =
+        bench(dir.path(), "bare", &["--protocol", "bare", "--rows", "10k", "--threads", "2", "--duration", "0.5"]);
+    assert_eq!((r["protocol"].as_str(), r["isolation"].as_str()), (Some("bare"), Some("bare")), "{r}");
+    assert!(r["committed"].as_u64().unwrap() > 1000, "{r}");
+    assert_eq!(r["aborted"].as_u64(), Some(0), "{r}");
+    assert!(out.starts_with("bare / hekaton"), "{out}");
+    assert!(out.contains("bare table: 10000 rows present"), "{out}");
+    for (args, why) in [
+        (&["--protocol", "bare", "--workload", "tpcc"][..], "hekaton only"),
+        (&["--protocol", "bare", "--isolation", "snapshot"][..], "--isolation does not apply to --protocol bare"),
+        (&["--protocol", "bare", "--durability", "sync"][..], "--durability does not apply"),
+    ] {
+        let e = fails_in_one_line(args);
+        assert!(e.contains(why), "{args:?}: {e}");
+    }
+    let prefix = dir.path().join("c");
+    let o = multiverse(&[
+        "compare",
+        "--rows",
+        "10k",
+        "--threads",
+        "1",
+        "--duration",
+        "0.3",
+        "--protocols",
+        "mv-occ,none,bare",
+        "--out",
+        prefix.to_str().unwrap(),
+    ]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(out.contains("share of the no-CC ceiling (none), median over median:"), "{out}");
+    assert!(out.contains("share of the bare-hardware ceiling (bare), median over median:"), "{out}");
+    let o = multiverse(&["compare", "--rows", "1000", "--duration", "0.1", "--protocols", "bare@snapshot"]);
+    assert!(text(&o.stderr).contains("bare (the bare-hardware ceiling) takes no @level"), "{}", text(&o.stderr));
+}
+
 /// The record's timestamp increments cover the measured time only, as its
 /// commits do: an MV/O update transaction takes one commit timestamp, so
 /// after a warm-up as long as the run the ratio is still about one (it was

@@ -19,7 +19,8 @@ pub(crate) const DEFAULT_SEED: u64 = 0x5EED_2011;
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Concurrency-control protocol (mv-occ, mv-lock, mv-mixed, 1v-lock, silo, 2pl-ordered, ssn, ssi, bohm, pomvcc),
-    /// or none: the no-CC ceiling (hekaton only).
+    /// or a ceiling (hekaton only): none, the engine's storage with no concurrency control, or bare, a plain
+    /// open-addressing table of u64 keys and fixed-size records.
     #[arg(long, default_value = "mv-occ", value_name = "P")]
     pub protocol: String,
     /// Workload to run: hekaton, ycsb, smallbank, tatp, tpcc, tpce, tpceh, sibench; for

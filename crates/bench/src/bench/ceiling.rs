@@ -13,7 +13,9 @@
 //! ceiling it keeps.
 //!
 //! Only the hekaton workload (one hash table, reads and same-length
-//! updates) runs this way; the others insert, delete or scan.
+//! updates) runs this way; the others insert, delete or scan. The
+//! bare-hardware ceiling (`--protocol bare`, [`super::bare`]) runs the
+//! same way on a plain open-addressing table instead.
 
 use multiverse::research::ceiling::{NoCcTable, Session};
 use multiverse::{Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, TxnOptions};
@@ -23,6 +25,74 @@ use std::ops::RangeBounds;
 /// The protocol name that runs the ceiling (`--protocol none`, a `none`
 /// line of `compare`), and its level's name in the record.
 pub const NAME: &str = "none";
+
+/// Which ceiling runs in place of a protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `--protocol none`: the engine's storage with no concurrency control.
+    NoCc,
+    /// `--protocol bare`: a plain open-addressing table (see [`super::bare`]).
+    Bare,
+}
+
+impl Kind {
+    /// The ceiling a `--protocol` value names, if any.
+    pub fn parse(protocol: &str) -> Option<Kind> {
+        match protocol {
+            NAME => Some(Kind::NoCc),
+            super::bare::NAME => Some(Kind::Bare),
+            _ => None,
+        }
+    }
+
+    /// Its `--protocol` name (also its level's name in the record).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::NoCc => NAME,
+            Kind::Bare => super::bare::NAME,
+        }
+    }
+
+    /// What it is, for messages.
+    pub fn what(self) -> &'static str {
+        match self {
+            Kind::NoCc => "the no-CC ceiling",
+            Kind::Bare => "the bare-hardware ceiling",
+        }
+    }
+}
+
+/// The copy of the workload's table a ceiling runs on.
+pub enum Copy {
+    NoCc(NoCcTable),
+    Bare(super::bare::BareTable),
+}
+
+impl Copy {
+    /// Copies `table` (`rows` rows, just loaded) for ceiling `kind`.
+    pub fn make(kind: Kind, db: &Database, table: TableId, rows: u64) -> std::result::Result<Copy, String> {
+        Ok(match kind {
+            Kind::NoCc => Copy::NoCc(copy_table(db, table, rows)?),
+            Kind::Bare => Copy::Bare(super::bare::copy_table(db, table, rows)?),
+        })
+    }
+
+    /// What the workers run on.
+    pub fn target(&self, table: TableId) -> super::harness::Ceiling<'_> {
+        match self {
+            Copy::NoCc(t) => super::harness::Ceiling::NoCc(t, table),
+            Copy::Bare(t) => super::harness::Ceiling::Bare(t, table),
+        }
+    }
+
+    /// The workload's check of the copy after the run.
+    pub fn check(&self, check: &Check, rows: u64) -> std::result::Result<String, String> {
+        match self {
+            Copy::NoCc(t) => (check.nocc)(t, rows),
+            Copy::Bare(t) => (check.bare)(t, rows),
+        }
+    }
+}
 
 /// Copies every row of `table` (a hash table of `rows` rows, just loaded)
 /// into a new no-CC table.
@@ -50,24 +120,66 @@ pub fn copy_table(db: &Database, table: TableId, rows: u64) -> std::result::Resu
     Ok(nocc)
 }
 
-/// What a refused operation says.
-fn refused(op: &str) -> Error {
-    Error::InvalidArgument(format!("--protocol none (the no-CC ceiling) reads and updates rows; it cannot {op}"))
+/// What a ceiling's table does: find a row, overwrite it, hint a prefetch.
+/// [`CeilingTxn`] runs the workloads' transaction bodies on any of them.
+pub trait Rows {
+    /// Which ceiling this is (for refusals).
+    const KIND: Kind;
+    /// Calls `f` with the row of `key`, if any.
+    fn get_with<R>(&self, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>>;
+    /// Copies `value` over the row of `key`.
+    fn update(&self, key: &Key, value: &[u8]) -> Result<()>;
+    /// Prefetch hints for the rows of `keys`.
+    fn prefetch(&self, keys: &[Key]);
 }
 
-/// One pass of a transaction body over the no-CC table (see the module
-/// docs): the session is pinned for the pass, as a transaction is.
-pub struct CeilingTxn<'t> {
-    s: Session<'t>,
+impl Rows for Session<'_> {
+    const KIND: Kind = Kind::NoCc;
+    #[inline]
+    fn get_with<R>(&self, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        Ok(Session::get_with(self, key, f))
+    }
+    #[inline]
+    fn update(&self, key: &Key, value: &[u8]) -> Result<()> {
+        Session::update(self, key, value)
+    }
+    #[inline]
+    fn prefetch(&self, keys: &[Key]) {
+        Session::prefetch(self, keys)
+    }
+}
+
+/// What a refused operation says.
+fn refused(kind: Kind, op: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "--protocol {} ({}) reads and updates rows; it cannot {op}",
+        kind.name(),
+        kind.what()
+    ))
+}
+
+/// One pass of a transaction body over a ceiling's table (see the module
+/// docs); for the no-CC table the session is pinned for the pass, as a
+/// transaction is.
+pub struct CeilingTxn<R> {
+    rows: R,
     /// The one table of the workload.
     table: TableId,
 }
 
-impl<'t> CeilingTxn<'t> {
+impl<'t> CeilingTxn<Session<'t>> {
     /// A pass over `nocc`, the copy of `table`.
     #[inline]
-    pub fn new(nocc: &'t NoCcTable, table: TableId) -> CeilingTxn<'t> {
-        CeilingTxn { s: nocc.session(), table }
+    pub fn new(nocc: &'t NoCcTable, table: TableId) -> CeilingTxn<Session<'t>> {
+        CeilingTxn { rows: nocc.session(), table }
+    }
+}
+
+impl<R: Rows> CeilingTxn<R> {
+    /// A pass over `rows`, the copy of `table`.
+    #[inline]
+    pub fn over(rows: R, table: TableId) -> CeilingTxn<R> {
+        CeilingTxn { rows, table }
     }
 
     /// Refuses another table than the one copied.
@@ -76,41 +188,41 @@ impl<'t> CeilingTxn<'t> {
         if table == self.table {
             Ok(())
         } else {
-            Err(refused("reach a second table"))
+            Err(refused(R::KIND, "reach a second table"))
         }
     }
 }
 
-impl Txn for CeilingTxn<'_> {
+impl<T: Rows> Txn for CeilingTxn<T> {
     #[inline]
     fn get_with<R>(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.check(table)?;
-        Ok(self.s.get_with(key, f))
+        self.rows.get_with(key, f)
     }
 
     #[inline]
     fn update(&mut self, table: TableId, key: &Key, value: &[u8]) -> Result<()> {
         self.check(table)?;
-        self.s.update(key, value)
+        self.rows.update(key, value)
     }
 
     fn insert(&mut self, _: TableId, _: Key, _: &[u8]) -> Result<()> {
-        Err(refused("insert"))
+        Err(refused(T::KIND, "insert"))
     }
 
     fn update_with(&mut self, table: TableId, key: &Key, f: impl FnOnce(&[u8], &mut Vec<u8>)) -> Result<()> {
         self.check(table)?;
         let mut new = Vec::new();
-        self.s.get_with(key, |old| f(old, &mut new)).ok_or(Error::KeyNotFound)?;
-        self.s.update(key, &new)
+        self.rows.get_with(key, |old| f(old, &mut new))?.ok_or(Error::KeyNotFound)?;
+        self.rows.update(key, &new)
     }
 
     fn delete(&mut self, _: TableId, _: &Key) -> Result<()> {
-        Err(refused("delete"))
+        Err(refused(T::KIND, "delete"))
     }
 
     fn get_by(&mut self, _: IndexId, _: &Key, _: impl FnMut(&Key, &[u8]) -> bool) -> Result<()> {
-        Err(refused("look rows up by a secondary index"))
+        Err(refused(T::KIND, "look rows up by a secondary index"))
     }
 
     fn scan(
@@ -120,19 +232,26 @@ impl Txn for CeilingTxn<'_> {
         _: Option<&Filter>,
         _: impl FnMut(&Key, &[u8]) -> bool,
     ) -> Result<()> {
-        Err(refused("scan"))
+        Err(refused(T::KIND, "scan"))
     }
 
     #[inline]
     fn prefetch(&self, table: TableId, keys: &[Key]) {
         if table == self.table {
-            self.s.prefetch(keys);
+            self.rows.prefetch(keys);
         }
     }
 }
 
-/// A workload's check of its no-CC copy after the run (the table, its rows).
-pub type Check = fn(&NoCcTable, u64) -> std::result::Result<String, String>;
+/// A workload's checks of its ceiling copies after the run (the table, its
+/// rows).
+pub struct Check {
+    pub nocc: fn(&NoCcTable, u64) -> std::result::Result<String, String>,
+    pub bare: fn(&super::bare::BareTable, u64) -> std::result::Result<String, String>,
+}
+
+/// The hekaton workload's checks.
+pub const HEKATON_CHECK: Check = Check { nocc: check_hekaton, bare: super::bare::check_hekaton };
 
 /// The ceiling's consistency check for the hekaton table: every row
 /// `0..rows` is there and names its own key (the only field every writer

@@ -289,8 +289,8 @@ struct Progress(AtomicU64);
 
 /// Runs `cfg.threads` workers for `cfg.warmup`, then measures them for
 /// `cfg.duration`.
-/// Runs the workers; with `ceiling` (`--protocol none`), each pass of a
-/// transaction body runs on the no-CC copy of the table, not in `db`.
+/// Runs the workers; with `ceiling` (`--protocol none` or `bare`), each
+/// pass of a transaction body runs on the copy of the table, not in `db`.
 pub fn run<S: Store, W: Workload>(
     db: &S,
     w: &W,
@@ -539,9 +539,13 @@ struct Loop<'a> {
     ceiling: Option<Ceiling<'a>>,
 }
 
-/// `--protocol none`: the no-CC copy of the workload's one table, and that
-/// table's id (see [`super::ceiling`]).
-pub type Ceiling<'a> = (&'a multiverse::research::ceiling::NoCcTable, multiverse::TableId);
+/// `--protocol none` or `bare`: the copy of the workload's one table, and
+/// that table's id (see [`super::ceiling`] and [`super::bare`]).
+#[derive(Clone, Copy)]
+pub enum Ceiling<'a> {
+    NoCc(&'a multiverse::research::ceiling::NoCcTable, multiverse::TableId),
+    Bare(&'a super::bare::BareTable, multiverse::TableId),
+}
 
 /// The per-thread loop: one `Instant` and one histogram record per
 /// committed transaction, into the histogram of its type. Never inlined:
@@ -591,10 +595,18 @@ fn worker_loop<S: Store, K: Worker>(db: &S, worker: &mut K, l: Loop<'_>) -> Resu
         });
         let done = match ceiling {
             None => db.run_txn(worker, opts, retry, &mut tally.aborts),
-            Some((nocc, table)) => worker.execute(&mut super::ceiling::CeilingTxn::new(nocc, table)).map(|()| {
-                worker.committed();
-                true
-            }),
+            Some(Ceiling::NoCc(nocc, table)) => {
+                worker.execute(&mut super::ceiling::CeilingTxn::new(nocc, table)).map(|()| {
+                    worker.committed();
+                    true
+                })
+            }
+            Some(Ceiling::Bare(bare, table)) => {
+                worker.execute(&mut super::bare::BareTxn::over(bare, table)).map(|()| {
+                    worker.committed();
+                    true
+                })
+            }
         };
         if let Some(c) = clocks {
             multiverse::research::breakdown::set_sampling(false);

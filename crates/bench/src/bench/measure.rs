@@ -23,7 +23,7 @@ pub(crate) fn measure_with<W: Workload>(
     c: &Ctx,
     ceiling: Option<(multiverse::TableId, ceiling::Check)>,
 ) -> Result<Measurement, String> {
-    debug_assert_eq!(ceiling.is_some(), c.ceiling, "the workload passes its table for --protocol none");
+    debug_assert_eq!(ceiling.is_some(), c.ceiling.is_some(), "the workload passes its table for --protocol none");
     let est = w.estimated_bytes();
     if est > 0 {
         check_bytes(est, &format!("workload {}", w.name()))?;
@@ -43,9 +43,9 @@ pub(crate) fn measure_with<W: Workload>(
             crate::datadir::record_loaded(dir)?;
         }
     }
-    let nocc = match ceiling {
-        Some((table, _)) => Some(ceiling::copy_table(db, table, w.load_size())?),
-        None => None,
+    let copy = match (&ceiling, c.ceiling) {
+        (Some((table, _)), Some(kind)) => Some(ceiling::Copy::make(kind, db, *table, w.load_size())?),
+        _ => None,
     };
     let prefault = if c.prefault > 0 {
         check_bytes(c.prefault, "--prefault")?;
@@ -72,7 +72,7 @@ pub(crate) fn measure_with<W: Workload>(
     multiverse::research::breakdown::set_enabled(c.breakdown);
     let run = match c.bohm {
         Some(b) => harness::run_bohm(db, w, cfg, b),
-        None => harness::run(db, w, cfg, nocc.as_ref().zip(ceiling.map(|c| c.0))),
+        None => harness::run(db, w, cfg, copy.as_ref().zip(ceiling.as_ref()).map(|(t, c)| t.target(c.0))),
     };
     multiverse::research::breakdown::set_enabled(false);
     // The history is the run's: the checks below run at other levels
@@ -95,8 +95,8 @@ pub(crate) fn measure_with<W: Workload>(
     });
     // The check sees every committed transaction (POMVCC: not a given).
     db.sync_commits().map_err(|e| e.to_string())?;
-    let consistency = match (&nocc, ceiling) {
-        (Some(t), Some((_, check))) => check(t, w.load_size()),
+    let consistency = match (&copy, &ceiling) {
+        (Some(t), Some((_, check))) => t.check(check, w.load_size()),
         _ => w.check_consistency(db),
     }
     .map_err(|e| format!("{} consistency check failed: {e}", w.name()))?;

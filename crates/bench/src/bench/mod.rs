@@ -17,6 +17,7 @@
 //! one-line `Err(String)`.
 
 mod args;
+pub(crate) mod bare;
 pub(crate) mod ceiling;
 pub(crate) mod config;
 mod default_comparison;
@@ -103,9 +104,9 @@ pub(crate) struct Measurement {
     pub pin: &'static [usize],
     /// Whether a transaction the engine aborted was retried (`--no-retry`: dropped).
     pub retry: multiverse_workloads::Retry,
-    /// `--protocol none`: the no-CC ceiling ran, not `protocol` (which
+    /// `--protocol none` or `bare`: a ceiling ran, not `protocol` (which
     /// only loaded the rows).
-    pub ceiling: bool,
+    pub ceiling: Option<ceiling::Kind>,
     /// Another embedded store ran (`--protocol surrealmx`, ...), not
     /// `protocol`.
     pub peer: Option<PeerRun>,
@@ -132,19 +133,17 @@ impl Measurement {
         if let Some(p) = &self.peer {
             return p.name;
         }
-        if self.ceiling {
-            ceiling::NAME
-        } else {
-            self.protocol.name()
+        match self.ceiling {
+            Some(k) => k.name(),
+            None => self.protocol.name(),
         }
     }
 
     /// The isolation level's name (`none` for the no-CC ceiling).
     pub fn isolation_name(&self) -> &'static str {
-        if self.ceiling {
-            ceiling::NAME
-        } else {
-            self.isolation.name()
+        match self.ceiling {
+            Some(k) => k.name(),
+            None => self.isolation.name(),
         }
     }
 }
@@ -188,8 +187,8 @@ pub(crate) struct Ctx {
     pub retry: multiverse_workloads::Retry,
     /// BOHM's pipeline settings (bohm runs only).
     pub bohm: Option<multiverse::protocol::bohm::Config>,
-    /// `--protocol none`: run the no-CC ceiling (see [`ceiling`]).
-    pub ceiling: bool,
+    /// `--protocol none` or `bare`: run a ceiling (see [`ceiling`] and [`bare`]).
+    pub ceiling: Option<ceiling::Kind>,
     /// Another store runs the workload: its name and levels (see [`peers`]).
     pub peer: Option<(&'static str, &'static [Isolation])>,
 }
@@ -235,10 +234,11 @@ impl Host for Database {
 /// `--protocol none`: refuses what the no-CC ceiling cannot honour, and
 /// returns the protocol that loads the rows (MV/O) and a level for the
 /// loading (never used by the measured run).
-fn ceiling_args(a: &BenchArgs, workload: Kind) -> Result<(Protocol, Isolation), String> {
+fn ceiling_args(a: &BenchArgs, workload: Kind, ceiling: ceiling::Kind) -> Result<(Protocol, Isolation), String> {
+    let (name, what) = (ceiling.name(), ceiling.what());
     if workload != Kind::Hekaton {
         return Err(format!(
-            "--protocol none (the no-CC ceiling) runs workload hekaton only, not {workload} (it reads and updates rows of one hash table)"
+            "--protocol {name} ({what}) runs workload hekaton only, not {workload} (it reads and updates rows of one hash table)"
         ));
     }
     let given = [
@@ -254,7 +254,7 @@ fn ceiling_args(a: &BenchArgs, workload: Kind) -> Result<(Protocol, Isolation), 
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
         return Err(format!(
-            "{flag} does not apply to --protocol none (no concurrency control: no levels, no log, no history)"
+            "{flag} does not apply to --protocol {name} (no concurrency control: no levels, no log, no history)"
         ));
     }
     Ok((Protocol::MvOcc, Isolation::ReadCommitted))
@@ -269,14 +269,14 @@ fn ceiling_args(a: &BenchArgs, workload: Kind) -> Result<(Protocol, Isolation), 
 pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement, String>, Database), String> {
     let workload = Kind::parse(&a.workload)?;
     dispatch::refuse_foreign_flags(a, workload)?;
-    let ceiling = a.protocol == ceiling::NAME;
-    let (protocol, isolation) = if ceiling {
-        ceiling_args(a, workload)?
+    let ceiling = ceiling::Kind::parse(&a.protocol);
+    let (protocol, isolation) = if let Some(k) = ceiling {
+        ceiling_args(a, workload, k)?
     } else {
         let p = parse_protocol(&a.protocol)?;
         (p, resolve_isolation(a.isolation.as_deref(), p)?)
     };
-    if !ceiling && protocol.uses_declarations() && !workload.declares() {
+    if ceiling.is_none() && protocol.uses_declarations() && !workload.declares() {
         // Before the load, which may take a while: its first transaction
         // would fail the same way.
         return Err(format!(
@@ -510,7 +510,7 @@ fn run_cli(typed: BenchCli) -> Result<(), String> {
     if !faults.is_empty() {
         println!("faults     {faults} (the protocol is broken on purpose)");
     }
-    let isolation = if a.protocol == ceiling::NAME {
+    let isolation = if ceiling::Kind::parse(&a.protocol).is_some() {
         Isolation::ReadCommitted // nothing is verified: --verify is refused
     } else {
         resolve_isolation(a.isolation.as_deref(), parse_protocol(&a.protocol)?)?

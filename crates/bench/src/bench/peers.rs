@@ -139,7 +139,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<Result<Measurement, 
         breakdown: false,
         retry: super::retry_of(a),
         bohm: None,
-        ceiling: false,
+        ceiling: None,
         peer: Some((name, levels)),
     };
     multiverse_peers::with_peer(name, &opts, Runner { a, ctx: &ctx, workload }).map_err(|e| {
@@ -235,7 +235,7 @@ impl<K: KvStore> Host for Peer<K> {
             bohm: None,
             pin: c.pin,
             retry: c.retry,
-            ceiling: false,
+            ceiling: None,
             peer: Some(PeerRun {
                 name: self.name(),
                 describe: self.kv().describe(),

@@ -102,7 +102,7 @@ struct PointCli {
 /// One line of the comparison: a protocol, at an isolation level.
 #[derive(Clone, Debug, PartialEq)]
 struct Line {
-    /// `None`: `none`, the no-CC ceiling (`bench --protocol none`), or
+    /// `None`: a ceiling (`none` or `bare`, named by the label), or
     /// another store (`peer`).
     protocol: Option<Protocol>,
     /// Another embedded store (`bench --protocol surrealmx`, ...).
@@ -154,14 +154,15 @@ fn parse_lines(spec: &str, default_isolation: Option<&str>) -> Result<Vec<Line>,
             Some((p, b)) => (p.trim(), Some(b.trim())),
             None => (p, None),
         };
-        if p == bench::ceiling::NAME {
+        if let Some(k) = bench::ceiling::Kind::parse(p) {
+            let (name, what) = (k.name(), k.what());
             if l.is_some() || base.is_some() {
-                return Err(format!("--protocols '{item}': none (the no-CC ceiling) takes no @level and no +base"));
+                return Err(format!("--protocols '{item}': {name} ({what}) takes no @level and no +base"));
             }
-            if lines.iter().any(|x| x.label == bench::ceiling::NAME) {
-                return Err("--protocols: 'none' is given twice".into());
+            if lines.iter().any(|x| x.label == name) {
+                return Err(format!("--protocols: '{name}' is given twice"));
             }
-            let label = bench::ceiling::NAME.to_string();
+            let label = name.to_string();
             lines.push(Line { protocol: None, peer: None, base: None, read_mostly: false, isolation: None, label });
             continue;
         }
@@ -306,7 +307,8 @@ fn point_args(
     let name = match (line.protocol, line.peer) {
         (Some(p), _) => p.name(),
         (None, Some(peer)) => peer,
-        (None, None) => bench::ceiling::NAME,
+        // A ceiling: its label is its name.
+        (None, None) => line.label.as_str(),
     };
     argv.push(format!("--protocol={name}"));
     if let Some(l) = line.isolation {

@@ -50,8 +50,9 @@ pub(crate) fn table(cmp: &Comparison) -> String {
         let _ = writeln!(s, "{}", r.trim_end());
     }
     s.push_str(&latency_memory_table(cmp, &key_w, col_w));
-    if let Some(ni) = cmp.lines.iter().position(|l| l.protocol == crate::bench::ceiling::NAME) {
-        let _ = writeln!(s, "share of the no-CC ceiling (none), median over median:");
+    for kind in [crate::bench::ceiling::Kind::NoCc, crate::bench::ceiling::Kind::Bare] {
+        let Some(ni) = cmp.lines.iter().position(|l| l.protocol == kind.name()) else { continue };
+        let _ = writeln!(s, "share of {} ({}), median over median:", kind.what(), kind.name());
         for values in cmp.grid() {
             let Some(ceiling) = cmp.point(&values, ni).and_then(|p| p.median(&Metric::Throughput)) else { continue };
             let shares: Vec<String> = (0..cmp.lines.len())

@@ -109,8 +109,8 @@ pub fn run<H: Host>(f: &Flags, c: &Ctx, db: &H) -> Result<Measurement, String> {
     }
     check_memory(cfg.rows)?;
     let w = Hekaton::setup_with(db, cfg, het)?;
-    if c.ceiling {
-        return db.measure_with(&w, c, Some((w.table(), crate::bench::ceiling::check_hekaton)));
+    if c.ceiling.is_some() {
+        return db.measure_with(&w, c, Some((w.table(), crate::bench::ceiling::HEKATON_CHECK)));
     }
     measure(db, &w, c)
 }
