@@ -194,6 +194,44 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
     assert_eq!(db.stats().aborts[AbortReason::LockTimeout], 0);
 }
 
+/// Two readers of a row that both upgrade are deadlocked with certainty:
+/// the second to ask aborts with `deadlock` at once, long before the
+/// detector's first check (10 s here), and the first upgrades and commits.
+#[test]
+fn a_second_upgrader_of_one_key_aborts_at_once() {
+    let db = Database::new(Options {
+        protocol: Protocol::OneVLock,
+        lock_timeout: Duration::from_secs(20),
+        deadlock_interval: Duration::from_secs(10),
+        ..Options::default()
+    })
+    .unwrap();
+    let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
+    db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), u(1))).unwrap();
+    let k = Key::from(1);
+    let mut t1 = db.begin(Isolation::Serializable).unwrap();
+    let mut t2 = db.begin(Isolation::Serializable).unwrap();
+    t1.get(h, &k).unwrap(); // T1: S on the row
+    t2.get(h, &k).unwrap(); // T2: S on the row
+    let started = Instant::now();
+    let r1 = std::thread::scope(|s| {
+        let h1 = s.spawn(|| {
+            // Waits for T2's S lock, marking the word.
+            t1.update(h, &k, u(10))?;
+            t1.commit().map(|_| ())
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        let r2 = t2.update(h, &k, u(20));
+        assert_eq!(r2, Err(Error::Aborted(AbortReason::Deadlock)), "the second upgrader gives way");
+        drop(t2);
+        h1.join().unwrap()
+    });
+    assert_eq!(r1, Ok(()));
+    assert!(started.elapsed() < Duration::from_secs(5), "at once, not at the 10-s detector: {:?}", started.elapsed());
+    assert_eq!(get(&db, h, 1), Some(10));
+    assert_eq!(db.stats().aborts[AbortReason::Deadlock], 1);
+}
+
 /// A waiting upgrade keeps new readers out of its key (its mark on the word),
 /// and the detector knows it: T1 waits to upgrade b behind T2's S lock, T3
 /// (holding c) asks for S on b and waits behind T1's mark, T2 asks for c.

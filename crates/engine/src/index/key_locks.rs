@@ -196,6 +196,17 @@ pub(crate) fn announce_writer(w: &AtomicU64) -> bool {
     }
 }
 
+/// Whether another shared holder of `w` waits to upgrade (a mark is on
+/// the word that is not the caller's: the caller has not marked yet). A
+/// shared holder that wants to upgrade and finds one is deadlocked with it
+/// for certain: each keeps its S lock while it waits for the other's to go.
+#[inline]
+pub(crate) fn upgrader_waiting(w: &AtomicU64) -> bool {
+    // Relaxed: a hint, as the marks themselves (a mark set after this load
+    // leaves the deadlock to the detector).
+    upgraders(w.load(Ordering::Relaxed)) > 0
+}
+
 /// Withdraws the caller's mark (from [`announce_writer`]; it gave up
 /// waiting). Other upgraders' marks stay.
 #[inline]

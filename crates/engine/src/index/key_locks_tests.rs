@@ -27,7 +27,9 @@ fn modes_exclude_each_other() {
 fn a_waiting_upgrader_keeps_new_readers_out() {
     let w = AtomicU64::new(0x42);
     assert!(try_shared(&w), "a reader holds it");
+    assert!(!upgrader_waiting(&w), "no upgrader yet");
     assert!(announce_writer(&w), "and waits to upgrade");
+    assert!(upgrader_waiting(&w), "a second upgrader would see the first");
     assert!(!try_shared(&w) && !looks_free(&w, LockMode::Shared, false), "a new reader waits");
     assert!(looks_free(&w, LockMode::Exclusive, true) && try_exclusive(&w, true), "the holder upgrades past its mark");
     assert!(!try_shared(&w));
@@ -89,15 +91,14 @@ fn one_upgraders_withdrawal_keeps_anothers_mark() {
 }
 
 /// The same race through 1V's wait (`wait_for_lock`), with threads: the
-/// victim is chosen after 2 ms of waiting with the survivor waiting too,
-/// when the survivor only looks
-/// every 50 µs, gives up, releases and asks for its shared lock again at
-/// once. It must get it only after the survivor has upgraded and released.
+/// second of two upgraders finds the first one's mark and gives way at
+/// once (a certain deadlock), releases and asks for its shared lock again
+/// at once, while the survivor may be descheduled or looking only every
+/// 50 µs. It must get it only after the survivor has upgraded and released.
 #[test]
 fn a_deadlock_victims_retry_waits_for_the_survivor() {
     use crate::protocol::lock_1v::{wait_for_lock, Waited};
     use crate::sync::atomic::AtomicBool;
-    use std::time::Duration;
     let rounds = 20 * std::env::var("MULTIVERSE_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(1u32);
     let mut early = 0;
     for _ in 0..rounds {
@@ -112,13 +113,14 @@ fn a_deadlock_victims_retry_waits_for_the_survivor() {
                 upgraded.store(true, Ordering::Relaxed);
                 unlock(&w, LockMode::Exclusive);
             });
-            // Chosen once both wait: the survivor's thread may not have run
-            // yet after 2 ms on a busy machine, and a victim that gives up
-            // before the survivor marked the word has nothing to wait behind.
+            // The survivor marks the word first (its thread may take a while
+            // to run on a busy machine); then our upgrade finds its mark and
+            // gives way at once, chosen by no detector.
             // Relaxed: a look at the word; the lock operations order the rest.
-            let chosen =
-                |waited: Duration| waited >= Duration::from_millis(2) && upgraders(w.load(Ordering::Relaxed)) >= 2;
-            let out = wait_for_lock(&w, LockMode::Exclusive, true, None, || false, chosen);
+            while upgraders(w.load(Ordering::Relaxed)) == 0 {
+                std::thread::yield_now();
+            }
+            let out = wait_for_lock(&w, LockMode::Exclusive, true, None, || false, |_| false);
             assert!(out == Waited::Victim);
             unlock(&w, LockMode::Shared);
             // The retry, at once.

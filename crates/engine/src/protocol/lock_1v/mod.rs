@@ -77,6 +77,10 @@
 //!   scheduled again, and 1V kept under 1% of its 2-thread throughput
 //!   (docs/BENCHMARKS.md, "Oversubscribed"). The deadlock detector counts
 //!   a reader waiting behind a mark as waiting for the upgrader who set it;
+//! * two upgrades of one lock are a deadlock known without a graph: a
+//!   holder that wants to upgrade and finds another upgrader's mark aborts
+//!   at once (`deadlock`), instead of waiting a deadlock interval for the
+//!   detector (`wait::wait_for_lock`);
 //! * the paper names no lock mode for its range scans (its workloads use a
 //!   hash index only); the key-range locks above keep ordered-index scans
 //!   phantom-free at serializable;
@@ -92,7 +96,7 @@ pub(crate) use wait::*;
 use crate::error::AbortReason;
 use crate::history::{Op, Outcome, WriteKind, Writer};
 use crate::index::key_locks::{
-    announce_writer, looks_free, try_exclusive, try_shared, unlock, withdraw_writer, LockMode,
+    announce_writer, looks_free, try_exclusive, try_shared, unlock, upgrader_waiting, withdraw_writer, LockMode,
 };
 use crate::index::locks::contains as in_range;
 use crate::key::Key;

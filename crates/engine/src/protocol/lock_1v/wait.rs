@@ -65,6 +65,16 @@ pub(crate) fn wait_for_lock(
     };
     loop {
         if writer && !marked {
+            // Upgrade against upgrade: another holder of our S lock waits
+            // to upgrade too, so neither can have X before the other lets
+            // its S go. The later upgrader gives way at once, without
+            // waiting a deadlock interval for the detector (with more
+            // threads than cores, that wait is spent mostly descheduled,
+            // holding the hot key). Two that mark at the same moment both
+            // miss it here and are left to the detector, as before.
+            if upgrader_waiting(w) {
+                return out(Waited::Victim, marked);
+            }
             marked = announce_writer(w);
         }
         if looks_free(w, mode, upgrade) {
