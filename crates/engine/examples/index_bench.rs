@@ -4,7 +4,9 @@
 //!
 //! `cargo run --release -p multiverse-engine --example index_bench -- [--keys N] [--threads 1,2] [--secs S] [--big] [--json FILE]`
 //!
-//! Defaults: 1,000,000 keys, 1 and 2 threads, 1 second per timed case.
+//! Defaults: 1,000,000 keys, 1 and 2 threads, 1 second per timed case. A
+//! debug build (as CI runs every example) with no arguments makes a smoke
+//! run instead: 20,000 keys, 0.05 seconds per case.
 //! `--big` runs 10,000,000 keys after the default size (memory: a few GB).
 //! Prints one table line per case and thread count: operations per second
 //! of each map and their ratio; `--json FILE` also writes every row.
@@ -14,6 +16,10 @@ use std::fmt::Write as _;
 
 fn main() {
     let mut cfg = Config::default();
+    if cfg!(debug_assertions) && std::env::args().len() == 1 {
+        cfg = Config { keys: 20_000, secs: 0.05, ..cfg };
+        println!("debug build: a smoke run (build with --release to measure)");
+    }
     let mut sizes = Vec::new();
     let mut json = None;
     let mut args = std::env::args().skip(1);

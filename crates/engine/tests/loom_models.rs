@@ -65,10 +65,6 @@ mod bucket;
 #[path = "../src/index/key_locks.rs"]
 mod key_locks;
 
-#[allow(dead_code)]
-#[path = "../src/index/btree/lock.rs"]
-mod olc_lock;
-
 use state::{Peek, Resolved, TxnState};
 use sync::atomic::{AtomicU64, Ordering};
 use word::{txn_word, Claim, Hold, ReadLocked, RecordLock, Word, INFINITY};
@@ -729,103 +725,5 @@ fn key_lock_victims_retry_waits_for_the_surviving_upgrader() {
         survivor.join().unwrap();
         assert_eq!(seen, 1, "the victim's retry read before the survivor upgraded");
         assert_eq!(w.load(Ordering::SeqCst), 0, "no lock bit and no mark left");
-    });
-}
-
-// ---- B+tree node version lock (optimistic lock coupling) ------------------
-
-/// A writer changes two fields of a node in two critical sections (to 1,1
-/// then 2,2) while an optimistic reader reads both between its version
-/// read and its validation: a read that validates saw one critical
-/// section's whole result, never half of one (the lock's CAS, Release
-/// fence and Release unlock against the reader's Acquire load and Acquire
-/// fence). Without either fence of `lock.rs` the model fails.
-#[test]
-fn olc_validated_reader_sees_no_half_write() {
-    check("olc_validated_reader_sees_no_half_write", 2, || {
-        let node = Arc::new((olc_lock::VersionLock::new(), AtomicU64::new(0), AtomicU64::new(0)));
-        let writer = {
-            let node = node.clone();
-            thread::spawn(move || {
-                for x in 1..=2 {
-                    node.0.lock().unwrap();
-                    node.1.store(x, Ordering::Relaxed);
-                    node.2.store(x, Ordering::Relaxed);
-                    node.0.unlock();
-                }
-            })
-        };
-        if let Ok(v) = node.0.read() {
-            let (a, b) = (node.1.load(Ordering::Relaxed), node.2.load(Ordering::Relaxed));
-            if node.0.validate(v).is_ok() {
-                assert_eq!(a, b, "a validated read saw half a write");
-            }
-        }
-        writer.join().unwrap();
-    });
-}
-
-/// The model above can fail: a reader that trusts its reads without
-/// validating sees half a write in some interleaving.
-#[test]
-#[should_panic(expected = "an unvalidated read saw half a write")]
-fn olc_model_catches_an_unvalidated_reader() {
-    check("olc_model_catches_an_unvalidated_reader", 2, || {
-        let node = Arc::new((olc_lock::VersionLock::new(), AtomicU64::new(0), AtomicU64::new(0)));
-        let writer = {
-            let node = node.clone();
-            thread::spawn(move || {
-                node.0.lock().unwrap();
-                node.1.store(1, Ordering::Relaxed);
-                node.2.store(1, Ordering::Relaxed);
-                node.0.unlock();
-            })
-        };
-        if node.0.read().is_ok() {
-            let (a, b) = (node.1.load(Ordering::Relaxed), node.2.load(Ordering::Relaxed));
-            assert_eq!(a, b, "an unvalidated read saw half a write");
-        }
-        writer.join().unwrap();
-    });
-}
-
-/// Two writers, one taking the lock outright and one upgrading an
-/// optimistic read (retrying on failure), increment a plain cell: loom
-/// reports any overlap as a data race, and no increment is lost. The
-/// version ends bumped once per critical section; a node unlocked as
-/// obsolete then refuses readers and upgrades.
-#[test]
-fn olc_lock_is_exclusive_and_obsolete_is_final() {
-    check("olc_lock_is_exclusive_and_obsolete_is_final", 2, || {
-        let lock = Arc::new(olc_lock::VersionLock::new());
-        let cell = Arc::new(loom::cell::UnsafeCell::new(0u64));
-        let other = {
-            let (lock, cell) = (lock.clone(), cell.clone());
-            thread::spawn(move || {
-                lock.lock().unwrap();
-                // SAFETY: the write lock excludes every other access.
-                cell.with_mut(|p| unsafe { *p += 1 });
-                lock.unlock();
-            })
-        };
-        loop {
-            let v = lock.read().unwrap();
-            if lock.upgrade(v).is_ok() {
-                break;
-            }
-        }
-        // SAFETY: as above.
-        cell.with_mut(|p| unsafe { *p += 1 });
-        lock.unlock();
-        other.join().unwrap();
-        // SAFETY: both writers are done.
-        assert_eq!(cell.with(|p| unsafe { *p }), 2);
-        let v = lock.read().unwrap();
-        assert_eq!(v, 2 * 4, "two critical sections, two versions");
-        lock.upgrade(v).unwrap();
-        lock.unlock_obsolete();
-        assert_eq!(lock.read(), Err(olc_lock::Restart));
-        assert_eq!(lock.upgrade(v), Err(olc_lock::Restart));
-        assert!(lock.validate(v).is_err());
     });
 }

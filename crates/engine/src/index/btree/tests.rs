@@ -344,7 +344,7 @@ fn concurrent_scans_see_stable_keys_in_order() {
             let (t, scans) = (t.clone(), scans.clone());
             std::thread::spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(100 + s);
-                for _ in 0..rounds * 40 {
+                for _ in 0..rounds * 200 {
                     let g = &crossbeam_epoch::pin();
                     let a = rng.gen_range(0..n * 4);
                     let b = a + rng.gen_range(0..4_000);
@@ -381,7 +381,7 @@ fn concurrent_scans_see_stable_keys_in_order() {
     for w in writers {
         w.join().unwrap();
     }
-    assert_eq!(scans.load(Ordering::Relaxed), 2 * rounds * 40);
+    assert_eq!(scans.load(Ordering::Relaxed), 2 * rounds * 200);
     check(&t);
 }
 
