@@ -11,6 +11,14 @@
 //! run for [`Config::secs`] each. Each thread pins the epoch once per 64
 //! operations, for both maps. Run it through the `index_bench` example:
 //! `cargo run --release -p multiverse-engine --example index_bench`.
+//!
+//! ```
+//! use multiverse::research::index_bench::{run, Config};
+//!
+//! let cfg = Config { keys: 2_000, threads: vec![1], secs: 0.01 };
+//! let rows = run(&cfg, |r| println!("{} {} {:.0}", r.map, r.case, r.ops_per_s));
+//! assert_eq!(rows.len(), 12, "six cases for each of two maps");
+//! ```
 
 use crate::index::btree::BTree;
 use crate::key::Key;
@@ -22,6 +30,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// What to measure.
+///
+/// ```
+/// use multiverse::research::index_bench::Config;
+///
+/// let cfg = Config { keys: 10_000_000, ..Config::default() };
+/// assert_eq!((cfg.threads, cfg.secs), (vec![1, 2], 1.0));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Keys loaded before the other cases.
@@ -39,6 +54,14 @@ impl Default for Config {
 }
 
 /// One measurement.
+///
+/// ```
+/// use multiverse::research::index_bench::{run, Config};
+///
+/// let rows = run(&Config { keys: 1_000, threads: vec![2], secs: 0.01 }, |_| {});
+/// assert!(rows.iter().all(|r| r.threads == 2 && r.ops_per_s > 0.0));
+/// assert_eq!(rows.iter().filter(|r| r.map == "btree").count(), 6);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Row {
     /// `skiplist` or `btree`.
@@ -217,6 +240,15 @@ fn run_map<M: Map>(cfg: &Config, threads: usize, report: &mut dyn FnMut(Row)) {
 
 /// Runs every case for both maps and each thread count of `cfg`, passing
 /// each row to `report` as it is measured; returns them all.
+///
+/// ```
+/// use multiverse::research::index_bench::{run, Config};
+///
+/// let mut seen = 0;
+/// let rows = run(&Config { keys: 1_000, threads: vec![1], secs: 0.01 }, |_| seen += 1);
+/// assert_eq!(seen, rows.len());
+/// assert_eq!(rows[0].case, "load");
+/// ```
 pub fn run(cfg: &Config, mut report: impl FnMut(&Row)) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut sink = |r: Row| {
