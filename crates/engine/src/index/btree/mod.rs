@@ -66,7 +66,12 @@
 //! entries in practice (splits leave leaves at least half full, and an
 //! append at a leaf's end leaves the old leaf full).
 //!
-//! Nodes hold [`node::LEAF_CAP`] entries and [`node::INNER_CAP`] children.
+//! Nodes hold [`node::LEAF_CAP`] entries and [`node::INNER_CAP`] children
+//! (chosen by measurement, see there).
+//!
+//! Every operation takes a `crossbeam_epoch::Guard` of the default
+//! collector, pinned (not `unprotected`): what it returns borrows from the
+//! guard, and what it removes is freed through it.
 
 // Not yet the ordered index's map: outside the tests only the research
 // benchmark uses it, and not all of it.
@@ -344,7 +349,6 @@ impl<K: TreeKey, V> BTree<K, V> {
     /// another thread inserted `k` first.
     pub(crate) fn get_or_insert_with<'g>(&'g self, k: K, f: impl FnOnce() -> V, _guard: &'g Guard) -> (&'g V, bool) {
         let hk = k.head();
-        debug_assert_eq!(hk, k.head(), "the head is a function of the key");
         let (mut key, mut f) = (Some(k), Some(f));
         let mut mine: *mut Entry<K, V> = ptr::null_mut();
         let mut path = Path::new();
