@@ -22,6 +22,7 @@ fn main() {
     }
     let mut sizes = Vec::new();
     let mut json = None;
+    let mut big = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -29,13 +30,16 @@ fn main() {
             "--keys" => sizes.push(val().parse().expect("--keys N")),
             "--threads" => cfg.threads = val().split(',').map(|t| t.parse().expect("--threads 1,2")).collect(),
             "--secs" => cfg.secs = val().parse().expect("--secs S"),
-            "--big" => sizes.push(10_000_000),
+            "--big" => big = true,
             "--json" => json = Some(val()),
             _ => panic!("unknown argument {a} (see the example's docs)"),
         }
     }
-    if sizes.is_empty() || sizes == [10_000_000] {
-        sizes.insert(0, cfg.keys);
+    if sizes.is_empty() {
+        sizes.push(cfg.keys);
+    }
+    if big {
+        sizes.push(10_000_000);
     }
     println!(
         "{:>10} {:>9} {:>7} {:>14} {:>14} {:>7}",
