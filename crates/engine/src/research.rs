@@ -18,6 +18,9 @@
 //!   or [`Database::set_recording`](crate::Database::set_recording) and
 //!   taken with [`Database::take_history`](crate::Database::take_history),
 //!   for the offline checker.
+//! * [`index_bench`]: a microbenchmark of the ordered index's map, the
+//!   skip list against a B+tree with optimistic lock coupling
+//!   (`examples/index_bench.rs`).
 //! * `Faults`: switches that break a protocol on purpose
 //!   (`Options::faults`), so that the checker's tests prove it finds the
 //!   anomalies.
@@ -52,6 +55,8 @@ pub mod breakdown;
 pub mod ceiling;
 #[path = "history.rs"]
 pub mod history;
+#[path = "index/btree/bench.rs"]
+pub mod index_bench;
 
 pub use crate::db::{Core, Pinned};
 pub use crate::options::Faults;

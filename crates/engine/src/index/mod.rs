@@ -14,6 +14,7 @@
 //! touch neighbouring nodes at once, while inserts (head CAS only) and readers
 //! never take it.
 
+pub(crate) mod btree;
 pub(crate) mod bucket;
 pub(crate) mod gaps;
 #[cfg(test)]

@@ -1,0 +1,196 @@
+//! Range scans of the B+tree, forwards and backwards.
+//!
+//! A scan reads one leaf at a time: it descends to the leaf, copies its
+//! entry pointers and key heads into a stack buffer, validates the leaf
+//! and every node of the path to it, and only then calls the visitor, on
+//! entries that stay alive under the caller's guard (no node read is in
+//! flight while the visitor runs, and nothing is allocated). Validating
+//! the whole path makes the leaf's fences (the nearest separators above
+//! and below it on the path) exact at the moment the leaf was read: every
+//! key of the tree between them was in the buffer. The scan then descends
+//! again for the keys above the upper fence (below the lower fence,
+//! backwards), so it sees each key present throughout the scan exactly
+//! once, in order; keys inserted or removed meanwhile may or may not be
+//! seen.
+
+use super::lock::Restart;
+use super::node::{Entry, LEAF_CAP};
+use super::{BTree, Path, Target, TreeKey};
+use crossbeam_epoch::Guard;
+use std::cmp::Ordering as Cmp;
+use std::ops::Bound;
+use std::ptr;
+
+/// A bound a key is checked against, with its head for a cheap first test.
+struct Limit<'k, K> {
+    key: &'k K,
+    head: u64,
+    /// The bound's key itself passes.
+    inclusive: bool,
+}
+
+impl<'k, K: TreeKey> Limit<'k, K> {
+    fn new(b: Bound<&'k K>) -> Option<Limit<'k, K>> {
+        match b {
+            Bound::Included(k) => Some(Limit { key: k, head: k.head(), inclusive: true }),
+            Bound::Excluded(k) => Some(Limit { key: k, head: k.head(), inclusive: false }),
+            Bound::Unbounded => None,
+        }
+    }
+
+    /// How a key of head `h` compares with the bound.
+    #[inline]
+    fn cmp(&self, h: u64, k: &K) -> Cmp {
+        match h.cmp(&self.head) {
+            Cmp::Equal => k.cmp(self.key),
+            c => c,
+        }
+    }
+
+    /// True if a key of head `h` is at or below the bound (as an upper bound).
+    #[inline]
+    fn admits_below(&self, h: u64, k: &K) -> bool {
+        match self.cmp(h, k) {
+            Cmp::Less => true,
+            Cmp::Equal => self.inclusive,
+            Cmp::Greater => false,
+        }
+    }
+
+    /// True if a key of head `h` is at or above the bound (as a lower bound).
+    #[inline]
+    fn admits_above(&self, h: u64, k: &K) -> bool {
+        match self.cmp(h, k) {
+            Cmp::Greater => true,
+            Cmp::Equal => self.inclusive,
+            Cmp::Less => false,
+        }
+    }
+}
+
+/// One leaf's entries as read and validated, and its fences.
+struct Snapshot<K, V> {
+    n: usize,
+    heads: [u64; LEAF_CAP],
+    entries: [*const Entry<K, V>; LEAF_CAP],
+    lower: *const K,
+    upper: *const K,
+}
+
+impl<K: TreeKey, V> BTree<K, V> {
+    /// Reads the leaf of `t` consistently into `s` (restarting as needed).
+    fn read_leaf(&self, t: Target<'_, K>, path: &mut Path<K>, s: &mut Snapshot<K, V>) {
+        loop {
+            if self.try_read_leaf(t, path, s).is_ok() {
+                return;
+            }
+        }
+    }
+
+    fn try_read_leaf(&self, t: Target<'_, K>, path: &mut Path<K>, s: &mut Snapshot<K, V>) -> Result<(), Restart> {
+        let r = self.descend(t, path)?;
+        // SAFETY: nodes are freed only through the epoch; the caller is pinned.
+        let leaf = unsafe { &*r.leaf };
+        let n = leaf.count()?;
+        for i in 0..n {
+            s.heads[i] = leaf.head(i);
+            s.entries[i] = leaf.entry(i);
+        }
+        leaf.hdr.lock.validate(r.version)?;
+        path.validate()?;
+        s.n = n;
+        s.lower = r.lower;
+        s.upper = r.upper;
+        Ok(())
+    }
+
+    /// Calls `f` on every entry with a key within (`lo`, `hi`) in ascending
+    /// order, until `f` returns false.
+    pub(crate) fn range(&self, lo: Bound<&K>, hi: Bound<&K>, _guard: &Guard, mut f: impl FnMut(&K, &V) -> bool) {
+        let hi = Limit::new(hi);
+        let mut from = Limit::new(lo);
+        let mut path = Path::new();
+        let mut s = Snapshot {
+            n: 0,
+            heads: [0; LEAF_CAP],
+            entries: [ptr::null(); LEAF_CAP],
+            lower: ptr::null(),
+            upper: ptr::null(),
+        };
+        loop {
+            let target = match &from {
+                None => Target::First,
+                Some(l) if l.inclusive => Target::AtLeast(l.key, l.head),
+                Some(l) => Target::Above(l.key, l.head),
+            };
+            self.read_leaf(target, &mut path, &mut s);
+            let mut started = from.is_none();
+            for i in 0..s.n {
+                // SAFETY: a validated entry of the leaf: alive until an epoch
+                // passes after its removal, so for as long as the guard.
+                let e: &Entry<K, V> = unsafe { &*s.entries[i] };
+                let h = s.heads[i];
+                if !started {
+                    if !from.as_ref().is_some_and(|l| l.admits_above(h, &e.key)) {
+                        continue;
+                    }
+                    started = true;
+                }
+                if hi.as_ref().is_some_and(|l| !l.admits_below(h, &e.key)) || !f(&e.key, &e.value) {
+                    return;
+                }
+            }
+            if s.upper.is_null() {
+                return;
+            }
+            // SAFETY: a validated separator: immutable, alive until an epoch
+            // passes after it leaves its node, so for as long as the guard.
+            let up: &K = unsafe { &*s.upper };
+            from = Some(Limit { key: up, head: up.head(), inclusive: false });
+        }
+    }
+
+    /// Calls `f` on every entry with a key within (`lo`, `hi`) in descending
+    /// order, until `f` returns false.
+    pub(crate) fn range_rev(&self, lo: Bound<&K>, hi: Bound<&K>, _guard: &Guard, mut f: impl FnMut(&K, &V) -> bool) {
+        let lo = Limit::new(lo);
+        let mut to = Limit::new(hi);
+        let mut path = Path::new();
+        let mut s = Snapshot {
+            n: 0,
+            heads: [0; LEAF_CAP],
+            entries: [ptr::null(); LEAF_CAP],
+            lower: ptr::null(),
+            upper: ptr::null(),
+        };
+        loop {
+            // The leaf holding `to` if present holds the keys just below it too.
+            let target = match &to {
+                None => Target::Last,
+                Some(l) => Target::AtLeast(l.key, l.head),
+            };
+            self.read_leaf(target, &mut path, &mut s);
+            let mut started = to.is_none();
+            for i in (0..s.n).rev() {
+                // SAFETY: as in `range`.
+                let e: &Entry<K, V> = unsafe { &*s.entries[i] };
+                let h = s.heads[i];
+                if !started {
+                    if !to.as_ref().is_some_and(|l| l.admits_below(h, &e.key)) {
+                        continue;
+                    }
+                    started = true;
+                }
+                if lo.as_ref().is_some_and(|l| !l.admits_above(h, &e.key)) || !f(&e.key, &e.value) {
+                    return;
+                }
+            }
+            if s.lower.is_null() {
+                return;
+            }
+            // SAFETY: as in `range`.
+            let low: &K = unsafe { &*s.lower };
+            to = Some(Limit { key: low, head: low.head(), inclusive: true });
+        }
+    }
+}
