@@ -539,13 +539,8 @@ struct Loop<'a> {
     ceiling: Option<Ceiling<'a>>,
 }
 
-/// `--protocol none` or `bare`: the copy of the workload's one table, and
-/// that table's id (see [`super::ceiling`] and [`super::bare`]).
-#[derive(Clone, Copy)]
-pub enum Ceiling<'a> {
-    NoCc(&'a multiverse::research::ceiling::NoCcTable, multiverse::TableId),
-    Bare(&'a super::bare::BareTable, multiverse::TableId),
-}
+/// `--protocol none` or `bare`: what the workers run on (see [`super::ceiling`]).
+pub use super::ceiling::Target as Ceiling;
 
 /// The per-thread loop: one `Instant` and one histogram record per
 /// committed transaction, into the histogram of its type. Never inlined:
@@ -602,7 +597,7 @@ fn worker_loop<S: Store, K: Worker>(db: &S, worker: &mut K, l: Loop<'_>) -> Resu
                 })
             }
             Some(Ceiling::Bare(bare, table)) => {
-                worker.execute(&mut super::bare::BareTxn::over(bare, table)).map(|()| {
+                worker.execute(&mut super::ceiling::bare::BareTxn::over(bare, table)).map(|()| {
                     worker.committed();
                     true
                 })

@@ -17,7 +17,6 @@
 //! one-line `Err(String)`.
 
 mod args;
-pub(crate) mod bare;
 pub(crate) mod ceiling;
 pub(crate) mod config;
 mod default_comparison;
@@ -187,7 +186,7 @@ pub(crate) struct Ctx {
     pub retry: multiverse_workloads::Retry,
     /// BOHM's pipeline settings (bohm runs only).
     pub bohm: Option<multiverse::protocol::bohm::Config>,
-    /// `--protocol none` or `bare`: run a ceiling (see [`ceiling`] and [`bare`]).
+    /// `--protocol none` or `bare`: run a ceiling (see [`ceiling`] and [`ceiling::bare`]).
     pub ceiling: Option<ceiling::Kind>,
     /// Another store runs the workload: its name and levels (see [`peers`]).
     pub peer: Option<(&'static str, &'static [Isolation])>,

@@ -7,7 +7,7 @@
 //! open-addressing table of `u64` keys with the record beside its key,
 //! read and written with plain loads and stores. [`BareTable`] is that
 //! table, and [`BareTxn`] runs the workload's own transaction code on it,
-//! as [`super::ceiling::CeilingTxn`] does on the no-CC copy. A protocol's
+//! as [`super::CeilingTxn`] does on the no-CC copy. A protocol's
 //! throughput divided by this run's is the share of the hardware it keeps;
 //! divided by `none`'s, the share of the engine's storage.
 //!
@@ -264,7 +264,7 @@ pub fn copy_table(db: &multiverse::Database, table: TableId, rows: u64) -> std::
 
 /// The bare ceiling's consistency check for the hekaton table: every row
 /// `0..rows` is there and names its own key (see
-/// [`super::ceiling::check_hekaton`]).
+/// [`super::check_hekaton`]).
 pub fn check_hekaton(bare: &BareTable, rows: u64) -> std::result::Result<String, String> {
     for k in 0..rows {
         match bare.get_with(k, multiverse_workloads::hekaton::decode_payload) {
@@ -278,8 +278,8 @@ pub fn check_hekaton(bare: &BareTable, rows: u64) -> std::result::Result<String,
     ))
 }
 
-impl super::ceiling::Rows for &BareTable {
-    const KIND: super::ceiling::Kind = super::ceiling::Kind::Bare;
+impl super::Rows for &BareTable {
+    const KIND: super::Kind = super::Kind::Bare;
     #[inline]
     fn get_with<R>(&self, key: &Key, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         Ok(BareTable::get_with(self, key_u64(key)?, f))
@@ -297,7 +297,7 @@ impl super::ceiling::Rows for &BareTable {
 }
 
 /// One pass of a transaction body over the bare table.
-pub type BareTxn<'t> = super::ceiling::CeilingTxn<&'t BareTable>;
+pub type BareTxn<'t> = super::CeilingTxn<&'t BareTable>;
 
 #[cfg(test)]
 mod tests {

@@ -14,8 +14,10 @@
 //!
 //! Only the hekaton workload (one hash table, reads and same-length
 //! updates) runs this way; the others insert, delete or scan. The
-//! bare-hardware ceiling (`--protocol bare`, [`super::bare`]) runs the
+//! bare-hardware ceiling (`--protocol bare`, [`bare`]) runs the
 //! same way on a plain open-addressing table instead.
+
+pub(crate) mod bare;
 
 use multiverse::research::ceiling::{NoCcTable, Session};
 use multiverse::{Database, Error, Filter, IndexId, Isolation, Key, Result, TableId, TxnOptions};
@@ -31,7 +33,7 @@ pub const NAME: &str = "none";
 pub enum Kind {
     /// `--protocol none`: the engine's storage with no concurrency control.
     NoCc,
-    /// `--protocol bare`: a plain open-addressing table (see [`super::bare`]).
+    /// `--protocol bare`: a plain open-addressing table (see [`bare`]).
     Bare,
 }
 
@@ -40,7 +42,7 @@ impl Kind {
     pub fn parse(protocol: &str) -> Option<Kind> {
         match protocol {
             NAME => Some(Kind::NoCc),
-            super::bare::NAME => Some(Kind::Bare),
+            bare::NAME => Some(Kind::Bare),
             _ => None,
         }
     }
@@ -49,7 +51,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::NoCc => NAME,
-            Kind::Bare => super::bare::NAME,
+            Kind::Bare => bare::NAME,
         }
     }
 
@@ -62,10 +64,18 @@ impl Kind {
     }
 }
 
+/// What the workers of a ceiling's run work on: the copy of the
+/// workload's one table, and that table's id.
+#[derive(Clone, Copy)]
+pub enum Target<'a> {
+    NoCc(&'a NoCcTable, TableId),
+    Bare(&'a bare::BareTable, TableId),
+}
+
 /// The copy of the workload's table a ceiling runs on.
 pub enum Copy {
     NoCc(NoCcTable),
-    Bare(super::bare::BareTable),
+    Bare(bare::BareTable),
 }
 
 impl Copy {
@@ -73,15 +83,15 @@ impl Copy {
     pub fn make(kind: Kind, db: &Database, table: TableId, rows: u64) -> std::result::Result<Copy, String> {
         Ok(match kind {
             Kind::NoCc => Copy::NoCc(copy_table(db, table, rows)?),
-            Kind::Bare => Copy::Bare(super::bare::copy_table(db, table, rows)?),
+            Kind::Bare => Copy::Bare(bare::copy_table(db, table, rows)?),
         })
     }
 
     /// What the workers run on.
-    pub fn target(&self, table: TableId) -> super::harness::Ceiling<'_> {
+    pub fn target(&self, table: TableId) -> Target<'_> {
         match self {
-            Copy::NoCc(t) => super::harness::Ceiling::NoCc(t, table),
-            Copy::Bare(t) => super::harness::Ceiling::Bare(t, table),
+            Copy::NoCc(t) => Target::NoCc(t, table),
+            Copy::Bare(t) => Target::Bare(t, table),
         }
     }
 
@@ -247,11 +257,11 @@ impl<T: Rows> Txn for CeilingTxn<T> {
 /// rows).
 pub struct Check {
     pub nocc: fn(&NoCcTable, u64) -> std::result::Result<String, String>,
-    pub bare: fn(&super::bare::BareTable, u64) -> std::result::Result<String, String>,
+    pub bare: fn(&bare::BareTable, u64) -> std::result::Result<String, String>,
 }
 
 /// The hekaton workload's checks.
-pub const HEKATON_CHECK: Check = Check { nocc: check_hekaton, bare: super::bare::check_hekaton };
+pub const HEKATON_CHECK: Check = Check { nocc: check_hekaton, bare: bare::check_hekaton };
 
 /// The ceiling's consistency check for the hekaton table: every row
 /// `0..rows` is there and names its own key (the only field every writer
