@@ -35,7 +35,7 @@
 
 use crate::bench::parse_threads;
 use indicatif::{ProgressBar, ProgressStyle};
-use multiverse::{Isolation, Protocol};
+use multiverse::{Isolation, OrderedMap, Protocol};
 use multiverse_workloads::Kind;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -116,6 +116,24 @@ pub struct VerifyArgs {
     /// NAME` (the checker must then find something)
     #[arg(long, value_name = "NAME", hide = true)]
     fault: Option<String>,
+    /// The map under every ordered index, passed to every run as `bench
+    /// --ordered-map MAP`: skip-list or b+tree [default: skip-list]
+    #[arg(long, value_name = "MAP", value_parser = |s: &str| s.parse::<OrderedMap>())]
+    ordered_map: Option<OrderedMap>,
+}
+
+impl VerifyArgs {
+    /// The bench flags every run of the campaign gets.
+    fn every_run(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(f) = &self.fault {
+            a.extend(["--fault".into(), f.clone()]);
+        }
+        if let Some(m) = self.ordered_map {
+            a.extend(["--ordered-map".into(), m.to_string()]);
+        }
+        a
+    }
 }
 
 fn parse_budget(s: &str) -> Result<Duration, String> {
@@ -248,7 +266,7 @@ pub fn run(a: VerifyArgs) -> Result<(), crate::cli::Failure> {
     });
     if a.list {
         for p in &points {
-            let args = p.bench_args(&format!("{:.2}", a.min_run), p.seed(seed, 0), a.fault.as_deref());
+            let args = p.bench_args(&format!("{:.2}", a.min_run), p.seed(seed, 0), &a.every_run());
             println!("{}", command_line(&args));
         }
         return Ok(());
@@ -282,6 +300,9 @@ fn campaign(a: &VerifyArgs, points: &[Point], seed: u64, budget: Duration, scrat
     if let Some(f) = &a.fault {
         println!("  fault      {f} (injected in every run: findings expected)");
     }
+    if let Some(m) = a.ordered_map {
+        println!("  ordered    indexes in a {m}");
+    }
     println!();
     println!("{}", header());
 
@@ -306,6 +327,7 @@ fn campaign(a: &VerifyArgs, points: &[Point], seed: u64, budget: Duration, scrat
     let start = Instant::now();
     let deadline = start + budget;
     let mut overheads = Overheads::default();
+    let every_run = a.every_run();
     let mut findings: Vec<Finding> = Vec::new();
     let (mut done, mut ok) = (0usize, 0usize);
     let mut round = 0u32;
@@ -336,7 +358,7 @@ fn campaign(a: &VerifyArgs, points: &[Point], seed: u64, budget: Duration, scrat
             let secs = share.clamp(a.min_run, a.max_run);
             let secs_text = format!("{secs:.2}");
             let run_seed = p.seed(seed, round);
-            let args = p.bench_args(&secs_text, run_seed, a.fault.as_deref());
+            let args = p.bench_args(&secs_text, run_seed, &every_run);
             let stem = p.file_stem(round);
             let json = scratch.join(format!("{stem}.json"));
             // Another store has no history to keep (its check is from outside).

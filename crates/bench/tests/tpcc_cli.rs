@@ -45,6 +45,28 @@ fn the_standard_mix_runs_and_keeps_the_consistency_conditions() {
     assert_eq!(v["aborts_by_reason"]["user"].as_u64().unwrap(), user("new-order"));
 }
 
+/// The standard mix over the B+tree (`--ordered-map b+tree`): its three
+/// ordered indexes (new orders, which Delivery removes; customers by last
+/// name; orders by customer) keep the consistency conditions, and the
+/// record names the map. An unknown map is a one-line error.
+#[test]
+fn the_standard_mix_runs_over_the_b_tree() {
+    let (out, v) = runs(
+        "tpcc-btree",
+        &["--workload", "tpcc", "--threads", "2", "--duration", "0.5", "--ordered-map", "b+tree", "--verify"],
+    );
+    assert!(out.contains("conditions 1-4 hold in all 20 districts of 2 warehouses"), "{out}");
+    assert!(out.contains("ordered    indexes in a b+tree"), "{out}");
+    assert_eq!(v["ordered_map"], "b+tree", "{v}");
+    for n in ["new-order", "payment", "delivery", "stock-level", "order-status"] {
+        assert!(v["per_type"][n]["committed"].as_u64().unwrap() > 0, "{n} ran: {v}");
+    }
+    let (_, v) = runs("tpcc-skiplist", &["--workload", "tpcc", "--threads", "1", "--duration", "0.2"]);
+    assert!(v.get("ordered_map").is_none(), "the default map is not named: {v}");
+    let e = fails(&["--workload", "tpcc", "--ordered-map", "trie"]);
+    assert!(e.contains("unknown ordered map `trie` (expected skip-list or b+tree)"), "{e}");
+}
+
 #[test]
 fn tpc_cc_and_the_new_order_only_modes_run() {
     let (out, v) = runs(

@@ -412,8 +412,8 @@ pub use error::{AbortReason, Error, Result};
 pub use handle::{HashTableId, IndexId, OrderedIndex, TableId};
 pub use key::{IntoKey, Key, KeyBuilder, KeyRange, KEY_INLINE, KEY_MAX};
 pub use options::{
-    AccessSet, Durability, Isolation, Mode, OnDamage, Options, Protocol, RetryPolicy, TxnOptions, MAX_TABLES,
-    POMVCC_TICK,
+    AccessSet, Durability, Isolation, Mode, OnDamage, Options, OrderedMap, Protocol, RetryPolicy, TxnOptions,
+    MAX_TABLES, POMVCC_TICK,
 };
 pub use protocol::core::CommitInfo;
 pub use protocol::core::Savepoint;

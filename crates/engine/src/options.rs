@@ -4,6 +4,7 @@
 //! [`RetryPolicy`] of [`crate::Database::run`]. [`Options`] has a builder
 //! method per field (`Options::new().protocol(..)`).
 
+pub use crate::index::ordered::OrderedMap;
 use crate::{Error, Result};
 use std::fmt;
 use std::str::FromStr;
@@ -450,6 +451,10 @@ pub struct Options {
     /// tx.commit().unwrap();
     /// ```
     pub memory_limit: Option<u64>,
+    /// The data structure under every ordered index: the skip list (the
+    /// default) or the B+tree (see [`OrderedMap`]). It is chosen per open:
+    /// nothing of it is written to a data directory.
+    pub ordered_map: OrderedMap,
     /// Deliberately broken concurrency control, for testing that the checker
     /// catches what it must. Never set outside tests.
     #[doc(hidden)]
@@ -506,6 +511,7 @@ impl Default for Options {
             checkpoint_log_bytes: Some(1 << 30),
             on_damage: OnDamage::Refuse,
             memory_limit: None,
+            ordered_map: OrderedMap::SkipList,
             faults: Faults::default(),
         }
     }

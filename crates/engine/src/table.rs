@@ -5,7 +5,7 @@ use crate::breakdown::{self, Part};
 use crate::index::hash::HashIndex;
 use crate::index::key_locks::KeyLocks;
 use crate::index::locks::RangeLocks;
-use crate::index::ordered::{IKey, OrderedIndex};
+use crate::index::ordered::{IKey, OrderedIndex, OrderedMap};
 use crate::key::{Key, KEY_INLINE};
 use crate::memory::Budget;
 use crate::storage::version::Version;
@@ -236,8 +236,9 @@ pub(crate) struct Table {
 impl Table {
     /// A table; `key_locks`: give every index a lock table (single-version
     /// locking); `ssn`: give every version SSN's two words and every index
-    /// its pseudo-versions (SSN and SSI).
-    pub(crate) fn new(id: u32, spec: &TableSpec, key_locks: bool, ssn: bool) -> Result<Table, Error> {
+    /// its pseudo-versions (SSN and SSI); `map`: the map under every
+    /// ordered index.
+    pub(crate) fn new(id: u32, spec: &TableSpec, key_locks: bool, ssn: bool, map: OrderedMap) -> Result<Table, Error> {
         if spec.name.is_empty() {
             return Err(Error::InvalidArgument("a table needs a name".into()));
         }
@@ -255,7 +256,7 @@ impl Table {
         let mut make = |kind: IndexKind, link: usize, key_fn: Option<KeyFn>| {
             let mut ordered = |prefix| {
                 slot_word += 1;
-                IndexImpl::Ordered(Box::new(OrderedIndex::new(link, slot_word - 1, prefix)))
+                IndexImpl::Ordered(Box::new(OrderedIndex::new(link, slot_word - 1, prefix, map)))
             };
             match kind {
                 IndexKind::Hash { capacity } => IndexImpl::Hash(HashIndex::new(capacity, link, key_fn)),
@@ -423,7 +424,7 @@ impl Table {
     /// Links the new version `v` of an updated row into every index: at the
     /// head of its chain, except in an ordered index whose key for the row
     /// did not change, where it goes right after `old`, the version it
-    /// replaces (no skip-list search; see [`OrderedIndex::insert_after`]).
+    /// replaces (no search of the map; see [`OrderedIndex::insert_after`]).
     ///
     /// # Safety
     /// `v` is live, fully initialised, and not linked yet; `old` is the
@@ -575,7 +576,7 @@ mod tests {
     /// 1 KiB, and one cache line before any row exists.
     #[test]
     fn row_hint_follows_the_first_row() {
-        let t = Table::new(0, &TableSpec::hash("t", 16), false, false).unwrap();
+        let t = Table::new(0, &TableSpec::hash("t", 16), false, false, OrderedMap::SkipList).unwrap();
         assert_eq!(t.row_hint(), 64);
         let a = Version::alloc(&Key::from(1), t.link_words(), &[0u8; 300], 2).as_ptr();
         let b = Version::alloc(&Key::from(2), t.link_words(), &[0u8; 20], 2).as_ptr();
@@ -586,7 +587,7 @@ mod tests {
         }
         // SAFETY: `a` is live.
         assert_eq!(t.row_hint(), unsafe { &*a }.footprint(), "the first row sets it; later ones do not");
-        let w = Table::new(1, &TableSpec::hash("w", 16), false, false).unwrap();
+        let w = Table::new(1, &TableSpec::hash("w", 16), false, false, OrderedMap::SkipList).unwrap();
         let big = Version::alloc(&Key::from(1), w.link_words(), &[0u8; 4000], 2).as_ptr();
         // SAFETY: as above.
         unsafe { w.link_all(big) };

@@ -221,14 +221,16 @@ fn aborted_versions_reclaimable_before_the_clock_moves() {
 
 /// Secondary indexes: every version is linked into every index, and
 /// collection unlinks it from all of them (no stale entries are found
-/// through the secondary index afterwards).
+/// through the secondary index afterwards), over either ordered map.
 #[test]
 fn collection_unlinks_from_secondary_indexes() {
     fn bucket(_pk: &Key, v: &[u8]) -> Key {
         Key::from(u64::from_le_bytes(v.try_into().unwrap()) % 4)
     }
-    for kind in [IndexKind::Hash { capacity: 16 }, IndexKind::Ordered, IndexKind::OrderedGrouped { prefix: 8 }] {
-        let db = Database::new(Options::default()).unwrap();
+    let ordered = [IndexKind::Ordered, IndexKind::OrderedGrouped { prefix: 8 }];
+    let kinds = ordered.into_iter().flat_map(|k| [OrderedMap::SkipList, OrderedMap::BTree].map(|m| (k, m)));
+    for (kind, map) in [(IndexKind::Hash { capacity: 16 }, OrderedMap::SkipList)].into_iter().chain(kinds) {
+        let db = Database::new(Options::new().ordered_map(map)).unwrap();
         let t = db.create_table(TableSpec::hash("h", 16).secondary("mod4", kind, bucket)).unwrap().table();
         let ix = db.index(t, "mod4").unwrap();
         db.run(Isolation::Snapshot, |x| {

@@ -6,12 +6,16 @@
 use multiverse::*;
 use std::ops::Bound;
 
-fn dbs() -> impl Iterator<Item = (Protocol, Isolation)> {
-    Protocol::ALL.into_iter().flat_map(|p| p.isolation_levels().iter().map(move |&i| (p, i)))
+/// Every protocol at every level it offers, over both ordered maps.
+fn dbs() -> impl Iterator<Item = ((Protocol, OrderedMap), Isolation)> {
+    let maps = [OrderedMap::SkipList, OrderedMap::BTree];
+    Protocol::ALL
+        .into_iter()
+        .flat_map(move |p| maps.into_iter().flat_map(move |m| p.isolation_levels().iter().map(move |&i| ((p, m), i))))
 }
 
-fn open(p: Protocol) -> Database {
-    Database::new(Options { protocol: p, ..Options::default() }).unwrap()
+fn open((p, map): (Protocol, OrderedMap)) -> Database {
+    Database::new(Options { protocol: p, ordered_map: map, ..Options::default() }).unwrap()
 }
 
 /// Keys 0, 2, 4, ..., 2(n-1) with value = the key as 8 LE bytes.

@@ -208,9 +208,9 @@ fn sec_value(lead: u8, len: usize, payload: u64) -> Vec<u8> {
 fn long_secondary_keys_under_every_protocol() {
     let kinds = [IndexKind::Hash { capacity: 16 }, IndexKind::Ordered, IndexKind::OrderedGrouped { prefix: 40 }];
     for (p, iso) in dbs() {
-        for kind in kinds {
-            let ctx = format!("{p:?} {iso:?} {kind:?}");
-            let db = Database::new(Options { protocol: p, ..Options::default() }).unwrap();
+        for (kind, map) in kinds.into_iter().flat_map(|k| [OrderedMap::SkipList, OrderedMap::BTree].map(|m| (k, m))) {
+            let ctx = format!("{p:?} {iso:?} {kind:?} {map}");
+            let db = Database::new(Options { protocol: p, ordered_map: map, ..Options::default() }).unwrap();
             let t = db.create_table(TableSpec::ordered("t").secondary("s", kind, secondary_of)).unwrap();
             let ix = db.index(t, "s").unwrap();
             // Primary keys are long too; rows 0..12 have secondary keys of

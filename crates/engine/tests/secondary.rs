@@ -31,10 +31,14 @@ const KINDS: [IndexKind; 5] = [
     IndexKind::OrderedGrouped { prefix: 32 },
 ];
 
+/// How the table is laid out besides its secondary index: an ordered
+/// primary index or a hash one, and the map under the ordered indexes.
+type Layout = (bool, OrderedMap);
+
 /// A table (hash or ordered primary, per `ordered_primary`) with secondary
 /// index "cat" of `kind`, holding pks 0..12 with category pk % 3.
-fn setup(kind: IndexKind, ordered_primary: bool) -> (Database, TableId, IndexId) {
-    let db = Database::new(Options::default()).unwrap();
+fn setup(kind: IndexKind, (ordered_primary, map): Layout) -> (Database, TableId, IndexId) {
+    let db = Database::new(Options::new().ordered_map(map)).unwrap();
     let spec = if ordered_primary { TableSpec::ordered("items") } else { TableSpec::hash("items", 64).into() };
     let t = db.create_table(spec.secondary("cat", kind, category)).unwrap();
     let ix = db.index(t, "cat").unwrap();
@@ -49,8 +53,10 @@ fn setup(kind: IndexKind, ordered_primary: bool) -> (Database, TableId, IndexId)
     (db, t, ix)
 }
 
-fn configs() -> impl Iterator<Item = (IndexKind, bool)> {
-    KINDS.into_iter().flat_map(|k| [(k, false), (k, true)])
+/// Every index kind with every layout, over both ordered maps.
+fn configs() -> impl Iterator<Item = (IndexKind, Layout)> {
+    let layouts = [false, true].into_iter().flat_map(|o| [OrderedMap::SkipList, OrderedMap::BTree].map(|m| (o, m)));
+    KINDS.into_iter().flat_map(move |k| layouts.clone().map(move |l| (k, l)))
 }
 
 /// Primary keys of the rows with category `cat`, through get_by.

@@ -5,7 +5,7 @@
 use super::values::{parse_count, parse_seconds, parse_size, parse_threads, parse_warmup, whole};
 use super::wl;
 use multiverse::research::Faults;
-use multiverse::{Isolation, Mode, Protocol};
+use multiverse::{Isolation, Mode, OrderedMap, Protocol};
 use std::path::PathBuf;
 
 /// Default seed of the workers' random generators.
@@ -107,6 +107,10 @@ pub struct BenchArgs {
     /// not tracked [default: off]
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub read_mostly_age: Option<u64>,
+    /// The data structure under every ordered index: skip-list or b+tree
+    /// (a B+tree with optimistic lock coupling)
+    #[arg(long, value_name = "MAP", default_value = "skip-list", value_parser = |s: &str| s.parse::<OrderedMap>())]
+    pub ordered_map: OrderedMap,
     /// none (in memory), async (group commit; a commit returns before its
     /// log record is durable) or sync (a commit returns once it is)
     #[arg(long, value_name = "D", default_value = "none")]

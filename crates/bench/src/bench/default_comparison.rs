@@ -61,6 +61,7 @@ pub fn default_comparison() -> Result<(), String> {
         d.lock_timeout.as_micros() as u64,
         d.ssn_base,
         Faults::default(),
+        d.ordered_map,
     )?;
     let rss_before = sys::rss_bytes();
     let w = Hekaton::setup(&db, cfg)?;

@@ -108,6 +108,7 @@ pub(crate) fn measure_with<W: Workload>(
         read_mostly_age: db.options().ssn_read_mostly_age,
         isolation: c.isolation,
         mode: c.mode,
+        ordered_map: db.options().ordered_map,
         workload: w.name(),
         params: w.params(),
         threads: c.threads,

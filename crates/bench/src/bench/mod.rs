@@ -37,7 +37,7 @@ pub use default_comparison::default_comparison;
 use harness::{LoadResult, RunResult};
 pub(crate) use measure::{measure, measure_with};
 use multiverse::research::Faults;
-use multiverse::{Database, Isolation, Mode, Options, Protocol, Stats};
+use multiverse::{Database, Isolation, Mode, Options, OrderedMap, Protocol, Stats};
 use multiverse_workloads::{Kind, Workload};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -52,11 +52,13 @@ fn open_db(
     lock_timeout_us: u64,
     ssn_base: Isolation,
     faults: Faults,
+    ordered_map: OrderedMap,
 ) -> Result<Database, String> {
     let opts = Options {
         protocol,
         ssn_base,
         faults,
+        ordered_map,
         max_transactions: threads.max(Options::default().max_transactions),
         deadlock_interval: Duration::from_micros(deadlock_us),
         lock_timeout: Duration::from_micros(lock_timeout_us),
@@ -77,6 +79,8 @@ pub(crate) struct Measurement {
     pub isolation: Isolation,
     /// `--mode` (Default: the protocol's choice).
     pub mode: Mode,
+    /// The map under the ordered indexes.
+    pub ordered_map: OrderedMap,
     pub workload: &'static str,
     pub params: Vec<(&'static str, multiverse_workloads::Param)>,
     pub threads: usize,
@@ -312,7 +316,7 @@ pub(crate) fn run_args(a: &BenchArgs, show: bool) -> Result<(Result<Measurement,
     if workload.in_memory_only() && a.durability != "none" {
         return Err(format!("workload {workload} runs in memory only (no --durability)"));
     }
-    let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base, faults)?;
+    let mut db = open_db(protocol, threads, a.deadlock_us, a.lock_timeout_us, ssn_base, faults, a.ordered_map)?;
     if a.durability != "none" && (a.safe_snapshot_us.is_some() || a.read_mostly_age.is_some()) {
         return Err("--safe-snapshot-us and --read-mostly-age do not combine with --durability yet".into());
     }

@@ -217,6 +217,7 @@ impl<K: KvStore> Host for Peer<K> {
             read_mostly_age: None,
             isolation: c.isolation,
             mode: Mode::Default,
+            ordered_map: multiverse::OrderedMap::default(),
             workload: w.name(),
             params: w.params(),
             threads: c.threads,

@@ -86,6 +86,9 @@ pub fn summary(m: &Measurement) -> String {
     if let Some(p) = &m.peer {
         let _ = writeln!(s, "  store      {}", p.describe);
     }
+    if m.ordered_map != multiverse::OrderedMap::default() {
+        let _ = writeln!(s, "  ordered    indexes in a {}", m.ordered_map);
+    }
     let _ = writeln!(
         s,
         "  load       {} rows in {:.2} s ({} rows/s, {})",
@@ -368,6 +371,9 @@ pub struct Record {
     /// `--mode`, when given: `optimistic` or `pessimistic`.
     #[serde(skip_serializing_if = "Option::is_none")]
     mode: Option<String>,
+    /// `--ordered-map`, when not the default skip list: `b+tree`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ordered_map: Option<String>,
     /// ssn and ssi: the safe-snapshot interval, when read-only
     /// transactions read safe snapshots.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -510,6 +516,7 @@ pub fn json(m: &Measurement) -> Record {
             Mode::Optimistic => Some("optimistic".into()),
             Mode::Pessimistic => Some("pessimistic".into()),
         },
+        ordered_map: (m.ordered_map != multiverse::OrderedMap::default()).then(|| m.ordered_map.to_string()),
         safe_snapshot_us: m.safe_snapshot.map(|d| d.as_micros() as u64),
         read_mostly_age: m.read_mostly_age,
         untracked_reads: m.read_mostly_age.map(|_| m.stats_end.ssn_untracked_reads),

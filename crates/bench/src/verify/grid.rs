@@ -135,7 +135,7 @@ impl Point {
     }
 
     /// The bench arguments of a run of this point (without the files).
-    pub(super) fn bench_args(&self, duration: &str, seed: u64, fault: Option<&str>) -> Vec<String> {
+    pub(super) fn bench_args(&self, duration: &str, seed: u64, every_run: &[String]) -> Vec<String> {
         let mut a: Vec<String> = vec!["--protocol".into(), self.line.bench_name().into()];
         a.extend(self.line.flags.iter().map(|s| s.to_string()));
         a.extend([
@@ -154,9 +154,7 @@ impl Point {
             seed.to_string(),
             "--verify".into(),
         ]);
-        if let Some(f) = fault {
-            a.extend(["--fault".into(), f.into()]);
-        }
+        a.extend(every_run.iter().cloned());
         a
     }
 

@@ -69,6 +69,7 @@ fn the_grid_follows_the_engine() {
         quick: false,
         list: false,
         fault: None,
+        ordered_map: None,
     };
     let g = grid(&a(&[], &[])).unwrap();
     // Lines of other stores too, where they are built (their levels).

@@ -208,7 +208,13 @@ impl Database {
         if id as usize >= MAX_TABLES {
             return Err(Error::InvalidArgument(format!("a database holds at most {MAX_TABLES} tables")));
         }
-        let mut t = Table::new(id, &spec, self.opts.protocol.uses_key_locks(), self.globals.keeps_ssn_words())?;
+        let mut t = Table::new(
+            id,
+            &spec,
+            self.opts.protocol.uses_key_locks(),
+            self.globals.keeps_ssn_words(),
+            self.opts.ordered_map,
+        )?;
         t.budget = self.budget.clone();
         if self.tables[id as usize].set(t).is_err() {
             unreachable!("table ids are handed out under the names lock");

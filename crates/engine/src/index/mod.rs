@@ -4,9 +4,10 @@
 //!
 //! * [`hash::HashIndex`]: the paper's lock-free hash table; each bucket heads a
 //!   chain of versions whose keys hash there.
-//! * [`ordered::OrderedIndex`]: concurrent skip lists (crossbeam) from key to
+//! * [`ordered::OrderedIndex`]: a concurrent ordered map (crossbeam's skip
+//!   list, or [`btree`]'s B+tree with optimistic lock coupling) from key to
 //!   a slot heading the chain of that key's versions, for range scans;
-//!   optionally one skip list per key prefix, found through a hash table.
+//!   optionally one map per key prefix, found through a hash table.
 //!
 //! Both publish a version by a compare-and-swap on a chain head and are read
 //! without locks under an epoch guard. Unlinking (garbage collection, aborted

@@ -1,6 +1,7 @@
-//! The ordered index: concurrent skip lists (crossbeam-skiplist) mapping an
-//! index key to a [`Slot`], the head of the chain of versions carrying that
-//! key (linked through the index's version link, as the hash index does).
+//! The ordered index: concurrent ordered maps (a skip list or a B+tree,
+//! see [`entries`]) from an index key to a [`Slot`], the head of the chain
+//! of versions carrying that key (linked through the index's version link,
+//! as the hash index does).
 //!
 //! Entries are keyed by `(key, pk)`: for the primary index `pk` is empty; for
 //! a non-unique secondary index it is the row's primary key, which makes every
@@ -8,14 +9,15 @@
 //! holds the versions of one row.
 //!
 //! **Groups.** An index may group its entries by the first `prefix` bytes of
-//! the key (all of a shorter key): each group is a skip list of its own, the
+//! the key (all of a shorter key): each group is a map of its own, the
 //! groups sit in an outer skip list in key order, and a small hash table
 //! (the *front*) finds a group by its prefix. A point lookup, an insert, or
 //! a scan inside one prefix then hashes to its group and searches only the
 //! group's entries, instead of searching every entry of the index: a random
 //! insert into a skip list of n entries visits about 2 log2(n) nodes, most
 //! of them cache misses once the index outgrows the cache (TPC-C's orders of
-//! one customer, customers of one last name). Groups are kept in prefix order,
+//! one customer, customers of one last name); a B+tree visits fewer, larger
+//! nodes, and gains less from grouping. Groups are kept in prefix order,
 //! and every key of a group starts with its prefix (or is it, when shorter),
 //! so walking the groups in order and each group's entries in order visits
 //! all entries in key order: scans across prefixes stay correct. Groups are
@@ -24,8 +26,8 @@
 //!
 //! A new row's version is pushed at the head of its chain (`insert`); the
 //! new version of an updated row whose key is unchanged is spliced in right
-//! after the version it replaces (`insert_after`), which needs no skip-list
-//! search. Readers take the visible version wherever it sits in the chain.
+//! after the version it replaces (`insert_after`), which needs no search
+//! of the map. Readers take the visible version wherever it sits in the chain.
 //!
 //! Every version also records, in a word of its own, the slot of its chain
 //! (set before the version is published, copied by `insert_after`): garbage
@@ -45,6 +47,11 @@ use crossbeam_skiplist::base::SkipList;
 use std::ops::Bound;
 use std::ptr;
 
+mod entries;
+
+use entries::Entries;
+pub use entries::OrderedMap;
+
 /// An entry key: (index key, primary key or empty).
 pub type IKey = (Key, Key);
 
@@ -58,6 +65,11 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// A slot with an empty chain.
+    fn empty() -> Slot {
+        Slot { head: AtomicPtr::new(ptr::null_mut()) }
+    }
+
     /// First version of the chain (null if empty or retired).
     #[inline]
     pub fn head(&self) -> *mut Version {
@@ -75,7 +87,7 @@ impl Slot {
 ///
 /// `repr(C)`, key and `next` first: a walk of a front bucket's chain reads
 /// only these two, and they share the group's first cache line. (Left to
-/// itself the compiler put the key after the skip list, 520 bytes in, and
+/// itself the compiler put the key after a skip list, 520 bytes in, and
 /// `next` on another line: two misses per group passed.)
 #[repr(C)]
 struct Group {
@@ -83,7 +95,7 @@ struct Group {
     key: Key,
     /// The next group in the same front bucket (set before publication).
     next: AtomicPtr<Group>,
-    list: SkipList<IKey, Slot>,
+    list: Entries,
 }
 
 /// Front buckets of a grouped index (a fixed array; chains grow past it).
@@ -93,9 +105,11 @@ const FRONT_BUCKETS: usize = 1 << 16;
 pub struct OrderedIndex {
     /// Bytes of the key that pick its group (0: one group).
     prefix: usize,
-    /// Every group, in prefix order. The skip lists themselves, not
-    /// crossbeam's `SkipMap` wrapper: lookups and scans borrow entries under
-    /// an epoch guard instead of counting references on them (two atomic
+    /// The map of each group.
+    map: OrderedMap,
+    /// Every group, in prefix order. The skip list itself, not crossbeam's
+    /// `SkipMap` wrapper: lookups borrow entries under an epoch guard
+    /// instead of counting references on them (two atomic
     /// read-modify-writes per entry).
     groups: SkipList<Key, Box<Group>>,
     /// Groups by the hash of their prefix: a cache of `groups`, filled by
@@ -132,18 +146,16 @@ fn push(slot: &Slot, link: &AtomicPtr<Version>, v: *mut Version, mut head: *mut 
     }
 }
 
-fn new_list<K, V>() -> SkipList<K, V> {
-    SkipList::new(crossbeam_epoch::default_collector().clone())
-}
-
 impl OrderedIndex {
     /// An empty index owning version link `link`, grouping its entries by
-    /// the first `prefix` bytes of their keys (0: no grouping).
-    pub fn new(link: usize, slot_word: usize, prefix: usize) -> OrderedIndex {
+    /// the first `prefix` bytes of their keys (0: no grouping), each group
+    /// in a `map`.
+    pub fn new(link: usize, slot_word: usize, prefix: usize, map: OrderedMap) -> OrderedIndex {
         let buckets = if prefix == 0 { 1 } else { FRONT_BUCKETS };
         OrderedIndex {
             prefix,
-            groups: new_list(),
+            map,
+            groups: SkipList::new(crossbeam_epoch::default_collector().clone()),
             front: (0..buckets).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
             link,
             slot_word,
@@ -208,7 +220,11 @@ impl OrderedIndex {
         let e = self.groups.get_or_insert_with(
             gk.clone(),
             || {
-                let g = Box::new(Group { key: gk.clone(), list: new_list(), next: AtomicPtr::new(ptr::null_mut()) });
+                let g = Box::new(Group {
+                    key: gk.clone(),
+                    list: Entries::new(self.map),
+                    next: AtomicPtr::new(ptr::null_mut()),
+                });
                 mine = &*g;
                 g
             },
@@ -254,7 +270,7 @@ impl OrderedIndex {
         let Some(g) = self.find_group(&self.group_key(&k.0)) else { return ptr::null_mut() };
         // Epoch pin (nested in the caller's, so cheap): the entry stays allocated.
         let guard = &crossbeam_epoch::pin();
-        g.list.get(k, guard).map_or(ptr::null_mut(), |e| e.value().head())
+        g.list.get(k, guard).map_or(ptr::null_mut(), Slot::head)
     }
 
     /// Calls `f(key, head)` for every entry with `lo <= key.0` (per `lo`) in key
@@ -274,11 +290,10 @@ impl OrderedIndex {
         // Epoch pin: entries met by the scan stay allocated until it ends.
         let guard = &crossbeam_epoch::pin();
         let mut visit = |g: &Group| -> bool {
-            for e in g.list.range((start.as_ref(), Bound::Unbounded), guard) {
-                let k = e.key();
+            g.list.range(start.as_ref(), guard, |k, slot| {
                 if let Bound::Excluded(l) = lo {
                     if k.0 == *l {
-                        continue;
+                        return true;
                     }
                 }
                 let past = match hi {
@@ -286,11 +301,8 @@ impl OrderedIndex {
                     Bound::Excluded(h) => k.0 >= *h,
                     Bound::Unbounded => false,
                 };
-                if past || !f(k, e.value().head()) {
-                    return false;
-                }
-            }
-            true
+                !past && f(k, slot.head())
+            })
         };
         if single {
             if let Bound::Included(gk) = first {
@@ -326,18 +338,14 @@ impl OrderedIndex {
         // Epoch pin: entries met by the scan stay allocated until it ends.
         let guard = &crossbeam_epoch::pin();
         let mut visit = |g: &Group| -> bool {
-            for e in g.list.range((Bound::Unbounded, end.as_ref()), guard).rev() {
-                let k = e.key();
+            g.list.range_rev(end.as_ref(), guard, |k, slot| {
                 let past = match lo {
                     Bound::Included(l) => k.0 < *l,
                     Bound::Excluded(l) => k.0 <= *l,
                     Bound::Unbounded => false,
                 };
-                if past || !f(k, e.value().head()) {
-                    return false;
-                }
-            }
-            true
+                !past && f(k, slot.head())
+            })
         };
         if single {
             // `in_one_group` holds only for a bounded `lo`, whose group it is.
@@ -403,8 +411,7 @@ impl OrderedIndex {
         // Epoch pin: the entry and the chain stay allocated while we use them.
         let guard = &crossbeam_epoch::pin();
         loop {
-            let e = g.list.get_or_insert_with(k.clone(), || Slot { head: AtomicPtr::new(ptr::null_mut()) }, guard);
-            let slot = e.value();
+            let slot = g.list.get_or_insert(k.clone(), guard);
             // Acquire: the chain's versions are read below.
             let head = slot.head.load(Ordering::Acquire);
             let mut p = head;
@@ -412,16 +419,13 @@ impl OrderedIndex {
                 // SAFETY: chain members are freed only after an epoch has passed.
                 let w = unsafe { &*p };
                 if !check(w) {
-                    e.release(guard);
                     return false;
                 }
                 p = self.next(w);
             }
             // SAFETY: `v` is live and still private to the caller.
             self.set_slot(unsafe { &*v }, slot);
-            let published = push(slot, link, v, head);
-            e.release(guard);
-            if published {
+            if push(slot, link, v, head) {
                 return true;
             }
             std::thread::yield_now();
@@ -559,12 +563,16 @@ impl OrderedIndex {
     fn retire_if_empty(&self, slot: &Slot, k: &IKey) {
         // AcqRel: retiring must not race an insert's CAS on the same head word.
         if slot.head.compare_exchange(ptr::null_mut(), DEAD, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-            // Only now a search: the entry leaves the index.
+            // Only now a search: the entry leaves the index. No other entry
+            // of `k` can be there: an inserter finding our `DEAD` slot
+            // waits for this removal before it inserts a fresh one.
             let guard = &crossbeam_epoch::pin();
-            let e = self.find_group(&self.group_key(&k.0)).and_then(|g| g.list.get(k, guard));
-            debug_assert!(e.as_ref().is_some_and(|e| ptr::eq(e.value(), slot)), "the retired slot is the entry's");
-            if let Some(e) = e {
-                e.remove();
+            if let Some(g) = self.find_group(&self.group_key(&k.0)) {
+                debug_assert!(
+                    g.list.get(k, guard).is_some_and(|e| ptr::eq(e, slot)),
+                    "the retired slot is the entry's"
+                );
+                g.list.remove(k, guard);
             }
         }
     }
@@ -573,9 +581,10 @@ impl OrderedIndex {
     pub fn for_each_head(&self, mut f: impl FnMut(*mut Version)) {
         let guard = &crossbeam_epoch::pin();
         for g in self.groups.iter(guard) {
-            for e in g.value().list.iter(guard) {
-                f(e.value().head());
-            }
+            g.value().list.range(Bound::Unbounded, guard, |_, slot| {
+                f(slot.head());
+                true
+            });
         }
     }
 }

@@ -3,7 +3,7 @@
 //! expression (`Options::new().protocol(Protocol::Silo).durability(...)`).
 //! The fields stay public; struct-update syntax works as well.
 
-use super::{Durability, Isolation, OnDamage, Options, Protocol};
+use super::{Durability, Isolation, OnDamage, Options, OrderedMap, Protocol};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -207,4 +207,12 @@ setters! {
     /// assert_eq!(Options::new().memory_limit(Some(1 << 30)).memory_limit, Some(1 << 30));
     /// ```
     memory_limit: Option<u64>;
+    /// Sets [`Options::ordered_map`].
+    ///
+    /// ```
+    /// use multiverse::{OrderedMap, Options};
+    ///
+    /// assert_eq!(Options::new().ordered_map(OrderedMap::BTree).ordered_map, OrderedMap::BTree);
+    /// ```
+    ordered_map: OrderedMap;
 }

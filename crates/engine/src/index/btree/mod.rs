@@ -73,10 +73,6 @@
 //! collector, pinned (not `unprotected`): what it returns borrows from the
 //! guard, and what it removes is freed through it.
 
-// Not yet the ordered index's map: outside the tests only the research
-// benchmark uses it, and not all of it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 pub(crate) mod lock;
 pub(crate) mod node;
 pub(crate) mod scan;
@@ -84,7 +80,7 @@ pub(crate) mod scan;
 mod tests;
 
 use crate::key::Key;
-use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicPtr, Ordering};
 use crossbeam_epoch::{Guard, Shared};
 use lock::Restart;
 use node::{Entry, Header, Inner, Leaf, INNER_CAP, LEAF_CAP};
@@ -242,7 +238,6 @@ enum Attempt<K, V> {
 /// their insert until an epoch has passed after their removal.
 pub(crate) struct BTree<K, V> {
     root: AtomicPtr<Header>,
-    len: AtomicUsize,
     _owns: PhantomData<Box<Entry<K, V>>>,
 }
 
@@ -266,13 +261,20 @@ unsafe fn defer_free<T>(guard: &Guard, p: *const T) {
 impl<K: TreeKey, V> BTree<K, V> {
     /// An empty tree (one empty leaf).
     pub(crate) fn new() -> BTree<K, V> {
-        BTree { root: AtomicPtr::new(Leaf::<K, V>::alloc().cast()), len: AtomicUsize::new(0), _owns: PhantomData }
+        BTree { root: AtomicPtr::new(Leaf::<K, V>::alloc().cast()), _owns: PhantomData }
     }
 
-    /// Number of entries.
+    /// Number of entries, counted by a scan. The tree keeps no count: one
+    /// counter word written by every insert and remove would be a cache
+    /// line that all writers share.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        // Relaxed: a count, ordered by nothing.
-        self.len.load(Ordering::Relaxed)
+        let mut n = 0;
+        self.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, &crossbeam_epoch::pin(), |_, _| {
+            n += 1;
+            true
+        });
+        n
     }
 
     /// Descends to the leaf of `t`, recording the inner nodes in `path`.
@@ -370,8 +372,6 @@ impl<K: TreeKey, V> BTree<K, V> {
                     return (unsafe { &(*e).value }, false);
                 }
                 Ok(Attempt::Inserted) => {
-                    // Relaxed: a count.
-                    self.len.fetch_add(1, Ordering::Relaxed);
                     // SAFETY: our entry, now in the tree: alive for as long as the guard.
                     return (unsafe { &(*mine).value }, true);
                 }
@@ -386,8 +386,6 @@ impl<K: TreeKey, V> BTree<K, V> {
                         let n = leaf.hdr.count();
                         leaf.insert_at(pos, hk, mine, n);
                         leaf.hdr.lock.unlock();
-                        // Relaxed: a count.
-                        self.len.fetch_add(1, Ordering::Relaxed);
                         // SAFETY: our entry, now in the tree.
                         return (unsafe { &(*mine).value }, true);
                     }
@@ -537,8 +535,6 @@ impl<K: TreeKey, V> BTree<K, V> {
             }
             let e = leaf.remove_at(i, n);
             leaf.hdr.lock.unlock();
-            // Relaxed: a count.
-            self.len.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: the entry has left the tree; only this remove defers it.
             unsafe { defer_free(guard, e) };
             if n == 1 {

@@ -1,9 +1,11 @@
 //! Tests of the ordered index: scans of a grouped index against a sorted
 //! set, the one-group recognition of a range, concurrent inserts into new
-//! groups, and unlinking that retires an emptied entry.
+//! groups, and unlinking that retires an emptied entry; over both maps.
 
 use super::*;
 use std::collections::BTreeSet;
+
+const MAPS: [OrderedMap; 2] = [OrderedMap::SkipList, OrderedMap::BTree];
 
 /// Frees every version linked into `ix` (single-threaded, at the end of a test).
 fn free_all(ix: &OrderedIndex) {
@@ -63,8 +65,8 @@ fn grouped_scans_match_a_sorted_set() {
     let keys = small_keys(400, 0x9E37_79B9);
     let model: BTreeSet<Key> = keys.iter().cloned().collect();
     let bounds: Vec<Key> = small_keys(40, 77);
-    for prefix in [0, 1, 2, 3, 32] {
-        let ix = OrderedIndex::new(0, 1, prefix);
+    for (map, prefix) in MAPS.iter().flat_map(|&m| [0, 1, 2, 3, 32].map(|p| (m, p))) {
+        let ix = OrderedIndex::new(0, 1, prefix, map);
         for k in &model {
             let v = Version::alloc(k, 2, b"", 2).as_ptr();
             // SAFETY: fresh version, linked once.
@@ -72,7 +74,7 @@ fn grouped_scans_match_a_sorted_set() {
         }
         assert_eq!(ix.len(), model.len());
         let all: Vec<Key> = model.iter().cloned().collect();
-        assert_eq!(keys_in(&ix, Bound::Unbounded, Bound::Unbounded), all, "prefix {prefix}");
+        assert_eq!(keys_in(&ix, Bound::Unbounded, Bound::Unbounded), all, "{map}, prefix {prefix}");
         for l in &bounds {
             // A bound and the end of its prefix, as a prefix scan uses.
             let mut his: Vec<Key> = bounds.clone();
@@ -100,10 +102,10 @@ fn grouped_scans_match_a_sorted_set() {
                         })
                         .cloned()
                         .collect();
-                    assert_eq!(keys_in(&ix, lo, hi), want, "prefix {prefix}, {lo:?}..{hi:?}");
+                    assert_eq!(keys_in(&ix, lo, hi), want, "{map}, prefix {prefix}, {lo:?}..{hi:?}");
                     let mut back = keys_in_rev(&ix, lo, hi);
                     back.reverse();
-                    assert_eq!(back, want, "reverse, prefix {prefix}, {lo:?}..{hi:?}");
+                    assert_eq!(back, want, "{map}, reverse, prefix {prefix}, {lo:?}..{hi:?}");
                 }
             }
             assert_eq!(ix.head(&(l.clone(), Key::EMPTY)).is_null(), !model.contains(l));
@@ -115,7 +117,7 @@ fn grouped_scans_match_a_sorted_set() {
 /// The one-group shortcut is taken exactly for scans inside one prefix.
 #[test]
 fn one_group_scans_are_recognised() {
-    let ix = OrderedIndex::new(0, 1, 3);
+    let ix = OrderedIndex::new(0, 1, 3, OrderedMap::SkipList);
     let k = |b: &[u8]| Key::from_bytes(b).unwrap();
     let (lo, end) = (k(&[1, 2, 3]), k(&[1, 2, 4]));
     assert!(ix.in_one_group(Bound::Included(&lo), Bound::Excluded(&end)));
@@ -125,7 +127,10 @@ fn one_group_scans_are_recognised() {
     assert!(!ix.in_one_group(Bound::Included(&lo), Bound::Unbounded));
     assert!(!ix.in_one_group(Bound::Unbounded, Bound::Excluded(&end)));
     assert!(ix.in_one_group(Bound::Included(&k(&[255, 255, 255])), Bound::Unbounded), "nothing is past it");
-    assert!(OrderedIndex::new(0, 1, 0).in_one_group(Bound::Included(&lo), Bound::Unbounded), "one group in all");
+    assert!(
+        OrderedIndex::new(0, 1, 0, OrderedMap::BTree).in_one_group(Bound::Included(&lo), Bound::Unbounded),
+        "one group in all"
+    );
 }
 
 /// Threads creating the same groups at once end with one group per
@@ -134,9 +139,15 @@ fn one_group_scans_are_recognised() {
 /// entry is unlinked and retired, and the keys can be inserted again.
 #[test]
 fn concurrent_inserts_into_new_groups() {
+    for map in MAPS {
+        concurrent_inserts_into_new_groups_of(map);
+    }
+}
+
+fn concurrent_inserts_into_new_groups_of(map: OrderedMap) {
     const THREADS: u64 = 4;
     const PER: u64 = 2_000;
-    let ix = OrderedIndex::new(0, 1, 11);
+    let ix = OrderedIndex::new(0, 1, 11, map);
     // Key: 7-byte prefix (a new one every other key, so that all the
     // threads, started together, race to create the same groups), then
     // the thread and a counter.
@@ -224,7 +235,13 @@ fn concurrent_inserts_into_new_groups() {
 /// (head, runs, tail) and retires the entry once the chain is empty.
 #[test]
 fn unlink_set_removes_its_members_and_retires_the_entry() {
-    let ix = OrderedIndex::new(0, 1, 0);
+    for map in MAPS {
+        unlink_set_of(map);
+    }
+}
+
+fn unlink_set_of(map: OrderedMap) {
+    let ix = OrderedIndex::new(0, 1, 0, map);
     let k = (Key::from(42), Key::EMPTY);
     let guard = crossbeam_epoch::pin();
     let vs: Vec<*mut Version> = (0..8).map(|_| Version::alloc(&k.0, 2, b"", 2).as_ptr()).collect();
