@@ -89,7 +89,10 @@ pub enum IndexKind {
     /// scans within one prefix reach their group through a hash table and
     /// search only its entries; scans across prefixes still deliver keys in
     /// order. For keys led by a part with many values (a customer, a
-    /// district and last name) under which few entries sit.
+    /// district and last name) under which few entries sit. Grouping
+    /// applies to the skip list ([`crate::OrderedMap::SkipList`]); over the
+    /// B+tree the index is one tree, whose inner nodes find a prefix's
+    /// entries as well.
     OrderedGrouped {
         /// Bytes of the key that pick its group.
         prefix: usize,
