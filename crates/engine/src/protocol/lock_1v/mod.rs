@@ -41,7 +41,9 @@
 //!   looks for a cycle of waits every [`crate::Options::deadlock_interval`]
 //!   (see `deadlock_victim`): the cycle's youngest transaction aborts with
 //!   `deadlock` as soon as any member of the cycle finds it (the finder
-//!   marks the victim, whose wait looks at the mark at every round), long
+//!   marks the victim, whose wait looks at the mark at every round, and
+//!   the finder then waits without sleeping; the victim yields the CPU
+//!   once before it can be retried, so the survivors get there first), long
 //!   before the timeout, which then only bounds a wait behind a holder
 //!   that keeps running.
 //!
@@ -289,7 +291,7 @@ impl<'db> LockTxn<'db> {
                 Waited::Got => {}
                 Waited::GaveUp => return Ok(Got::GaveUp),
                 Waited::TimedOut => return Err(self.abort_with(AbortReason::LockTimeout)),
-                Waited::Victim => return Err(self.abort_with(AbortReason::Deadlock)),
+                Waited::Victim => return Err(self.lk_deadlock_abort()),
             }
         }
         let l = self.locks.get();
@@ -501,7 +503,7 @@ impl<'db> LockTxn<'db> {
             if detect.chosen() || detect.check(waited) {
                 break Some(AbortReason::Deadlock);
             }
-            if backoff.is_completed() {
+            if backoff.is_completed() && !detect.hurry() {
                 std::thread::sleep(Duration::from_micros(50));
             } else {
                 backoff.snooze();
@@ -510,8 +512,20 @@ impl<'db> LockTxn<'db> {
         self.lk_unpublish_wait();
         match outcome {
             None => Ok(()),
+            Some(AbortReason::Deadlock) => Err(self.lk_deadlock_abort()),
             Some(reason) => Err(self.abort_with(reason)),
         }
+    }
+
+    /// Aborts a deadlock's victim, and then gives up the CPU once before
+    /// the caller can retry: the survivors waiting for the locks it just
+    /// released are often asleep or descheduled (more threads than cores),
+    /// and a retry that runs on at once takes the same hot locks back and
+    /// closes the same cycle again, with itself as the youngest member.
+    fn lk_deadlock_abort(&mut self) -> Error {
+        let e = self.abort_with(AbortReason::Deadlock);
+        std::thread::yield_now();
+        e
     }
 
     /// Publishes what we wait for (deadlock detection reads it).
@@ -538,7 +552,7 @@ impl<'db> LockTxn<'db> {
     fn lk_detector(&self) -> Detector<'db> {
         let db = self.core.db;
         let interval = db.opts.deadlock_interval;
-        Detector { db, g: self.g, slot: self.core.slot, id: self.core.id, interval, next: interval }
+        Detector { db, g: self.g, slot: self.core.slot, id: self.core.id, interval, next: interval, broke: false }
     }
     /// 1V's insert: locks the key (and the row's secondary keys), then
     /// links an absent placeholder, unless a range lock covers it.

@@ -39,6 +39,10 @@ pub(crate) trait Deadlocks {
     /// spinning is over): runs a detector pass when one is due, and says
     /// whether it chose us.
     fn check(&mut self, waited: Duration) -> bool;
+    /// Whether our own check found a cycle and chose another member: the
+    /// victim is about to release its locks, so we look for ours without
+    /// sleeping (yielding only) for the rest of this wait.
+    fn hurry(&self) -> bool;
 }
 
 /// No deadlock detection: for waits that cannot be on a cycle (ordered
@@ -50,12 +54,16 @@ impl Deadlocks for () {
     fn check(&mut self, _: Duration) -> bool {
         false
     }
+    fn hurry(&self) -> bool {
+        false
+    }
 }
 
 /// A 1V transaction's deadlock checks: a detector pass every
 /// [`crate::Options::deadlock_interval`] of waiting (`deadlock_victim`),
 /// and in between a look at the mark another member of a cycle leaves on
-/// us when its pass chooses us.
+/// us when its pass chooses us. A pass that chooses another member makes
+/// the rest of our wait yield instead of sleep.
 pub(crate) struct Detector<'db> {
     pub(super) db: &'db crate::shared::Shared,
     pub(super) g: &'db super::LockGlobal,
@@ -64,6 +72,8 @@ pub(crate) struct Detector<'db> {
     pub(super) interval: Duration,
     /// When our next pass is due, measured like `waited`.
     pub(super) next: Duration,
+    /// A pass of ours chose another member of a cycle with us.
+    pub(super) broke: bool,
 }
 
 impl Deadlocks for Detector<'_> {
@@ -81,7 +91,18 @@ impl Deadlocks for Detector<'_> {
             return false;
         }
         self.next = waited + self.interval;
-        deadlock_victim(self.db, self.g, self.slot, self.id)
+        match deadlock_victim(self.db, self.g, self.slot, self.id) {
+            Some(v) if v == self.id => true,
+            Some(_) => {
+                self.broke = true;
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn hurry(&self) -> bool {
+        self.broke
     }
 }
 
@@ -90,7 +111,8 @@ impl Deadlocks for Detector<'_> {
 /// chose us (its mark is looked at every round; its own detector pass runs
 /// now and then once the spinning is over).
 /// Spins first, then yields, then sleeps (a wait behind a long holder
-/// should not burn a core). A wait to upgrade to X marks the word once
+/// should not burn a core), unless a check of ours has broken a cycle we
+/// are on (`Deadlocks::hurry`): then it yields to the end. A wait to upgrade to X marks the word once
 /// (`announce_writer`) so that new readers wait behind it; taking X takes
 /// the mark away, and a wait that ends without the lock withdraws it.
 pub(crate) fn wait_for_lock(
@@ -160,7 +182,7 @@ pub(crate) fn wait_for_lock(
         if victim.check(waited) {
             return out(Waited::Victim, marked);
         }
-        if waited < Duration::from_millis(1) {
+        if waited < Duration::from_millis(1) || victim.hurry() {
             std::thread::yield_now();
         } else {
             std::thread::sleep(Duration::from_micros(50));
@@ -195,8 +217,8 @@ pub(crate) fn wait_for_lock(
 /// instead for the victim's own next check left every member asleep on
 /// its hot locks until the victim was scheduled and its interval had
 /// passed, which with more threads than cores took most of the run.
-/// Returns true if the caller (`slot`, `id`) is the victim.
-pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal, slot: u32, id: u64) -> bool {
+/// Returns the victim of the caller's (`slot`, `id`) cycle, if it is on one.
+pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal, slot: u32, id: u64) -> Option<u64> {
     let _one = db.txns.detector.lock();
     let mut graph = WaitsFor::default();
     // The waits seen: (id, slot, seq).
@@ -247,9 +269,9 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
     }
     // The caller is blocked (it asks while waiting): its own node is there.
     debug_assert!(db.txns.slot(slot).lock_wait.lock().as_ref().is_some_and(|w| w.id == id));
-    let Some(victim) = graph.cycle_with(id).and_then(|c| c.into_iter().max()) else { return false };
+    let victim = graph.cycle_with(id).and_then(|c| c.into_iter().max())?;
     if victim == id {
-        return true;
+        return Some(id);
     }
     let &(_, s, seq) = seen.iter().find(|n| n.0 == victim).expect("a cycle's members are nodes");
     let slot = db.txns.slot(s);
@@ -261,5 +283,5 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
         // the two are ordered; the victim's look needs no data with it.
         slot.lock_victim.store(victim, Ordering::Relaxed);
     }
-    false
+    Some(victim)
 }
