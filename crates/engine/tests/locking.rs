@@ -194,6 +194,54 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
     assert_eq!(db.stats().aborts[AbortReason::LockTimeout], 0);
 }
 
+/// A deadlock is broken by the first of its members to find it, not at the
+/// victim's own next check. The older transaction waits first, so its
+/// checks come first; the younger closes the cycle a quarter interval
+/// before the older's first check, and its own first check would come a
+/// whole interval (2 s) after it began to wait. The older's check chooses
+/// the younger and tells it, and the younger aborts with `deadlock` then.
+#[test]
+fn the_first_member_to_find_a_deadlock_breaks_it() {
+    let interval = Duration::from_secs(2);
+    let db = Database::new(Options {
+        protocol: Protocol::OneVLock,
+        lock_timeout: Duration::from_secs(20),
+        deadlock_interval: interval,
+        ..Options::default()
+    })
+    .unwrap();
+    let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
+    db.run(Isolation::Serializable, |x| (1..=2).try_for_each(|k| x.insert(h, Key::from(k), u(k)))).unwrap();
+    let mut a = db.begin(Isolation::Serializable).unwrap();
+    a.update(h, Key::from(1), u(10)).unwrap();
+    let mut b = db.begin(Isolation::Serializable).unwrap();
+    b.update(h, Key::from(2), u(20)).unwrap();
+    // The older holds `mine` (written `own`), the younger `theirs`.
+    let (mut older, mut younger, (mine, own), theirs) =
+        if a.id() < b.id() { (a, b, (1, 10), 2) } else { (b, a, (2, 20), 1) };
+    let started = Instant::now();
+    let (r, waited, r_older) = std::thread::scope(|s| {
+        let older = s.spawn(|| {
+            // Waits for the younger's X lock.
+            older.update(h, Key::from(theirs), u(100))?;
+            older.commit().map(|_| ())
+        });
+        std::thread::sleep((interval * 3 / 4).saturating_sub(started.elapsed()));
+        let asked = Instant::now();
+        // Waits for the older's X lock: the cycle closes.
+        let r = younger.update(h, Key::from(mine), u(200));
+        let waited = asked.elapsed();
+        drop(younger);
+        (r, waited, older.join().unwrap())
+    });
+    assert_eq!(r, Err(Error::Aborted(AbortReason::Deadlock)), "the younger is chosen");
+    assert!(waited < interval * 5 / 8, "told at the older's check, not at its own 2 s on: {waited:?}");
+    assert_eq!(r_older, Ok(()), "the older commits");
+    assert_eq!(get(&db, h, mine), Some(own));
+    assert_eq!(get(&db, h, theirs), Some(100));
+    assert_eq!(db.stats().aborts[AbortReason::Deadlock], 1);
+}
+
 /// Two readers of a row that both upgrade are deadlocked with certainty:
 /// the second to ask aborts with `deadlock` at once, long before the
 /// detector's first check (10 s here), and the first upgrades and commits.

@@ -107,7 +107,7 @@ fn a_deadlock_victims_retry_waits_for_the_survivor() {
         assert!(try_shared(&w) && try_shared(&w), "two readers");
         std::thread::scope(|s| {
             s.spawn(|| {
-                let got = wait_for_lock(&w, LockMode::Exclusive, true, None, || false, |_| false);
+                let got = wait_for_lock(&w, LockMode::Exclusive, true, None, || false, ());
                 assert!(got == Waited::Got);
                 // Relaxed: the lock's Release unlock publishes it.
                 upgraded.store(true, Ordering::Relaxed);
@@ -120,7 +120,7 @@ fn a_deadlock_victims_retry_waits_for_the_survivor() {
             while upgraders(w.load(Ordering::Relaxed)) == 0 {
                 std::thread::yield_now();
             }
-            let out = wait_for_lock(&w, LockMode::Exclusive, true, None, || false, |_| false);
+            let out = wait_for_lock(&w, LockMode::Exclusive, true, None, || false, ());
             assert!(out == Waited::Victim);
             unlock(&w, LockMode::Shared);
             // The retry, at once.

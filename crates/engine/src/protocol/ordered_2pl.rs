@@ -60,7 +60,7 @@ impl LockTxn<'_> {
             };
             if !fast {
                 // No limit: ordered acquisition cannot deadlock.
-                wait_for_lock(w, mode, false, None, || false, |_| false);
+                wait_for_lock(w, mode, false, None, || false, ());
             }
             self.locks.get().push(Held { word: w, mode });
         }

@@ -12,6 +12,10 @@ use crate::key::Key;
 pub(crate) struct LockWait {
     /// The waiter's id.
     pub(crate) id: u64,
+    /// Which of the waiter's waits this is (counted per transaction): a
+    /// deadlock check that chose the waiter as a victim marks it only if
+    /// the wait it saw is still the one published.
+    pub(crate) seq: u32,
     pub(crate) on: WaitOn,
 }
 

@@ -106,6 +106,11 @@ pub(crate) struct TxnSlot {
     /// Single-version locking: what the occupant waits for, while it waits
     /// (see `protocol::lock_1v`, deadlock detection).
     pub(crate) lock_wait: Mutex<Option<super::lock_wait::LockWait>>,
+    /// Single-version locking: the id of the occupant while a deadlock
+    /// check by any waiter has chosen it as the victim of the wait it
+    /// publishes in `lock_wait`; 0 otherwise. Set and cleared only under
+    /// that mutex (see `protocol::lock_1v`, deadlock detection).
+    pub(crate) lock_victim: AtomicU64,
     /// BucketLockSet, published for inserters (the paper's LockLists, see
     /// `bucket_lockers`): how many bucket locks the occupant holds, and the
     /// first [`PUBLISHED_BUCKETS`] of them as `bucket_key`s. Written only by
@@ -198,6 +203,7 @@ impl TxnTable {
                     logging: AtomicBool::new(false),
                     waits: Mutex::new(WaitInfo::default()),
                     lock_wait: Mutex::new(None),
+                    lock_victim: AtomicU64::new(0),
                     buckets_held: AtomicUsize::new(0),
                     bucket_keys: std::array::from_fn(|_| AtomicU64::new(0)),
                     committed: AtomicU64::new(0),

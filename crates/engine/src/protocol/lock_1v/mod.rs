@@ -40,8 +40,12 @@
 //!   deadlocks this way. Here a waiter also publishes what it waits for and
 //!   looks for a cycle of waits every [`crate::Options::deadlock_interval`]
 //!   (see `deadlock_victim`): the cycle's youngest transaction aborts with
-//!   `deadlock`, long before the timeout, which then only bounds a wait
-//!   behind a holder that keeps running.
+//!   `deadlock` as soon as any member of the cycle finds it (the finder
+//!   marks the victim, whose wait looks at the mark at every round, and
+//!   the finder then waits without sleeping; the victim yields the CPU
+//!   once before it can be retried, so the survivors get there first), long
+//!   before the timeout, which then only bounds a wait behind a holder
+//!   that keeps running.
 //!
 //! **Writes are deferred.** An update is kept in the WriteSet (with Silo's
 //! value arena) and written into the record at commit, while its X lock is
@@ -225,6 +229,8 @@ pub(crate) struct LockTxn<'db> {
     /// Ordered 2PL: every declared lock was taken at begin; no more
     /// primary-key locks may be taken.
     pub(crate) declared: bool,
+    /// Waits published so far (`LockWait::seq`).
+    waits: u32,
 }
 
 impl<'db> LockTxn<'db> {
@@ -240,7 +246,7 @@ impl<'db> LockTxn<'db> {
         locks.get().clear();
         let mut sv = Sets::of(&g.single.sets, core.slot);
         sv.get().clear();
-        LockTxn { core, g, locks, sv, long_reads, key_range, declared: false }
+        LockTxn { core, g, locks, sv, long_reads, key_range, declared: false, waits: 0 }
     }
 }
 
@@ -285,7 +291,7 @@ impl<'db> LockTxn<'db> {
                 Waited::Got => {}
                 Waited::GaveUp => return Ok(Got::GaveUp),
                 Waited::TimedOut => return Err(self.abort_with(AbortReason::LockTimeout)),
-                Waited::Victim => return Err(self.abort_with(AbortReason::Deadlock)),
+                Waited::Victim => return Err(self.lk_deadlock_abort()),
             }
         }
         let l = self.locks.get();
@@ -494,10 +500,10 @@ impl<'db> LockTxn<'db> {
             if waited >= limit {
                 break Some(AbortReason::LockTimeout);
             }
-            if detect(waited) {
+            if detect.chosen() || detect.check(waited) {
                 break Some(AbortReason::Deadlock);
             }
-            if backoff.is_completed() {
+            if backoff.is_completed() && !detect.hurry() {
                 std::thread::sleep(Duration::from_micros(50));
             } else {
                 backoff.snooze();
@@ -506,34 +512,47 @@ impl<'db> LockTxn<'db> {
         self.lk_unpublish_wait();
         match outcome {
             None => Ok(()),
+            Some(AbortReason::Deadlock) => Err(self.lk_deadlock_abort()),
             Some(reason) => Err(self.abort_with(reason)),
         }
     }
 
+    /// Aborts a deadlock's victim, and then gives up the CPU once before
+    /// the caller can retry: the survivors waiting for the locks it just
+    /// released are often asleep or descheduled (more threads than cores),
+    /// and a retry that runs on at once takes the same hot locks back and
+    /// closes the same cycle again, with itself as the youngest member.
+    fn lk_deadlock_abort(&mut self) -> Error {
+        let e = self.abort_with(AbortReason::Deadlock);
+        std::thread::yield_now();
+        e
+    }
+
     /// Publishes what we wait for (deadlock detection reads it).
-    fn lk_publish_wait(&self, on: WaitOn) {
-        *self.core.slot().lock_wait.lock() = Some(LockWait { id: self.core.id, on });
+    fn lk_publish_wait(&mut self, on: WaitOn) {
+        self.waits = self.waits.wrapping_add(1);
+        *self.core.slot().lock_wait.lock() = Some(LockWait { id: self.core.id, seq: self.waits, on });
     }
 
     /// Withdraws the publication: from here on we may change our LockSet.
+    /// A victim's mark on the wait goes with it.
     fn lk_unpublish_wait(&self) {
-        *self.core.slot().lock_wait.lock() = None;
+        let s = self.core.slot();
+        let mut w = s.lock_wait.lock();
+        *w = None;
+        // Relaxed: under the `lock_wait` mutex, which orders it after any
+        // mark set on the wait now ended; our own later looks see it.
+        s.lock_victim.store(0, Ordering::Relaxed);
     }
 
-    /// A deadlock check to run while waiting: every
-    /// [`crate::Options::deadlock_interval`] of waiting, it looks for a
-    /// cycle of waits through us and says whether we are its victim.
-    fn lk_detector(&self) -> impl FnMut(Duration) -> bool + use<'db> {
-        let (db, g, slot, id) = (self.core.db, self.g, self.core.slot, self.core.id);
+    /// The deadlock checks to run while waiting: every
+    /// [`crate::Options::deadlock_interval`] of waiting, a look for a cycle
+    /// of waits through us, and at every round a look at whether another
+    /// member of such a cycle has chosen us as its victim.
+    fn lk_detector(&self) -> Detector<'db> {
+        let db = self.core.db;
         let interval = db.opts.deadlock_interval;
-        let mut next = interval;
-        move |waited| {
-            if waited < next {
-                return false;
-            }
-            next = waited + interval;
-            deadlock_victim(db, g, slot, id)
-        }
+        Detector { db, g: self.g, slot: self.core.slot, id: self.core.id, interval, next: interval, broke: false }
     }
     /// 1V's insert: locks the key (and the row's secondary keys), then
     /// links an absent placeholder, unless a range lock covers it.

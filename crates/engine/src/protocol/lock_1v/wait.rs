@@ -1,6 +1,7 @@
 //! 1V's lock waits (Hekaton section 5): a transaction blocked on a
 //! key lock publishes what it waits on and, after `deadlock_interval`,
-//! looks for a cycle through itself in the waits-for graph.
+//! looks for a cycle through itself in the waits-for graph; a cycle's
+//! victim is told by whichever member finds the cycle first.
 
 use super::*;
 use crate::breakdown::{self, Part};
@@ -29,11 +30,89 @@ pub(crate) enum Waited {
 
 pub(crate) use crate::txn::lock_wait::{LockWait, WaitOn};
 
+/// The deadlock checks of one lock wait.
+pub(crate) trait Deadlocks {
+    /// Whether a deadlock check, ours or another waiter's, has chosen us as
+    /// the victim of this wait. Asked at every round of the wait: cheap.
+    fn chosen(&self) -> bool;
+    /// Our own check, `waited` into the wait (asked now and then once the
+    /// spinning is over): runs a detector pass when one is due, and says
+    /// whether it chose us.
+    fn check(&mut self, waited: Duration) -> bool;
+    /// Whether our own check found a cycle and chose another member: the
+    /// victim is about to release its locks, so we look for ours without
+    /// sleeping (yielding only) for the rest of this wait.
+    fn hurry(&self) -> bool;
+}
+
+/// No deadlock detection: for waits that cannot be on a cycle (ordered
+/// 2PL's declared locks).
+impl Deadlocks for () {
+    fn chosen(&self) -> bool {
+        false
+    }
+    fn check(&mut self, _: Duration) -> bool {
+        false
+    }
+    fn hurry(&self) -> bool {
+        false
+    }
+}
+
+/// A 1V transaction's deadlock checks: a detector pass every
+/// [`crate::Options::deadlock_interval`] of waiting (`deadlock_victim`),
+/// and in between a look at the mark another member of a cycle leaves on
+/// us when its pass chooses us. A pass that chooses another member makes
+/// the rest of our wait yield instead of sleep.
+pub(crate) struct Detector<'db> {
+    pub(super) db: &'db crate::shared::Shared,
+    pub(super) g: &'db super::LockGlobal,
+    pub(super) slot: u32,
+    pub(super) id: u64,
+    pub(super) interval: Duration,
+    /// When our next pass is due, measured like `waited`.
+    pub(super) next: Duration,
+    /// A pass of ours chose another member of a cycle with us.
+    pub(super) broke: bool,
+}
+
+impl Deadlocks for Detector<'_> {
+    #[inline]
+    fn chosen(&self) -> bool {
+        // Relaxed: the mark carries no data but itself (the victim only
+        // aborts), and it is set and cleared under the slot's `lock_wait`
+        // mutex, which orders the two; a look that misses a fresh mark sees
+        // it at a later round of the wait.
+        self.db.txns.slot(self.slot).lock_victim.load(Ordering::Relaxed) == self.id
+    }
+
+    fn check(&mut self, waited: Duration) -> bool {
+        if waited < self.next {
+            return false;
+        }
+        self.next = waited + self.interval;
+        match deadlock_victim(self.db, self.g, self.slot, self.id) {
+            Some(v) if v == self.id => true,
+            Some(_) => {
+                self.broke = true;
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn hurry(&self) -> bool {
+        self.broke
+    }
+}
+
 /// Waits for `w` in `mode` (`upgrade`: from our sole S lock) until it is
-/// taken, `give_up()` holds, `limit` passes, or `victim(waited)` (called
-/// now and then once the spinning is over) says a deadlock chose us.
+/// taken, `give_up()` holds, `limit` passes, or `victim` says a deadlock
+/// chose us (its mark is looked at every round; its own detector pass runs
+/// now and then once the spinning is over).
 /// Spins first, then yields, then sleeps (a wait behind a long holder
-/// should not burn a core). A wait to upgrade to X marks the word once
+/// should not burn a core), unless a check of ours has broken a cycle we
+/// are on (`Deadlocks::hurry`): then it yields to the end. A wait to upgrade to X marks the word once
 /// (`announce_writer`) so that new readers wait behind it; taking X takes
 /// the mark away, and a wait that ends without the lock withdraws it.
 pub(crate) fn wait_for_lock(
@@ -42,7 +121,7 @@ pub(crate) fn wait_for_lock(
     upgrade: bool,
     limit: Option<Duration>,
     mut give_up: impl FnMut() -> bool,
-    mut victim: impl FnMut(Duration) -> bool,
+    mut victim: impl Deadlocks,
 ) -> Waited {
     // Called once the uncontended attempt failed: all of it is waiting.
     let _timed = breakdown::span(Part::Wait);
@@ -89,6 +168,9 @@ pub(crate) fn wait_for_lock(
         if give_up() {
             return out(Waited::GaveUp, marked);
         }
+        if victim.chosen() {
+            return out(Waited::Victim, marked);
+        }
         if !backoff.is_completed() {
             backoff.snooze();
             continue;
@@ -97,10 +179,10 @@ pub(crate) fn wait_for_lock(
         if limit.is_some_and(|l| waited >= l) {
             return out(Waited::TimedOut, marked);
         }
-        if victim(waited) {
+        if victim.check(waited) {
             return out(Waited::Victim, marked);
         }
-        if waited < Duration::from_millis(1) {
+        if waited < Duration::from_millis(1) || victim.hurry() {
             std::thread::yield_now();
         } else {
             std::thread::sleep(Duration::from_micros(50));
@@ -127,16 +209,25 @@ pub(crate) fn wait_for_lock(
 /// (`protocol::deadlock`): the caller is on a deadlock if its strongly
 /// connected component of waits has another member. The victim is the
 /// youngest member of that component (the largest id): every member that
-/// checks computes the same component, so they agree; the others keep
-/// waiting, and the victim finds itself chosen at its own next check.
-/// Returns true if the caller (`slot`, `id`) is the victim.
-pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal, slot: u32, id: u64) -> bool {
+/// checks computes the same component, so they agree. Whichever member
+/// finds the cycle first breaks it: if the victim is another transaction,
+/// the caller marks it (`TxnSlot::lock_victim`, its id, set only while the
+/// very wait that was seen is still published), and the victim's wait
+/// loop, which looks at the mark at every round, aborts at once. Waiting
+/// instead for the victim's own next check left every member asleep on
+/// its hot locks until the victim was scheduled and its interval had
+/// passed, which with more threads than cores took most of the run.
+/// Returns the victim of the caller's (`slot`, `id`) cycle, if it is on one.
+pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal, slot: u32, id: u64) -> Option<u64> {
     let _one = db.txns.detector.lock();
     let mut graph = WaitsFor::default();
+    // The waits seen: (id, slot, seq).
+    let mut seen = Vec::new();
     for s in 0..db.txns.high_water() as u32 {
         let w = db.txns.slot(s).lock_wait.lock();
         let Some(w) = w.as_ref() else { continue };
         graph.node(w.id);
+        seen.push((w.id, s, w.seq));
         match &w.on {
             WaitOn::Lock { word, mode } => {
                 for o in 0..db.txns.high_water() as u32 {
@@ -178,5 +269,19 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
     }
     // The caller is blocked (it asks while waiting): its own node is there.
     debug_assert!(db.txns.slot(slot).lock_wait.lock().as_ref().is_some_and(|w| w.id == id));
-    graph.cycle_with(id).is_some_and(|c| c.iter().max() == Some(&id))
+    let victim = graph.cycle_with(id).and_then(|c| c.into_iter().max())?;
+    if victim == id {
+        return Some(id);
+    }
+    let &(_, s, seq) = seen.iter().find(|n| n.0 == victim).expect("a cycle's members are nodes");
+    let slot = db.txns.slot(s);
+    let w = slot.lock_wait.lock();
+    // Still the wait we saw: the mark cannot reach a later one (the victim
+    // clears it when a wait ends, under this mutex).
+    if w.as_ref().is_some_and(|w| w.id == victim && w.seq == seq) {
+        // Relaxed: under the `lock_wait` mutex, like the clearing store, so
+        // the two are ordered; the victim's look needs no data with it.
+        slot.lock_victim.store(victim, Ordering::Relaxed);
+    }
+    Some(victim)
 }
