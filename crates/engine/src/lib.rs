@@ -74,7 +74,8 @@
 //!
 //! * the database and its schema: [`Database`]; [`Options`] (with a
 //!   builder method per field) with [`Protocol`], [`Isolation`],
-//!   [`Durability`], [`OnDamage`], [`RetryPolicy`], and [`POMVCC_TICK`]
+//!   [`Durability`], [`OnDamage`], [`RetryPolicy`], [`OrderedMap`] (the map
+//!   under the ordered indexes), and [`POMVCC_TICK`]
 //!   (the default of [`Options::pomvcc_interval`]); [`TableSpec`],
 //!   [`HashTableSpec`], [`TableKind`], [`IndexKind`], [`KeyFn`],
 //!   [`TableId`], [`HashTableId`], [`IndexId`], [`OrderedIndex`] and

@@ -24,7 +24,7 @@ macro_rules! root {
 
 root! {
     // The database, its options and schema.
-    Database, Options, Protocol, Isolation, Durability, OnDamage, RetryPolicy, POMVCC_TICK,
+    Database, Options, Protocol, Isolation, Durability, OnDamage, RetryPolicy, OrderedMap, POMVCC_TICK,
     TableSpec, HashTableSpec, TableKind, IndexKind, KeyFn, TableId, HashTableId, IndexId, OrderedIndex, MAX_TABLES,
     // Keys.
     IntoKey, Key, KeyBuilder, KeyRange, KEY_MAX, KEY_INLINE,
