@@ -61,6 +61,9 @@ const PIPELINE: usize = 8;
 const LONG_WALK: usize = 64;
 /// Versions a sweep takes from the queue at a time.
 const SWEEP_CHUNK: usize = 1 << 16;
+/// The batch a collection reserves room for up front (the cooperative
+/// collections' budget is half of the MV family's queue threshold).
+const BATCH_HINT: usize = 128;
 
 /// One queued version.
 #[derive(Clone, Copy)]
@@ -101,13 +104,11 @@ impl Ready {
         let n = versions.len();
         // Relaxed: statistics only.
         self.unfreed.fetch_sub(n, Ordering::Relaxed);
-        for p in versions {
-            // SAFETY: only `collect`'s deferred function puts versions here,
-            // after they were unlinked from every index and every thread
-            // pinned at the time has unpinned: no thread can reach them, and
-            // each is on the list once (a version is unlinked once).
-            unsafe { Version::free(p.0) };
-        }
+        // SAFETY: only `collect`'s deferred function puts versions here,
+        // after they were unlinked from every index and every thread pinned
+        // at the time has unpinned: no thread can reach them, and each is on
+        // the list once (a version is unlinked once).
+        unsafe { Version::free_all(versions.into_iter().map(|p| p.0)) };
         if let Some(b) = &self.budget {
             b.release(bytes);
         }
@@ -193,7 +194,9 @@ impl Gc {
         let freed = shard.ready.free_all();
         let guard = crossbeam_epoch::pin();
         let mut n = 0;
-        let mut batch = Vec::new();
+        // Sized for a cooperative collection's budget: growing it by
+        // doubling was five allocations per collection.
+        let mut batch = Vec::with_capacity(budget.min(BATCH_HINT));
         // Bytes the batch counts against the memory budget (with a limit),
         // given back when it is freed.
         let mut released = 0;
@@ -203,6 +206,7 @@ impl Gc {
         // the next, so that their misses overlap.
         let mut group = [VPtr(std::ptr::null_mut()); PIPELINE];
         let mut tables = [0u32; PIPELINE];
+        let mut hashes = [None; PIPELINE];
         let mut sweep = false;
         while n < budget && !sweep {
             let mut k = 0;
@@ -220,12 +224,13 @@ impl Gc {
             for j in 0..k {
                 // SAFETY: queued versions are linked and alive until their
                 // collector unlinks them (below); we are pinned.
-                unsafe { table(tables[j]).prefetch_chains(group[j].0) };
+                hashes[j] = unsafe { table(tables[j]).prefetch_chains(group[j].0) };
             }
             for j in 0..k {
                 // SAFETY: the version is still linked (only the collector
                 // unlinks, once) and alive; we are pinned while unlinking.
-                let walked = unsafe { table(tables[j]).unlink_all(group[j].0) };
+                // `hashes[j]` is the primary index's hash of the version.
+                let walked = unsafe { table(tables[j]).unlink_all(group[j].0, hashes[j]) };
                 sweep |= walked >= LONG_WALK;
                 if self.budget.is_some() {
                     // SAFETY: unlinked, but alive until the epoch passes; we are pinned.

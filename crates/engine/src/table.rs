@@ -461,19 +461,32 @@ impl Table {
 
     /// Unlinks a version from every index; returns the longest walk it took
     /// to reach it in a chain (the collector's sign of a backlog, see
-    /// [`Table::unlink_many`]).
+    /// [`Table::unlink_many`]). `primary` is the primary index's hash of `v`
+    /// when the caller has it already ([`Table::prefetch_chains`] returns
+    /// it): hashing the key again was a sixth of a collection's
+    /// instructions per version.
     ///
     /// # Safety
     /// `v` is live and linked; the caller holds an epoch guard and frees `v`
-    /// only after the epoch has passed.
-    pub(crate) unsafe fn unlink_all(&self, v: *mut Version) -> usize {
+    /// only after the epoch has passed. `primary`, when given, is
+    /// `hash_of(v)` for the first index.
+    pub(crate) unsafe fn unlink_all(&self, v: *mut Version, primary: Option<u64>) -> usize {
         // SAFETY: `v` is live per the contract.
         let r = unsafe { &*v };
         let mut longest = 0;
-        for ix in &self.indexes {
+        for (i, ix) in self.indexes.iter().enumerate() {
             let walked = match &ix.imp {
-                // SAFETY: forwarded contract.
-                IndexImpl::Hash(h) => unsafe { h.unlink(v, ix.hash_of(r)) },
+                IndexImpl::Hash(h) => {
+                    let hash = match primary {
+                        Some(p) if i == 0 => {
+                            debug_assert_eq!(p, ix.hash_of(r));
+                            p
+                        }
+                        _ => ix.hash_of(r),
+                    };
+                    // SAFETY: forwarded contract.
+                    unsafe { h.unlink(v, hash) }
+                }
                 // SAFETY: forwarded contract.
                 IndexImpl::Ordered(o) => unsafe { o.unlink(v, &ix.ikey(r)) },
             };
@@ -533,19 +546,27 @@ impl Table {
     }
 
     /// Starts loading the hash buckets [`Table::unlink_all`] will lock and
-    /// walk for `v` (reads `v`'s key to hash it).
+    /// walk for `v` (reads `v`'s key to hash it); returns the primary
+    /// index's hash of `v` when that index is a hash index, for
+    /// `unlink_all`.
     ///
     /// # Safety
     /// `v` is live (as for `unlink_all`).
     #[inline]
-    pub(crate) unsafe fn prefetch_chains(&self, v: *mut Version) {
+    pub(crate) unsafe fn prefetch_chains(&self, v: *mut Version) -> Option<u64> {
         // SAFETY: `v` is live per the contract.
         let r = unsafe { &*v };
-        for ix in &self.indexes {
+        let mut primary = None;
+        for (i, ix) in self.indexes.iter().enumerate() {
             if let IndexImpl::Hash(h) = &ix.imp {
-                h.prefetch_bucket(ix.hash_of(r));
+                let hash = ix.hash_of(r);
+                h.prefetch_bucket(hash);
+                if i == 0 {
+                    primary = Some(hash);
+                }
             }
         }
+        primary
     }
 
     /// Calls `f` on every version linked into the primary index, once
@@ -601,7 +622,7 @@ mod tests {
         for (t, v) in [(&t, a), (&t, b), (&w, big)] {
             // SAFETY: linked above; nobody else can reach them.
             unsafe {
-                t.unlink_all(v);
+                t.unlink_all(v, None);
                 Version::free(v);
             }
         }

@@ -139,6 +139,17 @@ impl Version {
         }
     }
 
+    /// Frees every version of `vs`, as [`Version::free`] each, visiting the
+    /// thread's cache of spare blocks once for all of them.
+    ///
+    /// # Safety
+    /// As for [`Version::free`], for every member of `vs` (each once).
+    pub unsafe fn free_all(vs: impl Iterator<Item = *mut Version>) {
+        // SAFETY: per the contract every `v` is live until handed over here,
+        // where its layout is read just before its memory is reused.
+        spare::keep_all(vs.map(|v| (v as *mut u8, unsafe { (*v).layout() })));
+    }
+
     /// Index `i`'s chain pointer.
     #[inline]
     pub fn link(&self, i: usize) -> &AtomicPtr<Version> {
@@ -414,26 +425,47 @@ mod spare {
     /// its size is full, has no room for another size, or the thread is exiting.
     #[inline]
     pub(super) fn keep(p: *mut u8, lay: Layout) -> Result<(), *mut u8> {
-        debug_assert_eq!(lay.align(), 8);
-        SPARE
-            .try_with(|s| {
-                let mut s = s.borrow_mut();
-                let slot = match s.lists.iter().position(|(size, _)| *size == lay.size()) {
-                    Some(i) => i,
-                    None => s.lists.iter().position(|(size, _)| *size == 0).ok_or(p)?,
-                };
-                let (size, v) = &mut s.lists[slot];
-                if v.len() >= CAP {
-                    return Err(p);
+        SPARE.try_with(|s| s.borrow_mut().keep(p, lay)).unwrap_or(Err(p))
+    }
+
+    /// Keeps or gives back every block `blocks` yields (as `keep` each),
+    /// visiting the thread's cache once for all of them.
+    pub(super) fn keep_all(mut blocks: impl Iterator<Item = (*mut u8, Layout)>) {
+        // The cache is gone when the thread is exiting: every block goes back.
+        let _ = SPARE.try_with(|s| {
+            let mut s = s.borrow_mut();
+            for (p, lay) in &mut blocks {
+                if let Err(p) = s.keep(p, lay) {
+                    // SAFETY: as in `Version::free`: `p` was allocated with `lay`.
+                    unsafe { dealloc(p, lay) };
                 }
-                if *size == 0 {
-                    *size = lay.size();
-                    v.reserve_exact(CAP);
-                }
-                v.push(p);
-                Ok(())
-            })
-            .unwrap_or(Err(p))
+            }
+        });
+        for (p, lay) in blocks {
+            // SAFETY: as above.
+            unsafe { dealloc(p, lay) };
+        }
+    }
+
+    impl Spare {
+        #[inline]
+        fn keep(&mut self, p: *mut u8, lay: Layout) -> Result<(), *mut u8> {
+            debug_assert_eq!(lay.align(), 8);
+            let slot = match self.lists.iter().position(|(size, _)| *size == lay.size()) {
+                Some(i) => i,
+                None => self.lists.iter().position(|(size, _)| *size == 0).ok_or(p)?,
+            };
+            let (size, v) = &mut self.lists[slot];
+            if v.len() >= CAP {
+                return Err(p);
+            }
+            if *size == 0 {
+                *size = lay.size();
+                v.reserve_exact(CAP);
+            }
+            v.push(p);
+            Ok(())
+        }
     }
 }
 
