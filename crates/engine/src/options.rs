@@ -353,8 +353,9 @@ pub struct Options {
     /// it aborts with [`AbortReason::LockTimeout`](crate::AbortReason::LockTimeout) (Hekaton section 5 breaks
     /// deadlocks with timeouts). Deadlocks are also detected: a waiter
     /// looks for a cycle of waits when it starts to wait and then every
-    /// [`Options::deadlock_interval`], and
-    /// the cycle's youngest transaction aborts with
+    /// [`Options::deadlock_interval`], and the cycle's youngest
+    /// transaction (sparing those whose threads lost the last deadlocks)
+    /// aborts with
     /// [`AbortReason::Deadlock`](crate::AbortReason::Deadlock); the timeout then bounds waits behind a
     /// running holder. Ordered 2PL waits without limit for the locks it
     /// declared (it cannot deadlock) and uses this only for the locks of

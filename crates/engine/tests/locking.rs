@@ -24,6 +24,20 @@ fn u(v: u64) -> [u8; 8] {
     v.to_le_bytes()
 }
 
+/// A 1V database with a 20-s lock timeout, deadlock checks every
+/// `deadlock_interval`, and an empty hash table.
+fn one_v(deadlock_interval: Duration) -> (Database, TableId) {
+    let db = Database::new(Options {
+        protocol: Protocol::OneVLock,
+        lock_timeout: Duration::from_secs(20),
+        deadlock_interval,
+        ..Options::default()
+    })
+    .unwrap();
+    let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
+    (db, h)
+}
+
 fn get(db: &Database, t: TableId, k: u64) -> Option<u64> {
     db.run(Isolation::Serializable, |x| x.get(t, Key::from(k)))
         .unwrap()
@@ -195,22 +209,15 @@ fn deadlocks_are_detected_and_the_younger_aborts() {
 }
 
 /// A deadlock is broken by the first of its members to find it, not at the
-/// victim's own next check. The older transaction waits first, so its
-/// checks come first; the younger closes the cycle a quarter interval
-/// before the older's first check, and its own first check would come a
-/// whole interval (2 s) after it began to wait. The older's check chooses
-/// the younger and tells it, and the younger aborts with `deadlock` then.
+/// victim's own next check. The younger transaction waits first: its first
+/// check, when its spin ends, finds no cycle, and its next comes a whole
+/// interval (2 s) later. The older closes the cycle a quarter interval on;
+/// its own first check finds it, chooses the younger and tells it, and the
+/// younger aborts with `deadlock` then.
 #[test]
 fn the_first_member_to_find_a_deadlock_breaks_it() {
     let interval = Duration::from_secs(2);
-    let db = Database::new(Options {
-        protocol: Protocol::OneVLock,
-        lock_timeout: Duration::from_secs(20),
-        deadlock_interval: interval,
-        ..Options::default()
-    })
-    .unwrap();
-    let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
+    let (db, h) = one_v(interval);
     db.run(Isolation::Serializable, |x| (1..=2).try_for_each(|k| x.insert(h, Key::from(k), u(k)))).unwrap();
     let mut a = db.begin(Isolation::Serializable).unwrap();
     a.update(h, Key::from(1), u(10)).unwrap();
@@ -219,20 +226,18 @@ fn the_first_member_to_find_a_deadlock_breaks_it() {
     // The older holds `mine` (written `own`), the younger `theirs`.
     let (mut older, mut younger, (mine, own), theirs) =
         if a.id() < b.id() { (a, b, (1, 10), 2) } else { (b, a, (2, 20), 1) };
-    let started = Instant::now();
     let (r, waited, r_older) = std::thread::scope(|s| {
-        let older = s.spawn(|| {
-            // Waits for the younger's X lock.
-            older.update(h, Key::from(theirs), u(100))?;
-            older.commit().map(|_| ())
+        let younger = s.spawn(move || {
+            let asked = Instant::now();
+            // Waits for the older's X lock.
+            let r = younger.update(h, Key::from(mine), u(200));
+            (r, asked.elapsed())
         });
-        std::thread::sleep((interval * 3 / 4).saturating_sub(started.elapsed()));
-        let asked = Instant::now();
-        // Waits for the older's X lock: the cycle closes.
-        let r = younger.update(h, Key::from(mine), u(200));
-        let waited = asked.elapsed();
-        drop(younger);
-        (r, waited, older.join().unwrap())
+        std::thread::sleep(interval / 4);
+        // Waits for the younger's X lock: the cycle closes.
+        let r_older = older.update(h, Key::from(theirs), u(100)).and_then(|_| older.commit().map(|_| ()));
+        let (r, waited) = younger.join().unwrap();
+        (r, waited, r_older)
     });
     assert_eq!(r, Err(Error::Aborted(AbortReason::Deadlock)), "the younger is chosen");
     assert!(waited < interval * 5 / 8, "told at the older's check, not at its own 2 s on: {waited:?}");
@@ -242,19 +247,60 @@ fn the_first_member_to_find_a_deadlock_breaks_it() {
     assert_eq!(db.stats().aborts[AbortReason::Deadlock], 1);
 }
 
+/// A deadlock's victim is the youngest member, except that a member whose
+/// thread's last transaction was itself a deadlock victim is spared: its
+/// retry, younger than everyone, would otherwise be chosen again and again.
+/// Two threads deadlock twice; the first cycle's victim retries on its own
+/// thread (its slot, which remembers the loss) with a larger id than the
+/// other thread's new transaction, and the second cycle chooses the other.
+#[test]
+fn a_retried_deadlock_victim_is_spared_by_the_next_cycle() {
+    let (db, h) = one_v(Duration::from_secs(10));
+    db.run(Isolation::Serializable, |x| (1..=2).try_for_each(|k| x.insert(h, Key::from(k), u(k)))).unwrap();
+    let started = Instant::now();
+    let both = std::sync::Barrier::new(2);
+    // Each round, on each thread: take `own`, meet, then want `other` (the
+    // second thread a little later, closing the cycle). Returns the
+    // transaction's id and how it ended.
+    let round = |own: u64, other: u64, closes: bool| {
+        let mut t = db.begin(Isolation::Serializable).unwrap();
+        let id = t.id();
+        t.update(h, Key::from(own), u(own * 10)).unwrap();
+        both.wait();
+        if closes {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let r = t.update(h, Key::from(other), u(other * 100)).and_then(|_| t.commit().map(|_| ()));
+        both.wait();
+        (id, r)
+    };
+    let ((p1, p2), (q1, q2)) = std::thread::scope(|s| {
+        let p = s.spawn(|| (round(1, 2, false), round(1, 2, false)));
+        let q = s.spawn(|| (round(2, 1, true), round(2, 1, true)));
+        (p.join().unwrap(), q.join().unwrap())
+    });
+    let deadlock = Err(Error::Aborted(AbortReason::Deadlock));
+    // First cycle: the youngest is chosen.
+    let p_lost = p1.0 > q1.0;
+    let (v1, s1) = if p_lost { (&p1, &q1) } else { (&q1, &p1) };
+    assert_eq!(v1.1, deadlock, "the younger is chosen: {p1:?} {q1:?}");
+    assert_eq!(s1.1, Ok(()), "the older commits: {p1:?} {q1:?}");
+    // Second cycle: the victim's thread retried with the larger id ...
+    let (retry, other) = if p_lost { (p2, q2) } else { (q2, p2) };
+    assert!(retry.0 > other.0, "the retry is the younger: {retry:?} {other:?}");
+    // ... and is spared.
+    assert_eq!(retry.1, Ok(()), "the retried victim commits: {retry:?} {other:?}");
+    assert_eq!(other.1, deadlock, "the other is chosen: {retry:?} {other:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "both found long before the 10-s check");
+    assert_eq!(db.stats().aborts[AbortReason::Deadlock], 2);
+}
+
 /// Two readers of a row that both upgrade are deadlocked with certainty:
 /// the second to ask aborts with `deadlock` at once, long before the
 /// detector's first check (10 s here), and the first upgrades and commits.
 #[test]
 fn a_second_upgrader_of_one_key_aborts_at_once() {
-    let db = Database::new(Options {
-        protocol: Protocol::OneVLock,
-        lock_timeout: Duration::from_secs(20),
-        deadlock_interval: Duration::from_secs(10),
-        ..Options::default()
-    })
-    .unwrap();
-    let h = db.create_table(TableSpec::hash("h", 64)).unwrap().table();
+    let (db, h) = one_v(Duration::from_secs(10));
     db.run(Isolation::Serializable, |x| x.insert(h, Key::from(1), u(1))).unwrap();
     let k = Key::from(1);
     let mut t1 = db.begin(Isolation::Serializable).unwrap();

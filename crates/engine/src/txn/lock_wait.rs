@@ -16,6 +16,10 @@ pub(crate) struct LockWait {
     /// deadlock check that chose the waiter as a victim marks it only if
     /// the wait it saw is still the one published.
     pub(crate) seq: u32,
+    /// How many deadlocks in a row have chosen the waiter's slot as their
+    /// victim (`TxnSlot::deadlock_streak` when the wait began): a cycle
+    /// spares the members with the longest streak.
+    pub(crate) streak: u32,
     pub(crate) on: WaitOn,
 }
 

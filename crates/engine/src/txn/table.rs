@@ -111,6 +111,10 @@ pub(crate) struct TxnSlot {
     /// publishes in `lock_wait`; 0 otherwise. Set and cleared only under
     /// that mutex (see `protocol::lock_1v`, deadlock detection).
     pub(crate) lock_victim: AtomicU64,
+    /// Locking protocols: how many of the occupant's transactions in a row
+    /// were deadlock victims (reset by a commit). Written and read only by
+    /// the occupant, which publishes it with each wait (`LockWait::streak`).
+    pub(crate) deadlock_streak: AtomicU32,
     /// BucketLockSet, published for inserters (the paper's LockLists, see
     /// `bucket_lockers`): how many bucket locks the occupant holds, and the
     /// first [`PUBLISHED_BUCKETS`] of them as `bucket_key`s. Written only by
@@ -204,6 +208,7 @@ impl TxnTable {
                     waits: Mutex::new(WaitInfo::default()),
                     lock_wait: Mutex::new(None),
                     lock_victim: AtomicU64::new(0),
+                    deadlock_streak: AtomicU32::new(0),
                     buckets_held: AtomicUsize::new(0),
                     bucket_keys: std::array::from_fn(|_| AtomicU64::new(0)),
                     committed: AtomicU64::new(0),

@@ -154,6 +154,8 @@ impl<'db> LockTxn<'db> {
         phase.end();
         let phase = obs::span!(trace, "release", txn = self.core.id);
         self.lk_release_locks();
+        // Relaxed: our own slot's counter, written only by us.
+        self.core.slot().deadlock_streak.store(0, Ordering::Relaxed);
         db.txns.report_outcome(self.core.slot, true);
         self.core.terminate();
         phase.end();

@@ -38,8 +38,10 @@
 //! * Every wait is bounded by [`crate::Options::lock_timeout`]; a wait that
 //!   outlasts it aborts the waiter with `lock-timeout`. Section 5 breaks
 //!   deadlocks this way. Here a waiter also publishes what it waits for and
-//!   looks for a cycle of waits every [`crate::Options::deadlock_interval`]
-//!   (see `deadlock_victim`): the cycle's youngest transaction aborts with
+//!   looks for a cycle of waits when it starts to wait and then every
+//!   [`crate::Options::deadlock_interval`] (see `deadlock_victim`): the
+//!   cycle's youngest transaction among those whose slots lost the fewest
+//!   deadlocks in a row aborts with
 //!   `deadlock` as soon as any member of the cycle finds it (the finder
 //!   marks the victim, whose wait looks at the mark at every round, and
 //!   the finder then waits without sleeping; the victim yields the CPU
@@ -521,8 +523,12 @@ impl<'db> LockTxn<'db> {
     /// the caller can retry: the survivors waiting for the locks it just
     /// released are often asleep or descheduled (more threads than cores),
     /// and a retry that runs on at once takes the same hot locks back and
-    /// closes the same cycle again, with itself as the youngest member.
+    /// closes the same cycle again. The slot's deadlock streak grows by
+    /// one, so that the next cycle the retry is on spares it.
     fn lk_deadlock_abort(&mut self) -> Error {
+        let streak = &self.core.slot().deadlock_streak;
+        // Relaxed: only this slot's occupant (us) writes and reads it.
+        streak.store(streak.load(Ordering::Relaxed).saturating_add(1), Ordering::Relaxed);
         let e = self.abort_with(AbortReason::Deadlock);
         std::thread::yield_now();
         e
@@ -531,7 +537,10 @@ impl<'db> LockTxn<'db> {
     /// Publishes what we wait for (deadlock detection reads it).
     fn lk_publish_wait(&mut self, on: WaitOn) {
         self.waits = self.waits.wrapping_add(1);
-        *self.core.slot().lock_wait.lock() = Some(LockWait { id: self.core.id, seq: self.waits, on });
+        let s = self.core.slot();
+        // Relaxed: our own slot's counter, written only by us.
+        let streak = s.deadlock_streak.load(Ordering::Relaxed);
+        *s.lock_wait.lock() = Some(LockWait { id: self.core.id, seq: self.waits, streak, on });
     }
 
     /// Withdraws the publication: from here on we may change our LockSet.

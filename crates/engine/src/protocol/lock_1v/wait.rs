@@ -208,8 +208,14 @@ pub(crate) fn wait_for_lock(
 /// The graph is searched with the MV/L detector's algorithm
 /// (`protocol::deadlock`): the caller is on a deadlock if its strongly
 /// connected component of waits has another member. The victim is the
-/// youngest member of that component (the largest id): every member that
-/// checks computes the same component, so they agree. Whichever member
+/// member whose slot has lost the fewest deadlocks in a row
+/// (`TxnSlot::deadlock_streak`), the youngest (largest id) among those: a
+/// retried victim is spared by the next cycle it closes, instead of being
+/// chosen again and again (ids grow with each attempt, so the youngest rule
+/// alone kept choosing the retry: with 8 threads on 2 cores, most retries
+/// of a victim were victims again). The streak is published with the wait
+/// and does not change while it is, so every member that checks computes
+/// the same component and the same victim. Whichever member
 /// finds the cycle first breaks it: if the victim is another transaction,
 /// the caller marks it (`TxnSlot::lock_victim`, its id, set only while the
 /// very wait that was seen is still published), and the victim's wait
@@ -221,13 +227,13 @@ pub(crate) fn wait_for_lock(
 pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal, slot: u32, id: u64) -> Option<u64> {
     let _one = db.txns.detector.lock();
     let mut graph = WaitsFor::default();
-    // The waits seen: (id, slot, seq).
+    // The waits seen: (id, slot, seq, streak).
     let mut seen = Vec::new();
     for s in 0..db.txns.high_water() as u32 {
         let w = db.txns.slot(s).lock_wait.lock();
         let Some(w) = w.as_ref() else { continue };
         graph.node(w.id);
-        seen.push((w.id, s, w.seq));
+        seen.push((w.id, s, w.seq, w.streak));
         match &w.on {
             WaitOn::Lock { word, mode } => {
                 for o in 0..db.txns.high_water() as u32 {
@@ -269,11 +275,14 @@ pub(super) fn deadlock_victim(db: &crate::shared::Shared, g: &super::LockGlobal,
     }
     // The caller is blocked (it asks while waiting): its own node is there.
     debug_assert!(db.txns.slot(slot).lock_wait.lock().as_ref().is_some_and(|w| w.id == id));
-    let victim = graph.cycle_with(id).and_then(|c| c.into_iter().max())?;
+    // The victim: the member whose slot has lost the fewest deadlocks in a
+    // row, the youngest (largest id) among those.
+    let streak = |m: u64| seen.iter().find(|n| n.0 == m).map_or(0, |n| n.3);
+    let victim = graph.cycle_with(id).and_then(|c| c.into_iter().max_by_key(|&m| (std::cmp::Reverse(streak(m)), m)))?;
     if victim == id {
         return Some(id);
     }
-    let &(_, s, seq) = seen.iter().find(|n| n.0 == victim).expect("a cycle's members are nodes");
+    let &(_, s, seq, _) = seen.iter().find(|n| n.0 == victim).expect("a cycle's members are nodes");
     let slot = db.txns.slot(s);
     let w = slot.lock_wait.lock();
     // Still the wait we saw: the mark cannot reach a later one (the victim
