@@ -279,6 +279,18 @@ impl TxnTable {
         Err(Error::TooManyTransactions(n))
     }
 
+    /// Takes the occupant of slot `i` out of the GC watermark before it
+    /// collects garbage at its end: committed and postprocessed, or rolled
+    /// back, it reads no version again, so none need stay for its snapshot
+    /// (the collector's pointers are kept alive by its epoch pin, not by
+    /// the watermark). Otherwise a collection holds back every collection,
+    /// its own too, for as long as it runs, and with more threads than
+    /// cores it is often descheduled in the middle of a long sweep.
+    pub(crate) fn leave_watermark(&self, i: u32) {
+        // Release: as in `close`; a scan that misses it only keeps more.
+        self.slot(i).begin_ts.store(u64::MAX, Ordering::Release);
+    }
+
     /// Terminates the occupant of slot `i` and frees the slot.
     pub(crate) fn close(&self, i: u32) {
         let s = self.slot(i);

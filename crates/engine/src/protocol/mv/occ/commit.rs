@@ -169,6 +169,7 @@ impl<'db> MvTxn<'db> {
         // (Under the test-only write-conflict fault two committers may share
         // an old version; it is then left unreclaimed rather than freed twice.)
         let shared_old = db.opts.faults.skip_write_conflicts;
+        db.txns.leave_watermark(self.core.slot);
         Self::collect_garbage(
             db,
             self.core.slot,
@@ -325,6 +326,7 @@ impl<'db> MvTxn<'db> {
         // SeqCst: a transaction whose begin we do not order before this load
         // draws a stamp >= now and can no longer reach the versions.
         let now = db.clock.load(Ordering::SeqCst) - 1;
+        db.txns.leave_watermark(self.core.slot);
         Self::collect_garbage(
             db,
             self.core.slot,
