@@ -12,9 +12,12 @@
 //!
 //! A version is reclaimed once its stamp is below the *watermark*: the
 //! smallest begin timestamp of any open transaction (every present and future
-//! reader reads at or after its begin timestamp, so none can see it). It is
-//! unlinked from every index and its memory freed after an epoch
-//! (crossbeam-epoch), because readers walk chains without locks.
+//! reader reads at or after its begin timestamp, so none can see it). A
+//! transaction that has ended and collects before closing its slot no
+//! longer counts (`TxnTable::leave_watermark`): it reads nothing again, and
+//! otherwise every collection held back every other for as long as it ran.
+//! A version is unlinked from every index and its memory freed after an
+//! epoch (crossbeam-epoch), because readers walk chains without locks.
 //!
 //! **The memory budget** (with [`crate::Options::memory_limit`]) counts a
 //! version until it is freed, not until it is unlinked: the bytes a batch
