@@ -243,8 +243,10 @@ impl<'m, 'h> Deps<'m, 'h> {
     /// for validating readers (repeatable read and serializable, which are
     /// serialized at their commit timestamp): when the key is also absent as
     /// of their commit timestamp (a row inserted and deleted again in
-    /// between), they are placed there. Both placements match what was read;
-    /// the later one is where the engine validated it. A locking reader
+    /// between), they are placed there (after a same-timestamp peer's
+    /// version of the key if the key is absent after it, else before it).
+    /// Both placements match what was read; the later one is where the
+    /// engine validated it. A locking reader
     /// (MV/L) read at the current time and held its locks until its commit
     /// timestamp: it is placed there whenever the key is absent then.
     fn absence_seen(&mut self, reader: TxnIx, k: KeyId, how: &str) {
@@ -261,17 +263,27 @@ impl<'m, 'h> Deps<'m, 'h> {
         }
         let (mut seen, mut point) = (at_begin, t.begin_ts);
         if let (true, Some(commit)) = (t.isolation >= Isolation::RepeatableRead, t.commit_ts) {
-            // Just past the commit timestamp, before the reader's own version:
-            // under POMVCC others commit at the same timestamp, and a reader
-            // validated just past it, after every peer that had finished
-            // (`protocol::pomvcc`). With unique commit timestamps this is the
-            // state before the commit timestamp.
-            let mut at_commit = self.m.visible_at(k, commit + 1);
-            if at_commit.is_some_and(|p| vs[p as usize].txn == reader) {
-                at_commit = self.m.visible_at(k, commit);
+            // At the commit timestamp, before the reader's own version. Under
+            // POMVCC others commit at the same timestamp (peers), and the
+            // reader is ordered among them by when it validated
+            // (`protocol::pomvcc`): after a peer whose write of the key was
+            // in place, before one that wrote it later. At most one peer
+            // writes a key at one timestamp, so the two places to try are
+            // just past the timestamp (after that peer) and just before it
+            // (before that peer); the edges each one gives are checked like
+            // any other. With unique commit timestamps both are the state
+            // before the commit timestamp.
+            let before_peers = self.m.visible_at(k, commit);
+            let mut after_peers = self.m.visible_at(k, commit + 1);
+            if after_peers.is_some_and(|p| vs[p as usize].txn == reader) {
+                after_peers = before_peers;
             }
-            if !t.snapshot && !live(at_commit) && (t.locking || !live(at_begin)) {
-                (seen, point) = (at_commit, commit + 1);
+            if !t.snapshot && (t.locking || !live(at_begin)) {
+                if !live(after_peers) {
+                    (seen, point) = (after_peers, commit + 1);
+                } else if !live(before_peers) {
+                    (seen, point) = (before_peers, commit);
+                }
             }
         }
         if let Some(mut pos) = seen {

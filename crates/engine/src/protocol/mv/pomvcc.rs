@@ -38,9 +38,12 @@
 //!   on every trace of a peer it meets: a version a peer created or ended,
 //!   whether the peer is Preparing, Committed or done
 //!   (`txn::visibility`, `Me::peer`; a peer that only created a
-//!   row R then finds is a phantom anyway). So R saw no trace of W, and
-//!   looked at that row before W wrote it: after R's own pre-commit, before
-//!   W's. The edge points forward, and no cycle can form.
+//!   row R then finds is a phantom anyway). So R met no trace of W as a
+//!   peer: when R looked at that row, W had not written it yet, or was still
+//!   Active (its version invisible to R, with no timestamp to share) and
+//!   pre-committed later. Either way R looked after its own pre-commit and
+//!   before W's. The edge points forward, and no cycle can form. (The
+//!   history checker places such an R's absent row before W's insert.)
 //!
 //! A peer's *finished* end counts too: the stress campaign found a G2
 //! (found by the stress suite at `MULTIVERSE_STRESS=100`) where peer U updated a row A that R had found absent at its
