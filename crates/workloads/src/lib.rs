@@ -60,6 +60,7 @@ pub use txn::Txn;
 use multiverse::research::breakdown;
 use multiverse::{AbortReason, AccessSet, Database, Error, Isolation, Key, Result, TxnOptions};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Why a transaction body failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -418,6 +419,7 @@ fn run_attempts<W: Worker>(
     }
     let me = db as *const Database as usize;
     let mut spins = 0u32;
+    let mut lock_aborts = 0u32;
     let mut last = None;
     let mut opts = opts;
     // A time breakdown samples this transaction: each attempt is timed,
@@ -486,11 +488,7 @@ fn run_attempts<W: Worker>(
                 // violated the exclusion window has committed, and a retry
                 // begun now reads its versions: retry at once.
                 if matches!(r, AbortReason::Deadlock | AbortReason::LockTimeout) {
-                    // What we need is held by a transaction that waits or
-                    // runs: give it the CPU rather than spin (with more
-                    // threads than cores it may be descheduled, and a retry
-                    // at once would only deadlock with it again).
-                    std::thread::yield_now();
+                    lock_abort_backoff(&mut lock_aborts);
                 } else if r != AbortReason::ExclusionWindow {
                     backoff(&mut spins);
                 }
@@ -535,6 +533,55 @@ pub mod wasted {
         }
         WASTED.set((sum, sum_parts));
     }
+}
+
+/// The longest first sleep of a lock abort's retry (see [`lock_abort_backoff`]).
+const LOCK_BACKOFF_BASE_US: u64 = 200;
+/// The longest sleep, as a multiple of that: 2^2.
+const LOCK_BACKOFF_MAX_DOUBLINGS: u32 = 2;
+
+/// More workers than CPUs: set by [`set_workers`].
+static CROWDED: AtomicBool = AtomicBool::new(false);
+
+/// Tells the retry loop how many worker threads run transactions at once
+/// (a driver calls it before its workers start): with more workers than
+/// CPUs, a lock abort's retry sleeps from the first abort on (see
+/// [`lock_abort_backoff`]).
+pub fn set_workers(workers: usize) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Relaxed: a hint for the backoff; no data goes with it.
+    CROWDED.store(workers > cpus, Ordering::Relaxed);
+}
+
+/// Before the retry of a transaction that a lock wait aborted (a deadlock's
+/// victim, or a lock timeout); `k` counts this transaction's lock aborts
+/// so far. What it needs is held by a transaction that waits or runs.
+///
+/// With no more workers than CPUs, the first retry gives that one the CPU
+/// (yield) and goes on: a sleeping thread would leave its core idle (on
+/// 2 cores, sleeping from the first abort cost 1V serializable on YCSB
+/// θ=0.9 over a quarter of its 2-thread throughput). With more workers
+/// than CPUs the holders it meets are descheduled for whole time slices,
+/// a retry at once closes the same cycle again (on the predicate workload
+/// at 8 threads on 2 cores, 69,378 of 72,381 retries of deadlock victims
+/// were victims again), and a sleep hands the core to a worker that can
+/// use it. So the retry sleeps a random time, up to
+/// [`LOCK_BACKOFF_BASE_US`], doubling with each further abort up to four
+/// times that: from the first abort when workers outnumber CPUs, from the
+/// second otherwise. The randomness spreads the victims of one hot spot
+/// apart (docs/BENCHMARKS.md, "Oversubscribed").
+#[cold]
+fn lock_abort_backoff(k: &mut u32) {
+    *k += 1;
+    // Relaxed: see `CROWDED`.
+    let yields = if CROWDED.load(Ordering::Relaxed) { 0 } else { 1 };
+    if *k <= yields {
+        std::thread::yield_now();
+        return;
+    }
+    let most = LOCK_BACKOFF_BASE_US << (*k - 1 - yields).min(LOCK_BACKOFF_MAX_DOUBLINGS);
+    let us = 1 + rand::random::<u64>() % most;
+    std::thread::sleep(std::time::Duration::from_micros(us));
 }
 
 /// Spins 2^k times (k grows per retry, up to 2^10), then yields the CPU.

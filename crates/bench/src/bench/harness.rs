@@ -311,6 +311,9 @@ pub fn run<S: Store, W: Workload>(
     let count = || progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum::<u64>();
     // Measured here, before the workers start (it switches the timing on).
     let cost = cfg.breakdown.then(multiverse::research::breakdown::region_cost);
+    // The retries' backoff after lock aborts depends on whether the workers
+    // outnumber the CPUs.
+    multiverse_workloads::set_workers(threads);
 
     let (outcomes, elapsed, per_second, ts_at_measure) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
