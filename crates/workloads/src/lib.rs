@@ -574,14 +574,20 @@ pub fn set_workers(workers: usize) {
 fn lock_abort_backoff(k: &mut u32) {
     *k += 1;
     // Relaxed: see `CROWDED`.
-    let yields = if CROWDED.load(Ordering::Relaxed) { 0 } else { 1 };
-    if *k <= yields {
-        std::thread::yield_now();
-        return;
+    match lock_backoff_most_us(*k, CROWDED.load(Ordering::Relaxed)) {
+        None => std::thread::yield_now(),
+        Some(most) => {
+            let us = 1 + rand::random::<u64>() % most;
+            std::thread::sleep(std::time::Duration::from_micros(us));
+        }
     }
-    let most = LOCK_BACKOFF_BASE_US << (*k - 1 - yields).min(LOCK_BACKOFF_MAX_DOUBLINGS);
-    let us = 1 + rand::random::<u64>() % most;
-    std::thread::sleep(std::time::Duration::from_micros(us));
+}
+
+/// The longest sleep before the retry after the `k`-th lock abort (from 1),
+/// in microseconds; `None`: yield instead.
+fn lock_backoff_most_us(k: u32, crowded: bool) -> Option<u64> {
+    let yields = if crowded { 0 } else { 1 };
+    (k > yields).then(|| LOCK_BACKOFF_BASE_US << (k - 1 - yields).min(LOCK_BACKOFF_MAX_DOUBLINGS))
 }
 
 /// Spins 2^k times (k grows per retry, up to 2^10), then yields the CPU.

@@ -1,5 +1,5 @@
 //! Tests of the crate's shared pieces: `split_range` and the retry loop's
-//! handling of a rollback and of an engine abort.
+//! handling of a rollback, of an engine abort and of a lock abort's backoff.
 
 use super::*;
 use multiverse::TableId;
@@ -80,4 +80,16 @@ fn an_engine_abort_is_dropped_under_retry_never() {
     drop(other); // rolls back
     assert_eq!(run_txn_with(&db, &mut w, opts, Retry::UntilCommit, &mut aborts), Ok(true));
     assert_eq!(w.commits, 1);
+}
+
+/// The retry after a lock abort: with no more workers than CPUs the first
+/// one yields (a sleep would idle the core), with more it sleeps at once;
+/// the longest sleep doubles from 200 µs and stops at 800 µs.
+#[test]
+fn lock_abort_backoff_sleeps_from_the_first_abort_only_when_crowded() {
+    let calm: Vec<_> = (1..=5).map(|k| lock_backoff_most_us(k, false)).collect();
+    assert_eq!(calm, [None, Some(200), Some(400), Some(800), Some(800)]);
+    let crowded: Vec<_> = (1..=4).map(|k| lock_backoff_most_us(k, true)).collect();
+    assert_eq!(crowded, [Some(200), Some(400), Some(800), Some(800)]);
+    assert_eq!(lock_backoff_most_us(u32::MAX, true), Some(800));
 }
