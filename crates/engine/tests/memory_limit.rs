@@ -9,6 +9,16 @@ use std::time::{Duration, Instant};
 const LIMIT: u64 = 256 << 10;
 const VALUE: usize = 200;
 
+/// The tests of this file run one at a time: crossbeam's epoch is
+/// process-wide, so another test's pinned work in this process holds back
+/// the frees a test counts, and the bounds would measure the test harness's
+/// schedule rather than the engine.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A test that failed while holding it poisons it; the next may go on.
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn open(p: Protocol, limit: Option<u64>) -> (Database, TableId) {
     let db = Database::new(Options { protocol: p, memory_limit: limit, ..Options::default() }).unwrap();
     let t = db.create_table(TableSpec::hash("t", 8192)).unwrap().table();
@@ -79,6 +89,7 @@ fn insert_one(db: &Database, t: TableId, k: u64) -> Result<(), Error> {
 
 #[test]
 fn fill_read_delete_resume() {
+    let _serial = serial();
     for p in Protocol::ALL {
         let (db, t) = open(p, Some(LIMIT));
         let n = fill(&db, t, 0);
@@ -131,6 +142,7 @@ fn fill_read_delete_resume() {
 /// `Database::run` retries a refused write after collecting garbage.
 #[test]
 fn run_collects_and_retries() {
+    let _serial = serial();
     for p in Protocol::ALL {
         let (db, t) = open(p, Some(LIMIT));
         let n = fill(&db, t, 0);
@@ -150,6 +162,7 @@ fn run_collects_and_retries() {
 /// on once the reader has ended and garbage collection has run.
 #[test]
 fn long_reader_holds_old_versions() {
+    let _serial = serial();
     // BOHM's interactive transactions run one at a time, and the
     // single-version protocols keep no old versions.
     for p in Protocol::ALL.into_iter().filter(|p| !p.is_single_version() && *p != Protocol::Bohm) {
@@ -204,6 +217,7 @@ fn long_reader_holds_old_versions() {
 /// Without a limit (the default) nothing is refused and nothing counted.
 #[test]
 fn no_limit_by_default() {
+    let _serial = serial();
     assert_eq!(Options::default().memory_limit, None);
     for p in Protocol::ALL {
         let (db, t) = open(p, None);
@@ -221,6 +235,7 @@ fn no_limit_by_default() {
 
 #[test]
 fn error_display() {
+    let _serial = serial();
     let e = Error::MemoryLimit { used: 1000, limit: 1024 };
     assert!(e.is_transient());
     assert_eq!(e.abort_reason(), None);
@@ -236,6 +251,7 @@ fn error_display() {
 /// the collector gives back exactly what the link counted.
 #[test]
 fn long_keys_count_the_ordered_index_copy() {
+    let _serial = serial();
     const N: u64 = 100;
     const KEY: usize = 1000;
     let key = |i: u64| {
@@ -279,6 +295,7 @@ fn long_keys_count_the_ordered_index_copy() {
 /// the writer is never refused for good.
 #[test]
 fn a_waiting_run_closure_does_not_hold_back_another_database() {
+    let _serial = serial();
     const B_LIMIT: u64 = 2 << 20;
     const ROWS: u64 = 8;
     const KB: usize = 1000;
