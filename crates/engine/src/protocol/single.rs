@@ -142,8 +142,16 @@ pub(crate) const LATEST: u64 = 1 << 62;
 pub(crate) const ABSENT: u64 = 1 << 61;
 /// The TID itself: epoch and sequence.
 pub(crate) const TID: u64 = ABSENT - 1;
-/// Retired records queued before a collection.
+/// Retired records queued before a collection (Silo: most of them wait
+/// for the epoch to move anyway, so the watermark is not scanned often).
 const GC_THRESHOLD: usize = 128;
+/// The same under key locks, where a retired record waits for nothing but
+/// an epoch of crossbeam-epoch (see [`SiloGlobal::watermark`]): the
+/// collector unlinks it soon, so that the walks of a key's chain (every
+/// lookup, every scan that meets the key) do not pass the records each
+/// thread's last 128 deletes and replacements left. Predicate at
+/// repeatable read, 8 threads on 2 cores: 1.3-1.5x the throughput of 128.
+const KEY_LOCK_GC_THRESHOLD: usize = 8;
 
 /// One ReadSet entry: the record and its TID word as read (lock bit clear).
 #[derive(Clone, Copy)]
@@ -472,7 +480,8 @@ impl<'db> TxnCore<'db> {
         let len = db.gc.push(shard, std::iter::once(Garbage { ts: stamp, table: table.0, v: VPtr(rec) }));
         // Every GC_THRESHOLD records: the front waits for the epoch to move
         // (40 ms), so do not scan the watermark on every retirement.
-        if len % GC_THRESHOLD == 0 {
+        let every = if db.opts.protocol.uses_key_locks() { KEY_LOCK_GC_THRESHOLD } else { GC_THRESHOLD };
+        if len % every == 0 {
             let w = g.watermark(db);
             let n = db.gc.collect(shard, w, usize::MAX, |t| db.table_by_id(t));
             // Relaxed: statistics only.
