@@ -678,19 +678,14 @@ impl<'db> LockTxn<'db> {
         let mut delivered_keys = std::mem::take(&mut self.locks.get().delivered_keys);
         delivered_keys.clear();
         self.locks.get().redirected.clear();
-        // With long read locks: the primary key whose row the walk settled
-        // last, under its lock. A key's records lie side by side in the
-        // walk (the old records its deletes and replacements retired, until
-        // the collector unlinks them), and once we hold its lock to the end
-        // its latest record cannot change: what the first of them settled
-        // (delivered, redirected to, or skipped) stands for the rest, which
-        // are passed without a lock or a walk of the key's chain each.
+        // Long read locks: the key the walk settled last, under its lock held to the end, so its
+        // latest record cannot change; its other records met (retired by its deletes and
+        // replacements, still linked) are passed without a lock or a walk of its chain each.
         let mut settled: Option<Key> = None;
         // Epoch pin: records reached through an index stay allocated until it drops.
         let guard = crossbeam_epoch::pin();
         walk_range(ix, &lo, &hi, rev, |v| {
             if settled.as_ref().is_some_and(|k| v.key_eq(k)) {
-                debug_assert!(self.long_reads);
                 return true;
             }
             let first = v as *const Version as *mut Version;
@@ -718,9 +713,7 @@ impl<'db> LockTxn<'db> {
             // replaced, before or while we waited; a replacement may sit
             // where the walk has passed already: the key's row now is the
             // one to read, if it is in the range and not delivered yet.
-            if self.long_reads {
-                settled = Some(pk.clone());
-            }
+            settled = self.long_reads.then(|| pk.clone());
             let mut rec = first;
             if v.begin.load(Ordering::Acquire) & LATEST == 0 {
                 let now = find_latest(t, &pk, None);
