@@ -478,8 +478,9 @@ impl<'db> TxnCore<'db> {
         let db = self.db;
         let shard = self.slot as usize;
         let len = db.gc.push(shard, std::iter::once(Garbage { ts: stamp, table: table.0, v: VPtr(rec) }));
-        // Every GC_THRESHOLD records: the front waits for the epoch to move
-        // (40 ms), so do not scan the watermark on every retirement.
+        // Every GC_THRESHOLD records (Silo: the front waits for the epoch to
+        // move, 40 ms, so do not scan the watermark on every retirement), or
+        // every KEY_LOCK_GC_THRESHOLD under key locks (nothing to wait for).
         let every = if db.opts.protocol.uses_key_locks() { KEY_LOCK_GC_THRESHOLD } else { GC_THRESHOLD };
         if len % every == 0 {
             let w = g.watermark(db);
