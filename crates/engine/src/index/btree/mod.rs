@@ -28,7 +28,8 @@
 //! never read non-atomic memory a writer may be changing: a `Key` can hold
 //! an `Arc`, and a torn read of it is undefined behaviour. So every node
 //! field a reader loads is an atomic ([`node`]): per slot an 8-byte
-//! order-preserving key head ([`TreeKey::head`]) and a pointer. Leaves
+//! order-preserving key head ([`TreeKey::head_at`]: the key's 8 bytes after
+//! the node's prefix, see [`node::PREFIX_MAX`]) and a pointer. Leaves
 //! point to entries (`Entry { key, value }`), inner nodes to separator
 //! keys in boxes of their own; both are immutable once published and freed
 //! only through crossbeam-epoch after they left the tree, so a reader may
@@ -88,28 +89,39 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr;
 
-/// A key the tree can order: `Ord`, with an 8-byte order-preserving head
+/// A key the tree can order: `Ord`, with 8-byte order-preserving heads
 /// compared before the full key.
 ///
-/// Invariant: `head(a) < head(b)` implies `a < b`, and `a < b` implies
-/// `head(a) <= head(b)`.
+/// A key is seen as a byte string (for `u64`, its 8 big-endian bytes;
+/// for an entry key, its index key's bytes), padded with zeros without
+/// end; `head_at(p)` is its bytes `p..p + 8` as a big-endian integer.
+/// Invariant (what a node's prefix and heads rest on, see
+/// [`node::PREFIX_MAX`]): for two keys whose first `p` bytes are equal,
+/// `a.head_at(p) < b.head_at(p)` implies `a < b`, and `a < b` implies
+/// `a.head_at(p) <= b.head_at(p)`; and `a < b` implies `a.head() <=
+/// b.head()`.
 pub(crate) trait TreeKey: Ord + Clone {
-    /// The key's head: for byte-string keys, their first 8 bytes as a
-    /// big-endian integer, zero-padded.
-    fn head(&self) -> u64;
+    /// The key's 8 bytes from byte `p` (at most [`node::PREFIX_MAX`]).
+    fn head_at(&self, p: usize) -> u64;
+
+    /// The key's first 8 bytes.
+    #[inline]
+    fn head(&self) -> u64 {
+        self.head_at(0)
+    }
 }
 
 impl TreeKey for u64 {
     #[inline]
-    fn head(&self) -> u64 {
-        *self
+    fn head_at(&self, p: usize) -> u64 {
+        self.checked_shl(8 * p as u32).unwrap_or(0)
     }
 }
 
-/// The first 8 bytes of `k`, big-endian, zero-padded.
+/// Bytes `p..p + 8` of `k`, big-endian, zero-padded.
 #[inline]
-pub(crate) fn key_head(k: &Key) -> u64 {
-    let b = k.as_bytes();
+pub(crate) fn key_head_at(k: &Key, p: usize) -> u64 {
+    let b = k.as_bytes().get(p..).unwrap_or(&[]);
     if b.len() >= 8 {
         u64::from_be_bytes(b[..8].try_into().expect("8 bytes"))
     } else {
@@ -121,17 +133,17 @@ pub(crate) fn key_head(k: &Key) -> u64 {
 
 impl TreeKey for Key {
     #[inline]
-    fn head(&self) -> u64 {
-        key_head(self)
+    fn head_at(&self, p: usize) -> u64 {
+        key_head_at(self, p)
     }
 }
 
 /// The ordered index's entry key: ordered by the index key first, so its
-/// head is the index key's.
+/// heads are the index key's.
 impl TreeKey for (Key, Key) {
     #[inline]
-    fn head(&self) -> u64 {
-        key_head(&self.0)
+    fn head_at(&self, p: usize) -> u64 {
+        key_head_at(&self.0, p)
     }
 }
 
@@ -384,7 +396,7 @@ impl<K: TreeKey, V> BTree<K, V> {
                     // (with room): insert there; otherwise start again.
                     if leaf.hdr.lock.upgrade(version).is_ok() {
                         let n = leaf.hdr.count();
-                        leaf.insert_at(pos, hk, mine, n);
+                        leaf.insert_at(pos, mine, n);
                         leaf.hdr.lock.unlock();
                         // SAFETY: our entry, now in the tree.
                         return (unsafe { &(*mine).value }, true);
@@ -448,7 +460,7 @@ impl<K: TreeKey, V> BTree<K, V> {
             }
             leaf.hdr.lock.upgrade(v)?;
             // The leaf is as read at `v`: `k` is absent and goes at `pos`.
-            leaf.insert_at(pos, hk, mine, n);
+            leaf.insert_at(pos, mine, n);
             leaf.hdr.lock.unlock();
             return Ok(Attempt::Inserted);
         }
@@ -473,7 +485,7 @@ impl<K: TreeKey, V> BTree<K, V> {
         // if it was (a root changes only under the old root's lock).
         debug_assert!(parent.is_some() || self.root.load(Ordering::Relaxed).cast_const() == node);
         let n = h.count();
-        let (sh, sep, right) = if h.leaf {
+        let (sep, right) = if h.leaf {
             // SAFETY: a leaf (header first).
             let leaf = unsafe { &*node.cast::<Leaf<K, V>>() };
             // Appends (descending inserts) leave the old leaf full.
@@ -484,22 +496,22 @@ impl<K: TreeKey, V> BTree<K, V> {
             };
             let right = Leaf::<K, V>::alloc();
             // SAFETY: just allocated, unpublished.
-            let (sh, sep) = leaf.split_into(unsafe { &*right }, cut, n);
-            (sh, sep, right.cast::<Header>())
+            let sep = leaf.split_into(unsafe { &*right }, cut, n);
+            (sep, right.cast::<Header>())
         } else {
             // SAFETY: an inner node (header first).
             let inner = unsafe { &*node.cast::<Inner<K>>() };
             let right = Inner::<K>::alloc(ptr::null_mut());
             // SAFETY: just allocated, unpublished.
-            let (sh, sep) = inner.split_into(unsafe { &*right }, n);
-            (sh, sep, right.cast::<Header>())
+            let sep = inner.split_into(unsafe { &*right }, n);
+            (sep, right.cast::<Header>())
         };
         match (p, parent) {
-            (Some(p), Some(s)) => p.insert_child(s.pos, sh, sep, right, p.hdr.count()),
+            (Some(p), Some(s)) => p.insert_child(s.pos, sep, right, p.hdr.count()),
             _ => {
                 let root = Inner::<K>::alloc(node.cast_mut());
                 // SAFETY: just allocated, unpublished.
-                unsafe { &*root }.insert_child(0, sh, sep, right, 1);
+                unsafe { &*root }.insert_child(0, sep, right, 1);
                 // Release: publishes the new root's contents; stored before
                 // the old root's unlock (see `descend`).
                 self.root.store(root.cast(), Ordering::Release);

@@ -3,7 +3,7 @@
 //!
 //! Every field a reader may load while a writer changes the node is an
 //! atomic: the 8-byte key heads, the entry or separator pointers, the child
-//! pointers and the count. What those pointers lead to (entries and
+//! pointers, the count and the prefix word. What those pointers lead to (entries and
 //! separator keys) is immutable once published and freed only through the
 //! epoch, so a reader may dereference a pointer it loaded even before it
 //! validates: at worst it compares against a key that is no longer there,
@@ -14,6 +14,148 @@ use super::TreeKey;
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::cmp::Ordering as Cmp;
 use std::ptr;
+
+/// The longest prefix a node keeps, in bytes.
+///
+/// **The prefix word.** Every key of a node begins with the node's prefix
+/// (the first `p` bytes of the key's zero-padded byte string, `p <=
+/// PREFIX_MAX`), and the node's heads are the 8 bytes that follow it, not
+/// the key's first 8 (the heads after a node's common prefix, as in
+/// prefix-truncated B-trees): keys that share their first 8 bytes, such as
+/// TPC-C's customers by last name (warehouse, district, then names built
+/// from ten syllables), would tie on every head and fall back to whole-key
+/// comparisons behind a pointer each. Prefix and length share one atomic
+/// word, so an optimistic reader never sees a length without its bytes:
+///
+/// ```text
+///  63                                            8 7        0
+/// +-----------------------------------------------+----------+
+/// | prefix bytes 0..p, big-endian, zeros after p   |    p     |
+/// +-----------------------------------------------+----------+
+/// ```
+///
+/// A node's prefix shrinks when a key that does not share it comes in
+/// (its heads are rewritten from the bytes the old prefix and heads hold,
+/// without reading a key), and grows only at a split, for a half whose
+/// heads tie (then each key of the half is read once).
+pub(crate) const PREFIX_MAX: usize = 7;
+
+/// The mask of a prefix word's first `p` bytes.
+#[inline]
+pub(crate) fn prefix_mask(p: usize) -> u64 {
+    debug_assert!(p <= PREFIX_MAX);
+    if p == 0 {
+        0
+    } else {
+        !0u64 << (64 - 8 * p)
+    }
+}
+
+/// The prefix length of a prefix word (a loaded word is one a writer
+/// stored, so at most `PREFIX_MAX`; clamped all the same).
+#[inline]
+pub(crate) fn prefix_len(word: u64) -> usize {
+    ((word & 0xFF) as usize).min(PREFIX_MAX)
+}
+
+/// The prefix word for the first `p` bytes of a key of head `h0`.
+#[inline]
+fn prefix_word(h0: u64, p: usize) -> u64 {
+    (h0 & prefix_mask(p)) | p as u64
+}
+
+/// The first 16 bytes of a key as a node knows them: its prefix, then its
+/// head (bytes `p + 8..` are zero here, whatever the key holds).
+#[inline]
+fn window(word: u64, h: u64) -> u128 {
+    let p = prefix_len(word);
+    (((word & prefix_mask(p)) as u128) << 64) | ((h as u128) << (64 - 8 * p))
+}
+
+/// The 8 bytes from byte `q` of a window (`q` no more than the prefix
+/// length the window was made with, so that they are all known).
+#[inline]
+fn window_head(w: u128, q: usize) -> u64 {
+    (w >> (64 - 8 * q)) as u64
+}
+
+/// Bytes two heads share, up to `PREFIX_MAX`.
+#[inline]
+fn common(a: u64, b: u64) -> usize {
+    (((a ^ b).leading_zeros() / 8) as usize).min(PREFIX_MAX)
+}
+
+/// Where a key lies against a node's keys, found from the prefix word.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Place {
+    /// Below every key of the node (its prefix is smaller).
+    Below,
+    /// Above every key of the node.
+    Above,
+    /// It shares the prefix; its head after the prefix.
+    At(u64),
+}
+
+/// Places `k` (head `h0`, from byte 0) against a node of prefix word `word`.
+#[inline]
+pub(crate) fn place<K: TreeKey>(k: &K, h0: u64, word: u64) -> Place {
+    let p = prefix_len(word);
+    let m = prefix_mask(p);
+    match (h0 & m).cmp(&(word & m)) {
+        Cmp::Less => Place::Below,
+        Cmp::Greater => Place::Above,
+        Cmp::Equal if p == 0 => Place::At(h0),
+        Cmp::Equal => Place::At(k.head_at(p)),
+    }
+}
+
+/// Makes room in a node's prefix for a key of head `h0`: if the key does
+/// not begin with the prefix, shortens the prefix to what they share and
+/// rewrites the first `n` heads for it. Returns the prefix word now in
+/// force. The caller holds the node's lock.
+fn admit(hdr: &Header, heads: &[AtomicU64], n: usize, h0: u64) -> u64 {
+    let word = hdr.prefix();
+    let p = prefix_len(word);
+    let m = prefix_mask(p);
+    if h0 & m == word & m {
+        return word;
+    }
+    let q = common(h0 & m, word & m).min(p - 1);
+    // Relaxed (loads and stores): inside the critical section, ordered for
+    // readers by the lock's fences.
+    for h in &heads[..n] {
+        h.store(window_head(window(word, h.load(Ordering::Relaxed)), q), Ordering::Relaxed);
+    }
+    let w = prefix_word(word, q);
+    hdr.set_prefix(w);
+    w
+}
+
+/// After a split, lengthens the prefix of a half holding `n` heads if they
+/// tie somewhere and share more than the prefix: every key of the half is
+/// read once (`key(j)`) for its head after the new prefix. The caller holds
+/// the node's lock, or the node is unpublished.
+fn lengthen<'a, K: TreeKey + 'a>(hdr: &Header, heads: &[AtomicU64], n: usize, key: impl Fn(usize) -> &'a K) {
+    if n < 2 {
+        return;
+    }
+    let word = hdr.prefix();
+    // Relaxed (loads and stores): as in `admit`.
+    let head = |j: usize| heads[j].load(Ordering::Relaxed);
+    if !(1..n).any(|j| head(j - 1) == head(j)) {
+        return;
+    }
+    let first = window_head(window(word, head(0)), 0);
+    let last = window_head(window(word, head(n - 1)), 0);
+    let q = common(first, last);
+    if q <= prefix_len(word) {
+        return;
+    }
+    for (j, h) in heads[..n].iter().enumerate() {
+        h.store(key(j).head_at(q), Ordering::Relaxed);
+    }
+    hdr.set_prefix(prefix_word(first, q));
+}
 
 /// Entries per leaf: 32 heads and 32 pointers, eight cache lines.
 ///
@@ -42,11 +184,26 @@ pub(crate) struct Header {
     count: AtomicU32,
     /// Set at allocation, never changed: read plainly.
     pub(crate) leaf: bool,
+    /// The node's prefix word (see [`PREFIX_MAX`]).
+    prefix: AtomicU64,
 }
 
 impl Header {
     fn new(leaf: bool) -> Header {
-        Header { lock: VersionLock::new(), count: AtomicU32::new(0), leaf }
+        Header { lock: VersionLock::new(), count: AtomicU32::new(0), leaf, prefix: AtomicU64::new(0) }
+    }
+
+    /// The prefix word as loaded now (optimistic: validate before trusting it).
+    #[inline]
+    pub(crate) fn prefix(&self) -> u64 {
+        // Relaxed: an optimistic read, validated through the version lock.
+        self.prefix.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn set_prefix(&self, w: u64) {
+        // Relaxed: inside a critical section, or before publication.
+        self.prefix.store(w, Ordering::Relaxed)
     }
 
     /// The count as loaded now (optimistic: validate before trusting it).
@@ -134,10 +291,15 @@ impl<K: TreeKey, V> Leaf<K, V> {
         self.entries[i].load(Ordering::Acquire)
     }
 
-    /// The first of the `n` entries whose key is `>= k`, and whether it is
-    /// `k` (optimistic: validate before trusting it).
+    /// The first of the `n` entries whose key is `>= k` (of head `h0`), and
+    /// whether it is `k` (optimistic: validate before trusting it).
     #[inline]
-    pub(crate) fn lower_bound(&self, k: &K, hk: u64, n: usize) -> Result<(usize, bool), Restart> {
+    pub(crate) fn lower_bound(&self, k: &K, h0: u64, n: usize) -> Result<(usize, bool), Restart> {
+        let hk = match place(k, h0, self.hdr.prefix()) {
+            Place::Below => return Ok((0, false)),
+            Place::Above => return Ok((n, false)),
+            Place::At(h) => h,
+        };
         let (mut lo, mut hi) = (0, n);
         while lo < hi {
             let mid = (lo + hi) / 2;
@@ -158,10 +320,27 @@ impl<K: TreeKey, V> Leaf<K, V> {
         Ok((lo, false))
     }
 
-    /// Inserts entry `e` (key head `h`) at `i` of `n`. The caller holds the
-    /// lock and `n < LEAF_CAP`.
-    pub(crate) fn insert_at(&self, i: usize, h: u64, e: *mut Entry<K, V>, n: usize) {
+    /// The key of entry `j` of a leaf that the caller has locked, or not
+    /// yet published, with more than `j` entries.
+    fn locked_key(&self, j: usize) -> &K {
+        // Relaxed: inside the critical section, or unpublished.
+        let e = self.entries[j].load(Ordering::Relaxed);
+        debug_assert!(!e.is_null() && j < self.hdr.count());
+        // SAFETY: an entry of a leaf nobody else changes now: published
+        // entries leave a leaf only under its lock, and are freed through
+        // the epoch after that.
+        unsafe { &(*e).key }
+    }
+
+    /// Inserts entry `e` at `i` of `n`. The caller holds the lock, `n <
+    /// LEAF_CAP`, and `e` is its own entry, not yet published.
+    pub(crate) fn insert_at(&self, i: usize, e: *mut Entry<K, V>, n: usize) {
         debug_assert!(n < LEAF_CAP && i <= n);
+        // SAFETY: the caller's entry, alive and not yet shared.
+        let key = unsafe { &(*e).key };
+        let h0 = key.head();
+        let p = prefix_len(admit(&self.hdr, &self.heads, n, h0));
+        let h = if p == 0 { h0 } else { key.head_at(p) };
         // The head invariant, where it costs two loads: heads are ordered as
         // their keys are.
         debug_assert!(i == 0 || self.heads[i - 1].load(Ordering::Relaxed) <= h, "head order");
@@ -194,8 +373,9 @@ impl<K: TreeKey, V> Leaf<K, V> {
 
     /// Moves entries `at..n` into the new, unpublished leaf `right` and
     /// returns the separator: a box holding a clone of the last key left
-    /// here, and its head. The caller holds this leaf's lock.
-    pub(crate) fn split_into(&self, right: &Leaf<K, V>, at: usize, n: usize) -> (u64, *mut K) {
+    /// here. Each half keeps the prefix, or a longer one (`lengthen`). The
+    /// caller holds this leaf's lock.
+    pub(crate) fn split_into(&self, right: &Leaf<K, V>, at: usize, n: usize) -> *mut K {
         debug_assert!(0 < at && at < n);
         // Relaxed: `right` is published later by a Release store (or
         // unlock); this leaf is inside its critical section.
@@ -206,10 +386,13 @@ impl<K: TreeKey, V> Leaf<K, V> {
         }
         right.hdr.set_count(n - at);
         self.hdr.set_count(at);
+        right.hdr.set_prefix(self.hdr.prefix());
+        lengthen(&self.hdr, &self.heads, at, |j| self.locked_key(j));
+        lengthen(&right.hdr, &right.heads, n - at, |j| right.locked_key(j));
         let last = self.entries[at - 1].load(Ordering::Relaxed);
         // SAFETY: a live entry of this locked leaf.
         let key = unsafe { &(*last).key };
-        (key.head(), Box::into_raw(Box::new(key.clone())))
+        Box::into_raw(Box::new(key.clone()))
     }
 }
 
@@ -247,6 +430,25 @@ impl<K: TreeKey> Inner<K> {
         Ok(n)
     }
 
+    /// Separator `j` of a node that the caller has locked, or not yet
+    /// published, with more than `j` separators.
+    fn locked_key(&self, j: usize) -> &K {
+        // Relaxed: inside the critical section, or unpublished.
+        let k = self.keys[j].load(Ordering::Relaxed);
+        debug_assert!(!k.is_null() && j + 1 < self.hdr.count());
+        // SAFETY: a separator of a node nobody else changes now:
+        // separators leave a node only under its lock, and are freed
+        // through the epoch after that.
+        unsafe { &*k }
+    }
+
+    /// Separator `i`'s head (optimistic).
+    #[inline]
+    pub(crate) fn head(&self, i: usize) -> u64 {
+        // Relaxed: an optimistic read, validated through the version lock.
+        self.heads[i].load(Ordering::Relaxed)
+    }
+
     /// Separator `i` (optimistic).
     #[inline]
     pub(crate) fn key(&self, i: usize) -> *const K {
@@ -261,16 +463,19 @@ impl<K: TreeKey> Inner<K> {
         self.children[i].load(Ordering::Acquire)
     }
 
-    /// The child of the `n` to descend into for `k`: the first whose upper
-    /// separator is `>= k` (`strict`: `> k`), else the last.
+    /// The child of the `n` to descend into for `k` (of head `h0`): the
+    /// first whose upper separator is `>= k` (`strict`: `> k`), else the last.
     #[inline]
-    pub(crate) fn search(&self, k: &K, hk: u64, n: usize, strict: bool) -> Result<usize, Restart> {
+    pub(crate) fn search(&self, k: &K, h0: u64, n: usize, strict: bool) -> Result<usize, Restart> {
+        let hk = match place(k, h0, self.hdr.prefix()) {
+            Place::Below => return Ok(0),
+            Place::Above => return Ok(n - 1),
+            Place::At(h) => h,
+        };
         let (mut lo, mut hi) = (0, n - 1);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            // Relaxed: an optimistic read, validated through the version lock.
-            let h = self.heads[mid].load(Ordering::Relaxed);
-            let c = cmp_stored(k, hk, h, self.key(mid))?;
+            let c = cmp_stored(k, hk, self.head(mid), self.key(mid))?;
             let right = if strict { c != Cmp::Less } else { c == Cmp::Greater };
             if right {
                 lo = mid + 1;
@@ -282,10 +487,15 @@ impl<K: TreeKey> Inner<K> {
     }
 
     /// After child `pos` of `n` split, adds its new right sibling `right`
-    /// with separator (`h`, `sep`) between them. The caller holds the lock
-    /// and `n < INNER_CAP`.
-    pub(crate) fn insert_child(&self, pos: usize, h: u64, sep: *mut K, right: *mut Header, n: usize) {
+    /// with separator `sep` between them. The caller holds the lock, `n <
+    /// INNER_CAP`, and `sep` is its own box, not yet published.
+    pub(crate) fn insert_child(&self, pos: usize, sep: *mut K, right: *mut Header, n: usize) {
         debug_assert!(n < INNER_CAP && pos < n);
+        // SAFETY: the caller's separator, alive and not yet shared.
+        let key = unsafe { &*sep };
+        let h0 = key.head();
+        let p = prefix_len(admit(&self.hdr, &self.heads, n - 1, h0));
+        let h = if p == 0 { h0 } else { key.head_at(p) };
         // Relaxed: inside the critical section; Release for the new
         // pointers, which publish what they point to.
         for j in (pos..n - 1).rev() {
@@ -324,8 +534,9 @@ impl<K: TreeKey> Inner<K> {
 
     /// Moves the upper half of this full node's children into the new,
     /// unpublished `right` and returns the separator between the halves
-    /// (its box moves up to the parent). The caller holds the lock.
-    pub(crate) fn split_into(&self, right: &Inner<K>, n: usize) -> (u64, *mut K) {
+    /// (its box moves up to the parent). Each half keeps the prefix, or a
+    /// longer one. The caller holds the lock.
+    pub(crate) fn split_into(&self, right: &Inner<K>, n: usize) -> *mut K {
         let m = n / 2;
         // Relaxed: `right` is published later; this node is locked.
         for j in m..n {
@@ -337,11 +548,13 @@ impl<K: TreeKey> Inner<K> {
             right.keys[j - m].store(self.keys[j].load(Ordering::Relaxed), Ordering::Relaxed);
             self.keys[j].store(ptr::null_mut(), Ordering::Relaxed);
         }
-        let h = self.heads[m - 1].load(Ordering::Relaxed);
         let sep = self.keys[m - 1].swap(ptr::null_mut(), Ordering::Relaxed);
         right.hdr.set_count(n - m);
         self.hdr.set_count(m);
-        (h, sep)
+        right.hdr.set_prefix(self.hdr.prefix());
+        lengthen(&self.hdr, &self.heads, m - 1, |j| self.locked_key(j));
+        lengthen(&right.hdr, &right.heads, n - m - 1, |j| right.locked_key(j));
+        sep
     }
 }
 

@@ -1,7 +1,8 @@
 //! Range scans of the B+tree, forwards and backwards.
 //!
 //! A scan reads one leaf at a time: it descends to the leaf, copies its
-//! entry pointers and key heads into a stack buffer, validates the leaf
+//! entry pointers, key heads and prefix word into a stack buffer (and
+//! finds its first entry there by a binary search), validates the leaf
 //! and every node of the path to it, and only then calls the visitor, on
 //! entries that stay alive under the caller's guard (no node read is in
 //! flight while the visitor runs, and nothing is allocated). Validating
@@ -14,14 +15,15 @@
 //! seen.
 
 use super::lock::Restart;
-use super::node::{Entry, LEAF_CAP};
+use super::node::{place, Entry, Place, LEAF_CAP};
 use super::{BTree, Path, Target, TreeKey};
 use crossbeam_epoch::Guard;
 use std::cmp::Ordering as Cmp;
 use std::ops::Bound;
 use std::ptr;
 
-/// A bound a key is checked against, with its head for a cheap first test.
+/// A bound a key is checked against, with its first 8 bytes for placing it
+/// against a leaf's prefix ([`Limit::place`]).
 struct Limit<'k, K> {
     key: &'k K,
     head: u64,
@@ -38,19 +40,32 @@ impl<'k, K: TreeKey> Limit<'k, K> {
         }
     }
 
-    /// How a key of head `h` compares with the bound.
+    /// The bound against a leaf of prefix word `word`, for the tests below
+    /// on that leaf's keys and heads.
     #[inline]
-    fn cmp(&self, h: u64, k: &K) -> Cmp {
-        match h.cmp(&self.head) {
-            Cmp::Equal => k.cmp(self.key),
-            c => c,
+    fn place(&self, word: u64) -> Place {
+        place(self.key, self.head, word)
+    }
+
+    /// How a key of head `h` in a leaf where the bound is `at` compares
+    /// with the bound.
+    #[inline]
+    fn cmp(&self, at: Place, h: u64, k: &K) -> Cmp {
+        match at {
+            // The bound is below (above) every key of the leaf.
+            Place::Below => Cmp::Greater,
+            Place::Above => Cmp::Less,
+            Place::At(bh) => match h.cmp(&bh) {
+                Cmp::Equal => k.cmp(self.key),
+                c => c,
+            },
         }
     }
 
     /// True if a key of head `h` is at or below the bound (as an upper bound).
     #[inline]
-    fn admits_below(&self, h: u64, k: &K) -> bool {
-        match self.cmp(h, k) {
+    fn admits_below(&self, at: Place, h: u64, k: &K) -> bool {
+        match self.cmp(at, h, k) {
             Cmp::Less => true,
             Cmp::Equal => self.inclusive,
             Cmp::Greater => false,
@@ -59,8 +74,8 @@ impl<'k, K: TreeKey> Limit<'k, K> {
 
     /// True if a key of head `h` is at or above the bound (as a lower bound).
     #[inline]
-    fn admits_above(&self, h: u64, k: &K) -> bool {
-        match self.cmp(h, k) {
+    fn admits_above(&self, at: Place, h: u64, k: &K) -> bool {
+        match self.cmp(at, h, k) {
             Cmp::Greater => true,
             Cmp::Equal => self.inclusive,
             Cmp::Less => false,
@@ -68,13 +83,34 @@ impl<'k, K: TreeKey> Limit<'k, K> {
     }
 }
 
-/// One leaf's entries as read and validated, and its fences.
+/// One leaf's entries as read and validated, its prefix word, and its fences.
 struct Snapshot<K, V> {
     n: usize,
+    prefix: u64,
     heads: [u64; LEAF_CAP],
     entries: [*const Entry<K, V>; LEAF_CAP],
     lower: *const K,
     upper: *const K,
+}
+
+impl<K, V> Snapshot<K, V> {
+    /// How many of the first entries `below` holds for, `below` holding for
+    /// a prefix of them (a binary search: the scan's first or last entry).
+    fn count_below(&self, mut below: impl FnMut(u64, &K) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            // SAFETY: a validated entry of the leaf, alive under the guard
+            // of the scan that read it (see `BTree::range`).
+            let e: &Entry<K, V> = unsafe { &*self.entries[mid] };
+            if below(self.heads[mid], &e.key) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 impl<K: TreeKey, V> BTree<K, V> {
@@ -92,6 +128,7 @@ impl<K: TreeKey, V> BTree<K, V> {
         // SAFETY: nodes are freed only through the epoch; the caller is pinned.
         let leaf = unsafe { &*r.leaf };
         let n = leaf.count()?;
+        let prefix = leaf.hdr.prefix();
         for i in 0..n {
             s.heads[i] = leaf.head(i);
             s.entries[i] = leaf.entry(i);
@@ -99,6 +136,7 @@ impl<K: TreeKey, V> BTree<K, V> {
         leaf.hdr.lock.validate(r.version)?;
         path.validate()?;
         s.n = n;
+        s.prefix = prefix;
         s.lower = r.lower;
         s.upper = r.upper;
         Ok(())
@@ -112,6 +150,7 @@ impl<K: TreeKey, V> BTree<K, V> {
         let mut path = Path::new();
         let mut s = Snapshot {
             n: 0,
+            prefix: 0,
             heads: [0; LEAF_CAP],
             entries: [ptr::null(); LEAF_CAP],
             lower: ptr::null(),
@@ -124,19 +163,21 @@ impl<K: TreeKey, V> BTree<K, V> {
                 Some(l) => Target::Above(l.key, l.head),
             };
             self.read_leaf(target, &mut path, &mut s);
-            let mut started = from.is_none();
-            for i in 0..s.n {
+            let hi_at = hi.as_ref().map(|l| l.place(s.prefix));
+            let first = match &from {
+                Some(l) => {
+                    let at = l.place(s.prefix);
+                    s.count_below(|h, k| !l.admits_above(at, h, k))
+                }
+                None => 0,
+            };
+            for i in first..s.n {
                 // SAFETY: a validated entry of the leaf: alive until an epoch
                 // passes after its removal, so for as long as the guard.
                 let e: &Entry<K, V> = unsafe { &*s.entries[i] };
                 let h = s.heads[i];
-                if !started {
-                    if !from.as_ref().is_some_and(|l| l.admits_above(h, &e.key)) {
-                        continue;
-                    }
-                    started = true;
-                }
-                if hi.as_ref().is_some_and(|l| !l.admits_below(h, &e.key)) || !f(&e.key, &e.value) {
+                if hi.as_ref().zip(hi_at).is_some_and(|(l, at)| !l.admits_below(at, h, &e.key)) || !f(&e.key, &e.value)
+                {
                     return;
                 }
             }
@@ -158,6 +199,7 @@ impl<K: TreeKey, V> BTree<K, V> {
         let mut path = Path::new();
         let mut s = Snapshot {
             n: 0,
+            prefix: 0,
             heads: [0; LEAF_CAP],
             entries: [ptr::null(); LEAF_CAP],
             lower: ptr::null(),
@@ -170,18 +212,20 @@ impl<K: TreeKey, V> BTree<K, V> {
                 Some(l) => Target::AtLeast(l.key, l.head),
             };
             self.read_leaf(target, &mut path, &mut s);
-            let mut started = to.is_none();
-            for i in (0..s.n).rev() {
+            let lo_at = lo.as_ref().map(|l| l.place(s.prefix));
+            let end = match &to {
+                Some(l) => {
+                    let at = l.place(s.prefix);
+                    s.count_below(|h, k| l.admits_below(at, h, k))
+                }
+                None => s.n,
+            };
+            for i in (0..end).rev() {
                 // SAFETY: as in `range`.
                 let e: &Entry<K, V> = unsafe { &*s.entries[i] };
                 let h = s.heads[i];
-                if !started {
-                    if !to.as_ref().is_some_and(|l| l.admits_below(h, &e.key)) {
-                        continue;
-                    }
-                    started = true;
-                }
-                if lo.as_ref().is_some_and(|l| !l.admits_above(h, &e.key)) || !f(&e.key, &e.value) {
+                if lo.as_ref().zip(lo_at).is_some_and(|(l, at)| !l.admits_above(at, h, &e.key)) || !f(&e.key, &e.value)
+                {
                     return;
                 }
             }

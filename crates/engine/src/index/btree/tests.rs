@@ -2,7 +2,7 @@
 //! structural check after every phase, and concurrent randomized tests.
 //! Sizes scale with `MULTIVERSE_STRESS` (default 1).
 
-use super::node::{Entry, Header, Inner, Leaf};
+use super::node::{prefix_len, prefix_mask, Entry, Header, Inner, Leaf};
 use super::{BTree, TreeKey};
 use crate::key::Key;
 use rand::rngs::SmallRng;
@@ -25,11 +25,22 @@ struct Shape {
     inner: usize,
     height: usize,
     empty_leaves: usize,
+    /// Nodes with a prefix (see `node::PREFIX_MAX`).
+    prefixed: usize,
+}
+
+/// Asserts that `k` begins with the prefix of word `w` and that `h` is its
+/// head after the prefix.
+fn check_head<K: TreeKey + std::fmt::Debug>(w: u64, h: u64, k: &K) {
+    let p = prefix_len(w);
+    assert_eq!(k.head() & prefix_mask(p), w & prefix_mask(p), "{k:?} begins with the node's prefix ({p} bytes)");
+    assert_eq!(h, k.head_at(p), "stored head of {k:?} after a {p}-byte prefix");
 }
 
 /// Walks the tree (no concurrent writers) and asserts its invariants:
-/// sorted keys within their separators' bounds, heads equal to the keys'
-/// heads and ordered with them, no obsolete or locked node reachable,
+/// sorted keys within their separators' bounds, every key beginning with
+/// its node's prefix and its stored head its head after the prefix, no
+/// obsolete or locked node reachable,
 /// every leaf non-empty unless all its ancestors have one child.
 fn check<K: TreeKey + std::fmt::Debug, V>(t: &BTree<K, V>) -> Shape {
     fn walk<K: TreeKey + std::fmt::Debug, V>(
@@ -43,6 +54,8 @@ fn check<K: TreeKey + std::fmt::Debug, V>(t: &BTree<K, V>) -> Shape {
         // SAFETY: no concurrent writer; the tree's nodes are alive.
         let h = unsafe { &*node };
         assert_eq!(h.lock.word_now() & 0b11, 0, "reachable node locked or obsolete");
+        let w = h.prefix();
+        s.prefixed += (prefix_len(w) > 0) as usize;
         if h.leaf {
             // SAFETY: a leaf.
             let leaf = unsafe { &*node.cast::<Leaf<K, V>>() };
@@ -58,7 +71,7 @@ fn check<K: TreeKey + std::fmt::Debug, V>(t: &BTree<K, V>) -> Shape {
             for i in 0..n {
                 // SAFETY: a live entry.
                 let e: &Entry<K, V> = unsafe { &*leaf.entry(i) };
-                assert_eq!(leaf.head(i), e.key.head(), "stored head");
+                check_head(w, leaf.head(i), &e.key);
                 assert!(prev.is_none_or(|p| *p < e.key), "leaf keys sorted: {prev:?} then {:?}", e.key);
                 assert!(lo.is_none_or(|l| *l < e.key), "key {:?} above lower fence {lo:?}", e.key);
                 assert!(hi.is_none_or(|u| e.key <= *u), "key {:?} at most upper fence {hi:?}", e.key);
@@ -72,6 +85,9 @@ fn check<K: TreeKey + std::fmt::Debug, V>(t: &BTree<K, V>) -> Shape {
         s.inner += 1;
         // SAFETY: live separators.
         let sep = |i: usize| unsafe { &*inner.key(i) };
+        for i in 0..n - 1 {
+            check_head(w, inner.head(i), sep(i));
+        }
         for i in 0..n {
             let l = if i == 0 { lo } else { Some(sep(i - 1)) };
             let u = if i + 1 == n { hi } else { Some(sep(i)) };
@@ -190,8 +206,48 @@ fn model_long_keys_sharing_heads() {
     }
 }
 
-/// Head invariant of the engine key: order of heads never contradicts the
-/// order of keys.
+/// Keys shaped like TPC-C's customers by last name (district, then names
+/// from a few syllables, then a first name) and bytes from a tiny alphabet
+/// with zeros and every length: prefixes of every length form, grow at
+/// splits and shrink when a key that does not share one comes in.
+#[test]
+fn model_keys_with_long_common_prefixes() {
+    const SYL: [&[u8]; 4] = [b"BAR", b"OUGHT", b"ABLE", b"PRI"];
+    let named = |r: &mut SmallRng| {
+        let mut b = vec![r.gen_range(1..3u8), 0, r.gen_range(1..4u8)];
+        for _ in 0..3 {
+            b.extend_from_slice(SYL[r.gen_range(0..SYL.len())]);
+        }
+        b.extend((0..r.gen_range(0..3usize)).map(|_| r.gen_range(b'A'..b'D')));
+        (Key::from_bytes(&b).unwrap(), Key::from_u64(r.gen_range(0..3)))
+    };
+    let tiny = |r: &mut SmallRng| {
+        let b: Vec<u8> = (0..r.gen_range(0..20usize)).map(|_| r.gen_range(0..2u8)).collect();
+        Key::from_bytes(&b).unwrap()
+    };
+    for seed in 0..(2 * stress()) as u64 {
+        model(seed, 20_000, named);
+        model(seed, 20_000, tiny);
+    }
+}
+
+/// A load of keys that share their first 8 bytes leaves prefixes on the
+/// nodes (the feature the model tests above check for correctness).
+#[test]
+fn nodes_of_keys_sharing_heads_take_prefixes() {
+    let t: BTree<Key, u64> = BTree::new();
+    let g = &crossbeam_epoch::pin();
+    for i in 0..20_000u64 {
+        let mut b = b"SAMEHEAD".to_vec();
+        b.extend_from_slice(&(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16).to_be_bytes());
+        t.get_or_insert_with(Key::from_bytes(&b).unwrap(), || i, g);
+    }
+    let s = check(&t);
+    assert!(s.prefixed * 2 > s.leaves + s.inner, "most nodes prefixed: {s:?}");
+}
+
+/// Head invariant of the engine key: order of heads (from the first byte,
+/// or after a prefix two keys share) never contradicts the order of keys.
 #[test]
 fn heads_preserve_key_order() {
     let mut rng = SmallRng::seed_from_u64(7);
@@ -204,6 +260,12 @@ fn heads_preserve_key_order() {
     keys.sort();
     for w in keys.windows(2) {
         assert!(w[0].head() <= w[1].head(), "{:?} {:?}", w[0], w[1]);
+        // After a prefix they share, too.
+        for p in 1..=super::node::PREFIX_MAX {
+            if w[0].head() & prefix_mask(p) == w[1].head() & prefix_mask(p) {
+                assert!(w[0].head_at(p) <= w[1].head_at(p), "{:?} {:?} after {p} bytes", w[0], w[1]);
+            }
+        }
     }
     assert_eq!((Key::MAX, Key::EMPTY).head(), u64::MAX);
     assert_eq!(Key::from_bytes(&[1]).unwrap().head(), 1 << 56);
@@ -303,17 +365,19 @@ fn value_addresses_are_stable_and_drop_frees() {
 /// Keys `0..n` never removed are seen by every concurrent scan, in order,
 /// once each, while writers insert and remove other keys (disjoint and
 /// overlapping sets) and split and unlink leaves around them.
-#[test]
-fn concurrent_scans_see_stable_keys_in_order() {
+fn concurrent_scans<K>(mk: fn(u64) -> K) -> Shape
+where
+    K: TreeKey + std::fmt::Debug + Send + Sync + 'static,
+{
     let rounds = 3 * stress();
-    let t: Arc<BTree<u64, u64>> = Arc::new(BTree::new());
+    let t: Arc<BTree<K, u64>> = Arc::new(BTree::new());
     // Stable keys: multiples of 4. Churned: the rest, by two writers (one
     // private residue each and one shared).
     let n = 8_000u64;
     {
         let g = &crossbeam_epoch::pin();
         for k in 0..n {
-            t.get_or_insert_with(k * 4, || k * 4, g);
+            t.get_or_insert_with(mk(k * 4), || k * 4, g);
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -329,10 +393,10 @@ fn concurrent_scans_see_stable_keys_in_order() {
                     let base = rng.gen_range(0..n) * 4;
                     let k = base + if rng.gen_bool(0.5) { 1 + w } else { 3 };
                     if rng.gen_bool(0.5) {
-                        let (v, _) = t.get_or_insert_with(k, || k, g);
+                        let (v, _) = t.get_or_insert_with(mk(k), || k, g);
                         assert_eq!(*v, k);
                     } else {
-                        t.remove(&k, g);
+                        t.remove(&mk(k), g);
                     }
                     ops += 1;
                 }
@@ -350,16 +414,17 @@ fn concurrent_scans_see_stable_keys_in_order() {
                     let b = a + rng.gen_range(0..4_000);
                     let rev = rng.gen_bool(0.5);
                     let mut got = Vec::new();
-                    let f = |k: &u64, v: &u64| {
-                        assert_eq!(k, v);
-                        got.push(*k);
+                    let f = |k: &K, v: &u64| {
+                        assert_eq!(*k, mk(*v));
+                        got.push(*v);
                         true
                     };
+                    let (ka, kb) = (mk(a), mk(b));
                     if rev {
-                        t.range_rev(Bound::Included(&a), Bound::Excluded(&b), g, f);
+                        t.range_rev(Bound::Included(&ka), Bound::Excluded(&kb), g, f);
                         got.reverse();
                     } else {
-                        t.range(Bound::Included(&a), Bound::Excluded(&b), g, f);
+                        t.range(Bound::Included(&ka), Bound::Excluded(&kb), g, f);
                     }
                     assert!(got.windows(2).all(|w| w[0] < w[1]), "ordered, no duplicates (rev {rev})");
                     assert!(got.iter().all(|k| (a..b).contains(k)));
@@ -367,7 +432,7 @@ fn concurrent_scans_see_stable_keys_in_order() {
                     let want: Vec<u64> = (a.div_ceil(4)..b.div_ceil(4).min(n)).map(|k| k * 4).collect();
                     assert_eq!(stable, want, "stable keys in [{a}, {b}) (rev {rev})");
                     for k in want.iter().step_by(97) {
-                        assert_eq!(t.get(k, g), Some(k));
+                        assert_eq!(t.get(&mk(*k), g), Some(k));
                     }
                     scans.fetch_add(1, Ordering::Relaxed);
                 }
@@ -382,7 +447,28 @@ fn concurrent_scans_see_stable_keys_in_order() {
         w.join().unwrap();
     }
     assert_eq!(scans.load(Ordering::Relaxed), 2 * rounds * 200);
-    check(&t);
+    check(&t)
+}
+
+#[test]
+fn concurrent_scans_see_stable_keys_in_order() {
+    concurrent_scans(|k| k);
+}
+
+/// As above, over engine keys that share most of their first 8 bytes in
+/// runs (a nibble of the number every fourth byte): nodes take prefixes at
+/// splits and lose them when a key of a neighbouring run comes in, while
+/// scans and lookups read them.
+#[test]
+fn concurrent_scans_over_changing_prefixes() {
+    let s = concurrent_scans(|k| {
+        let mut b = [0u8; 13];
+        for i in 0..4 {
+            b[4 * i] = (k >> (12 - 4 * i)) as u8 & 0xF;
+        }
+        Key::from_bytes(&b).unwrap()
+    });
+    assert!(s.prefixed > 0, "nodes took prefixes: {s:?}");
 }
 
 /// Threads inserting ascending keys into the same region (interleaved
