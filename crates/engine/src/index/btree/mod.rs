@@ -189,6 +189,12 @@ impl<K: TreeKey> Path<K> {
         unsafe { self.steps[i].assume_init() }
     }
 
+    /// Replaces the last step (a scan moving to the leaf's sibling).
+    fn set_last(&mut self, s: Step<K>) {
+        assert!(self.len > 0);
+        self.steps[self.len - 1] = MaybeUninit::new(s);
+    }
+
     /// The last step's node (the leaf's parent).
     fn last(&self) -> Option<Step<K>> {
         self.len.checked_sub(1).map(|i| self.get(i))

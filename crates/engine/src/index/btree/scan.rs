@@ -15,8 +15,8 @@
 //! seen.
 
 use super::lock::Restart;
-use super::node::{place, Entry, Place, LEAF_CAP};
-use super::{BTree, Path, Target, TreeKey};
+use super::node::{place, Entry, Leaf, Place, LEAF_CAP};
+use super::{BTree, Path, Step, Target, TreeKey};
 use crossbeam_epoch::Guard;
 use std::cmp::Ordering as Cmp;
 use std::ops::Bound;
@@ -142,6 +142,53 @@ impl<K: TreeKey, V> BTree<K, V> {
         Ok(())
     }
 
+    /// Reads into `s` the leaf after (`forward`) or before the one in `s`
+    /// through their parent, the last node of `path`, without a descent
+    /// from the root: when the parent is unchanged since the descent that
+    /// read it, and the sibling is neither its first nor its last child,
+    /// the parent's separators on either side of the sibling are its exact
+    /// fences (a parent's first and last children have a fence above the
+    /// parent). False when it cannot (the caller descends again).
+    fn read_sibling(&self, path: &mut Path<K>, s: &mut Snapshot<K, V>, forward: bool) -> bool {
+        self.try_read_sibling(path, s, forward).unwrap_or(false)
+    }
+
+    fn try_read_sibling(&self, path: &mut Path<K>, s: &mut Snapshot<K, V>, forward: bool) -> Result<bool, Restart> {
+        let Some(step) = path.last() else { return Ok(false) };
+        // SAFETY: nodes are freed only through the epoch; the caller is pinned.
+        let parent = unsafe { &*step.node };
+        let n = parent.count()?;
+        let pos = match forward {
+            true if step.pos + 2 < n => step.pos + 1,
+            false if step.pos >= 2 => step.pos - 1,
+            _ => return Ok(false),
+        };
+        let (lower, upper, child) = (parent.key(pos - 1), parent.key(pos), parent.child(pos));
+        parent.hdr.lock.validate(step.version)?;
+        // SAFETY: validated: a live child of the parent.
+        let v = unsafe { &*child }.lock.read()?;
+        // Lock coupling, as in `descend`.
+        parent.hdr.lock.validate(step.version)?;
+        // SAFETY: as above.
+        debug_assert!(unsafe { &*child }.leaf, "a leaf's parent has only leaves");
+        // SAFETY: a child of a leaf's parent, so a leaf (all leaves are at
+        // one depth); header first.
+        let leaf = unsafe { &*child.cast::<Leaf<K, V>>() };
+        let n = leaf.count()?;
+        let prefix = leaf.hdr.prefix();
+        for i in 0..n {
+            s.heads[i] = leaf.head(i);
+            s.entries[i] = leaf.entry(i);
+        }
+        leaf.hdr.lock.validate(v)?;
+        s.n = n;
+        s.prefix = prefix;
+        s.lower = lower;
+        s.upper = upper;
+        path.set_last(Step { pos, ..step });
+        Ok(true)
+    }
+
     /// Calls `f` on every entry with a key within (`lo`, `hi`) in ascending
     /// order, until `f` returns false.
     pub(crate) fn range(&self, lo: Bound<&K>, hi: Bound<&K>, _guard: &Guard, mut f: impl FnMut(&K, &V) -> bool) {
@@ -156,15 +203,21 @@ impl<K: TreeKey, V> BTree<K, V> {
             lower: ptr::null(),
             upper: ptr::null(),
         };
+        // The leaf in `s` was reached from the one before through their parent.
+        let mut stepped = false;
         loop {
-            let target = match &from {
-                None => Target::First,
-                Some(l) if l.inclusive => Target::AtLeast(l.key, l.head),
-                Some(l) => Target::Above(l.key, l.head),
-            };
-            self.read_leaf(target, &mut path, &mut s);
+            if !stepped {
+                let target = match &from {
+                    None => Target::First,
+                    Some(l) if l.inclusive => Target::AtLeast(l.key, l.head),
+                    Some(l) => Target::Above(l.key, l.head),
+                };
+                self.read_leaf(target, &mut path, &mut s);
+            }
             let hi_at = hi.as_ref().map(|l| l.place(s.prefix));
             let first = match &from {
+                // A sibling's keys are all above the last leaf's upper fence.
+                Some(_) if stepped => 0,
                 Some(l) => {
                     let at = l.place(s.prefix);
                     s.count_below(|h, k| !l.admits_above(at, h, k))
@@ -188,6 +241,7 @@ impl<K: TreeKey, V> BTree<K, V> {
             // passes after it leaves its node, so for as long as the guard.
             let up: &K = unsafe { &*s.upper };
             from = Some(Limit { key: up, head: up.head(), inclusive: false });
+            stepped = self.read_sibling(&mut path, &mut s, true);
         }
     }
 
@@ -205,15 +259,21 @@ impl<K: TreeKey, V> BTree<K, V> {
             lower: ptr::null(),
             upper: ptr::null(),
         };
+        // As in `range`.
+        let mut stepped = false;
         loop {
-            // The leaf holding `to` if present holds the keys just below it too.
-            let target = match &to {
-                None => Target::Last,
-                Some(l) => Target::AtLeast(l.key, l.head),
-            };
-            self.read_leaf(target, &mut path, &mut s);
+            if !stepped {
+                // The leaf holding `to` if present holds the keys just below it too.
+                let target = match &to {
+                    None => Target::Last,
+                    Some(l) => Target::AtLeast(l.key, l.head),
+                };
+                self.read_leaf(target, &mut path, &mut s);
+            }
             let lo_at = lo.as_ref().map(|l| l.place(s.prefix));
             let end = match &to {
+                // A sibling's keys are all at or below the last leaf's lower fence.
+                Some(_) if stepped => s.n,
                 Some(l) => {
                     let at = l.place(s.prefix);
                     s.count_below(|h, k| l.admits_below(at, h, k))
@@ -235,6 +295,7 @@ impl<K: TreeKey, V> BTree<K, V> {
             // SAFETY: as in `range`.
             let low: &K = unsafe { &*s.lower };
             to = Some(Limit { key: low, head: low.head(), inclusive: true });
+            stepped = self.read_sibling(&mut path, &mut s, false);
         }
     }
 }
