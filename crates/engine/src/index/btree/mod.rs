@@ -402,7 +402,7 @@ impl<K: TreeKey, V> BTree<K, V> {
                     // (with room): insert there; otherwise start again.
                     if leaf.hdr.lock.upgrade(version).is_ok() {
                         let n = leaf.hdr.count();
-                        leaf.insert_at(pos, mine, n);
+                        leaf.insert_at(pos, hk, mine, n);
                         leaf.hdr.lock.unlock();
                         // SAFETY: our entry, now in the tree.
                         return (unsafe { &(*mine).value }, true);
@@ -466,7 +466,7 @@ impl<K: TreeKey, V> BTree<K, V> {
             }
             leaf.hdr.lock.upgrade(v)?;
             // The leaf is as read at `v`: `k` is absent and goes at `pos`.
-            leaf.insert_at(pos, mine, n);
+            leaf.insert_at(pos, hk, mine, n);
             leaf.hdr.lock.unlock();
             return Ok(Attempt::Inserted);
         }

@@ -44,11 +44,7 @@ pub(crate) const PREFIX_MAX: usize = 7;
 #[inline]
 pub(crate) fn prefix_mask(p: usize) -> u64 {
     debug_assert!(p <= PREFIX_MAX);
-    if p == 0 {
-        0
-    } else {
-        !0u64 << (64 - 8 * p)
-    }
+    !(u64::MAX >> (8 * p))
 }
 
 /// The prefix length of a prefix word (a loaded word is one a writer
@@ -99,6 +95,10 @@ pub(crate) enum Place {
 /// Places `k` (head `h0`, from byte 0) against a node of prefix word `word`.
 #[inline]
 pub(crate) fn place<K: TreeKey>(k: &K, h0: u64, word: u64) -> Place {
+    // No prefix: the word is 0 (the common case of keys whose heads differ).
+    if word == 0 {
+        return Place::At(h0);
+    }
     let p = prefix_len(word);
     let m = prefix_mask(p);
     match (h0 & m).cmp(&(word & m)) {
@@ -117,6 +117,7 @@ fn admit(hdr: &Header, heads: &[AtomicU64], n: usize, h0: u64) -> u64 {
     let word = hdr.prefix();
     let p = prefix_len(word);
     let m = prefix_mask(p);
+    // Without a prefix (word 0) every key is admitted.
     if h0 & m == word & m {
         return word;
     }
@@ -332,15 +333,19 @@ impl<K: TreeKey, V> Leaf<K, V> {
         unsafe { &(*e).key }
     }
 
-    /// Inserts entry `e` at `i` of `n`. The caller holds the lock, `n <
-    /// LEAF_CAP`, and `e` is its own entry, not yet published.
-    pub(crate) fn insert_at(&self, i: usize, e: *mut Entry<K, V>, n: usize) {
+    /// Inserts entry `e` (its key's head `h0`) at `i` of `n`. The caller
+    /// holds the lock, `n < LEAF_CAP`, and `e` is its own entry, not yet
+    /// published.
+    #[inline]
+    pub(crate) fn insert_at(&self, i: usize, h0: u64, e: *mut Entry<K, V>, n: usize) {
         debug_assert!(n < LEAF_CAP && i <= n);
-        // SAFETY: the caller's entry, alive and not yet shared.
-        let key = unsafe { &(*e).key };
-        let h0 = key.head();
         let p = prefix_len(admit(&self.hdr, &self.heads, n, h0));
-        let h = if p == 0 { h0 } else { key.head_at(p) };
+        let h = if p == 0 {
+            h0
+        } else {
+            // SAFETY: the caller's entry, alive and not yet shared.
+            unsafe { &(*e).key }.head_at(p)
+        };
         // The head invariant, where it costs two loads: heads are ordered as
         // their keys are.
         debug_assert!(i == 0 || self.heads[i - 1].load(Ordering::Relaxed) <= h, "head order");
