@@ -78,6 +78,10 @@ pub(crate) struct Garbage {
     pub(crate) ts: u64,
     pub(crate) table: u32,
     pub(crate) v: VPtr,
+    /// The version's primary key hashed ([`Version::key_hash`]), which the
+    /// writer had computed: the collector reaches its bucket in a primary
+    /// hash index without reading the version's key first.
+    pub(crate) hash: u64,
 }
 
 /// A shard's unlinked versions whose grace epoch has passed: nothing can
@@ -249,13 +253,14 @@ impl Gc {
         // Bytes the batch counts against the memory budget (with a limit),
         // given back when it is freed.
         let mut released = 0;
-        // Unlinking is a chain of cache misses per version (its key, its
+        // Unlinking is a chain of cache misses per version (its links, its
         // bucket, the chain up to it), and garbage is cold by now: take the
         // versions a few at a time and hint each step for all of them before
-        // the next, so that their misses overlap.
+        // the next, so that their misses overlap. The primary bucket comes
+        // from the writer's hash, so its miss overlaps the version's.
         let mut group = [VPtr(std::ptr::null_mut()); PIPELINE];
         let mut tables = [0u32; PIPELINE];
-        let mut hashes = [None; PIPELINE];
+        let mut hashes = [0u64; PIPELINE];
         // The chains hold a backlog: no walks of single versions.
         let mut sweep = backlog.walk > 0;
         let mut longest = 0;
@@ -264,9 +269,10 @@ impl Gc {
             while k < PIPELINE && n + k < budget {
                 match q.front() {
                     Some(&g) if g.ts < watermark => {
-                        (group[k], tables[k]) = (g.v, g.table);
+                        (group[k], tables[k], hashes[k]) = (g.v, g.table, g.hash);
                         q.pop_front();
                         Table::prefetch_version(g.v.0);
+                        table(g.table).prefetch_primary(g.hash);
                         k += 1;
                     }
                     _ => break,
@@ -275,13 +281,14 @@ impl Gc {
             for j in 0..k {
                 // SAFETY: queued versions are linked and alive until their
                 // collector unlinks them (below); we are pinned.
-                hashes[j] = unsafe { table(tables[j]).prefetch_chains(group[j].0) };
+                unsafe { table(tables[j]).prefetch_secondaries(group[j].0) };
             }
             for j in 0..k {
                 // SAFETY: the version is still linked (only the collector
                 // unlinks, once) and alive; we are pinned while unlinking.
-                // `hashes[j]` is the primary index's hash of the version.
-                let walked = unsafe { table(tables[j]).unlink_all(group[j].0, hashes[j]) };
+                // `hashes[j]` is the version's `key_hash`, the primary
+                // index's hash of it.
+                let walked = unsafe { table(tables[j]).unlink_all(group[j].0, Some(hashes[j])) };
                 longest = longest.max(walked);
                 sweep |= walked >= LONG_WALK;
                 if self.budget.is_some() {

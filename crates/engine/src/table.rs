@@ -108,7 +108,12 @@ impl Index {
     /// caller re-checks with [`Index::matches`]) until `f` returns false.
     ///
     /// The caller holds an epoch guard for the whole walk.
-    #[inline]
+    ///
+    /// Always inlined: it is every lookup's walk, and `f` (the caller's
+    /// visibility or latest-version check) must inline into it (measured:
+    /// left to the compiler, single-version locking's lookups called it out
+    /// of line, +1.5% instructions per transaction).
+    #[inline(always)]
     pub(crate) fn for_each_eq(&self, k: &Key, mut f: impl FnMut(&Version) -> bool) {
         let _timed = breakdown::span(Part::Index);
         match &self.imp {
@@ -335,7 +340,17 @@ impl Table {
     /// `v` is live, fully initialised, and not linked yet.
     pub(crate) unsafe fn link_all(&self, v: *mut Version) {
         // SAFETY: forwarded contract.
-        unsafe { self.link_from(v, 0) }
+        unsafe { self.link_from(v, 0, None) }
+    }
+
+    /// [`Table::link_all`] of a version whose primary key's hash
+    /// ([`Key::hash64`]) the caller has computed already.
+    ///
+    /// # Safety
+    /// As for `link_all`; `hash` is `v`'s [`Version::key_hash`].
+    pub(crate) unsafe fn link_all_hashed(&self, v: *mut Version, hash: u64) {
+        // SAFETY: forwarded contract.
+        unsafe { self.link_from(v, 0, Some(hash)) }
     }
 
     /// Links a new version into every index but the primary one, where
@@ -345,14 +360,15 @@ impl Table {
     /// `v` is live, fully initialised, linked into the primary index only.
     pub(crate) unsafe fn link_secondaries(&self, v: *mut Version) {
         // SAFETY: forwarded contract.
-        unsafe { self.link_from(v, 1) }
+        unsafe { self.link_from(v, 1, None) }
     }
 
-    /// Links `v` into the indexes from number `first` on.
+    /// Links `v` into the indexes from number `first` on; `primary`, when
+    /// given, is its hash in the first index.
     ///
     /// # Safety
     /// `v` is live, fully initialised, and not linked into those indexes.
-    unsafe fn link_from(&self, v: *mut Version, first: usize) {
+    unsafe fn link_from(&self, v: *mut Version, first: usize, primary: Option<u64>) {
         // SAFETY: `v` is live per the contract.
         let r = unsafe { &*v };
         // Each version is linked once: by `link_all`, or by
@@ -362,10 +378,17 @@ impl Table {
         if self.row_hint.load(Ordering::Relaxed) == 0 {
             self.row_hint.store(r.footprint(), Ordering::Relaxed);
         }
-        for ix in &self.indexes[first..] {
+        for (i, ix) in self.indexes.iter().enumerate().skip(first) {
             match &ix.imp {
-                // SAFETY: forwarded contract.
-                IndexImpl::Hash(h) => unsafe { h.insert(v, ix.hash_of(r)) },
+                IndexImpl::Hash(h) => {
+                    let hash = match primary {
+                        Some(p) if i == 0 => p,
+                        _ => ix.hash_of(r),
+                    };
+                    debug_assert_eq!(hash, ix.hash_of(r), "the caller's hash is the row's primary key's");
+                    // SAFETY: forwarded contract.
+                    unsafe { h.insert(v, hash) }
+                }
                 // SAFETY: forwarded contract.
                 IndexImpl::Ordered(o) => unsafe { o.insert(v, ix.ikey(r)) },
             }
@@ -432,18 +455,25 @@ impl Table {
     /// did not change, where it goes right after `old`, the version it
     /// replaces (no search of the map; see [`OrderedIndex::insert_after`]).
     ///
+    /// `hash` is the row's primary key hashed ([`Key::hash64`]), which the
+    /// writer's lookup computed: the primary hash index's bucket for `v`.
+    ///
     /// # Safety
     /// `v` is live, fully initialised, and not linked yet; `old` is the
     /// row's version that `v` replaces, linked into every index and
     /// write-locked by the caller, who is pinned.
-    pub(crate) unsafe fn link_update(&self, v: *mut Version, old: *mut Version) {
+    pub(crate) unsafe fn link_update(&self, v: *mut Version, old: *mut Version, hash: u64) {
         // SAFETY: both are live per the contract.
         let (r, o) = unsafe { (&*v, &*old) };
         self.charge(r);
-        for ix in &self.indexes {
+        for (i, ix) in self.indexes.iter().enumerate() {
             match &ix.imp {
-                // SAFETY: forwarded contract.
-                IndexImpl::Hash(h) => unsafe { h.insert(v, ix.hash_of(r)) },
+                IndexImpl::Hash(h) => {
+                    let hash = if i == 0 { hash } else { ix.hash_of(r) };
+                    debug_assert_eq!(hash, ix.hash_of(r), "the caller's hash is the row's primary key's");
+                    // SAFETY: forwarded contract.
+                    unsafe { h.insert(v, hash) }
+                }
                 IndexImpl::Ordered(oi) => {
                     let k = ix.ikey(r);
                     // The primary key never changes; a secondary key may.
@@ -462,9 +492,9 @@ impl Table {
     /// Unlinks a version from every index; returns the longest walk it took
     /// to reach it in a chain (the collector's sign of a backlog, see
     /// [`Table::unlink_many`]). `primary` is the primary index's hash of `v`
-    /// when the caller has it already ([`Table::prefetch_chains`] returns
-    /// it): hashing the key again was a sixth of a collection's
-    /// instructions per version.
+    /// when the caller has it already (the collector has it from the
+    /// writer, [`crate::gc::Garbage::hash`]): hashing the key again was a
+    /// sixth of a collection's instructions per version.
     ///
     /// # Safety
     /// `v` is live and linked; the caller holds an epoch guard and frees `v`
@@ -545,28 +575,42 @@ impl Table {
         crate::index::hash::prefetch((v as *const u8).wrapping_add(64));
     }
 
-    /// Starts loading the hash buckets [`Table::unlink_all`] will lock and
-    /// walk for `v` (reads `v`'s key to hash it); returns the primary
-    /// index's hash of `v` when that index is a hash index, for
-    /// `unlink_all`.
+    /// Starts loading the primary hash index's bucket of `hash` (a
+    /// version's [`Version::key_hash`]), which [`Table::unlink_all`] will
+    /// lock and walk. A hint only; nothing is read.
+    #[inline]
+    pub(crate) fn prefetch_primary(&self, hash: u64) {
+        if let IndexImpl::Hash(h) = &self.indexes[0].imp {
+            h.prefetch_bucket(hash);
+        }
+    }
+
+    /// Starts loading the secondary hash indexes' buckets that
+    /// [`Table::unlink_all`] will lock and walk for `v` (reads `v`'s key
+    /// and value to hash them; nothing without secondary indexes).
     ///
     /// # Safety
     /// `v` is live (as for `unlink_all`).
-    #[inline]
-    pub(crate) unsafe fn prefetch_chains(&self, v: *mut Version) -> Option<u64> {
-        // SAFETY: `v` is live per the contract.
-        let r = unsafe { &*v };
-        let mut primary = None;
-        for (i, ix) in self.indexes.iter().enumerate() {
+    #[inline(always)]
+    pub(crate) unsafe fn prefetch_secondaries(&self, v: *mut Version) {
+        if self.indexes.len() > 1 {
+            // SAFETY: forwarded contract.
+            unsafe { self.prefetch_secondary_buckets(v) }
+        }
+    }
+
+    /// [`Table::prefetch_secondaries`] of a table that has them.
+    ///
+    /// # Safety
+    /// As there.
+    #[inline(never)]
+    unsafe fn prefetch_secondary_buckets(&self, v: *mut Version) {
+        for ix in &self.indexes[1..] {
             if let IndexImpl::Hash(h) = &ix.imp {
-                let hash = ix.hash_of(r);
-                h.prefetch_bucket(hash);
-                if i == 0 {
-                    primary = Some(hash);
-                }
+                // SAFETY: `v` is live per the contract.
+                h.prefetch_bucket(ix.hash_of(unsafe { &*v }));
             }
         }
-        primary
     }
 
     /// Calls `f` on every version linked into the primary index, once

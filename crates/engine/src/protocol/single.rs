@@ -477,7 +477,9 @@ impl<'db> TxnCore<'db> {
         let stamp = g.epoch();
         let db = self.db;
         let shard = self.slot as usize;
-        let len = db.gc.push(shard, std::iter::once(Garbage { ts: stamp, table: table.0, v: VPtr(rec) }));
+        // SAFETY: alive, as above.
+        let hash = unsafe { &*rec }.key_hash();
+        let len = db.gc.push(shard, std::iter::once(Garbage { ts: stamp, table: table.0, v: VPtr(rec), hash }));
         // Every GC_THRESHOLD records (Silo: the front waits for the epoch to
         // move, 40 ms, so do not scan the watermark on every retirement), or
         // every KEY_LOCK_GC_THRESHOLD under key locks (nothing to wait for).

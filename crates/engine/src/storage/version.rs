@@ -209,6 +209,13 @@ impl Version {
         b.cmp(k.as_bytes())
     }
 
+    /// The row's primary key hashed, as [`Key::hash64`] hashes it: its
+    /// bucket in a primary hash index.
+    #[inline]
+    pub fn key_hash(&self) -> u64 {
+        crate::key::hash_bytes(self.key_bytes())
+    }
+
     /// True if the row's primary key is `k`.
     #[inline]
     pub fn key_eq(&self, k: &Key) -> bool {
@@ -448,7 +455,10 @@ mod spare {
     }
 
     impl Spare {
-        #[inline]
+        // Always: `keep_all`'s loop over a collected batch calls it per
+        // version (measured: out of line, a third more instructions per
+        // freed version).
+        #[inline(always)]
         fn keep(&mut self, p: *mut u8, lay: Layout) -> Result<(), *mut u8> {
             debug_assert_eq!(lay.align(), 8);
             let slot = match self.lists.iter().position(|(size, _)| *size == lay.size()) {

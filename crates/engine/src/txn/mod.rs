@@ -44,6 +44,10 @@ pub(crate) struct WriteEntry {
     pub(crate) table: u32,
     pub(crate) old: *mut Version,
     pub(crate) new: *mut Version,
+    /// The row's primary key hashed ([`crate::Key::hash64`]): its bucket in
+    /// a primary hash index, for both versions. Computed once by the write,
+    /// it goes with the version that becomes garbage to its collector.
+    pub(crate) hash: u64,
 }
 
 /// What part of an index a scan covered.

@@ -181,7 +181,7 @@ impl LockLocal {
         }
     }
 
-    #[inline]
+    #[inline(always)] // every lock taken: out of line, +1.3% instructions per 2PL transaction
     pub(crate) fn push(&mut self, h: Held) {
         self.held.push(h);
         let n = self.held.len();

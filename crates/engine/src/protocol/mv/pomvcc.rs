@@ -465,11 +465,12 @@ impl MvTxn<'_> {
             self.local.get().pending[i].new = ptr::null_mut();
             let t = self.core.db.table_by_id(p.table);
             if p.old.is_null() {
+                let hash = p.key.hash64();
                 self.link_insert(t, self.core.db.tid(p.table), p.key, &[], p.new)?;
                 if p.deleted {
                     // Ours and latest: the lock cannot be refused.
                     self.claim(p.new)?;
-                    self.connect(t, self.core.db.tid(p.table), p.new, ptr::null_mut())?;
+                    self.connect(t, self.core.db.tid(p.table), p.new, ptr::null_mut(), hash)?;
                 }
             } else if let Err(e) = self.claim(p.old) {
                 if !p.new.is_null() {
@@ -478,7 +479,7 @@ impl MvTxn<'_> {
                 }
                 return Err(e);
             } else {
-                self.connect(t, self.core.db.tid(p.table), p.old, p.new)?;
+                self.connect(t, self.core.db.tid(p.table), p.old, p.new, p.key.hash64())?;
             }
         }
         self.local.get().pending.clear();

@@ -104,7 +104,12 @@ impl MvTxn<'_> {
         Self::collect_garbage(
             db,
             self.core.slot,
-            gone.iter().filter(|w| !w.new.is_null()).map(|w| Garbage { ts: now, table: w.table, v: VPtr(w.new) }),
+            gone.iter().filter(|w| !w.new.is_null()).map(|w| Garbage {
+                ts: now,
+                table: w.table,
+                v: VPtr(w.new),
+                hash: w.hash,
+            }),
         );
         self.core.rollback_history(mark.history, &keys);
         match refused {

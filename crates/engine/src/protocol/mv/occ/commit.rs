@@ -177,6 +177,7 @@ impl<'db> MvTxn<'db> {
                 ts: end_ts,
                 table: w.table,
                 v: VPtr(w.old),
+                hash: w.hash,
             }),
         );
         if self.core.recording {
@@ -334,6 +335,7 @@ impl<'db> MvTxn<'db> {
                 ts: now,
                 table: w.table,
                 v: VPtr(w.new),
+                hash: w.hash,
             }),
         );
         if let Some(po) = &db.g.po {

@@ -86,14 +86,16 @@ impl<'db> MvTxn<'db> {
         if conflict {
             return Err(self.abort_with(AbortReason::WriteConflict));
         }
+        let hash = key.hash64();
         let nv = nv.unwrap_or_else(|| {
             let nv = make();
-            // SAFETY: `nv` is fresh (or was kept private), initialised and unlinked.
-            unsafe { t.link_all(nv) };
+            // SAFETY: `nv` is fresh (or was kept private), initialised and
+            // unlinked; `hash` is its key's.
+            unsafe { t.link_all_hashed(nv, hash) };
             nv
         });
         self.core.created += 1;
-        self.local.get().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv });
+        self.local.get().write_set.push(WriteEntry { table: table.0, old: ptr::null_mut(), new: nv, hash });
         if self.policy.honour_locks {
             // SAFETY: linked and ours until commit or abort.
             if let Err(r) = self.wait_for_lockers(t, unsafe { &*nv }) {
@@ -388,7 +390,7 @@ impl<'db> MvTxn<'db> {
     /// After [`Self::claim`] of `v`: links the new version `new` (null for a
     /// delete) into every index and enters the write in the WriteSet.
     fn publish(&mut self, t: &Table, table: TableId, key: &Key, v: *mut Version, new: *mut Version) -> Result<()> {
-        self.connect(t, table, v, new)?;
+        self.connect(t, table, v, new, key.hash64())?;
         if self.core.recording {
             // SAFETY: both versions stay allocated while we are pinned (the
             // caller is) and hold the write lock.
@@ -417,15 +419,23 @@ impl<'db> MvTxn<'db> {
     }
 
     /// The part of [`Self::publish`] that POMVCC's optimistic commit shares:
-    /// links `new` after `v` and enters the write in the WriteSet.
-    pub(crate) fn connect(&mut self, t: &Table, table: TableId, v: *mut Version, new: *mut Version) -> Result<()> {
+    /// links `new` after `v` and enters the write in the WriteSet. `hash`
+    /// is the row's key hashed ([`Key::hash64`]).
+    pub(crate) fn connect(
+        &mut self,
+        t: &Table,
+        table: TableId,
+        v: *mut Version,
+        new: *mut Version,
+        hash: u64,
+    ) -> Result<()> {
         if !new.is_null() {
             self.core.created += 1;
             // SAFETY: fresh, initialised, unlinked; `v` is the version it
             // replaces, linked everywhere, and write-locked by us.
-            unsafe { t.link_update(new, v) };
+            unsafe { t.link_update(new, v, hash) };
         }
-        self.local.get().write_set.push(WriteEntry { table: table.0, old: v, new });
+        self.local.get().write_set.push(WriteEntry { table: table.0, old: v, new, hash });
         if self.policy.cert != Cert::Off {
             self.ssn_write(v)?; // Algorithm 1's ssn_write (an early abort undoes the entry)
         }
