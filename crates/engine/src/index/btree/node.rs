@@ -100,11 +100,11 @@ pub(crate) fn place<K: TreeKey>(k: &K, h0: u64, word: u64) -> Place {
         return Place::At(h0);
     }
     let p = prefix_len(word);
+    debug_assert!(p > 0, "a prefix of length 0 is the word 0");
     let m = prefix_mask(p);
     match (h0 & m).cmp(&(word & m)) {
         Cmp::Less => Place::Below,
         Cmp::Greater => Place::Above,
-        Cmp::Equal if p == 0 => Place::At(h0),
         Cmp::Equal => Place::At(k.head_at(p)),
     }
 }

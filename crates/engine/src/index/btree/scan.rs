@@ -113,6 +113,23 @@ impl<K, V> Snapshot<K, V> {
     }
 }
 
+impl<K: TreeKey, V> Snapshot<K, V> {
+    /// Copies `leaf`'s heads, entries and prefix word into the snapshot's
+    /// arrays and validates them against the leaf's version `v`; returns
+    /// its count and prefix word, which the caller stores with the leaf's
+    /// fences once everything else it read is validated too.
+    fn copy(&mut self, leaf: &Leaf<K, V>, v: u64) -> Result<(usize, u64), Restart> {
+        let n = leaf.count()?;
+        let prefix = leaf.hdr.prefix();
+        for i in 0..n {
+            self.heads[i] = leaf.head(i);
+            self.entries[i] = leaf.entry(i);
+        }
+        leaf.hdr.lock.validate(v)?;
+        Ok((n, prefix))
+    }
+}
+
 impl<K: TreeKey, V> BTree<K, V> {
     /// Reads the leaf of `t` consistently into `s` (restarting as needed).
     fn read_leaf(&self, t: Target<'_, K>, path: &mut Path<K>, s: &mut Snapshot<K, V>) {
@@ -126,14 +143,7 @@ impl<K: TreeKey, V> BTree<K, V> {
     fn try_read_leaf(&self, t: Target<'_, K>, path: &mut Path<K>, s: &mut Snapshot<K, V>) -> Result<(), Restart> {
         let r = self.descend(t, path)?;
         // SAFETY: nodes are freed only through the epoch; the caller is pinned.
-        let leaf = unsafe { &*r.leaf };
-        let n = leaf.count()?;
-        let prefix = leaf.hdr.prefix();
-        for i in 0..n {
-            s.heads[i] = leaf.head(i);
-            s.entries[i] = leaf.entry(i);
-        }
-        leaf.hdr.lock.validate(r.version)?;
+        let (n, prefix) = s.copy(unsafe { &*r.leaf }, r.version)?;
         path.validate()?;
         s.n = n;
         s.prefix = prefix;
@@ -173,14 +183,7 @@ impl<K: TreeKey, V> BTree<K, V> {
         debug_assert!(unsafe { &*child }.leaf, "a leaf's parent has only leaves");
         // SAFETY: a child of a leaf's parent, so a leaf (all leaves are at
         // one depth); header first.
-        let leaf = unsafe { &*child.cast::<Leaf<K, V>>() };
-        let n = leaf.count()?;
-        let prefix = leaf.hdr.prefix();
-        for i in 0..n {
-            s.heads[i] = leaf.head(i);
-            s.entries[i] = leaf.entry(i);
-        }
-        leaf.hdr.lock.validate(v)?;
+        let (n, prefix) = s.copy(unsafe { &*child.cast::<Leaf<K, V>>() }, v)?;
         s.n = n;
         s.prefix = prefix;
         s.lower = lower;
